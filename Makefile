@@ -1,0 +1,48 @@
+# Every target creates the virtual environment it needs, so a fresh clone works.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+SHARED ?= ../shared
+
+.PHONY: venv run test test-fast lint format bench conformance proto browser-deps clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: venv
+	$(BIN)/numascope serve --host $(HOST) --port $(PORT)
+
+browser-deps:
+	@sh scripts/ensure-chromium.sh
+
+lint: venv
+	$(BIN)/ruff check app tests bench migrations
+	$(BIN)/ruff format --check app tests bench migrations
+	$(BIN)/mypy
+
+format: venv
+	$(BIN)/ruff format app tests bench migrations
+	$(BIN)/ruff check --fix app tests bench migrations
+
+test: venv browser-deps lint
+	$(BIN)/python -m pytest -n 2 -p no:cacheprovider
+
+test-fast: venv
+	$(BIN)/python -m pytest -n 2 -m "not browser"
+
+conformance: venv
+	$(BIN)/python -m app.conformance $(SHARED)/conformance/*.json
+
+bench: venv
+	@for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .benchmarks

@@ -1,0 +1,1 @@
+"""Adapters: the only code that touches disk, sysfs, sockets or the database."""

@@ -1,0 +1,1 @@
+"""The kubelet-faithful engine: pure Python, standard library only."""

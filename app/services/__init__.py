@@ -1,0 +1,1 @@
+"""Use cases combining the domain engine and the adapters."""

@@ -1,0 +1,1 @@
+"""FastAPI application: pages, fragments and the JSON API."""
