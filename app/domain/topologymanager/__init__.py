@@ -1,0 +1,1 @@
+"""Topology manager: NUMA bitmasks, hints, merge policies and scopes."""
