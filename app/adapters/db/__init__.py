@@ -1,0 +1,1 @@
+"""Database adapter: engine and sessions (``engine.py``) and SQLModel tables (``models.py``)."""

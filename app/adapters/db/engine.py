@@ -1,0 +1,106 @@
+"""Database engine and sessions built from a URL (SQLite by default, Postgres by URL).
+
+SQLite connections get ``journal_mode=WAL`` (file databases), ``foreign_keys=ON`` and a busy
+timeout; the folder of a SQLite file is created on demand. Postgres needs the optional
+``postgres`` extra (psycopg); a missing driver is reported as ``DatabaseConfigError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+from sqlalchemy.pool import StaticPool
+from sqlmodel import Session
+
+SQLITE_BUSY_TIMEOUT_MS = 5000
+
+
+class DatabaseConfigError(ValueError):
+    """The database URL is malformed or names a driver that is not installed."""
+
+
+def parse_url(url: str | URL) -> URL:
+    try:
+        return make_url(url)
+    except ArgumentError as err:
+        raise DatabaseConfigError(f"database_url {str(url)!r} is not a valid URL: {err}") from None
+
+
+def is_sqlite_memory(url: URL) -> bool:
+    return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
+
+
+def ensure_sqlite_folder(url: URL) -> None:
+    """Create the folder of a SQLite database file (``sqlite:///./var/x.db`` -> ``./var``)."""
+    if url.get_backend_name() != "sqlite" or is_sqlite_memory(url):
+        return
+    database = url.database or ""
+    if database.startswith("file:"):  # URI filenames: leave them to SQLite
+        return
+    Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any, *, wal: bool) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        if wal:
+            cursor.execute("PRAGMA journal_mode=WAL")
+    finally:
+        cursor.close()
+
+
+def make_engine(url: str | URL, *, echo: bool = False) -> Engine:
+    """An engine for ``url``; SQLite gets its pragmas and folder, ``sqlite://`` one shared
+    in-memory connection."""
+    parsed = parse_url(url)
+    kwargs: dict[str, Any] = {"echo": echo}
+    sqlite = parsed.get_backend_name() == "sqlite"
+    if sqlite:
+        ensure_sqlite_folder(parsed)
+        kwargs["connect_args"] = {"check_same_thread": False}
+        if is_sqlite_memory(parsed):
+            kwargs["poolclass"] = StaticPool
+    else:
+        kwargs["pool_pre_ping"] = True
+    try:
+        engine = create_engine(parsed, **kwargs)
+    except NoSuchModuleError as err:
+        raise DatabaseConfigError(
+            f"database_url uses an unknown dialect or driver ({err}); "
+            "for Postgres install the 'postgres' extra: pip install 'numascope[postgres]'"
+        ) from None
+    except ModuleNotFoundError as err:
+        raise DatabaseConfigError(
+            f"the database driver for {parsed.drivername!r} is not installed ({err.name}); "
+            "for Postgres install the 'postgres' extra: pip install 'numascope[postgres]'"
+        ) from None
+    if sqlite:
+        wal = not is_sqlite_memory(parsed)
+        event.listen(
+            engine,
+            "connect",
+            lambda conn, record: _sqlite_pragmas(conn, record, wal=wal),
+        )
+    return engine
+
+
+@contextmanager
+def session_scope(engine: Engine) -> Iterator[Session]:
+    """A session that commits when the block ends and rolls back if it raises."""
+    session = Session(engine)
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()

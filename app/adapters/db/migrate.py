@@ -1,0 +1,59 @@
+"""Run the Alembic migrations in ``migrations/`` programmatically (``alembic upgrade head``).
+
+``create_app`` calls ``upgrade_head`` at startup so a fresh machine gets the schema. The
+engine's connection is handed to ``migrations/env.py`` through ``Config.attributes`` so the
+same pragmas (and, for ``sqlite://``, the same in-memory database) are used.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine
+
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
+ALEMBIC_INI = PROJECT_ROOT / "alembic.ini"
+MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
+
+
+class MigrationError(RuntimeError):
+    """The migrations could not be found or applied."""
+
+
+def alembic_config(url: str | None = None) -> Config:
+    """An Alembic config for this project; ``url`` becomes ``sqlalchemy.url`` when given."""
+    if not MIGRATIONS_DIR.is_dir():
+        raise MigrationError(f"migrations folder not found at {MIGRATIONS_DIR}")
+    cfg = Config(str(ALEMBIC_INI)) if ALEMBIC_INI.is_file() else Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    if url is not None:
+        # ConfigParser interpolation: a literal '%' (URL-encoded passwords) must be doubled.
+        cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def upgrade_head(engine: Engine) -> None:
+    """Bring the database behind ``engine`` to the newest revision."""
+    cfg = alembic_config()
+    cfg.attributes["configure_logger"] = False
+    try:
+        with engine.begin() as connection:
+            cfg.attributes["connection"] = connection
+            command.upgrade(cfg, "head")
+    except MigrationError:
+        raise
+    except Exception as err:
+        raise MigrationError(f"alembic upgrade head failed: {err}") from err
+
+
+def current_revisions(engine: Engine) -> tuple[str, ...]:
+    with engine.connect() as connection:
+        return tuple(MigrationContext.configure(connection).get_current_heads())
+
+
+def head_revisions() -> tuple[str, ...]:
+    return tuple(ScriptDirectory.from_config(alembic_config()).get_heads())
