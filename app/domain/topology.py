@@ -28,6 +28,22 @@ class TopologyError(ValueError):
     """A topology description is inconsistent or malformed."""
 
 
+_BINARY_UNITS = (("Pi", 1024**5), ("Ti", 1024**4), ("Gi", GIB), ("Mi", MIB), ("Ki", 1024))
+
+
+def binary_quantity(n_bytes: int) -> str:
+    """Bytes as the shortest exact binary quantity: 2097152 -> ``2Mi``, 1536 -> ``1536``."""
+    for suffix, unit in _BINARY_UNITS:
+        if n_bytes and n_bytes % unit == 0:
+            return f"{n_bytes // unit}{suffix}"
+    return str(n_bytes)
+
+
+def hugepage_resource_name(page_size: int) -> str:
+    """The kubelet's resource name for a hugepage size: 2 MiB -> ``hugepages-2Mi``."""
+    return f"hugepages-{binary_quantity(page_size)}"
+
+
 @dataclass(frozen=True, slots=True)
 class CPUInfo:
     """One logical CPU (``topology.CPUInfo``)."""
@@ -229,6 +245,16 @@ class CPUTopology:
 
     def hugepage_sizes(self) -> list[int]:
         return sorted({size for m in self.memory for size in m.hugepages})
+
+    def all_numa_node_ids(self) -> list[int]:
+        """NUMA nodes with CPUs or memory (memory-only nodes are not in ``numa_node_ids``)."""
+        return sorted(set(self._cpus_of_numa) | {m.numa_id for m in self.memory})
+
+    def total_memory_bytes(self) -> int:
+        return sum(m.memory_bytes for m in self.memory)
+
+    def total_hugepage_bytes(self, page_size: int) -> int:
+        return sum(m.hugepage_bytes(page_size) for m in self.memory)
 
     # -- construction helpers -----------------------------------------------------
     @classmethod
