@@ -1,0 +1,93 @@
+"""CPU manager metrics as plain counters (follows pkg/kubelet/metrics/metrics.go and the
+metric updates in pkg/kubelet/cm/cpumanager/policy_static.go, v1.37).
+
+The kubelet exports Prometheus series; the engine only counts. A policy owns one
+``CPUManagerMetrics``; the web layer may export it. Label values are the kubelet's:
+
+* ``resource_manager_allocations_total{resource_name, source}``;
+* ``resource_manager_allocation_errors_total{resource_name, source}``;
+* ``resource_manager_container_assignments{resource_name, assignment_type}``;
+* the older ``cpu_manager_*`` series and ``container_aligned_compute_resources_*``.
+
+``ResourceManagerCounters`` holds the three KEP-5526 series and can be shared with the memory
+manager (``resource_name`` = ``memory``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+RESOURCE_CPU = "cpu"
+RESOURCE_MEMORY = "memory"
+SOURCE_POD = "pod"
+SOURCE_NODE = "node"
+ASSIGNMENT_NODE_EXCLUSIVE = "node_exclusive"
+ASSIGNMENT_POD_EXCLUSIVE = "pod_exclusive"
+ASSIGNMENT_POD_SHARED = "pod_shared"
+
+ALIGN_SCOPE_CONTAINER = "container"
+ALIGNED_PHYSICAL_CPU = "physical_cpu"
+ALIGNED_UNCORE_CACHE = "uncore_cache"
+
+
+@dataclass(slots=True)
+class ResourceManagerCounters:
+    """The ``resource_manager_*`` series (KEP-5526)."""
+
+    allocations_total: Counter[tuple[str, str]] = field(default_factory=Counter)
+    allocation_errors_total: Counter[tuple[str, str]] = field(default_factory=Counter)
+    container_assignments: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    def allocations(self, resource: str, source: str) -> int:
+        return self.allocations_total[(resource, source)]
+
+    def errors(self, resource: str, source: str) -> int:
+        return self.allocation_errors_total[(resource, source)]
+
+    def assignments(self, resource: str, assignment_type: str) -> int:
+        return self.container_assignments[(resource, assignment_type)]
+
+
+@dataclass(slots=True)
+class CPUManagerMetrics(ResourceManagerCounters):
+    """Everything the static CPU policy counts."""
+
+    pinning_requests_total: int = 0
+    pinning_errors_total: int = 0
+    shared_pool_size_millicores: int = 0
+    exclusive_cpu_allocation_count: int = 0
+    allocation_per_numa: dict[int, int] = field(default_factory=dict)
+    aligned_compute_resources: Counter[tuple[str, str]] = field(default_factory=Counter)
+    aligned_compute_resources_failure: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    def snapshot(self) -> dict[str, object]:
+        """A JSON-friendly view (series name -> value or {label text: value})."""
+
+        def labelled(c: Counter[tuple[str, str]], a: str, b: str) -> dict[str, int]:
+            return {f'{a}="{k[0]}",{b}="{k[1]}"': v for k, v in sorted(c.items())}
+
+        return {
+            "resource_manager_allocations_total": labelled(
+                self.allocations_total, "resource_name", "source"
+            ),
+            "resource_manager_allocation_errors_total": labelled(
+                self.allocation_errors_total, "resource_name", "source"
+            ),
+            "resource_manager_container_assignments": labelled(
+                self.container_assignments, "resource_name", "assignment_type"
+            ),
+            "cpu_manager_pinning_requests_total": self.pinning_requests_total,
+            "cpu_manager_pinning_errors_total": self.pinning_errors_total,
+            "cpu_manager_shared_pool_size_millicores": self.shared_pool_size_millicores,
+            "cpu_manager_exclusive_cpu_allocation_count": self.exclusive_cpu_allocation_count,
+            "cpu_manager_allocation_per_numa": {
+                f'numa_node="{k}"': v for k, v in sorted(self.allocation_per_numa.items())
+            },
+            "container_aligned_compute_resources_count": labelled(
+                self.aligned_compute_resources, "scope", "boundary"
+            ),
+            "container_aligned_compute_resources_failure_count": labelled(
+                self.aligned_compute_resources_failure, "scope", "boundary"
+            ),
+        }
