@@ -1,0 +1,121 @@
+"""Topology manager policy options (follows pkg/kubelet/cm/topologymanager/policy_options.go, v1.37).
+
+Two options exist in 1.37, both stable (no feature gate needed):
+
+* ``prefer-closest-numa-nodes`` (Go boolean): among equally wide NUMA masks prefer the one
+  with the lowest average distance;
+* ``max-allowable-numa-nodes`` (integer, default and minimum 8): machines with more NUMA
+  nodes are refused at start unless this is raised.
+
+Go ranges over the option map in random order; we check options in name order and report the
+first bad one (the spec's canonical rule). Error texts are the kubelet's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from app.domain.cpumanager.policy_options import go_quote, parse_go_bool
+
+PREFER_CLOSEST_NUMA_NODES = "prefer-closest-numa-nodes"
+MAX_ALLOWABLE_NUMA_NODES = "max-allowable-numa-nodes"
+
+DEFAULT_MAX_ALLOWABLE_NUMA_NODES = 8
+
+ALPHA_OPTIONS: frozenset[str] = frozenset()
+BETA_OPTIONS: frozenset[str] = frozenset()
+STABLE_OPTIONS = frozenset({PREFER_CLOSEST_NUMA_NODES, MAX_ALLOWABLE_NUMA_NODES})
+
+GATE_ALPHA_OPTIONS = "TopologyManagerPolicyAlphaOptions"
+GATE_BETA_OPTIONS = "TopologyManagerPolicyBetaOptions"
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
+
+
+class TopologyManagerOptionError(ValueError):
+    """A bad ``topologyManagerPolicyOptions`` entry; ``option`` names it."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(message)
+        self.option = option
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyOptions:
+    """``PolicyOptions``."""
+
+    prefer_closest_numa: bool = False
+    max_allowable_numa_nodes: int = DEFAULT_MAX_ALLOWABLE_NUMA_NODES
+
+
+def go_atoi(value: str) -> int:
+    """``strconv.Atoi`` (base 10, optional sign, int64); raises ``ValueError`` with Go's text."""
+    if not _DECIMAL.fullmatch(value):
+        raise ValueError(f"strconv.Atoi: parsing {go_quote(value)}: invalid syntax")
+    n = int(value)
+    if not _INT64_MIN <= n <= _INT64_MAX:
+        raise ValueError(f"strconv.Atoi: parsing {go_quote(value)}: value out of range")
+    return n
+
+
+def check_policy_option_available(
+    option: str, feature_gates: Mapping[str, bool] | None = None
+) -> None:
+    """``CheckPolicyOptionAvailable``."""
+    gates = feature_gates or {}
+    if option not in ALPHA_OPTIONS | BETA_OPTIONS | STABLE_OPTIONS:
+        raise TopologyManagerOptionError(
+            option, f"unknown Topology Manager Policy option: {go_quote(option)}"
+        )
+    if option in ALPHA_OPTIONS and not gates.get(GATE_ALPHA_OPTIONS, False):
+        raise TopologyManagerOptionError(
+            option,
+            "Topology Manager Policy Alpha-level Options not enabled, but option "
+            f"{go_quote(option)} provided",
+        )
+    if option in BETA_OPTIONS and not gates.get(GATE_BETA_OPTIONS, True):
+        raise TopologyManagerOptionError(
+            option,
+            "Topology Manager Policy Beta-level Options not enabled, but option "
+            f"{go_quote(option)} provided",
+        )
+
+
+def new_policy_options(
+    policy_options: Mapping[str, str] | None, feature_gates: Mapping[str, bool] | None = None
+) -> PolicyOptions:
+    """``NewPolicyOptions``: parse the kubelet's option map."""
+    prefer_closest = False
+    max_nodes = DEFAULT_MAX_ALLOWABLE_NUMA_NODES
+    for name in sorted(policy_options or {}):
+        value = (policy_options or {})[name]
+        check_policy_option_available(name, feature_gates)
+        if not isinstance(value, str):
+            value = str(value)
+        if name == PREFER_CLOSEST_NUMA_NODES:
+            try:
+                prefer_closest = parse_go_bool(value)
+            except ValueError as exc:
+                raise TopologyManagerOptionError(
+                    name, f"bad value for option {go_quote(name)}: {exc}"
+                ) from None
+        elif name == MAX_ALLOWABLE_NUMA_NODES:
+            try:
+                n = go_atoi(value)
+            except ValueError as exc:
+                raise TopologyManagerOptionError(
+                    name, f"unable to convert policy option to integer {go_quote(name)}: {exc}"
+                ) from None
+            if n < DEFAULT_MAX_ALLOWABLE_NUMA_NODES:
+                raise TopologyManagerOptionError(
+                    name,
+                    f"the minimum value of {go_quote(name)} should not be less than "
+                    f"{DEFAULT_MAX_ALLOWABLE_NUMA_NODES}",
+                )
+            max_nodes = n
+    return PolicyOptions(prefer_closest_numa=prefer_closest, max_allowable_numa_nodes=max_nodes)
