@@ -1,0 +1,333 @@
+"""Kubernetes resource quantities (follows k8s.io/apimachinery/pkg/api/resource/quantity.go,
+amount.go and suffix.go, v1.37).
+
+A ``Quantity`` is an exact number (a ``fractions.Fraction``) plus the *format* family it was
+written in, which only matters for printing:
+
+* ``DecimalSI``: no suffix or one of ``n u m k M G T P E`` (``"500m"``, ``"2"``, ``"1G"``);
+* ``BinarySI``: ``Ki Mi Gi Ti Pi Ei`` (``"1Gi"``);
+* ``DecimalExponent``: ``e``/``E`` and a signed integer (``"1e3"``).
+
+Parsing follows ``ParseQuantity``: the magnitude of a non-zero value is rounded *up* to a
+multiple of 10^-9 (``"0.1n"`` is ``1n``); a binary value is capped at 2^63-1 and a binary
+value below 1 switches to ``DecimalSI``. ``str(q)`` is upstream's ``String()``
+(``CanonicalizeBytes``): the largest suffix of the quantity's family that keeps the mantissa
+an integer, the exponent a multiple of three for the decimal families (``"1.5"`` ->
+``"1500m"``, ``"1.5Gi"`` -> ``"1536Mi"``, ``"0.1Gi"`` -> ``"107374182400m"``). Equality, hashing
+and ordering use the value only, like ``Quantity.Cmp``: ``Quantity.parse("2") ==
+Quantity.parse("2000m")``.
+
+Deliberate differences from upstream, all for inputs no kubelet sees in practice:
+
+* The grammar is the documented one (``<sign><digits>[.<digits>]<suffix>``, ``"1."`` and
+  ``".5"`` allowed). Upstream's hand-written scanner is laxer and reads ``"Mi"``, ``"."`` and
+  ``"-."`` as zero; those are errors here.
+* Values of 10^1000 or more are rejected (upstream would build the number and, for
+  ``"1e999999999"``, never finish). Tiny values still round up to ``1n`` cheaply.
+* A value with no suffix in its family (above ``E``/``Ei``, below ``n``) prints in
+  exponent notation (``"1e21"``), as newer upstream does, instead of losing its magnitude.
+* ``value()``/``milli_value()`` return Python ints (no int64 saturation); negative values
+  round away from zero like upstream's int64 path.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+DECIMAL_SI = "DecimalSI"
+BINARY_SI = "BinarySI"
+DECIMAL_EXPONENT = "DecimalExponent"
+FORMATS = (DECIMAL_SI, BINARY_SI, DECIMAL_EXPONENT)
+
+# Upstream's ErrFormatWrong / ErrSuffix texts.
+SPLIT_RE_STRING = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
+ERR_FORMAT_WRONG = f"quantities must match the regular expression '{SPLIT_RE_STRING}'"
+ERR_SUFFIX = "unable to parse quantity's suffix"
+
+MAX_INT64 = (1 << 63) - 1
+_MAX_INT32 = (1 << 31) - 1
+# Reject values of 10**_MAX_DIGITS or more: far beyond any resource, small enough to be cheap.
+_MAX_DIGITS = 1000
+_NANO = 10**9
+
+_DECIMAL_SUFFIXES = {
+    "n": -9,
+    "u": -6,
+    "m": -3,
+    "": 0,
+    "k": 3,
+    "M": 6,
+    "G": 9,
+    "T": 12,
+    "P": 15,
+    "E": 18,
+}
+_BINARY_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_DECIMAL_BY_EXPONENT = {e: s for s, e in _DECIMAL_SUFFIXES.items()}
+_BINARY_BY_EXPONENT = {e: s for s, e in _BINARY_SUFFIXES.items()}
+_BINARY_BY_EXPONENT[0] = ""
+
+# <sign><digits>[.<digits>] | <sign>.<digits>, then anything upstream's scanner would take as
+# a suffix (letters from its alphabet, an optional sign, digits); the suffix is checked apart.
+_SHAPE = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*[-+]?[0-9]*)", re.ASCII)
+_EXPONENT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+
+def go_quote(text: str) -> str:
+    """``text`` in double quotes with backslash escapes, close to Go's ``%q``."""
+    out = ['"']
+    for ch in text:
+        if ch == '"' or ch == "\\":
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif not ch.isprintable():
+            code = ord(ch)
+            out.append(
+                f"\\x{code:02x}"
+                if code < 0x80
+                else f"\\u{code:04x}"
+                if code < 0x10000
+                else f"\\U{code:08x}"
+            )
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+class QuantityError(ValueError):
+    """A quantity could not be parsed or built; the message names the offending text."""
+
+    def __init__(self, text: object, detail: str) -> None:
+        shown = go_quote(text) if isinstance(text, str) else repr(text)
+        super().__init__(f"invalid quantity {shown}: {detail}")
+        self.text = text
+        self.detail = detail
+
+
+def _is_finite_decimal(denominator: int) -> bool:
+    d = denominator >> ((denominator & -denominator).bit_length() - 1)
+    while d % 5 == 0:
+        d //= 5
+    return d == 1
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _interpret_suffix(text: str, suffix: str) -> tuple[int, int, str]:
+    """(base, exponent, format) of a suffix, like ``quantitySuffixer.interpret``."""
+    if suffix in _DECIMAL_SUFFIXES:
+        return 10, _DECIMAL_SUFFIXES[suffix], DECIMAL_SI
+    if suffix in _BINARY_SUFFIXES:
+        return 2, _BINARY_SUFFIXES[suffix], BINARY_SI
+    if len(suffix) > 1 and suffix[0] in "eE" and _EXPONENT.fullmatch(suffix[1:]):
+        exponent = int(suffix[1:])
+        if -_MAX_INT32 <= exponent <= _MAX_INT32:
+            return 10, exponent, DECIMAL_EXPONENT
+    raise QuantityError(text, ERR_SUFFIX)
+
+
+@dataclass(frozen=True, slots=True, order=True, repr=False)
+class Quantity:
+    """An exact, immutable resource quantity.
+
+    ``amount`` is the value (a ``Fraction`` with a power-of-ten-friendly denominator);
+    ``format`` is the family used by ``str()``. Build one with ``Quantity.parse``,
+    ``Quantity.from_int`` or ``Quantity.from_milli``; ``Quantity(Fraction(3, 2))`` also works.
+    """
+
+    amount: Fraction
+    format: str = field(default=DECIMAL_SI, compare=False)
+
+    def __post_init__(self) -> None:
+        amount = self.amount
+        if isinstance(amount, bool) or not isinstance(amount, int | Fraction):
+            raise QuantityError(amount, "the amount must be an int or a Fraction")
+        if not isinstance(amount, Fraction):
+            object.__setattr__(self, "amount", Fraction(amount))
+        elif not _is_finite_decimal(amount.denominator):
+            raise QuantityError(str(amount), "the amount must be a finite decimal fraction")
+        if self.format not in FORMATS:
+            raise QuantityError(self.format, f"unknown format (expected one of {FORMATS})")
+
+    # -- construction -------------------------------------------------------------
+    @classmethod
+    def parse(cls, text: str | int) -> Quantity:
+        """Parse Kubernetes quantity text (``"500m"``, ``"2"``, ``"1.5"``, ``"100Mi"``, ``"1e3"``).
+
+        An ``int`` is taken as that many units (``DecimalSI``). Leading or trailing spaces are
+        errors, as in ``ParseQuantity``.
+        """
+        if isinstance(text, bool):
+            raise QuantityError(text, "a quantity must be text or an integer")
+        if isinstance(text, int):
+            return cls(Fraction(text), DECIMAL_SI)
+        if not isinstance(text, str):
+            raise QuantityError(text, "a quantity must be text or an integer")
+        if text == "":
+            raise QuantityError(text, ERR_FORMAT_WRONG)
+        m = _SHAPE.fullmatch(text)
+        if m is None:
+            raise QuantityError(text, ERR_FORMAT_WRONG)
+        sign, whole, frac, suffix = m.group(1), m.group(2), m.group(3) or "", m.group(4)
+        if whole == "" and frac == "":
+            raise QuantityError(text, ERR_FORMAT_WRONG)
+        base, exponent, fmt = _interpret_suffix(text, suffix)
+        mantissa = int(whole + frac) if (whole + frac).strip("0") else 0
+        if mantissa == 0:
+            return cls(Fraction(0), fmt)
+        digits = len(str(mantissa))
+        if base == 10:
+            scale = exponent - len(frac)
+            if scale + digits > _MAX_DIGITS:
+                raise QuantityError(
+                    text, f"quantities of 1e{_MAX_DIGITS} or more are not supported"
+                )
+            if scale >= 0:
+                amount = Fraction(mantissa * 10**scale)
+            elif scale >= -9:
+                amount = Fraction(mantissa, 10**-scale)
+            else:
+                shift = -9 - scale
+                nanos = 1 if shift > digits else _ceil_div(mantissa, 10**shift)
+                amount = Fraction(nanos, _NANO)
+        else:
+            numerator = mantissa << exponent
+            denominator = 10 ** len(frac)
+            if numerator % denominator == 0:
+                amount = Fraction(numerator // denominator)
+            else:
+                amount = Fraction(_ceil_div(numerator * _NANO, denominator), _NANO)
+            if amount > MAX_INT64:
+                amount = Fraction(MAX_INT64)
+            elif amount < 1:
+                fmt = DECIMAL_SI
+        return cls(-amount if sign == "-" else amount, fmt)
+
+    @classmethod
+    def from_int(cls, value: int, fmt: str = DECIMAL_SI) -> Quantity:
+        """``value`` units (``resource.NewQuantity``)."""
+        return cls(Fraction(value), fmt)
+
+    @classmethod
+    def from_milli(cls, milli: int, fmt: str = DECIMAL_SI) -> Quantity:
+        """``milli``/1000 units (``resource.NewMilliQuantity``)."""
+        return cls(Fraction(milli, 1000), fmt)
+
+    # -- values -------------------------------------------------------------------
+    def scaled_value(self, scale: int) -> int:
+        """``ScaledValue``: the value in units of 10^scale, rounded away from zero."""
+        v = self.amount / Fraction(10) ** scale
+        n = _ceil_div(abs(v.numerator), v.denominator)
+        return -n if v < 0 else n
+
+    def value(self) -> int:
+        """``Value()``: the value rounded up to an integer (away from zero)."""
+        return self.scaled_value(0)
+
+    def milli_value(self) -> int:
+        """``MilliValue()``: ceil(value × 1000) (away from zero for negative values)."""
+        return self.scaled_value(-3)
+
+    def is_zero(self) -> bool:
+        return self.amount == 0
+
+    def sign(self) -> int:
+        return (self.amount > 0) - (self.amount < 0)
+
+    # -- arithmetic (the format follows upstream's Add/Sub: a zero takes the other's) -----
+    def __add__(self, other: object) -> Quantity:
+        if isinstance(other, Quantity):
+            fmt = other.format if self.amount == 0 else self.format
+            return Quantity(self.amount + other.amount, fmt)
+        if isinstance(other, int) and not isinstance(other, bool) and other == 0:
+            return self  # lets sum() start from 0
+        return NotImplemented
+
+    __radd__ = __add__
+
+    def __sub__(self, other: object) -> Quantity:
+        if isinstance(other, Quantity):
+            fmt = other.format if self.amount == 0 else self.format
+            return Quantity(self.amount - other.amount, fmt)
+        return NotImplemented
+
+    def __neg__(self) -> Quantity:
+        return Quantity(-self.amount, self.format)
+
+    def __mul__(self, factor: object) -> Quantity:
+        if isinstance(factor, int) and not isinstance(factor, bool):
+            return Quantity(self.amount * factor, self.format)
+        return NotImplemented
+
+    __rmul__ = __mul__
+
+    # -- text ---------------------------------------------------------------------
+    def __str__(self) -> str:
+        return canonicalize(self.amount, self.format)
+
+    def __repr__(self) -> str:
+        return f"Quantity({str(self)!r})"
+
+
+def _decimal_parts(amount: Fraction) -> tuple[str, int]:
+    """|amount| as (digits without trailing zeros, base-10 exponent)."""
+    den = amount.denominator
+    twos = (den & -den).bit_length() - 1
+    fives, rest = 0, den >> twos
+    while rest % 5 == 0 and rest > 1:
+        rest //= 5
+        fives += 1
+    k = max(twos, fives)
+    digits = str(abs(amount.numerator) * (10**k // den))
+    stripped = digits.rstrip("0")
+    return stripped, len(digits) - len(stripped) - k
+
+
+def _format_decimal(amount: Fraction, fmt: str) -> str:
+    digits, exponent = _decimal_parts(amount)
+    down = exponent % 3  # lower the exponent to a multiple of three
+    digits += "0" * down
+    exponent -= down
+    sign = "-" if amount < 0 else ""
+    if fmt == DECIMAL_SI and exponent in _DECIMAL_BY_EXPONENT:
+        return f"{sign}{digits}{_DECIMAL_BY_EXPONENT[exponent]}"
+    return f"{sign}{digits}" if exponent == 0 else f"{sign}{digits}e{exponent}"
+
+
+def canonicalize(amount: Fraction, fmt: str) -> str:
+    """Upstream's canonical text for ``amount`` printed in format family ``fmt``."""
+    if amount == 0:
+        return "0"
+    if fmt == BINARY_SI:
+        if -1024 < amount < 1024 or amount.denominator != 1:
+            return _format_decimal(amount, DECIMAL_SI)
+        n = abs(amount.numerator)
+        power = ((n & -n).bit_length() - 1) // 10
+        if power * 10 not in _BINARY_BY_EXPONENT:
+            return _format_decimal(amount, DECIMAL_EXPONENT)
+        sign = "-" if amount < 0 else ""
+        return f"{sign}{n >> (10 * power)}{_BINARY_BY_EXPONENT[power * 10]}"
+    return _format_decimal(amount, fmt if fmt in FORMATS else DECIMAL_EXPONENT)
+
+
+def parse_quantity(text: str | int) -> Quantity:
+    """``resource.ParseQuantity``."""
+    return Quantity.parse(text)
+
+
+def is_integral_cpu(q: Quantity) -> bool:
+    """Whether a CPU quantity is a whole number of CPUs (``value×1000 == milliValue``)."""
+    return q.value() * 1000 == q.milli_value()
+
+
+ZERO = Quantity(Fraction(0), DECIMAL_SI)
