@@ -1,1 +1,1 @@
-"""FastAPI application: pages, fragments and the JSON API."""
+"""The web face: FastAPI app factory, routers, rendering and error handling."""

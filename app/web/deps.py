@@ -1,0 +1,40 @@
+"""FastAPI dependencies: the app's settings, services and the views routes return."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Path
+from starlette.requests import Request
+
+from app.services.topologies import TopologyIndexView, TopologyService, TopologyView
+from app.settings import Settings
+
+
+def get_settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def get_topology_service(request: Request) -> TopologyService:
+    service: TopologyService = request.app.state.topologies
+    return service
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+TopologyServiceDep = Annotated[TopologyService, Depends(get_topology_service)]
+
+
+def topology_view(
+    service: TopologyServiceDep,
+    name: Annotated[str, Path(description="'host' or a preset name")],
+) -> TopologyView:
+    return service.load(name)
+
+
+def topology_index_view(service: TopologyServiceDep) -> TopologyIndexView:
+    return service.index()
+
+
+TopologyViewDep = Annotated[TopologyView, Depends(topology_view)]
+TopologyIndexViewDep = Annotated[TopologyIndexView, Depends(topology_index_view)]

@@ -1,0 +1,185 @@
+"""The one place where exceptions become HTTP responses: JSON for the API, HTML for pages.
+
+JSON bodies are ``{"error": {"reason", "message", "field"?}}`` with a 4xx status (5xx only
+for bugs and unavailable sources). A request gets JSON when its path is under ``/api/`` or
+ends in ``.json``, or when it accepts JSON but not HTML; otherwise the HTML error page (only
+its fragment for htmx requests).
+
+To map a new exception, add it to ``ERROR_STATUS`` (status, reason). An exception's
+``message`` and ``field`` attributes are used when present; ``AdmissionError`` keeps the
+kubelet's own reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from app.domain.admission import AdmissionError
+from app.services.topologies import HostDiscoveryError, UnknownTopologyError
+from app.web.rendering import render, wants_fragment
+
+log = logging.getLogger(__name__)
+
+# exception class -> (HTTP status, reason); the first match in MRO order wins.
+ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
+    UnknownTopologyError: (404, "NotFound"),
+    HostDiscoveryError: (503, "HostDiscoveryFailed"),
+    AdmissionError: (422, "UnexpectedAdmissionError"),
+}
+
+# Kubernetes-style reasons (metav1.StatusReason) for plain HTTP errors.
+HTTP_REASONS: dict[int, str] = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    406: "NotAcceptable",
+    409: "Conflict",
+    410: "Gone",
+    413: "RequestEntityTooLarge",
+    415: "UnsupportedMediaType",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    status: int
+    reason: str
+    message: str
+    field: str | None = None
+    links: tuple[tuple[str, str], ...] = ()
+    # What the HTML page says instead of ``message`` (when the links already list choices).
+    html_message: str | None = None
+
+    def body(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"reason": self.reason, "message": self.message}
+        if self.field is not None:
+            error["field"] = self.field
+        return {"error": error}
+
+
+def wants_json(request: Request) -> bool:
+    path = request.url.path
+    if path.startswith("/api/") or path.endswith(".json"):
+        return True
+    accept = request.headers.get("accept", "")
+    return "application/json" in accept and "text/html" not in accept
+
+
+def error_response(request: Request, info: ErrorInfo) -> Response:
+    headers = {"Cache-Control": "no-store"}
+    if info.status == 405:
+        allow = getattr(request.state, "allow", None)
+        if allow:
+            headers["Allow"] = allow
+    if wants_json(request):
+        return JSONResponse(info.body(), status_code=info.status, headers=headers)
+    template = "errors/_error.html" if wants_fragment(request) else "errors/error.html"
+    return render(
+        request,
+        template,
+        info,
+        status_code=info.status,
+        context={"error": info},
+        headers=headers,
+    )
+
+
+def _lookup(exc: BaseException) -> tuple[int, str] | None:
+    for cls in type(exc).__mro__:
+        if cls in ERROR_STATUS:
+            return ERROR_STATUS[cls]
+    return None
+
+
+def describe(exc: BaseException) -> ErrorInfo:
+    """Status, reason, message and field of an application exception."""
+    mapped = _lookup(exc)
+    status, reason = mapped if mapped is not None else (500, "InternalError")
+    if isinstance(exc, AdmissionError):
+        reason = exc.reason
+    message = str(getattr(exc, "message", "") or exc)
+    field = getattr(exc, "field", None)
+    links: tuple[tuple[str, str], ...] = ()
+    html_message = None
+    if isinstance(exc, UnknownTopologyError):
+        links = tuple((name, f"/topologies/{name}") for name in exc.known)
+        html_message = (
+            f"There is no topology called {exc.name!r}. "
+            "Pick 'host' for this machine or one of the presets:"
+        )
+    elif isinstance(exc, HostDiscoveryError):
+        links = (("all topologies", "/"),)
+    elif status >= 500:
+        message = "internal error; the server log has the details"
+    return ErrorInfo(status, reason, message, field, links, html_message)
+
+
+def _validation_info(exc: RequestValidationError) -> ErrorInfo:
+    errors = list(exc.errors())
+    if any(e.get("type") == "json_invalid" for e in errors):
+        first = next(e for e in errors if e.get("type") == "json_invalid")
+        return ErrorInfo(400, "BadRequest", f"request body is not valid JSON: {first.get('msg')}")
+    if not errors:
+        return ErrorInfo(422, "Invalid", "invalid request")
+    first = errors[0]
+    loc = [str(p) for p in first.get("loc", ())]
+    if loc and loc[0] in ("body", "query", "path", "header", "cookie", "form"):
+        loc = loc[1:]
+    field = ".".join(loc) if loc else None
+    parts = []
+    for e in errors:
+        where = ".".join(str(p) for p in e.get("loc", ())[1:]) or "request"
+        parts.append(f"{where}: {e.get('msg')}")
+    return ErrorInfo(422, "Invalid", "; ".join(parts), field)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register the handlers on ``app``; called once by ``create_app``."""
+
+    async def on_http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        status = exc.status_code
+        reason = HTTP_REASONS.get(status, "BadRequest" if status < 500 else "InternalError")
+        if status == 404 and exc.detail in (None, "Not Found"):
+            message = f"nothing here: {request.url.path} is not a page or resource of Numascope"
+            links: tuple[tuple[str, str], ...] = (("all topologies", "/"), ("API docs", "/docs"))
+        elif status == 405:
+            message = f"method {request.method} is not allowed on {request.url.path}"
+            links = ()
+        else:
+            message = str(exc.detail)
+            links = ()
+        if exc.headers and "Allow" in exc.headers:
+            request.state.allow = exc.headers["Allow"]
+        return error_response(request, ErrorInfo(status, reason, message, None, links))
+
+    async def on_validation_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        return error_response(request, _validation_info(exc))
+
+    async def on_app_error(request: Request, exc: Exception) -> Response:
+        info = describe(exc)
+        if info.status >= 500 and not isinstance(exc, HostDiscoveryError):
+            log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return error_response(request, info)
+
+    app.add_exception_handler(StarletteHTTPException, on_http_error)
+    app.add_exception_handler(RequestValidationError, on_validation_error)
+    for cls in ERROR_STATUS:
+        app.add_exception_handler(cls, on_app_error)
+    app.add_exception_handler(Exception, on_app_error)

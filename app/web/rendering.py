@@ -1,0 +1,130 @@
+"""Jinja2 templates and the one ``render`` helper every HTML route uses.
+
+``render`` returns the full page, or only its fragment when htmx asks for one
+(``HX-Request: true``, except on ``HX-History-Restore-Request`` and boosted navigation, which
+need whole pages). Every response varies on ``HX-Request``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from jinja2 import pass_context
+from jinja2.runtime import Context
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.templating import Jinja2Templates
+
+from app import __version__
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+TEMPLATES_DIR = PROJECT_ROOT / "templates"
+STATIC_DIR = PROJECT_ROOT / "static"
+
+# The vendored htmx (static/vendor/htmx-<version>.min.js); bump it here and nowhere else.
+HTMX_VERSION = "2.0.11"
+HTMX_STATIC_PATH = f"vendor/htmx-{HTMX_VERSION}.min.js"
+
+# Our pages load scripts and styles only from this server.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+        "script-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+}
+
+
+def format_bytes(value: int | float | None) -> str:
+    """Binary units the way people read memory: 0 B, 512 MiB, 1.5 GiB, 64 GiB."""
+    if value is None:
+        return "–"
+    size = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(size) < 1024 or unit == "PiB":
+            if unit == "B" or size == int(size):
+                return f"{int(size)} {unit}"
+            return f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+def percent(part: int | float, whole: int | float) -> float:
+    """``part`` as a percentage of ``whole`` (0 when ``whole`` is 0), rounded to 0.1."""
+    if not whole:
+        return 0.0
+    return round(100.0 * float(part) / float(whole), 1)
+
+
+@pass_context
+def path_for(context: Context, name: str, /, **params: Any) -> str:
+    """The path (not the absolute URL) of route ``name``, honouring the ASGI root path."""
+    request: Request = context["request"]
+    root = request.scope.get("root_path", "").rstrip("/")
+    return root + str(request.app.url_path_for(name, **{k: str(v) for k, v in params.items()}))
+
+
+@pass_context
+def static_path(context: Context, path: str) -> str:
+    return path_for(context, "static", path=path)
+
+
+def make_templates(directory: Path = TEMPLATES_DIR) -> Jinja2Templates:
+    templates = Jinja2Templates(directory=str(directory))
+    env = templates.env
+    env.trim_blocks = True
+    env.lstrip_blocks = True
+    env.filters["bytes"] = format_bytes
+    env.globals["percent"] = percent
+    env.globals["path_for"] = path_for
+    env.globals["static_path"] = static_path
+    env.globals["htmx_path"] = HTMX_STATIC_PATH
+    env.globals["htmx_version"] = HTMX_VERSION
+    env.globals["app_version"] = __version__
+    return templates
+
+
+def wants_fragment(request: Request) -> bool:
+    """Whether htmx asked for a fragment (not a history restore, not boosted navigation)."""
+    headers = request.headers
+    return (
+        headers.get("hx-request") == "true"
+        and headers.get("hx-history-restore-request") != "true"
+        and headers.get("hx-boosted") != "true"
+    )
+
+
+def _add_vary(response: HTMLResponse, value: str) -> None:
+    existing = response.headers.get("vary")
+    if existing is None:
+        response.headers["Vary"] = value
+    elif value.lower() not in [v.strip().lower() for v in existing.split(",")]:
+        response.headers["Vary"] = f"{existing}, {value}"
+
+
+def render(
+    request: Request,
+    template: str,
+    view: Any,
+    *,
+    fragment: str | None = None,
+    status_code: int = 200,
+    context: Mapping[str, Any] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> HTMLResponse:
+    """Render ``template`` (or ``fragment`` for htmx) with ``view`` as ``{{ view }}``."""
+    templates: Jinja2Templates = request.app.state.templates
+    name = fragment if fragment is not None and wants_fragment(request) else template
+    ctx: dict[str, Any] = {"request": request, "view": view}
+    if context:
+        ctx.update(context)
+    response = templates.TemplateResponse(
+        request, name, ctx, status_code=status_code, headers=dict(headers or {})
+    )
+    _add_vary(response, "HX-Request")
+    for key, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(key, value)
+    return response
