@@ -1,0 +1,183 @@
+"""Conformance kinds ``mm_allocate`` and ``mm_start`` (README §3.5)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from app.conformance_kinds.common import Case, expect_equal
+from app.domain.memorymanager.policy_static import MemoryManagerError, NUMANodeInfo, StaticPolicy
+from app.domain.memorymanager.state import (
+    Block,
+    MemoryManagerState,
+    NUMANodeMap,
+    assignments_from_dict,
+    block_from_dict,
+    machine_state_from_dict,
+)
+from app.domain.pod import pod_from_conformance
+from app.domain.topologymanager.bitmask import mask_of
+from app.domain.topologymanager.hint import TopologyHint
+
+
+class ConformanceInputError(ValueError):
+    """A case's inputs do not have the documented shape."""
+
+
+def _system_reserved(raw: Mapping[str, Any] | None) -> dict[int, dict[str, int]]:
+    return {int(n): {r: int(v) for r, v in res.items()} for n, res in (raw or {}).items()}
+
+
+def _gates(inputs: Mapping[str, Any]) -> dict[str, bool]:
+    gates = inputs.get("feature_gates") or {}
+    return {
+        "PodLevelResources": bool(gates.get("PodLevelResources", True)),
+        "PodLevelResourceManagers": bool(gates.get("PodLevelResourceManagers", True)),
+    }
+
+
+def _policy(inputs: Mapping[str, Any], nodes: tuple[NUMANodeInfo, ...] = ()) -> StaticPolicy:
+    gates = _gates(inputs)
+    return StaticPolicy(
+        nodes,
+        _system_reserved(inputs.get("system_reserved")),
+        None,
+        pod_level_resources=gates["PodLevelResources"],
+        pod_level_resource_managers=gates["PodLevelResourceManagers"],
+    )
+
+
+def machine_state_out(ms: NUMANodeMap) -> dict[str, Any]:
+    """The README §3.5 machine-state form."""
+    return {
+        str(n): {
+            "memory_map": {
+                r: {
+                    "allocatable": t.allocatable,
+                    "free": t.free,
+                    "reserved": t.reserved,
+                    "system_reserved": t.system_reserved,
+                    "total": t.total_mem_size,
+                }
+                for r, t in s.memory_map.items()
+            },
+            "cells": list(s.cells),
+            "number_of_assignments": s.number_of_assignments,
+        }
+        for n, s in sorted(ms.items())
+    }
+
+
+def _block_key(b: Block) -> tuple[str, tuple[int, ...], int]:
+    return (b.type, tuple(b.numa_affinity), b.size)
+
+
+def _assignments_out(state: MemoryManagerState) -> dict[str, dict[str, list[Any]]]:
+    return {
+        pod: {c: sorted(_block_key(b) for b in blocks) for c, blocks in cs.items()}
+        for pod, cs in state.assignments.items()
+    }
+
+
+def _expected_assignments(raw: Mapping[str, Any]) -> dict[str, dict[str, list[Any]]]:
+    return {
+        pod: {c: sorted(_block_key(b) for b in blocks) for c, blocks in cs.items()}
+        for pod, cs in assignments_from_dict(raw).items()
+    }
+
+
+def _hint(raw: Any) -> TopologyHint:
+    if raw is None:
+        return TopologyHint(None, False)
+    if not isinstance(raw, dict):
+        raise ConformanceInputError(f"topology_hint must be null or a map, got {raw!r}")
+    numa = raw.get("numa")
+    return TopologyHint(None if numa is None else mask_of(numa), bool(raw.get("preferred")))
+
+
+def _normalise_machine_state(raw: Mapping[str, Any]) -> dict[str, Any]:
+    return machine_state_out(machine_state_from_dict(raw))
+
+
+def mm_allocate(case: Case) -> list[str]:
+    inputs = case.inputs
+    state = MemoryManagerState(
+        machine_state_from_dict(inputs.get("machine_state") or {}),
+        dict(assignments_from_dict(inputs.get("assignments") or {})),
+    )
+    before = machine_state_out(state.machine_state)
+    pod = pod_from_conformance(inputs["pod"])
+    container = pod.find_container(inputs["container"])
+    if container is None:
+        raise ConformanceInputError(f"pod has no container {inputs['container']!r}")
+    error = ""
+    try:
+        policy = _policy(inputs)
+        policy.allocate(state, pod, container, _hint(inputs.get("topology_hint")))
+    except MemoryManagerError as exc:
+        error = exc.message
+    problems: list[str] = []
+    expected = case.expected
+    expect_equal(problems, "error", expected.get("error", ""), error)
+    if "assignments" in expected:
+        expect_equal(
+            problems,
+            "assignments",
+            _expected_assignments(expected["assignments"]),
+            _assignments_out(state),
+        )
+    if "machine_state" in expected:
+        expect_equal(
+            problems,
+            "machine_state",
+            _normalise_machine_state(expected["machine_state"]),
+            machine_state_out(state.machine_state),
+        )
+    if expected.get("machine_state_unchanged"):
+        expect_equal(
+            problems, "machine_state (unchanged)", before, machine_state_out(state.machine_state)
+        )
+    return problems
+
+
+def _machine_nodes(raw: Mapping[str, Any]) -> tuple[NUMANodeInfo, ...]:
+    nodes = []
+    for node in raw.get("nodes") or ():
+        pages = tuple(
+            (int(h["page_size_kb"]) * 1024, int(h["num_pages"]))
+            for h in node.get("hugepages") or ()
+        )
+        nodes.append(NUMANodeInfo(int(node["id"]), int(node["memory"]), pages))
+    return tuple(nodes)
+
+
+def mm_start(case: Case) -> list[str]:
+    inputs = case.inputs
+    state = MemoryManagerState(
+        machine_state_from_dict(inputs.get("machine_state") or {}),
+        dict(assignments_from_dict(inputs.get("assignments") or {})),
+        {
+            pod: tuple(block_from_dict(b) for b in blocks)
+            for pod, blocks in (inputs.get("pod_entries") or {}).items()
+        },
+    )
+    error = ""
+    try:
+        policy = _policy(inputs, _machine_nodes(inputs.get("machine_info") or {}))
+        policy.start(state)
+    except MemoryManagerError as exc:
+        error = exc.message
+    problems: list[str] = []
+    expected = case.expected
+    expect_equal(problems, "error", expected.get("error", ""), error)
+    if "machine_state" in expected and not error:
+        expect_equal(
+            problems,
+            "machine_state",
+            _normalise_machine_state(expected["machine_state"]),
+            machine_state_out(state.machine_state),
+        )
+    return problems
+
+
+HANDLERS = {"mm_allocate": mm_allocate, "mm_start": mm_start}

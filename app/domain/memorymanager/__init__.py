@@ -1,0 +1,1 @@
+"""Memory manager: Static policy, machine state, hints, pod-level (KEP-5526) allocation."""
