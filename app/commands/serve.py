@@ -1,0 +1,135 @@
+"""``numascope serve``: run the dashboard and API with uvicorn.
+
+Flags override the ``NUMASCOPE_*`` environment, which overrides the defaults in
+``app.settings.Settings``. With ``--reload`` uvicorn re-imports the app through the factory
+``app.web.app:make_app``, so the flags are handed over through the environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from pydantic import ValidationError
+
+from app.settings import Settings
+
+FACTORY = "app.web.app:make_app"
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "serve",
+        help="run the web dashboard and JSON API",
+        description="Run the Numascope dashboard and JSON API (uvicorn).",
+    )
+    parser.add_argument(
+        "--host", default=None, help="address to bind (default 127.0.0.1, env NUMASCOPE_HOST)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=None, help="TCP port (default 8000, env NUMASCOPE_PORT)"
+    )
+    parser.add_argument(
+        "--reload", action="store_true", help="restart when source files change (development)"
+    )
+    parser.add_argument(
+        "--database-url", default=None, help="SQLAlchemy URL (env NUMASCOPE_DATABASE_URL)"
+    )
+    parser.add_argument(
+        "--sysfs", dest="sysfs_root", default=None, help="sysfs root (env NUMASCOPE_SYSFS_ROOT)"
+    )
+    parser.add_argument(
+        "--kubelet-state-dir",
+        dest="kubelet_root",
+        default=None,
+        help="kubelet root dir, read only (default /var/lib/kubelet, env NUMASCOPE_KUBELET_ROOT)",
+    )
+    parser.add_argument(
+        "--podresources-socket",
+        default=None,
+        help="kubelet PodResources socket, with or without unix:// "
+        "(env NUMASCOPE_PODRESOURCES_SOCKET)",
+    )
+    parser.add_argument(
+        "--state-dir",
+        default=None,
+        help="state files of simulated nodes (default ./var/nodes, env NUMASCOPE_STATE_DIR)",
+    )
+    parser.add_argument(
+        "--demo",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="load the demo simulated nodes (default on, env NUMASCOPE_DEMO)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default=None,
+        choices=["critical", "error", "warning", "info", "debug", "trace"],
+        help="log level (default info, env NUMASCOPE_LOG_LEVEL)",
+    )
+    parser.set_defaults(func=run)
+
+
+OVERRIDES = (
+    "host",
+    "port",
+    "database_url",
+    "sysfs_root",
+    "kubelet_root",
+    "podresources_socket",
+    "state_dir",
+    "demo",
+    "log_level",
+)
+
+
+def build_settings(args: argparse.Namespace) -> Settings:
+    """Settings from the environment with the given flags on top."""
+    overrides = {k: getattr(args, k) for k in OVERRIDES if getattr(args, k, None) is not None}
+    return Settings(**overrides)
+
+
+def run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    try:
+        settings = build_settings(args)
+    except ValidationError as err:
+        print(f"numascope serve: invalid settings:\n{err}", file=sys.stderr)
+        return 2
+    if args.reload:
+        # The reloader imports the factory in a fresh process: pass the flags as env vars.
+        for key in OVERRIDES:
+            value = getattr(args, key, None)
+            if value is not None:
+                text = str(value).lower() if isinstance(value, bool) else str(value)
+                os.environ[f"NUMASCOPE_{key.upper()}"] = text
+        uvicorn.run(
+            FACTORY,
+            factory=True,
+            host=settings.host,
+            port=settings.port,
+            reload=True,
+            log_level=settings.log_level,
+        )
+        return 0
+
+    from app.adapters.db.engine import DatabaseConfigError
+    from app.adapters.db.migrate import MigrationError
+    from app.web.app import create_app
+
+    try:
+        app = create_app(settings)
+    except (DatabaseConfigError, MigrationError) as err:
+        print(f"numascope serve: {err}", file=sys.stderr)
+        return 1
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        proxy_headers=True,
+    )
+    return 0
