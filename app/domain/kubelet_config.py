@@ -1,0 +1,421 @@
+"""The resource-manager part of a ``KubeletConfiguration`` (kubelet.config.k8s.io/v1beta1).
+
+Follows pkg/kubelet/apis/config/validation/validation.go (policy/scope checks, reserved CPU
+parsing), validation_reserved_memory.go, and pkg/kubelet/cm/memorymanager/memory_manager.go
+(``validateReservedMemory``: the per-NUMA reservations must add up to the node-allocatable
+reservation). Error texts are the kubelet's; each error also names the configuration field.
+
+Only the fields that shape CPU and memory placement are read; everything else in the file is
+ignored, as a kubelet ignores fields it does not need for a decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from app.domain.cpuset import CPUSet, CPUSetError
+from app.domain.quantity import Quantity, QuantityError
+
+RELEASES = ("1.35", "1.36", "1.37")
+DEFAULT_RELEASE = "1.37"
+
+CPU_POLICIES = ("none", "static")
+MEMORY_POLICIES = ("None", "Static")
+TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
+TOPOLOGY_SCOPES = ("container", "pod")
+
+# Defaults of the gates that matter here, per kubelet release (feature gate tables of
+# pkg/features/kube_features.go). PodLevelResourceManagers is beta and off in 1.37.
+_GATE_DEFAULTS: dict[str, dict[str, bool]] = {
+    "1.35": {
+        "PodLevelResources": True,
+        "PodLevelResourceManagers": False,
+        "CPUManagerPolicyBetaOptions": True,
+        "CPUManagerPolicyAlphaOptions": False,
+        "TopologyManagerPolicyBetaOptions": True,
+        "TopologyManagerPolicyAlphaOptions": False,
+    },
+    "1.36": {
+        "PodLevelResources": True,
+        "PodLevelResourceManagers": False,
+        "CPUManagerPolicyBetaOptions": True,
+        "CPUManagerPolicyAlphaOptions": False,
+        "TopologyManagerPolicyBetaOptions": True,
+        "TopologyManagerPolicyAlphaOptions": False,
+    },
+    "1.37": {
+        "PodLevelResources": True,
+        "PodLevelResourceManagers": False,
+        "CPUManagerPolicyBetaOptions": True,
+        "CPUManagerPolicyAlphaOptions": False,
+        "TopologyManagerPolicyBetaOptions": True,
+        "TopologyManagerPolicyAlphaOptions": False,
+    },
+}
+# Gates that do not exist yet in a release cannot be switched on there.
+_GATE_INTRODUCED = {"PodLevelResourceManagers": "1.36"}
+
+DEFAULT_EVICTION_HARD_MEMORY = "100Mi"
+
+
+class KubeletConfigError(ValueError):
+    """An invalid configuration; ``field`` is the configuration key at fault."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryReservation:
+    """One ``reservedMemory`` entry: bytes per resource on one NUMA node."""
+
+    numa_node: int
+    limits: Mapping[str, int]
+
+
+def _freeze(d: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(d))
+
+
+@dataclass(frozen=True, slots=True)
+class KubeletConfig:
+    release: str = DEFAULT_RELEASE
+    cpu_manager_policy: str = "none"
+    cpu_manager_policy_options: Mapping[str, str] = field(default_factory=dict)
+    reserved_system_cpus: CPUSet | None = None
+    kube_reserved: Mapping[str, Quantity] = field(default_factory=dict)
+    system_reserved: Mapping[str, Quantity] = field(default_factory=dict)
+    eviction_hard: Mapping[str, str] = field(default_factory=dict)
+    memory_manager_policy: str = "None"
+    reserved_memory: tuple[MemoryReservation, ...] = ()
+    topology_manager_policy: str = "none"
+    topology_manager_scope: str = "container"
+    topology_manager_policy_options: Mapping[str, str] = field(default_factory=dict)
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+
+    def gate(self, name: str) -> bool:
+        """Whether a feature gate is on: explicit setting, else the release default."""
+        if name in self.feature_gates:
+            return bool(self.feature_gates[name])
+        return _GATE_DEFAULTS[self.release].get(name, False)
+
+    def gates(self) -> dict[str, bool]:
+        out = dict(_GATE_DEFAULTS[self.release])
+        out.update(self.feature_gates)
+        return out
+
+    @property
+    def pod_level_resource_managers(self) -> bool:
+        return self.gate("PodLevelResources") and self.gate("PodLevelResourceManagers")
+
+    def reserved_cpu_milli(self) -> int | None:
+        """kube-reserved + system-reserved cpu in millicores; None when neither names cpu."""
+        parts = [q for m in (self.kube_reserved, self.system_reserved) if (q := m.get("cpu"))]
+        if not parts:
+            return None
+        return sum(q.milli_value() for q in parts)
+
+    def num_reserved_cpus(self) -> int:
+        """``ceil(kubeReserved.cpu + systemReserved.cpu)`` as the static policy computes it."""
+        milli = self.reserved_cpu_milli()
+        if milli is None:
+            raise KubeletConfigError(
+                "kubeReserved",
+                "[cpumanager] unable to determine reserved CPU resources for static policy",
+            )
+        if milli == 0:
+            raise KubeletConfigError(
+                "kubeReserved",
+                "[cpumanager] the static policy requires systemreserved.cpu + kubereserved.cpu "
+                "to be greater than zero",
+            )
+        return -(-milli // 1000)
+
+    def node_allocatable_memory_reservation(self) -> dict[str, int]:
+        """kube-reserved + system-reserved (+ hard eviction for memory), bytes per resource."""
+        out: dict[str, int] = {}
+        for source in (self.kube_reserved, self.system_reserved):
+            for name, q in source.items():
+                if name == "memory" or name.startswith("hugepages-"):
+                    out[name] = out.get(name, 0) + q.value()
+        eviction = self.eviction_hard.get("memory.available", DEFAULT_EVICTION_HARD_MEMORY)
+        if eviction and not eviction.endswith("%"):
+            out["memory"] = out.get("memory", 0) + Quantity.parse(eviction).value()
+        return out
+
+    def reserved_memory_by_numa(self) -> dict[int, dict[str, int]]:
+        out: dict[int, dict[str, int]] = {}
+        for r in self.reserved_memory:
+            out.setdefault(r.numa_node, {}).update(r.limits)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The configuration in KubeletConfiguration spelling (for pages and JSON)."""
+        d: dict[str, Any] = {
+            "apiVersion": "kubelet.config.k8s.io/v1beta1",
+            "kind": "KubeletConfiguration",
+            "cpuManagerPolicy": self.cpu_manager_policy,
+            "memoryManagerPolicy": self.memory_manager_policy,
+            "topologyManagerPolicy": self.topology_manager_policy,
+            "topologyManagerScope": self.topology_manager_scope,
+        }
+        if self.cpu_manager_policy_options:
+            d["cpuManagerPolicyOptions"] = dict(self.cpu_manager_policy_options)
+        if self.reserved_system_cpus is not None:
+            d["reservedSystemCPUs"] = str(self.reserved_system_cpus)
+        if self.kube_reserved:
+            d["kubeReserved"] = {k: str(v) for k, v in self.kube_reserved.items()}
+        if self.system_reserved:
+            d["systemReserved"] = {k: str(v) for k, v in self.system_reserved.items()}
+        if self.eviction_hard:
+            d["evictionHard"] = dict(self.eviction_hard)
+        if self.reserved_memory:
+            d["reservedMemory"] = [
+                {"numaNode": r.numa_node, "limits": {k: str(v) for k, v in r.limits.items()}}
+                for r in self.reserved_memory
+            ]
+        if self.topology_manager_policy_options:
+            d["topologyManagerPolicyOptions"] = dict(self.topology_manager_policy_options)
+        if self.feature_gates:
+            d["featureGates"] = dict(self.feature_gates)
+        return d
+
+
+# -- parsing --------------------------------------------------------------------------
+
+
+def _mapping(obj: Any, path: str) -> Mapping[str, Any]:
+    if obj is None:
+        return {}
+    if not isinstance(obj, Mapping):
+        raise KubeletConfigError(path, f"must be a mapping, got {type(obj).__name__}")
+    return obj
+
+
+def _string(obj: Any, path: str, default: str) -> str:
+    if obj is None:
+        return default
+    if not isinstance(obj, str):
+        raise KubeletConfigError(path, f"must be a string, got {obj!r}")
+    return obj
+
+
+def _string_map(obj: Any, path: str) -> dict[str, str]:
+    out = {}
+    for k, v in _mapping(obj, path).items():
+        if isinstance(v, bool):  # YAML turns `true` into a bool; the kubelet wants strings
+            v = "true" if v else "false"
+        if not isinstance(v, str | int):
+            raise KubeletConfigError(f"{path}.{k}", f"must be a string, got {v!r}")
+        out[str(k)] = str(v)
+    return out
+
+
+def _quantity_map(obj: Any, path: str) -> dict[str, Quantity]:
+    out = {}
+    for k, v in _mapping(obj, path).items():
+        try:
+            out[str(k)] = Quantity.parse(v if isinstance(v, str) else str(v))
+        except QuantityError as exc:
+            raise KubeletConfigError(f"{path}.{k}", str(exc)) from None
+    return out
+
+
+def _reserved_memory(obj: Any) -> tuple[MemoryReservation, ...]:
+    if obj is None:
+        return ()
+    if not isinstance(obj, list):
+        raise KubeletConfigError("reservedMemory", "must be a list")
+    seen: dict[int, set[str]] = {}
+    out = []
+    for i, entry in enumerate(obj):
+        path = f"reservedMemory[{i}]"
+        entry = _mapping(entry, path)
+        numa = entry.get("numaNode")
+        if isinstance(numa, bool) or not isinstance(numa, int) or numa < 0:
+            raise KubeletConfigError(f"{path}.numaNode", f"must be a NUMA node id, got {numa!r}")
+        limits: dict[str, int] = {}
+        for name, q in _quantity_map(entry.get("limits"), f"{path}.limits").items():
+            if not (name == "memory" or name.startswith("hugepages-")):
+                raise KubeletConfigError(
+                    f"{path}.limits.{name}",
+                    f'invalid configuration: the limit type "{name}" for NUMA node {numa} is '
+                    "not supported, only [memory hugepages-<HugePageSize>] is accepted",
+                )
+            if q.is_zero():
+                raise KubeletConfigError(
+                    f"{path}.limits.{name}",
+                    f"invalid configuration: reserved memory may not be zero for NUMA node "
+                    f'{numa} and resource "{name}"',
+                )
+            if name in seen.setdefault(numa, set()):
+                raise KubeletConfigError(
+                    f"{path}.limits.{name}",
+                    "invalid configuration: the reserved memory has a duplicate value for NUMA "
+                    f'node {numa} and resource "{name}"',
+                )
+            seen[numa].add(name)
+            limits[name] = q.value()
+        out.append(MemoryReservation(numa, _freeze(limits)))
+    return tuple(out)
+
+
+def _feature_gates(obj: Any, release: str) -> dict[str, bool]:
+    gates = {}
+    for k, v in _mapping(obj, "featureGates").items():
+        if not isinstance(v, bool):
+            raise KubeletConfigError(f"featureGates.{k}", f"must be true or false, got {v!r}")
+        introduced = _GATE_INTRODUCED.get(str(k))
+        if v and introduced and RELEASES.index(release) < RELEASES.index(introduced):
+            raise KubeletConfigError(
+                f"featureGates.{k}", f"unrecognized feature gate: {k} (kubelet {release})"
+            )
+        gates[str(k)] = v
+    return gates
+
+
+def _choice(value: str, allowed: tuple[str, ...], field: str, message: str) -> str:
+    if value not in allowed:
+        raise KubeletConfigError(field, message)
+    return value
+
+
+def kubelet_config_from_dict(
+    obj: Mapping[str, Any] | None, release: str = DEFAULT_RELEASE
+) -> KubeletConfig:
+    """Parse a decoded KubeletConfiguration; raises KubeletConfigError naming the field."""
+    if release not in RELEASES:
+        raise KubeletConfigError(
+            "release", f"unsupported kubelet release {release!r}; use one of {', '.join(RELEASES)}"
+        )
+    obj = _mapping(obj, "KubeletConfiguration")
+    kind = obj.get("kind")
+    if kind is not None and kind != "KubeletConfiguration":
+        raise KubeletConfigError("kind", f'expected "KubeletConfiguration", got {kind!r}')
+
+    cpu_policy = _string(obj.get("cpuManagerPolicy"), "cpuManagerPolicy", "none")
+    _choice(
+        cpu_policy,
+        CPU_POLICIES,
+        "cpuManagerPolicy",
+        f'unknown policy: "{cpu_policy}" (use "none" or "static")',
+    )
+    mem_policy = _string(obj.get("memoryManagerPolicy"), "memoryManagerPolicy", "None")
+    _choice(
+        mem_policy,
+        MEMORY_POLICIES,
+        "memoryManagerPolicy",
+        f'unknown policy: "{mem_policy}" (use "None" or "Static")',
+    )
+    tm_policy = _string(obj.get("topologyManagerPolicy"), "topologyManagerPolicy", "none")
+    _choice(
+        tm_policy,
+        TOPOLOGY_POLICIES,
+        "topologyManagerPolicy",
+        f'invalid configuration: topologyManagerPolicy (--topology-manager-policy) "{tm_policy}" '
+        'must be one of: ["none" "best-effort" "restricted" "single-numa-node"]',
+    )
+    tm_scope = _string(obj.get("topologyManagerScope"), "topologyManagerScope", "container")
+    _choice(
+        tm_scope,
+        TOPOLOGY_SCOPES,
+        "topologyManagerScope",
+        f'invalid configuration: topologyManagerScope (--topology-manager-scope) "{tm_scope}" '
+        'must be one of: "container", or "pod"',
+    )
+
+    reserved_text = _string(obj.get("reservedSystemCPUs"), "reservedSystemCPUs", "")
+    reserved: CPUSet | None = None
+    if reserved_text != "":
+        try:
+            reserved = CPUSet.parse(reserved_text)
+        except CPUSetError as exc:
+            raise KubeletConfigError(
+                "reservedSystemCPUs",
+                "invalid configuration: unable to parse reservedSystemCPUs (--reserved-cpus) "
+                f"{reserved_text}, error: {exc.detail}",
+            ) from None
+
+    gates = _feature_gates(obj.get("featureGates"), release)
+    config = KubeletConfig(
+        release=release,
+        cpu_manager_policy=cpu_policy,
+        cpu_manager_policy_options=_freeze(
+            _string_map(obj.get("cpuManagerPolicyOptions"), "cpuManagerPolicyOptions")
+        ),
+        reserved_system_cpus=reserved,
+        kube_reserved=_freeze(_quantity_map(obj.get("kubeReserved"), "kubeReserved")),
+        system_reserved=_freeze(_quantity_map(obj.get("systemReserved"), "systemReserved")),
+        eviction_hard=_freeze(_string_map(obj.get("evictionHard"), "evictionHard")),
+        memory_manager_policy=mem_policy,
+        reserved_memory=_reserved_memory(obj.get("reservedMemory")),
+        topology_manager_policy=tm_policy,
+        topology_manager_scope=tm_scope,
+        topology_manager_policy_options=_freeze(
+            _string_map(obj.get("topologyManagerPolicyOptions"), "topologyManagerPolicyOptions")
+        ),
+        feature_gates=_freeze(gates),
+    )
+    if config.gate("PodLevelResourceManagers") and not config.gate("PodLevelResources"):
+        raise KubeletConfigError(
+            "featureGates.PodLevelResourceManagers",
+            "feature gate PodLevelResourceManagers requires PodLevelResources to be enabled",
+        )
+    eviction = config.eviction_hard.get("memory.available", "")
+    if eviction and not eviction.endswith("%"):
+        try:
+            Quantity.parse(eviction)
+        except QuantityError as exc:
+            raise KubeletConfigError("evictionHard.memory.available", str(exc)) from None
+    return config
+
+
+def format_bytes(n: int) -> str:
+    """Bytes as a quantity the way sums of binary-SI quantities print (``16484Mi``)."""
+    for suffix, size in (
+        ("Ei", 1024**6),
+        ("Pi", 1024**5),
+        ("Ti", 1024**4),
+        ("Gi", 1024**3),
+        ("Mi", 1024**2),
+        ("Ki", 1024),
+    ):
+        if n and n % size == 0:
+            return f"{n // size}{suffix}"
+    return str(n)
+
+
+def validate_reserved_memory(config: KubeletConfig, numa_ids: list[int]) -> None:
+    """The memory manager's start-up check of ``reservedMemory`` against the machine.
+
+    Raises KubeletConfigError with the kubelet's texts: an unknown NUMA node, a sum that
+    differs from the node-allocatable reservation, or no memory reserved at all.
+    """
+    totals: dict[str, int] = {}
+    for r in config.reserved_memory:
+        if r.numa_node not in numa_ids:
+            raise KubeletConfigError(
+                "reservedMemory",
+                f"the reserved memory configuration references a NUMA node {r.numa_node} "
+                "that does not exist on this machine",
+            )
+        for name, size in r.limits.items():
+            totals[name] = totals.get(name, 0) + size
+    allocatable = config.node_allocatable_memory_reservation()
+    for name in sorted(set(totals) | set(allocatable)):
+        have, want = totals.get(name, 0), allocatable.get(name, 0)
+        if have != want:
+            raise KubeletConfigError(
+                "reservedMemory",
+                f'the total amount "{format_bytes(have)}" of type "{name}" is not equal to '
+                f'the value "{format_bytes(want)}" determined by Node Allocatable feature',
+            )
+    if totals.get("memory", 0) == 0:
+        raise KubeletConfigError(
+            "reservedMemory", "[memorymanager] you should specify the system reserved memory"
+        )
