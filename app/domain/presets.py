@@ -287,10 +287,6 @@ def parse_topology_spec(spec: str) -> CPUTopology:
         if key in values:
             raise TopologySpecError(f"key {key!r} is given twice", key=key, value=value)
         values[key] = value
-    for key in _REQUIRED_KEYS:
-        if key not in values:
-            raise TopologySpecError(f"the topology spec needs {key}", key=key)
-
     ints: dict[str, int] = dict(_SPEC_DEFAULTS)
     for key in _SPEC_INT_KEYS:
         if key in values:
@@ -300,6 +296,9 @@ def parse_topology_spec(spec: str) -> CPUTopology:
                     f"{key}={text!r} is not a non-negative integer", key=key, value=text
                 )
             ints[key] = int(text)
+    for key in _REQUIRED_KEYS:
+        if key not in values:
+            raise TopologySpecError(f"the topology spec needs {key}", key=key)
     memory = _parse_memory("memory_per_numa", values.get("memory_per_numa", "32Gi"))
     name = values.get("name", "")
     if name and not _NAME_RE.match(name):
@@ -479,7 +478,7 @@ _PRESET_LIST: tuple[_Preset, ...] = (
         cores_per_numa=8,
         threads_per_core=2,
         memory_per_numa=32 * GIB,
-        cpu_model="8-core laptop CPU",
+        cpu_model="11th Gen Intel(R) Core(TM) i7-11850H @ 2.50GHz",
     ),
     _server(
         "server-2s-4numa-128t",

@@ -123,6 +123,10 @@ def _memory_label(topo: CPUTopology, numa_id: int) -> str:
     return ", ".join(parts)
 
 
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
 def render_text(topo: CPUTopology) -> str:
     """lstopo-style tree: Machine → Package → NUMANode → L3 → Core → PU.
 
@@ -131,11 +135,19 @@ def render_text(topo: CPUTopology) -> str:
     """
     lines: list[str] = []
     header = f"Machine {topo.name!r}" if topo.name else "Machine"
+    counts = ", ".join(
+        _count(n, what)
+        for n, what in (
+            (topo.num_cpus, "CPU"),
+            (topo.num_cores, "core"),
+            (topo.num_sockets, "socket"),
+            (topo.num_numa_nodes, "NUMA node"),
+            (topo.num_uncore_cache, "uncore cache"),
+        )
+    )
     lines.append(
-        f"{header} ({format_bytes(topo.total_memory_bytes())} total): "
-        f"{topo.num_cpus} CPUs, {topo.num_cores} cores, {topo.num_sockets} sockets, "
-        f"{topo.num_numa_nodes} NUMA nodes, {topo.num_uncore_cache} uncore caches, "
-        f"{topo.cpus_per_core()} threads per core"
+        f"{header} ({format_bytes(topo.total_memory_bytes())} total): {counts}, "
+        f"{_count(topo.cpus_per_core(), 'thread')} per core"
     )
     if topo.cpu_model:
         lines.append(f"  CPU model: {topo.cpu_model}")
