@@ -165,7 +165,9 @@ def _check_args(topo: object, available: object, num_cpus: object) -> None:
 
 # -- per-topology index ----------------------------------------------------------------------
 
-Pairs = tuple[tuple[int, int], ...]  # (child id, child-mask & parent-mask), by child id
+# (child id, CPUs of the child inside the parent, all CPUs of the child), by child id; when the
+# child lies wholly inside the parent both masks are the same object.
+Pairs = tuple[tuple[int, int, int], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,8 +178,8 @@ class _TopologyIndex:
     socket_mask: dict[int, int]
     core_mask: dict[int, int]
     uncore_mask: dict[int, int]
-    numa_items: tuple[tuple[int, int], ...]
-    socket_items: tuple[tuple[int, int], ...]
+    numa_items: Pairs
+    socket_items: Pairs
     sockets_in_numa: dict[int, Pairs]
     numas_in_socket: dict[int, Pairs]
     cores_in_socket: dict[int, Pairs]
@@ -185,6 +187,7 @@ class _TopologyIndex:
     uncores_in_numa: dict[int, Pairs]
     cores_in_uncore: dict[int, Pairs]
     numa_sockets: dict[int, frozenset[int]]
+    size: dict[str, dict[int, int]]  # level -> element id -> CPUs in the whole topology
     numa_first: bool
     cpus_per_core: int
     cpus_per_socket: int
@@ -194,15 +197,24 @@ class _TopologyIndex:
     num_cpu_ids: int
 
 
-def _pairs(topo: CPUTopology, parent: str, child: str) -> dict[int, Pairs]:
-    """For each parent id: its children as (child id, CPUs of the child inside the parent)."""
+def _pairs(
+    topo: CPUTopology, parent: str, child: str, child_masks: dict[int, int]
+) -> dict[int, Pairs]:
+    """For each parent id: its children as ``Pairs``."""
     acc: dict[int, dict[int, int]] = {}
     for cpu, info in topo.cpu_details.items():
         p = getattr(info, parent)
         c = getattr(info, child)
         by_child = acc.setdefault(p, {})
         by_child[c] = by_child.get(c, 0) | (1 << cpu)
-    return {p: tuple(sorted(children.items())) for p, children in acc.items()}
+    out: dict[int, Pairs] = {}
+    for p, children in acc.items():
+        rows = []
+        for c, inside in sorted(children.items()):
+            whole = child_masks[c]
+            rows.append((c, whole if inside == whole else inside, whole))
+        out[p] = tuple(rows)
+    return out
 
 
 def _build_index(topo: CPUTopology) -> _TopologyIndex:
@@ -219,15 +231,24 @@ def _build_index(topo: CPUTopology) -> _TopologyIndex:
         socket_mask=socket_mask,
         core_mask=core_mask,
         uncore_mask=uncore_mask,
-        numa_items=tuple(sorted(numa_mask.items())),
-        socket_items=tuple(sorted(socket_mask.items())),
-        sockets_in_numa=_pairs(topo, "numa_node_id", "socket_id"),
-        numas_in_socket=_pairs(topo, "socket_id", "numa_node_id"),
-        cores_in_socket=_pairs(topo, "socket_id", "core_id"),
-        cores_in_numa=_pairs(topo, "numa_node_id", "core_id"),
-        uncores_in_numa=_pairs(topo, "numa_node_id", "uncore_cache_id"),
-        cores_in_uncore=_pairs(topo, "uncore_cache_id", "core_id"),
+        numa_items=tuple((n, m, m) for n, m in sorted(numa_mask.items())),
+        socket_items=tuple((s, m, m) for s, m in sorted(socket_mask.items())),
+        sockets_in_numa=_pairs(topo, "numa_node_id", "socket_id", socket_mask),
+        numas_in_socket=_pairs(topo, "socket_id", "numa_node_id", numa_mask),
+        cores_in_socket=_pairs(topo, "socket_id", "core_id", core_mask),
+        cores_in_numa=_pairs(topo, "numa_node_id", "core_id", core_mask),
+        uncores_in_numa=_pairs(topo, "numa_node_id", "uncore_cache_id", uncore_mask),
+        cores_in_uncore=_pairs(topo, "uncore_cache_id", "core_id", core_mask),
         numa_sockets={n: frozenset(s) for n, s in numa_sockets.items()},
+        size={
+            level: {i: m.bit_count() for i, m in masks.items()}
+            for level, masks in (
+                ("numa", numa_mask),
+                ("socket", socket_mask),
+                ("core", core_mask),
+                ("uncore", uncore_mask),
+            )
+        },
         numa_first=topo.num_sockets >= topo.num_numa_nodes,
         cpus_per_core=topo.cpus_per_core(),
         cpus_per_socket=topo.cpus_per_socket(),
@@ -237,6 +258,8 @@ def _build_index(topo: CPUTopology) -> _TopologyIndex:
         num_cpu_ids=len(topo.cpu_details),
     )
 
+
+_NUMA, _SOCKET, _CORE, _UNCORE = 1, 2, 3, 4  # level tags of the per-state count cache
 
 _INDEX_CACHE: dict[int, tuple[CPUTopology, _TopologyIndex]] = {}
 _INDEX_CACHE_SIZE = 32
@@ -267,6 +290,7 @@ class CPUAccumulator:
     __slots__ = (
         "_avail",
         "_cache",
+        "_counts",
         "_ix",
         "_result",
         "cpu_sorting_strategy",
@@ -289,6 +313,7 @@ class CPUAccumulator:
         self.num_cpus_needed = num_cpus
         self.cpu_sorting_strategy = _strategy(cpu_sorting_strategy)
         self._cache: dict[str, tuple[int, ...]] = {}
+        self._counts: dict[int, dict[int, int]] = {}  # level -> id -> available CPUs now
 
     # -- state ---------------------------------------------------------------------------------
     @property
@@ -317,6 +342,7 @@ class CPUAccumulator:
         self._avail &= ~self._result
         self.num_cpus_needed -= mask.bit_count()
         self._cache = {}
+        self._counts = {}
 
     def needs_at_least(self, n: int) -> bool:
         return self.num_cpus_needed >= n
@@ -345,11 +371,22 @@ class CPUAccumulator:
         return (m & self._avail).bit_count() == m.bit_count()
 
     # -- orderings (sortAvailable*) ------------------------------------------------------------
-    def _sorted(self, items: Iterable[tuple[int, int]], masks: dict[int, int]) -> list[int]:
-        """Ids of ``items`` whose pair mask meets the available CPUs, by (available count, id)."""
+    def _sorted(self, items: Pairs, level: int) -> list[int]:
+        """Ids of ``items`` with an available CPU inside the parent, by (available count, id).
+
+        The count is over the whole element (``details.CPUsInX(id)``). The counts are
+        remembered (per level) for the free checks of the same state.
+        """
         av = self._avail
-        keyed = [((masks[i] & av).bit_count(), i) for i, pm in items if pm & av]
+        keyed = [
+            (n, i)
+            for i, inside, whole in items
+            if (n := (whole & av).bit_count()) and (inside is whole or inside & av)
+        ]
         keyed.sort()
+        counts = self._counts.setdefault(level, {})
+        for n, i in keyed:
+            counts[i] = n
         return [i for _, i in keyed]
 
     def _numa_order(self) -> tuple[int, ...]:
@@ -357,11 +394,11 @@ class CPUAccumulator:
         if hit is None:
             ix = self._ix
             if ix.numa_first:
-                hit = tuple(self._sorted(ix.numa_items, ix.numa_mask))
+                hit = tuple(self._sorted(ix.numa_items, _NUMA))
             else:
                 out: list[int] = []
                 for s in self._socket_order():
-                    out += self._sorted(ix.numas_in_socket.get(s, ()), ix.numa_mask)
+                    out += self._sorted(ix.numas_in_socket.get(s, ()), _NUMA)
                 hit = tuple(out)
             self._cache["numa"] = hit
         return hit
@@ -373,10 +410,10 @@ class CPUAccumulator:
             if ix.numa_first:
                 out: list[int] = []
                 for n in self._numa_order():
-                    out += self._sorted(ix.sockets_in_numa.get(n, ()), ix.socket_mask)
+                    out += self._sorted(ix.sockets_in_numa.get(n, ()), _SOCKET)
                 hit = tuple(out)
             else:
-                hit = tuple(self._sorted(ix.socket_items, ix.socket_mask))
+                hit = tuple(self._sorted(ix.socket_items, _SOCKET))
             self._cache["socket"] = hit
         return hit
 
@@ -387,10 +424,10 @@ class CPUAccumulator:
             out: list[int] = []
             if ix.numa_first:
                 for s in self._socket_order():
-                    out += self._sorted(ix.cores_in_socket.get(s, ()), ix.core_mask)
+                    out += self._sorted(ix.cores_in_socket.get(s, ()), _CORE)
             else:
                 for n in self._numa_order():
-                    out += self._sorted(ix.cores_in_numa.get(n, ()), ix.core_mask)
+                    out += self._sorted(ix.cores_in_numa.get(n, ()), _CORE)
             hit = tuple(out)
             self._cache["core"] = hit
         return hit
@@ -401,7 +438,7 @@ class CPUAccumulator:
             ix = self._ix
             out: list[int] = []
             for n in self._numa_order():
-                out += self._sorted(ix.uncores_in_numa.get(n, ()), ix.uncore_mask)
+                out += self._sorted(ix.uncores_in_numa.get(n, ()), _UNCORE)
             hit = tuple(out)
             self._cache["uncore"] = hit
         return hit
@@ -441,17 +478,28 @@ class CPUAccumulator:
         return out
 
     # -- free elements --------------------------------------------------------------------------
+    def _free(self, order: tuple[int, ...], level: int, want: dict[int, int] | int) -> list[int]:
+        """Elements of ``order`` whose available count equals ``want`` (per id, or one value)."""
+        counts = self._counts.get(level, {})
+        if isinstance(want, int):
+            return [i for i in order if counts[i] == want]
+        return [i for i in order if counts[i] == want[i]]
+
     def free_numa_nodes(self) -> list[int]:
-        return [n for n in self._numa_order() if self.is_numa_node_free(n)]
+        """Fully available NUMA nodes, in NUMA order."""
+        return self._free(self._numa_order(), _NUMA, self._ix.size["numa"])
 
     def free_sockets(self) -> list[int]:
-        return [s for s in self._socket_order() if self.is_socket_free(s)]
+        """Sockets with ``CPUsPerSocket()`` available CPUs, in socket order."""
+        return self._free(self._socket_order(), _SOCKET, self._ix.cpus_per_socket)
 
     def free_cores(self) -> list[int]:
-        return [c for c in self._core_order() if self.is_core_free(c)]
+        """Cores with ``CPUsPerCore()`` available CPUs, in core order."""
+        return self._free(self._core_order(), _CORE, self._ix.cpus_per_core)
 
     def free_uncore_caches(self) -> list[int]:
-        return [u for u in self._uncore_order() if self.is_uncore_cache_free(u)]
+        """Fully available uncore caches, in uncore order."""
+        return self._free(self._uncore_order(), _UNCORE, self._ix.size["uncore"])
 
     def free_cpus(self) -> list[int]:
         """Available CPUs in the order of the accumulator's sorting strategy."""
@@ -460,18 +508,22 @@ class CPUAccumulator:
         return self.sort_available_cpus_spread()
 
     # -- taking steps -----------------------------------------------------------------------------
-    def _take_whole(self, ids: list[int], masks: dict[int, int]) -> None:
+    def _take_whole(self, ids: list[int], masks: dict[int, int], sizes: dict[int, int]) -> None:
+        """Take each listed element (all its CPUs in the topology) while it fits the need."""
         for i in ids:
-            cpus = masks[i]
-            if not self.needs_at_least(cpus.bit_count()):
+            if self.num_cpus_needed < 1:
+                break  # every element has a CPU, so nothing later can be needed
+            if not self.needs_at_least(sizes[i]):
                 continue
-            self._take_mask(cpus)
+            self._take_mask(masks[i])
 
     def take_full_numa_nodes(self) -> None:
-        self._take_whole(self.free_numa_nodes(), self._ix.numa_mask)
+        ix = self._ix
+        self._take_whole(self.free_numa_nodes(), ix.numa_mask, ix.size["numa"])
 
     def take_full_sockets(self) -> None:
-        self._take_whole(self.free_sockets(), self._ix.socket_mask)
+        ix = self._ix
+        self._take_whole(self.free_sockets(), ix.socket_mask, ix.size["socket"])
 
     def take_full_first_level(self) -> None:
         """Whole NUMA nodes when NUMA-first, else whole sockets."""
@@ -488,7 +540,8 @@ class CPUAccumulator:
             self.take_full_numa_nodes()
 
     def take_full_uncore(self) -> None:
-        self._take_whole(self.free_uncore_caches(), self._ix.uncore_mask)
+        ix = self._ix
+        self._take_whole(self.free_uncore_caches(), ix.uncore_mask, ix.size["uncore"])
 
     def take_partial_uncore(self, uncore_id: int) -> None:
         """Take the lowest cores of one uncore cache, only if they give exactly what is needed."""
@@ -498,7 +551,7 @@ class CPUAccumulator:
         need = self.num_cpus_needed
         cores_needed = _go_div(need + cpc - 1, cpc)
         av = self._avail
-        cores = [c for c, pm in self._ix.cores_in_uncore.get(uncore_id, ()) if pm & av]
+        cores = [c for c, inside, _ in self._ix.cores_in_uncore.get(uncore_id, ()) if inside & av]
         if len(cores) > cores_needed:
             cores = cores[:cores_needed]
         cm = self._ix.core_mask
@@ -523,7 +576,8 @@ class CPUAccumulator:
                 return
 
     def take_full_cores(self) -> None:
-        self._take_whole(self.free_cores(), self._ix.core_mask)
+        ix = self._ix
+        self._take_whole(self.free_cores(), ix.core_mask, ix.size["core"])
 
     def take_remaining_cpus(self) -> None:
         for cpu in self.free_cpus():
@@ -536,7 +590,7 @@ class CPUAccumulator:
         """Fewest and most NUMA nodes that could hold the need in groups of ``cpu_group_size``."""
         g = _check_group_size(cpu_group_size)
         ix = self._ix
-        numas_available = sum(1 for _, m in ix.numa_items if m & self._avail)
+        numas_available = sum(1 for _, _, m in ix.numa_items if m & self._avail)
         groups_total = (ix.num_cpu_ids - 1) // g + 1
         groups_per_numa = (groups_total - 1) // ix.num_numa_ids + 1
         groups_needed = _go_div(self.num_cpus_needed - 1, g) + 1
