@@ -26,6 +26,12 @@ Go's orderings are kept exactly:
   ``CPUsPerCore()`` (the machine averages).
 * ``take(cpus)`` adds ``cpus`` to the result, drops them from the available CPUs and lowers the
   need by ``|cpus|`` (even for CPUs already taken, as upstream does).
+* Uncore step (``takeUncoreCache``): for each uncore cache in uncore order (computed once), whole
+  free caches are taken only while at least ``CPUsPerUncore()`` (the machine average) is needed,
+  then a partial take is tried on that cache; ``CoresNeededInUncoreCache`` picks the lowest core
+  ids that still have an available CPU.
+* Distributed + ``align_by_socket``: a combination is "in one socket" when all CPUs of its NUMA
+  nodes (whole topology) sit in a single socket (upstream ``AreNUMANodesInSameSocket``).
 
 Two deliberate, documented differences from the Go source:
 

@@ -368,3 +368,12 @@ def test_strategy_accepts_enum_and_text() -> None:
     assert take_by_topology_numa_packed(t, cs("0-11"), 2, CPUSortingStrategy.SPREAD) == cs("0,2")
     assert take_by_topology_numa_packed(t, cs("0-11"), 2, "spread") == cs("0,2")
     assert CPUSortingStrategy("packed") is CPUSortingStrategy.PACKED
+
+
+def test_take_lowers_the_need_even_for_cpus_already_taken() -> None:
+    """Upstream's take() subtracts |cpus| unconditionally; keep that bookkeeping."""
+    acc = CPUAccumulator(topo("topoSingleSocketHT"), cs("0-7"), 3)
+    acc.take(CPUSet([0]))
+    acc.take(CPUSet([0]))
+    assert acc.result == CPUSet([0])
+    assert acc.num_cpus_needed == 1
