@@ -62,9 +62,10 @@ def _gates(inputs: Mapping[str, Any]) -> dict[str, bool]:
     return gates
 
 
-def _policy(case: Case, *, options: bool = True, explicit_reserved: bool = True) -> StaticPolicy:
+def _policy(case: Case, *, options: bool = True) -> StaticPolicy:
+    """The case's policy; ``reserved_cpus`` null or absent lets the policy pick its own."""
     i = case.inputs
-    reserved = i.get("reserved_cpus") if explicit_reserved else None
+    reserved = i.get("reserved_cpus")
     return StaticPolicy(
         _topology(case),
         int(i.get("num_reserved_cpus", 0)),
@@ -173,7 +174,7 @@ def static_policy_allocate(case: Case) -> list[str]:
 def static_policy_allocate_cpus(case: Case) -> list[str]:
     problems: list[str] = []
     i = case.inputs
-    policy = _policy(case, options=False, explicit_reserved=False)
+    policy = _policy(case, options=False)
     state = CPUManagerState(cpuset_of(i.get("state_default_cpuset")))
     policy.start(state)
     numa = i.get("numa_affinity")
@@ -187,12 +188,20 @@ def static_policy_allocate_cpus(case: Case) -> list[str]:
 def static_policy_pod_sequence(case: Case) -> list[str]:
     problems: list[str] = []
     i = case.inputs
-    policy = _policy(case, explicit_reserved=False)
+    policy = _policy(case)
     state = _state(i)
     pod = pod_from_conformance(i["pod"])
     steps = list(i.get("steps") or [])
-    for c in (*pod.init_containers, *pod.containers):
-        policy.allocate(state, pod, c, None)
+    outcome: BaseException | None = None
+    try:
+        for c in (*pod.init_containers, *pod.containers):
+            policy.allocate(state, pod, c, None)
+    except (AdmissionError, CPUAllocationError) as exc:
+        outcome = exc  # like the kubelet, stop at the first container that fails
+    if "error" in case.expected:
+        expect_equal(problems, "error", case.expected["error"], _error_value(outcome))
+    elif outcome is not None:
+        problems.append(f"allocation failed: {outcome}")
     e = case.expected
     expect_cpuset(
         problems, "default_after_allocate", e["default_after_allocate"], state.default_cpuset
@@ -220,7 +229,7 @@ def static_policy_pod_sequence(case: Case) -> list[str]:
 def static_policy_remove(case: Case) -> list[str]:
     problems: list[str] = []
     i = case.inputs
-    policy = _policy(case, explicit_reserved=False)
+    policy = _policy(case)
     state = _state(i)
     policy.remove_container(state, i["pod_uid"], i["container"])
     e = case.expected
