@@ -1,0 +1,440 @@
+"""``cpu_manager_state``: Go structs of every format version, the normalised state, writers
+(follows pkg/kubelet/cm/cpumanager/state/checkpoint.go and state.go, v1.17 to v1.37).
+
+Versions (each manager numbers its own formats, spec ``checkpoints.md`` §1, §5):
+
+* **V1** (<= 1.17): ``policyName``, ``defaultCpuSet``, ``entries`` (container ID -> cpuset),
+  ``checksum``;
+* **V2** (1.18-1.35; 1.36 gate off): ``entries`` pod UID -> container -> cpuset;
+* **V3** (1.36 gate on): V2 + ``podEntries`` (pod UID -> ``{"cpuSet": "<list>"}``);
+* **V4** (1.37): the V2 fields inline (with the legacy V2 checksum), then ``data`` (the JSON of
+  ``{policyName, defaultCpuSet, entries, podEntries}``) and ``dataChecksum``;
+* **V4-reverted** (kubernetes#137820, never released): ``{data, checksum}`` only; read and
+  labelled, never written.
+
+Struct checksums are hashed under the legacy header ``state.CPUManagerCheckpoint`` when
+written; 1.36/1.37 readers also accept the ``...CheckpointV2`` / ``...CheckpointV3`` headers in
+some configurations (see ``readers``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.domain.checkpoint.checksum import string_checksum, struct_checksum
+from app.domain.checkpoint.errors import CheckpointInputError, CheckpointStateError
+from app.domain.checkpoint.gocpuset import GoCPUSetError, parse_go_cpuset
+from app.domain.checkpoint.gojson import (
+    GoJSONError,
+    UnmarshalTypeError,
+    abort,
+    marshal,
+    unmarshal,
+)
+from app.domain.checkpoint.gotypes import (
+    CHECKSUM_T,
+    CPUSET_T,
+    STRING_T,
+    Field,
+    GoType,
+    map_type,
+    string_type,
+    struct_type,
+)
+from app.domain.cpuset import CPUSet, CPUSetError
+
+CPU_FILE_NAME = "cpu_manager_state"
+
+#: Header names in the hashed text (spec §3.4).
+LEGACY_HEADER = "state.CPUManagerCheckpoint"
+V1_HEADER = "state.CPUManagerCheckpointV1"
+V2_HEADER = "state.CPUManagerCheckpointV2"
+V3_HEADER = "state.CPUManagerCheckpointV3"
+
+CPU_VERSIONS = ("V1", "V2", "V3", "V4")
+
+# -- Go types ------------------------------------------------------------------------------------
+
+ENTRIES_V1_T = map_type("map[string]string", STRING_T, STRING_T)
+ENTRIES_T = map_type(
+    "map[string]map[string]string", STRING_T, map_type("map[string]string", STRING_T, STRING_T)
+)
+
+_PODENTRY_JSON_T = struct_type(
+    "state.podEntryJSON", Field("CPUSet", "cpuSet", string_type(), omitempty=True)
+)
+
+
+def _cpu_set(text: str) -> CPUSet:
+    """``cpuset.Parse``: the fast project parser, Go's parser (and texts) on any doubt."""
+    try:
+        return CPUSet.parse(text)
+    except CPUSetError:
+        return parse_go_cpuset(text)
+
+
+def _pod_entry_unmarshal(dec: Any, node: Any, cur: Any) -> Any:
+    # PodEntry.UnmarshalJSON: decode into podEntryJSON (its own json.Unmarshal), then
+    # cpuset.Parse. Any error stops the outer decoder at once.
+    entry = {"CPUSet": ""}
+    err = unmarshal(node, _PODENTRY_JSON_T, entry)
+    if err is not None:
+        raise abort(err)
+    try:
+        cset = _cpu_set(entry["CPUSet"])
+    except GoCPUSetError as exc:
+        raise abort(GoJSONError(f"failed to parse cpuset: {exc}")) from None
+    obj = cur if cur is not None else {"CPUSet": None}
+    obj["CPUSet"] = cset
+    return obj
+
+
+def _pod_entry_marshal(value: Any) -> str:
+    cset = value["CPUSet"]
+    text = "" if cset is None else str(cset)
+    return '{"cpuSet":"' + text + '"}' if text else "{}"
+
+
+PODENTRY_T = struct_type(
+    "state.PodEntry",
+    Field("CPUSet", "cpuSet", CPUSET_T, omitempty=True),
+    unmarshal=_pod_entry_unmarshal,
+    marshal=_pod_entry_marshal,
+)
+POD_ENTRIES_T = map_type("state.PodCPUAssignments", STRING_T, PODENTRY_T)
+
+
+def cpu_v1_type(name: str = V1_HEADER) -> GoType:
+    return struct_type(
+        name,
+        Field("PolicyName", "policyName", STRING_T),
+        Field("DefaultCPUSet", "defaultCpuSet", STRING_T),
+        Field("Entries", "entries", ENTRIES_V1_T, omitempty=True),
+        Field("Checksum", "checksum", CHECKSUM_T),
+    )
+
+
+def cpu_v2_type(name: str = V2_HEADER) -> GoType:
+    return struct_type(
+        name,
+        Field("PolicyName", "policyName", STRING_T),
+        Field("DefaultCPUSet", "defaultCpuSet", STRING_T),
+        Field("Entries", "entries", ENTRIES_T, omitempty=True),
+        Field("Checksum", "checksum", CHECKSUM_T),
+    )
+
+
+def cpu_v3_type(name: str = V3_HEADER) -> GoType:
+    return struct_type(
+        name,
+        Field("PolicyName", "policyName", STRING_T),
+        Field("DefaultCPUSet", "defaultCpuSet", STRING_T),
+        Field("Entries", "entries", ENTRIES_T, omitempty=True),
+        Field("PodEntries", "podEntries", POD_ENTRIES_T, omitempty=True),
+        Field("Checksum", "checksum", CHECKSUM_T),
+    )
+
+
+def cpu_v4_type(name: str = LEGACY_HEADER, embedded: str = "V2") -> GoType:
+    """The 1.37 struct: the embedded V2 (kubernetes#139102) or V3 (#139103) fields promoted,
+    then ``data`` and ``dataChecksum`` (``CheckpointData`` is ``json:"-"``)."""
+    inline = cpu_v3_type() if embedded == "V3" else cpu_v2_type()
+    return struct_type(
+        name,
+        *inline.fields,
+        Field("Data", "data", STRING_T),
+        Field("DataChecksum", "dataChecksum", CHECKSUM_T),
+    )
+
+
+CPU_DATA_T = struct_type(
+    "state.CPUManagerCheckpointData",
+    Field("PolicyName", "policyName", STRING_T),
+    Field("DefaultCPUSet", "defaultCpuSet", STRING_T),
+    Field("Entries", "entries", ENTRIES_T, omitempty=True),
+    Field("PodEntries", "podEntries", POD_ENTRIES_T, omitempty=True),
+)
+
+#: The reverted single-checksum layout: ``{data, checksum}``.
+CPU_V4_REVERTED_T = struct_type(
+    "state.CPUManagerCheckpoint",
+    Field("Data", "data", STRING_T),
+    Field("Checksum", "checksum", CHECKSUM_T),
+)
+
+CPU_V1_T = cpu_v1_type()
+CPU_V2_T = cpu_v2_type()
+CPU_V3_T = cpu_v3_type()
+CPU_V4_T = cpu_v4_type()
+
+
+def new_cpu_checkpoint(version: str) -> dict[str, Any]:
+    """The Go value a kubelet's constructor returns (``newCPUManagerCheckpointVn``)."""
+    if version == "V1":
+        return {"PolicyName": "", "DefaultCPUSet": "", "Entries": {}, "Checksum": 0}
+    if version == "V2":
+        return {"PolicyName": "", "DefaultCPUSet": "", "Entries": {}, "Checksum": 0}
+    if version == "V3":
+        return {
+            "PolicyName": "",
+            "DefaultCPUSet": "",
+            "Entries": {},
+            "PodEntries": {},
+            "Checksum": 0,
+        }
+    if version == "V4":
+        return {
+            "PolicyName": "",
+            "DefaultCPUSet": "",
+            "Entries": {},
+            "Checksum": 0,
+            "Data": "",
+            "DataChecksum": 0,
+        }
+    if version == "data":
+        return {"PolicyName": "", "DefaultCPUSet": "", "Entries": {}, "PodEntries": {}}
+    raise CheckpointInputError(f"unknown cpu_manager_state version {version!r}")
+
+
+#: Struct checksum algorithms (conformance ``checkpoint_checksum``): type and header.
+CPU_STRUCT_ALGORITHMS: dict[str, tuple[str, GoType, str]] = {
+    "cpu_v1": ("V1", CPU_V1_T, LEGACY_HEADER),
+    "cpu_v2_legacy": ("V2", CPU_V2_T, LEGACY_HEADER),
+    "cpu_v2_v2name": ("V2", CPU_V2_T, V2_HEADER),
+    "cpu_v3_legacy": ("V3", CPU_V3_T, LEGACY_HEADER),
+    "cpu_v3_v3name": ("V3", CPU_V3_T, V3_HEADER),
+}
+
+
+def cpu_struct_checksum(value: dict[str, Any], algorithm: str) -> int:
+    """The checksum ``algorithm`` computes for a decoded Go value."""
+    _, t, header = CPU_STRUCT_ALGORITHMS[algorithm]
+    return struct_checksum(value, t, header)
+
+
+def decode_cpu(tree: Any, version: str, name: str | None = None) -> tuple[dict[str, Any], Any]:
+    """Decode a parsed file into a fresh object of ``version`` (``V1``..``V4``, ``V4-reverted``,
+    ``data``); returns ``(object, error or None)``. ``name`` is the Go struct name used in
+    type-error texts (it differs between releases)."""
+    if version == "V4-reverted":
+        obj: dict[str, Any] = {"Data": "", "Checksum": 0}
+        return obj, unmarshal(tree, CPU_V4_REVERTED_T, obj)
+    obj = new_cpu_checkpoint(version)
+    t = {
+        "V1": cpu_v1_type,
+        "V2": cpu_v2_type,
+        "V3": cpu_v3_type,
+        "V4": cpu_v4_type,
+    }.get(version)
+    if t is not None:
+        gt = t(name) if name else t()
+    elif version == "data":
+        gt = CPU_DATA_T
+    else:
+        raise CheckpointInputError(f"unknown cpu_manager_state version {version!r}")
+    return obj, unmarshal(tree, gt, obj)
+
+
+# -- the normalised state ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CPUCheckpointState:
+    """What a ``cpu_manager_state`` holds, in the form every version maps to.
+
+    * ``entries``: pod UID -> container name -> CPU set (V2 and later, or V1 after migration);
+    * ``pod_entries``: pod UID -> the pod's CPU set (KEP-5526), ``None`` when absent (file
+      version without them, or a reader that drops them);
+    * ``container_entries``: V1's container ID -> CPU set, only for V1 content that has not
+      been migrated (a <= 1.17 reader, or a state to be written as V1).
+
+    Treat the mappings as read-only.
+    """
+
+    policy_name: str
+    default_cpu_set: CPUSet = field(default_factory=CPUSet)
+    entries: Mapping[str, Mapping[str, CPUSet]] = field(default_factory=dict)
+    pod_entries: Mapping[str, CPUSet] | None = None
+    container_entries: Mapping[str, CPUSet] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The conformance normalised form (README §4.2; V1 entries keyed by container ID)."""
+        out: dict[str, Any] = {
+            "policyName": self.policy_name,
+            "defaultCpuSet": str(self.default_cpu_set),
+        }
+        if self.container_entries is not None and not self.entries:
+            out["entries"] = {cid: str(c) for cid, c in sorted(self.container_entries.items())}
+        else:
+            out["entries"] = {
+                pod: {name: str(c) for name, c in sorted(containers.items())}
+                for pod, containers in sorted(self.entries.items())
+            }
+        if self.pod_entries is not None:
+            out["podEntries"] = {pod: str(c) for pod, c in sorted(self.pod_entries.items())}
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> CPUCheckpointState:
+        """Build from the normalised form; ``entries`` values that are strings are V1 entries
+        (container ID -> cpuset). Raises ``CheckpointStateError`` naming the bad field."""
+        if not isinstance(d, Mapping):
+            raise CheckpointStateError("a cpu_manager_state must be an object")
+        policy = d.get("policyName", "")
+        if not isinstance(policy, str):
+            raise CheckpointStateError("policyName must be a string")
+        _check_text(policy, "policyName")
+        default = _state_cpuset(d.get("defaultCpuSet", ""), "defaultCpuSet")
+        raw_entries = d.get("entries") or {}
+        if not isinstance(raw_entries, Mapping):
+            raise CheckpointStateError("entries must be an object")
+        entries: dict[str, dict[str, CPUSet]] = {}
+        v1: dict[str, CPUSet] = {}
+        for key, value in raw_entries.items():
+            _check_text(key, "entries key")
+            if isinstance(value, str):
+                v1[key] = _state_cpuset(value, f"entries[{key!r}]")
+            elif isinstance(value, Mapping):
+                inner: dict[str, CPUSet] = {}
+                for name, text in value.items():
+                    _check_text(name, f"entries[{key!r}] key")
+                    inner[name] = _state_cpuset(text, f"entries[{key!r}][{name!r}]")
+                entries[key] = inner
+            else:
+                raise CheckpointStateError(
+                    f"entries[{key!r}] must be a cpuset (V1) or an object of cpusets"
+                )
+        if v1 and entries:
+            raise CheckpointStateError(
+                "entries mixes V1 (container ID -> cpuset) and V2 (pod -> container) forms"
+            )
+        pod_entries: dict[str, CPUSet] | None = None
+        raw_pod = d.get("podEntries")
+        if raw_pod is not None:
+            if not isinstance(raw_pod, Mapping):
+                raise CheckpointStateError("podEntries must be an object")
+            pod_entries = {}
+            for pod, text in raw_pod.items():
+                _check_text(pod, "podEntries key")
+                if isinstance(text, Mapping):  # {"cpuSet": "..."} as written in files
+                    text = text.get("cpuSet", "")
+                pod_entries[pod] = _state_cpuset(text, f"podEntries[{pod!r}]")
+        return cls(
+            policy_name=policy,
+            default_cpu_set=default,
+            entries=entries,
+            pod_entries=pod_entries,
+            container_entries=v1 if v1 else None,
+        )
+
+    def all_pod_uids(self) -> list[str]:
+        return sorted(set(self.entries) | set(self.pod_entries or {}))
+
+
+def _check_text(s: Any, what: str) -> None:
+    if not isinstance(s, str):
+        raise CheckpointStateError(f"{what} must be a string, got {type(s).__name__}")
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        raise CheckpointStateError(f"{what} {s!r} is not valid Unicode text") from None
+
+
+def _state_cpuset(value: Any, what: str) -> CPUSet:
+    if isinstance(value, CPUSet):
+        return value
+    if not isinstance(value, str):
+        raise CheckpointStateError(f"{what} must be a cpuset string, got {type(value).__name__}")
+    try:
+        return _cpu_set(value)
+    except GoCPUSetError as exc:
+        raise CheckpointStateError(f"{what}: invalid cpuset {value!r}: {exc}") from None
+
+
+# -- writing ----------------------------------------------------------------------------------------
+
+
+def normalise_version(version: str | int, versions: tuple[str, ...] = CPU_VERSIONS) -> str:
+    text = str(version).strip().upper()
+    if not text.startswith("V"):
+        text = "V" + text
+    if text not in versions:
+        raise CheckpointInputError(
+            f"unknown version {version!r}; expected one of {', '.join(versions)}"
+        )
+    return text
+
+
+def _entries_value(state: CPUCheckpointState) -> dict[str, dict[str, str]]:
+    return {
+        pod: {name: str(cset) for name, cset in containers.items()}
+        for pod, containers in state.entries.items()
+    }
+
+
+def cpu_go_value(state: CPUCheckpointState, version: str) -> dict[str, Any]:
+    """The Go value the kubelet marshals for ``state`` (checksums not yet set)."""
+    version = normalise_version(version)
+    obj = new_cpu_checkpoint(version)
+    obj["PolicyName"] = state.policy_name
+    obj["DefaultCPUSet"] = str(state.default_cpu_set)
+    if version == "V1":
+        if state.entries:
+            raise CheckpointStateError(
+                "a V1 file keys entries by container ID: give container_entries "
+                "(or convert with a container map)"
+            )
+        obj["Entries"] = {cid: str(c) for cid, c in (state.container_entries or {}).items()}
+        return obj
+    if state.container_entries:
+        raise CheckpointStateError(
+            f"{version} keys entries by pod UID and container name; the state has V1 "
+            "container-ID entries (migrate them with a container map first)"
+        )
+    obj["Entries"] = _entries_value(state)
+    if version == "V3":
+        obj["PodEntries"] = {pod: {"CPUSet": c} for pod, c in (state.pod_entries or {}).items()}
+    return obj
+
+
+def cpu_data_value(state: CPUCheckpointState) -> dict[str, Any]:
+    """``CPUManagerCheckpointData`` for ``state`` (V4's ``data``)."""
+    data = new_cpu_checkpoint("data")
+    data["PolicyName"] = state.policy_name
+    data["DefaultCPUSet"] = str(state.default_cpu_set)
+    data["Entries"] = _entries_value(state)
+    data["PodEntries"] = {pod: {"CPUSet": c} for pod, c in (state.pod_entries or {}).items()}
+    return data
+
+
+def write_cpu_checkpoint(state: CPUCheckpointState, version: str | int) -> str:
+    """The exact text a kubelet writes for ``state`` in ``version`` (no trailing newline).
+
+    V1 is written from ``state.container_entries``; V1/V2 have no pod entries (they are not
+    written); V4 carries them in ``data``.
+    """
+    version = normalise_version(version)
+    if version in ("V1", "V2", "V3"):
+        obj = cpu_go_value(state, version)
+        t = {"V1": CPU_V1_T, "V2": CPU_V2_T, "V3": CPU_V3_T}[version]
+        obj["Checksum"] = struct_checksum(obj, t, LEGACY_HEADER)
+        return marshal(obj, t)
+    inline = cpu_go_value(state, "V2")
+    data = marshal(cpu_data_value(state), CPU_DATA_T)
+    inline["Checksum"] = struct_checksum(inline, CPU_V2_T, LEGACY_HEADER)
+    inline["Data"] = data
+    inline["DataChecksum"] = string_checksum(data)
+    return marshal(inline, CPU_V4_T)
+
+
+__all__ = [
+    "CPU_FILE_NAME",
+    "CPU_VERSIONS",
+    "CPUCheckpointState",
+    "UnmarshalTypeError",
+    "cpu_go_value",
+    "decode_cpu",
+    "write_cpu_checkpoint",
+]

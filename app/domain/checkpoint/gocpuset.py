@@ -1,0 +1,68 @@
+"""``cpuset.Parse`` with Go's error texts (follows k8s.io/utils/cpuset/cpuset.go).
+
+The kubelet's messages embed the parser's error, e.g.
+``could not parse default cpu set "1.3": strconv.Atoi: parsing "1.3": invalid syntax``, so the
+reader models need Go's exact wording rather than ``CPUSet.parse``'s own.
+
+Go accepts any CPU id that fits an ``int``; a range like ``0-99999999999`` would make the
+kubelet allocate a map with that many entries. The project refuses ids above
+``MAX_GO_CPU_ID`` with its own message instead of trying.
+"""
+
+from __future__ import annotations
+
+import re
+
+from app.domain.checkpoint.gojson import go_quote
+from app.domain.cpuset import CPUSet
+
+MAX_GO_CPU_ID = (1 << 20) - 1
+_ATOI = re.compile(r"[+-]?[0-9]+\Z")
+_INT64_MAX = (1 << 63) - 1
+
+
+class GoCPUSetError(ValueError):
+    """``cpuset.Parse`` failed; ``str(err)`` is Go's error text."""
+
+
+def _atoi(text: str) -> int:
+    if not _ATOI.match(text):
+        raise GoCPUSetError(f"strconv.Atoi: parsing {go_quote(text)}: invalid syntax")
+    v = int(text)
+    if not -_INT64_MAX - 1 <= v <= _INT64_MAX:
+        raise GoCPUSetError(f"strconv.Atoi: parsing {go_quote(text)}: value out of range")
+    return v
+
+
+def parse_go_cpuset(text: str) -> CPUSet:
+    """Parse a cpu-list as ``cpuset.Parse`` does; raises ``GoCPUSetError`` with Go's text."""
+    if text == "":
+        return CPUSet()
+    mask = 0
+    for item in text.split(","):
+        lo, sep, hi = item.partition("-")
+        if not sep:
+            cpu = _atoi(lo)
+            _check_id(cpu)
+            mask |= 1 << cpu
+            continue
+        start = _atoi(lo)
+        end = _atoi(hi)
+        if start > end:
+            raise GoCPUSetError(f"invalid range {go_quote(item)} ({start} > {end})")
+        _check_id(start)
+        _check_id(end)
+        mask |= (1 << (end + 1)) - (1 << start)
+    return CPUSet.from_mask(mask)
+
+
+def _check_id(cpu: int) -> None:
+    # Atoi accepts "+5"; a negative id cannot get here except through "+-" forms that Atoi
+    # refuses, but guard anyway: a negative shift would be a Python error, not Go's.
+    if cpu < 0:
+        raise GoCPUSetError(f"CPU id {cpu} is negative")
+    if cpu > MAX_GO_CPU_ID:
+        raise GoCPUSetError(
+            f"CPU id {cpu} is larger than {MAX_GO_CPU_ID} (refused by this tool; "
+            "the kubelet would try to allocate every id in the range)"
+        )
