@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
+from app.domain.quantity import Quantity, QuantityError
 from app.domain.topology import (
     GIB,
     HUGEPAGE_1G,
@@ -225,32 +226,18 @@ _SPEC_DEFAULTS = {"sockets": 1, "numa_per_socket": 1, "threads_per_core": 2}
 _REQUIRED_KEYS = ("cores_per_numa",)
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}\Z")
 _INT_RE = re.compile(r"[0-9]+\Z")
-_MEMORY_RE = re.compile(r"([0-9]+)(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?\Z")
-_MEMORY_UNITS = {
-    None: 1,
-    "Ki": 1024,
-    "Mi": 1024**2,
-    "Gi": 1024**3,
-    "Ti": 1024**4,
-    "Pi": 1024**5,
-    "k": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "P": 10**15,
-}
 _MAX_MEMORY = 1024**5  # 1 PiB per NUMA node is plenty
 
 
 def _parse_memory(key: str, text: str) -> int:
-    match = _MEMORY_RE.match(text)
-    if match is None:
+    try:
+        value = Quantity.parse(text).value()
+    except QuantityError:
         raise TopologySpecError(
             f"{key}={text!r} is not a memory quantity (e.g. 64Gi, 512Mi, 100G)",
             key=key,
             value=text,
-        )
-    value = int(match.group(1)) * _MEMORY_UNITS[match.group(2)]
+        ) from None
     if not 0 < value <= _MAX_MEMORY:
         raise TopologySpecError(
             f"{key}={text!r} is out of range (1 byte .. 1Pi)", key=key, value=text

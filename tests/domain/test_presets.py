@@ -203,6 +203,7 @@ def test_spec_example() -> None:
             {"num_cpus": 16, "num_uncore_cache": 4, "name": "amd"},
         ),
         ("cores_per_numa=8,memory_per_numa=100G", {"memory": 100 * 10**9}),
+        ("cores_per_numa=8,memory_per_numa=1.5Gi", {"memory": 1536 << 20}),
         ("cores_per_numa=8,memory_per_numa=512Mi,hugepages_2Mi_per_numa=10", {"memory": 512 << 20}),
         ("cores_per_numa=1,threads_per_core=8", {"num_cpus": 8, "num_cores": 1}),
         (
@@ -210,7 +211,15 @@ def test_spec_example() -> None:
             {"distance01": 32, "num_numa_nodes": 2},
         ),
     ],
-    ids=["minimal", "spaces-uncore-name", "decimal-memory", "hugepages-2Mi", "smt8", "distance"],
+    ids=[
+        "minimal",
+        "spaces-uncore-name",
+        "decimal-memory",
+        "fractional-memory",
+        "hugepages-2Mi",
+        "smt8",
+        "distance",
+    ],
 )
 def test_spec_variants(spec: str, checks: dict[str, Any]) -> None:
     topo = parse_topology_spec(spec)
@@ -247,7 +256,8 @@ def test_uncore_equal_to_numa_node_is_a_node_cache() -> None:
         ("cores_per_numa=1,sockets=8,numa_per_socket=9", "numa_per_socket", "at most 64"),
         ("cores_per_numa=4,memory_per_numa=lots", "memory_per_numa", "not a memory quantity"),
         ("cores_per_numa=4,memory_per_numa=0", "memory_per_numa", "out of range"),
-        ("cores_per_numa=4,memory_per_numa=1.5Gi", "memory_per_numa", "not a memory quantity"),
+        ("cores_per_numa=4,memory_per_numa=-1Gi", "memory_per_numa", "out of range"),
+        ("cores_per_numa=4,memory_per_numa=2Gb", "memory_per_numa", "not a memory quantity"),
         (
             "cores_per_numa=4,memory_per_numa=4Gi,hugepages_1Gi_per_numa=5",
             "memory_per_numa",
@@ -273,7 +283,8 @@ def test_uncore_equal_to_numa_node_is_a_node_cache() -> None:
         "too-many-numa",
         "bad-memory",
         "zero-memory",
-        "fractional-memory",
+        "negative-memory",
+        "bad-suffix",
         "hugepages-too-big",
         "uncore-not-dividing",
         "uncore-zero",
