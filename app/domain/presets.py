@@ -364,7 +364,7 @@ def _quad_socket_four_way_ht() -> list[CPUInfo]:
 
 
 @dataclass(frozen=True, slots=True)
-class _Preset:
+class Preset:
     name: str
     description: str
     kind: str
@@ -376,23 +376,23 @@ def _fixture(
     description: str,
     cpus: Callable[[], list[CPUInfo]],
     memory_per_numa: int = 32 * GIB,
-) -> _Preset:
+) -> Preset:
     def build() -> CPUTopology:
         infos = cpus()
         memory = _memory_for(infos, memory_per_numa, {}, 11, 21)
         return CPUTopology(infos, memory=memory, name=name)
 
-    return _Preset(name, description, "fixture", build)
+    return Preset(name, description, "fixture", build)
 
 
-def _server(name: str, description: str, **kwargs: object) -> _Preset:
+def _server(name: str, description: str, **kwargs: object) -> Preset:
     def build() -> CPUTopology:
         return synthetic_topology(name=name, **kwargs)  # type: ignore[arg-type]
 
-    return _Preset(name, description, "server", build)
+    return Preset(name, description, "server", build)
 
 
-_PRESET_LIST: tuple[_Preset, ...] = (
+_PRESET_LIST: tuple[Preset, ...] = (
     _fixture(
         "topoSingleSocketHT",
         "upstream test box: 1 socket, 4 cores × 2 threads (core i = CPUs i, i+4)",
@@ -499,7 +499,7 @@ _PRESET_LIST: tuple[_Preset, ...] = (
     ),
 )
 
-PRESETS: dict[str, _Preset] = {p.name: p for p in _PRESET_LIST}
+PRESETS: dict[str, Preset] = {p.name: p for p in _PRESET_LIST}
 
 #: Names of the presets that reproduce the upstream test fixtures.
 FIXTURE_PRESETS: tuple[str, ...] = tuple(p.name for p in _PRESET_LIST if p.kind == "fixture")
