@@ -1,0 +1,142 @@
+"""/healthz, /readyz, /metrics, /docs, /openapi.json and the vendored static files."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from sqlalchemy import create_engine
+
+from app.settings import Settings
+from app.web.app import SWAGGER_UI_VERSION, create_app
+from app.web.rendering import HTMX_STATIC_PATH, HTMX_VERSION, STATIC_DIR, TEMPLATES_DIR
+from tests.web.html_helpers import elements
+
+
+def test_healthz(client: TestClient) -> None:
+    r = client.get("/healthz")
+    assert r.status_code == 200
+    assert r.json() == {"status": "ok"}
+
+
+def test_readyz_ready(client: TestClient) -> None:
+    r = client.get("/readyz")
+    assert r.status_code == 200
+    assert r.json() == {"status": "ready", "checks": {"database": "ok", "migrations": "ok"}}
+
+
+def test_readyz_unready_when_database_fails(app: FastAPI, tmp_path: Path) -> None:
+    app.state.engine = create_engine(f"sqlite:///{tmp_path / 'missing-dir' / 'x.db'}")
+    r = TestClient(app).get("/readyz")
+    assert r.status_code == 503
+    body = r.json()
+    assert body["status"] == "unready"
+    assert body["checks"]["database"] == "failed"
+    assert body["error"]["reason"] == "ServiceUnavailable"
+    assert body["error"]["message"].startswith("database: OperationalError")
+
+
+def test_metrics_exposition(client: TestClient) -> None:
+    client.get("/topologies/topoDualSocketHT")
+    client.get("/topologies/topoDualSocketHT")
+    client.get("/topologies/nope.json")
+    r = client.get("/metrics")
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/plain")
+    text = r.text
+    assert re.search(
+        r'^numascope_build_info\{python_version="[\d.]+",version="0\.1\.0"\} 1\.0$', text, re.M
+    )
+    assert (
+        'numascope_http_requests_total{method="GET",route="/topologies/{name}",status="200"} 2.0'
+        in text
+    )
+    assert (
+        'numascope_http_requests_total{method="GET",route="/topologies/{name}.json",status="404"}'
+        " 1.0" in text
+    )
+    assert "topoDualSocketHT" not in text  # route templates, never raw paths
+    assert "numascope_http_request_duration_seconds_bucket" in text
+    assert "_created" not in text
+    names = set(re.findall(r"^# TYPE (\S+)", text, re.M))
+    assert all(n.startswith("numascope_") for n in names)
+
+
+def test_metrics_registry_is_per_app(settings: Settings, tmp_path: Path) -> None:
+    first = TestClient(create_app(settings))
+    second = TestClient(
+        create_app(settings.model_copy(update={"database_url": f"sqlite:///{tmp_path / 'o.db'}"}))
+    )
+    for _ in range(3):
+        first.get("/healthz")
+    line = re.compile(r'route="/healthz",status="200"\} (\S+)')
+    assert line.findall(first.get("/metrics").text) == ["3.0"]
+    assert line.findall(second.get("/metrics").text) == []
+
+
+def test_static_and_unmatched_routes_are_labelled(client: TestClient) -> None:
+    client.get(f"/static/{HTMX_STATIC_PATH}")
+    client.get("/definitely/not/here")
+    text = client.get("/metrics").text
+    assert 'route="/static",status="200"' in text
+    assert 'route="unmatched",status="404"' in text
+
+
+def test_vendored_htmx_is_served_and_referenced(client: TestClient) -> None:
+    js = client.get(f"/static/{HTMX_STATIC_PATH}")
+    assert js.status_code == 200
+    assert "javascript" in js.headers["content-type"]
+    assert js.text.startswith("var htmx=function()")
+    assert f'version:"{HTMX_VERSION}"' in js.text
+    assert (STATIC_DIR / "vendor" / f"htmx-{HTMX_VERSION}.LICENSE").is_file()
+    assert f"htmx.org | {HTMX_VERSION}" in (STATIC_DIR / "vendor" / "README.md").read_text()
+    page = client.get("/")
+    scripts = [a["src"] for t, a in elements(page.text) if t == "script" and "src" in a]
+    assert scripts == [f"/static/{HTMX_STATIC_PATH}"]
+    assert client.get(f"/static/vendor/htmx-{HTMX_VERSION}.LICENSE").status_code == 200
+
+
+def test_no_cdn_in_templates() -> None:
+    for path in TEMPLATES_DIR.rglob("*.html"):
+        text = path.read_text()
+        assert not re.search(r'(src|href)="(https?:)?//', text), path
+
+
+def test_stylesheet_served(client: TestClient) -> None:
+    r = client.get("/static/css/numascope.css")
+    assert r.status_code == 200 and ".cpu" in r.text
+
+
+def test_docs_use_vendored_swagger_ui(client: TestClient) -> None:
+    r = client.get("/docs")
+    assert r.status_code == 200
+    refs = re.findall(r'(?:src|href)="([^"]+)"', r.text)
+    assert refs and all(ref.startswith("/static/") for ref in refs), refs
+    for ref in refs:
+        assert client.get(ref).status_code == 200, ref
+    assert f"swagger-ui-{SWAGGER_UI_VERSION}" in r.text
+    assert client.get("/redoc").status_code == 404
+
+
+def test_openapi_lists_the_api(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()
+    paths = spec["paths"]
+    for path in [
+        "/api/v1/topologies",
+        "/api/v1/topologies/{name}",
+        "/topologies/{name}.json",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+    ]:
+        assert path in paths, path
+    assert "/topologies/{name}" not in paths  # HTML pages stay out of the API description
+    assert spec["info"]["title"] == "Numascope"
+
+
+def test_security_headers_on_pages(client: TestClient) -> None:
+    r = client.get("/")
+    assert "script-src 'self'" in r.headers["content-security-policy"]
+    assert r.headers["x-content-type-options"] == "nosniff"

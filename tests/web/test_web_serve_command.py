@@ -1,0 +1,79 @@
+"""``numascope serve``: flags over environment over defaults; uvicorn is not started."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.cli import build_parser, main
+from app.commands import serve
+
+
+@pytest.fixture
+def uvicorn_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, dict[str, Any]]]:
+    import uvicorn
+
+    calls: list[tuple[Any, dict[str, Any]]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append((app, kw)))
+    return calls
+
+
+def test_serve_is_registered() -> None:
+    args = build_parser().parse_args(["serve"])
+    assert args.func is serve.run
+    assert (args.host, args.port, args.reload) == (None, None, False)
+
+
+def test_flags_override_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NUMASCOPE_PORT", "9000")
+    monkeypatch.setenv("NUMASCOPE_HOST", "10.0.0.1")
+    args = build_parser().parse_args(["serve", "--port", "9001", "--no-demo"])
+    s = serve.build_settings(args)
+    assert (s.host, s.port, s.demo) == ("10.0.0.1", 9001, False)
+
+
+def test_serve_runs_uvicorn_with_the_app(
+    uvicorn_calls: list[tuple[Any, dict[str, Any]]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NUMASCOPE_DATABASE_URL", f"sqlite:///{tmp_path / 's.db'}")
+    assert main(["serve", "--host", "0.0.0.0", "--port", "8123", "--sysfs", str(tmp_path)]) == 0
+    [(app, kw)] = uvicorn_calls
+    assert app.state.settings.sysfs_root == tmp_path
+    assert (kw["host"], kw["port"], kw["log_level"]) == ("0.0.0.0", 8123, "info")
+
+
+def test_reload_uses_the_factory_and_hands_flags_over(
+    uvicorn_calls: list[tuple[Any, dict[str, Any]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    # setenv first so monkeypatch restores these after the command writes them.
+    monkeypatch.setenv("NUMASCOPE_PORT", "1")
+    monkeypatch.setenv("NUMASCOPE_DEMO", "true")
+    assert main(["serve", "--reload", "--port", "8124", "--no-demo"]) == 0
+    [(target, kw)] = uvicorn_calls
+    assert target == "app.web.app:make_app"
+    assert kw["factory"] is True and kw["reload"] is True and kw["port"] == 8124
+    assert os.environ["NUMASCOPE_PORT"] == "8124"
+    assert os.environ["NUMASCOPE_DEMO"] == "false"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(["--database-url", "nosuch://x"], "unknown dialect", id="bad-dialect"),
+        pytest.param(["--database-url", "no-scheme"], "invalid settings", id="not-a-url"),
+    ],
+)
+def test_bad_settings_exit_with_a_message(
+    argv: list[str],
+    message: str,
+    uvicorn_calls: list[tuple[Any, dict[str, Any]]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["serve", *argv])
+    assert code in (1, 2)
+    assert message in capsys.readouterr().err
+    assert uvicorn_calls == []
