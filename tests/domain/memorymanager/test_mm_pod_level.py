@@ -17,7 +17,7 @@ from app.domain.topology import CPUInfo, CPUTopology, NUMANodeMemory
 from app.domain.topologymanager.bitmask import mask_of
 from app.domain.topologymanager.hint import TopologyHint
 from app.domain.topologymanager.topology_manager import TopologyManagerConfig, new_manager
-from tests.domain.memorymanager.mm_helpers import GI, container, pod, policy, started, tables
+from tests.domain.memorymanager.test_mm_helpers import GI, container, pod, policy, started, tables
 
 
 def h(ids: list[int] | None, preferred: bool = True) -> TopologyHint:

@@ -17,7 +17,7 @@ from app.domain.pod import Container, ResourceRequirements
 from app.domain.quantity import Quantity
 from app.domain.topologymanager.bitmask import mask_of
 from app.domain.topologymanager.hint import TopologyHint
-from tests.domain.memorymanager.mm_helpers import (
+from tests.domain.memorymanager.test_mm_helpers import (
     GI,
     MI,
     container,

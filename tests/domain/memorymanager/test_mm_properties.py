@@ -9,7 +9,7 @@ from app.domain.memorymanager.policy_static import MemoryManagerError, StaticPol
 from app.domain.memorymanager.state import MemoryManagerState
 from app.domain.topologymanager.bitmask import mask_of
 from app.domain.topologymanager.hint import TopologyHint
-from tests.domain.memorymanager.mm_helpers import container, pod, policy
+from tests.domain.memorymanager.test_mm_helpers import container, pod, policy
 
 _size_mi = st.sampled_from([256, 512, 1024, 1536, 2048, 3072, 4096, 6144, 9216])
 _hint = st.one_of(

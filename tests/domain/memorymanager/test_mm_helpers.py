@@ -1,4 +1,4 @@
-"""Builders shared by the memory manager tests (imported by module name)."""
+"""Builders shared by the memory manager tests (no tests here; imported by the others)."""
 
 from __future__ import annotations
 
