@@ -36,15 +36,20 @@ class TokenBucket:
         self.burst = burst
         self._clock = clock
         self._tokens = float(burst)
-        self._last: float | None = None
+        self._last: int | None = None
         self._lock = threading.Lock()
 
     def allow(self) -> bool:
-        """Take one token if there is one (``Limiter.Allow``)."""
+        """Take one token if there is one (``Limiter.Allow``).
+
+        Time is counted in whole nanoseconds, as Go's ``time.Duration``, so that refills add
+        up exactly (two 5 ms gaps at 100/s make one token).
+        """
         with self._lock:
-            now = self._clock()
+            now = round(self._clock() * 1e9)
             if self._last is not None and now > self._last:
-                self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
+                refill = (now - self._last) * self.rate / 1e9
+                self._tokens = min(float(self.burst), self._tokens + refill)
             if self._last is None or now > self._last:
                 self._last = now
             if self._tokens >= 1.0:
