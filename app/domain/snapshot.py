@@ -14,22 +14,20 @@ from typing import Literal
 
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfig
+from app.domain.memorymanager.state import Block as MemoryBlock
 from app.domain.topology import CPUTopology
+
+__all__ = [
+    "ContainerAllocation",
+    "MemoryBlock",
+    "MemoryTable",
+    "NUMAMemoryState",
+    "NodeSnapshot",
+    "PodAllocation",
+]
 
 Isolation = Literal["container", "pod", "host"]
 ContainerKind = Literal["init", "sidecar", "app"]
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryBlock:
-    """A memory-manager block: ``size`` bytes of ``type`` on the NUMA nodes ``numa_affinity``."""
-
-    numa_affinity: tuple[int, ...]
-    type: str
-    size: int
-
-    def to_dict(self) -> dict[str, object]:
-        return {"numaAffinity": list(self.numa_affinity), "type": self.type, "size": self.size}
 
 
 @dataclass(frozen=True, slots=True)

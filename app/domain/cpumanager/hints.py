@@ -15,12 +15,28 @@ from app.domain.topology import CPUTopology
 from app.domain.topologymanager.bitmask import bits, iterate_bitmasks
 from app.domain.topologymanager.hint import TopologyHint
 
+_MASK_TABLES: dict[int, tuple[CPUTopology, list[tuple[int, int, int]]]] = {}
 
-def _cpus_of_mask(topology: CPUTopology, mask: int) -> int:
-    out = 0
-    for n in bits(mask):
-        out |= topology.cpus_of_numa_node(n).mask
-    return out
+
+def _mask_table(topology: CPUTopology) -> list[tuple[int, int, int]]:
+    """``(numa mask, CPU mask, CPU count)`` for every NUMA mask in IterateBitMasks order.
+
+    Computed once per topology: on an 8-NUMA machine there are 255 masks and hints are asked
+    for on every admission.
+    """
+    entry = _MASK_TABLES.get(id(topology))
+    if entry is not None and entry[0] is topology:
+        return entry[1]
+    table = []
+    for mask in iterate_bitmasks(topology.numa_node_ids()):
+        cpus = 0
+        for n in bits(mask):
+            cpus |= topology.cpus_of_numa_node(n).mask
+        table.append((mask, cpus, cpus.bit_count()))
+    if len(_MASK_TABLES) > 64:
+        _MASK_TABLES.clear()
+    _MASK_TABLES[id(topology)] = (topology, table)
+    return table
 
 
 def is_hint_socket_aligned(topology: CPUTopology, mask: int, min_affinity_size: int) -> bool:
@@ -46,9 +62,8 @@ def generate_cpu_topology_hints(
     reuse = reusable.mask
     n_reusable = reuse.bit_count()
     masks: list[int] = []
-    for mask in iterate_bitmasks(numa_ids):
-        cpus = _cpus_of_mask(topology, mask)
-        if cpus.bit_count() >= request and mask.bit_count() < min_affinity_size:
+    for mask, cpus, n_cpus in _mask_table(topology):
+        if n_cpus >= request and mask.bit_count() < min_affinity_size:
             min_affinity_size = mask.bit_count()
         if reuse & ~cpus:
             continue  # a reusable CPU lies outside the mask

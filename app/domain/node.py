@@ -1,0 +1,378 @@
+"""A simulated node: topology + kubelet configuration + the three resource managers.
+
+Follows how pkg/kubelet/cm/container_manager_linux.go wires the managers (v1.37): the
+topology manager is the pod admit handler, the CPU manager and then the memory manager are its
+hint providers, each reading the merged hint of a container from the topology manager's store.
+
+``Node.admit`` is all-or-nothing: the managers work on copies of their state and the copies
+replace the live state only when the pod is admitted, so a rejection changes nothing (the
+kubelet itself may leave partial allocations of a rejected pod until its cleanup loop runs;
+a simulator must not). ``dry_run`` answers exactly like ``admit`` and keeps nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from app.domain.admission import AdmissionError, UnexpectedAdmissionError
+from app.domain.cpumanager.policy_options import CPUManagerPolicyError
+from app.domain.cpumanager.policy_static import CPUManagerStateError, StaticPolicy
+from app.domain.cpumanager.state import CPUManagerState
+from app.domain.cpuset import CPUSet
+from app.domain.kubelet_config import KubeletConfig, KubeletConfigError
+from app.domain.memorymanager.memory_manager import (
+    MemoryManager,
+    MemoryManagerConfigError,
+    new_memory_manager,
+)
+from app.domain.memorymanager.policy_static import MemoryManagerError
+from app.domain.memorymanager.state import MemoryManagerState
+from app.domain.pod import Container, Pod, pod_qos_class
+from app.domain.snapshot import (
+    ContainerAllocation,
+    ContainerKind,
+    Isolation,
+    MemoryBlock,
+    MemoryTable,
+    NodeSnapshot,
+    NUMAMemoryState,
+    PodAllocation,
+)
+from app.domain.topology import CPUTopology
+from app.domain.topologymanager.hint import ProviderHints, TopologyHint
+from app.domain.topologymanager.topology_manager import (
+    TopologyManager,
+    TopologyManagerConfig,
+    TopologyManagerConfigError,
+    new_manager,
+)
+
+
+class NodeError(ValueError):
+    """A node operation that is not an admission decision (unknown pod, duplicate pod)."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionResult:
+    """What the kubelet decided for a pod."""
+
+    admitted: bool
+    pod_uid: str
+    namespace: str
+    name: str
+    reason: str = ""
+    message: str = ""
+    allocation: PodAllocation | None = None
+    hints: dict[str, TopologyHint] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, object]:
+        d: dict[str, object] = {
+            "admitted": self.admitted,
+            "pod": {"uid": self.pod_uid, "namespace": self.namespace, "name": self.name},
+        }
+        if not self.admitted:
+            d["reason"] = self.reason
+            d["message"] = self.message
+        else:
+            d["hints"] = {name: h.to_dict() for name, h in self.hints.items()}
+        return d
+
+
+class _CPUProvider:
+    """The CPU manager as a topology-manager hint provider (``cpu_manager.go``)."""
+
+    def __init__(self, node: Node, policy: StaticPolicy, tm: TopologyManager) -> None:
+        self.node = node
+        self.policy = policy
+        self.tm = tm
+
+    def get_topology_hints(self, pod: Pod, container: Container) -> ProviderHints | None:
+        return self.policy.get_topology_hints(self.node.cpu_state, pod, container)
+
+    def get_pod_topology_hints(self, pod: Pod) -> ProviderHints | None:
+        return self.policy.get_pod_topology_hints(self.node.cpu_state, pod)
+
+    def allocate(self, pod: Pod, container: Container) -> None:
+        hint = self.tm.get_affinity(pod.uid, container.name)
+        self.policy.allocate(self.node.cpu_state, pod, container, hint)
+
+    def allocate_pod(self, pod: Pod) -> None:
+        self.policy.allocate_pod(self.node.cpu_state, pod, self.tm.scope.hints_of(pod))
+
+
+class Node:
+    """One node whose pods are admitted by a kubelet-faithful engine."""
+
+    def __init__(
+        self,
+        name: str,
+        topology: CPUTopology,
+        config: KubeletConfig,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.name = name
+        self.topology = topology
+        self.config = config
+        self.clock = clock
+        self.pods: dict[str, Pod] = {}
+        self.admitted_at: dict[str, float] = {}
+        gates = config.gates()
+
+        reserved = config.reserved_system_cpus
+        if reserved is not None and not reserved.is_subset_of(topology.all_cpus):
+            outside = reserved - topology.all_cpus
+            raise KubeletConfigError(
+                "reservedSystemCPUs",
+                f"reserved CPUs {outside} are not on this machine (CPUs {topology.all_cpus})",
+            )
+        self.cpu_policy: StaticPolicy | None = None
+        self.cpu_state = CPUManagerState(default_cpuset=topology.all_cpus)
+        if config.cpu_manager_policy == "static":
+            # --reserved-cpus overrides the cpu of kube/system-reserved (cmd/kubelet server.go).
+            num_reserved = reserved.size() if reserved else config.num_reserved_cpus()
+            try:
+                self.cpu_policy = StaticPolicy(
+                    topology,
+                    num_reserved,
+                    reserved,
+                    config.cpu_manager_policy_options,
+                    topology_manager_policy=config.topology_manager_policy,
+                    feature_gates=gates,
+                )
+                self.cpu_state = CPUManagerState()
+                self.cpu_policy.start(self.cpu_state)
+            except CPUManagerPolicyError as exc:
+                raise KubeletConfigError("cpuManagerPolicyOptions", str(exc)) from None
+            except CPUManagerStateError as exc:
+                raise KubeletConfigError("cpuManagerPolicy", exc.message) from None
+
+        try:
+            self.topology_manager = new_manager(
+                topology,
+                TopologyManagerConfig(
+                    policy=config.topology_manager_policy,
+                    scope=config.topology_manager_scope,
+                    options=config.topology_manager_policy_options,
+                    feature_gates=gates,
+                ),
+                pod_level_resource_managers=config.pod_level_resource_managers,
+            )
+        except TopologyManagerConfigError as exc:
+            raise KubeletConfigError(exc.field, exc.message) from None
+
+        self.memory: MemoryManager | None = None
+        if config.memory_manager_policy == "Static":
+            try:
+                self.memory = new_memory_manager(
+                    "Static",
+                    topology,
+                    node_allocatable_reservation=config.node_allocatable_memory_reservation(),
+                    reserved_memory=config.reserved_memory,
+                    affinity=self.topology_manager,
+                    pod_level_resources=config.gate("PodLevelResources"),
+                    pod_level_resource_managers=config.pod_level_resource_managers,
+                )
+                self.memory.start()
+            except (MemoryManagerConfigError, MemoryManagerError) as exc:
+                raise KubeletConfigError("reservedMemory", str(exc)) from None
+
+        # Providers in the kubelet's registration order: CPU manager, then memory manager.
+        if self.cpu_policy is not None:
+            self.topology_manager.add_hint_provider(
+                _CPUProvider(self, self.cpu_policy, self.topology_manager)
+            )
+        if self.memory is not None:
+            self.topology_manager.add_hint_provider(self.memory)
+
+    # -- queries -----------------------------------------------------------------------
+    @property
+    def reserved_cpus(self) -> CPUSet:
+        return self.cpu_policy.reserved_cpus if self.cpu_policy else CPUSet()
+
+    def find_pod(self, key: str) -> Pod | None:
+        """A pod by uid or by ``namespace/name``."""
+        if key in self.pods:
+            return self.pods[key]
+        for pod in self.pods.values():
+            if pod.key == key:
+                return pod
+        return None
+
+    # -- admission ---------------------------------------------------------------------
+    def admit(self, pod: Pod) -> AdmissionResult:
+        """Admit a pod as the kubelet would; on rejection nothing changes."""
+        return self._admit(pod, commit=True)
+
+    def dry_run(self, pod: Pod) -> AdmissionResult:
+        """The answer ``admit`` would give, without keeping anything."""
+        return self._admit(pod, commit=False)
+
+    def _admit(self, pod: Pod, *, commit: bool) -> AdmissionResult:
+        if pod.uid in self.pods:
+            raise NodeError(f"pod with uid {pod.uid} is already admitted", "metadata.uid")
+        if self.find_pod(pod.key) is not None:
+            raise NodeError(f"pod {pod.key} is already admitted", "metadata.name")
+
+        saved = self._save()
+        try:
+            hints = self.topology_manager.admit(pod)
+            if self.memory is not None:
+                # The pod starts: each starting container releases the memory of the regular
+                # init containers before it (memory manager AddContainer).
+                for container in pod.all_containers():
+                    self.memory.add_container(pod, container.name)
+        except AdmissionError as err:
+            self._restore(saved, pod)
+            return AdmissionResult(False, pod.uid, pod.namespace, pod.name, err.reason, err.message)
+        except (ValueError, LookupError) as err:  # an engine failure the kubelet would wrap
+            self._restore(saved, pod)
+            wrapped = UnexpectedAdmissionError.wrap(err)
+            return AdmissionResult(
+                False, pod.uid, pod.namespace, pod.name, wrapped.reason, wrapped.message
+            )
+        now = self.clock()
+        allocation = self._pod_allocation(pod, now)
+        if commit:
+            self.pods[pod.uid] = pod
+            self.admitted_at[pod.uid] = now
+        else:
+            self._restore(saved, pod)
+        return AdmissionResult(
+            True, pod.uid, pod.namespace, pod.name, allocation=allocation, hints=hints
+        )
+
+    def _save(self) -> tuple[object, ...]:
+        reuse = dict(self.cpu_policy.cpus_to_reuse) if self.cpu_policy else {}
+        mem_state: MemoryManagerState | None = None
+        mem_reuse: object = None
+        if self.memory is not None:
+            mem_state = self.memory.state.copy()
+            mem_reuse = copy.deepcopy(
+                getattr(self.memory.policy, "init_containers_reusable_memory", None)
+            )
+        return (self.cpu_state.copy(), reuse, mem_state, mem_reuse)
+
+    def _restore(self, saved: tuple[object, ...], pod: Pod) -> None:
+        """Undo everything an admission attempt did (counters of failures stay: they count
+        real events, as the kubelet's do)."""
+        cpu_state, reuse, mem_state, mem_reuse = saved
+        assert isinstance(cpu_state, CPUManagerState)
+        self.cpu_state = cpu_state
+        if self.cpu_policy is not None:
+            self.cpu_policy.cpus_to_reuse = reuse  # type: ignore[assignment]
+        if self.memory is not None and isinstance(mem_state, MemoryManagerState):
+            self.memory.state = mem_state
+            if mem_reuse is not None:
+                self.memory.policy.init_containers_reusable_memory = mem_reuse  # type: ignore[union-attr]
+        self.topology_manager.remove_pod(pod.uid)
+
+    def admit_all(self, pods: Iterable[Pod]) -> list[AdmissionResult]:
+        return [self.admit(p) for p in pods]
+
+    def remove(self, key: str) -> Pod:
+        """Remove a pod (by uid or ``namespace/name``): every container, then the pod."""
+        pod = self.find_pod(key)
+        if pod is None:
+            raise NodeError(f"pod {key} is not on node {self.name}", "pod")
+        for container in pod.all_containers():
+            if self.cpu_policy is not None:
+                self.cpu_policy.remove_container(self.cpu_state, pod.uid, container.name)
+            if self.memory is not None:
+                self.memory.remove_container(pod.uid, container.name)
+            self.topology_manager.remove_container(pod.uid, container.name)
+        if self.cpu_policy is not None:
+            self.cpu_policy.cpus_to_reuse.pop(pod.uid, None)
+        if self.memory is not None and self.memory.policy is not None:
+            reusable = getattr(self.memory.policy, "init_containers_reusable_memory", None)
+            if isinstance(reusable, dict):
+                reusable.pop(pod.uid, None)
+        self.topology_manager.remove_pod(pod.uid)
+        del self.pods[pod.uid]
+        self.admitted_at.pop(pod.uid, None)
+        return pod
+
+    # -- views -------------------------------------------------------------------------
+    def _container_allocation(
+        self, pod: Pod, container: Container, kind: ContainerKind
+    ) -> ContainerAllocation:
+        cset = self.cpu_state.get_cpu_set(pod.uid, container.name)
+        isolation: Isolation = "host"
+        if self.cpu_policy is not None and cset is not None:
+            isolation = self.cpu_policy.get_resource_isolation_level(self.cpu_state, pod, container)
+        blocks: tuple[MemoryBlock, ...] = ()
+        if self.memory is not None:
+            blocks = self.memory.state.get_memory_blocks(pod.uid, container.name) or ()
+        return ContainerAllocation(
+            name=container.name,
+            kind=kind,
+            cpuset=cset if cset is not None else CPUSet(),
+            isolation=isolation,
+            memory=blocks,
+            cpu_request_milli=container.cpu_request_milli(),
+            cpu_limit_milli=container.cpu_limit_milli(),
+        )
+
+    def _pod_allocation(self, pod: Pod, admitted_at: float) -> PodAllocation:
+        containers = [
+            self._container_allocation(pod, c, "sidecar" if c.is_sidecar else "init")
+            for c in pod.init_containers
+        ]
+        containers += [self._container_allocation(pod, c, "app") for c in pod.containers]
+        pod_memory: tuple[MemoryBlock, ...] = ()
+        if self.memory is not None:
+            pod_memory = self.memory.state.get_pod_memory_blocks(pod.uid) or ()
+        pod_cpu = None
+        if pod.resources is not None and "cpu" in pod.resources.requests:
+            pod_cpu = pod.resources.requests["cpu"].milli_value()
+        return PodAllocation(
+            uid=pod.uid,
+            name=pod.name,
+            namespace=pod.namespace,
+            qos_class=pod_qos_class(pod, self.config.gate("PodLevelResources")),
+            containers=tuple(containers),
+            pod_cpuset=self.cpu_state.get_pod_cpu_set(pod.uid),
+            pod_memory=pod_memory,
+            pod_level_cpu_milli=pod_cpu,
+            admitted_at=admitted_at,
+        )
+
+    def _numa_memory(self) -> tuple[NUMAMemoryState, ...]:
+        if self.memory is None:
+            return ()
+        out = []
+        for numa_id, node in sorted(self.memory.state.machine_state.items()):
+            tables = {
+                name: MemoryTable(
+                    t.total_mem_size, t.system_reserved, t.allocatable, t.reserved, t.free
+                )
+                for name, t in sorted(node.memory_map.items())
+            }
+            out.append(
+                NUMAMemoryState(numa_id, tables, tuple(node.cells), node.number_of_assignments)
+            )
+        return tuple(out)
+
+    def snapshot(self) -> NodeSnapshot:
+        """Everything a page, a state file or PodResources needs, as immutable values."""
+        pods = tuple(self._pod_allocation(p, self.admitted_at[p.uid]) for p in self.pods.values())
+        return NodeSnapshot(
+            name=self.name,
+            simulated=True,
+            topology=self.topology,
+            config=self.config,
+            reserved_cpus=self.reserved_cpus,
+            default_cpuset=self.cpu_state.default_cpuset,
+            pods=pods,
+            memory=self._numa_memory(),
+            source="simulation",
+            observed_at=self.clock(),
+        )
