@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.domain.memorymanager.policy_static import MemoryManagerError, StaticPolicy
+from app.domain.memorymanager.policy_static import MemoryManagerError
 from app.domain.memorymanager.state import MemoryManagerState
 from app.domain.topologymanager.bitmask import mask_of
 from app.domain.topologymanager.hint import TopologyHint
@@ -26,7 +26,7 @@ _step = st.one_of(
 )
 
 
-def _check_accounting(p: StaticPolicy, state: MemoryManagerState) -> None:
+def _check_accounting(state: MemoryManagerState, *, exact: bool) -> None:
     for node_id, node in state.machine_state.items():
         for resource, table in node.memory_map.items():
             assert table.free + table.reserved == table.allocatable, (node_id, resource)
@@ -34,6 +34,8 @@ def _check_accounting(p: StaticPolicy, state: MemoryManagerState) -> None:
         assert node.number_of_assignments >= 0
         if node.number_of_assignments == 0:
             assert node.cells == [node_id]
+    if not exact:
+        return
     reserved = sum(
         t.reserved for node in state.machine_state.values() for t in node.memory_map.values()
     )
@@ -60,14 +62,18 @@ def _run(steps: list[tuple[str, int, str | None, TopologyHint | None]], use_hint
         elif live:
             uid = live.pop(a % len(live))
             p.remove_container(state, uid, "c")
-        _check_accounting(p, state)
+        _check_accounting(state, exact=not use_hints)
     if not use_hints:
         # What the policy built is what Start expects (a restart would accept it).
         policy(3, memory_gi=8, hugepages_1g=2).start(state.copy())
     for uid in live:
         p.remove_container(state, uid, "c")
-    assert state.machine_state == p.get_default_machine_state()
+    _check_accounting(state, exact=not use_hints)
     assert state.assignments == {}
+    if not use_hints:
+        assert state.machine_state == p.get_default_machine_state()
+    # With arbitrary topology-manager hints upstream can leak (see
+    # test_single_numa_hint_on_a_grouped_node_leaks), so only the per-table balance holds.
 
 
 @settings(max_examples=150, deadline=None)
@@ -80,3 +86,23 @@ def test_default_hints_keep_accounts_and_restore(steps) -> None:  # type: ignore
 @given(st.lists(_step, max_size=25))
 def test_topology_hints_keep_accounts_and_restore(steps) -> None:  # type: ignore[no-untyped-def]
     _run(steps, use_hints=True)
+
+
+def test_single_numa_hint_on_a_grouped_node_leaks() -> None:
+    """Upstream quirk, kept: a topology-manager hint naming one node of a multi-NUMA group is
+    accepted (the violation check only looks at cross-NUMA masks), the node leaves the group,
+    and releasing the group later takes bytes back from the wrong node."""
+    p = policy(3, memory_gi=8, hugepages_1g=2)
+    state = MemoryManagerState()
+    p.start(state)
+    small, big = container("c", "256Mi"), container("c", "6Gi")
+    p.allocate(state, pod("a", small), small, TopologyHint(mask_of([0, 1]), False))
+    p.allocate(state, pod("b", big), big)
+    p.remove_container(state, "a", "c")
+    p.allocate(state, pod("d", small), small, TopologyHint(mask_of([0]), False))
+    assert state.machine_state[0].cells == [0]
+    assert state.machine_state[1].cells == [0, 1]
+    p.remove_container(state, "b", "c")
+    p.remove_container(state, "d", "c")
+    assert state.assignments == {}
+    assert state.machine_state[1].memory_map["memory"].reserved == 256 << 20
