@@ -42,5 +42,10 @@ class CheckpointStateError(CheckpointInputError):
     """A normalised state (``from_dict`` or a writer argument) is malformed; names the field."""
 
 
+class CheckpointFormatError(CheckpointError, ValueError):
+    """The text is not a checkpoint this package can place: not JSON, not an object, a JSON
+    value that does not decode into the structure asked for, or an unknown manager."""
+
+
 class ConversionError(CheckpointError):
     """A conversion was refused (bad source checksum without ``force``, missing container map)."""
