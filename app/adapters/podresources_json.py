@@ -393,6 +393,9 @@ class PodResourcesCache:
     def __init__(self, maxsize: int = 8192) -> None:
         self.maxsize = maxsize
         self._entries: OrderedDict[tuple[BuildOptions, PodAllocation], _Entry] = OrderedDict()
+        # Fast path for the very same PodAllocation object: no hashing of the whole pod.
+        # The stored pod keeps its id from being reused while the entry lives.
+        self._by_id: dict[tuple[BuildOptions, int], tuple[PodAllocation, _Entry]] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -401,24 +404,46 @@ class PodResourcesCache:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._by_id.clear()
+
+    def _lookup(self, options: BuildOptions, pod: PodAllocation) -> _Entry | None:
+        """Find a cached entry; the caller holds the lock."""
+        same = self._by_id.get((options, id(pod)))
+        if same is not None and same[0] is pod:
+            return same[1]
+        found = self._entries.get((options, pod))
+        if found is not None:
+            self._entries.move_to_end((options, pod))
+            self._by_id[(options, id(pod))] = (pod, found)
+        return found
+
+    def _store(self, options: BuildOptions, pod: PodAllocation, made: _Entry) -> None:
+        """Insert a new entry and evict the oldest; the caller holds the lock."""
+        self._entries[(options, pod)] = made
+        self._by_id[(options, id(pod))] = (pod, made)
+        while len(self._entries) > self.maxsize:
+            self._entries.popitem(last=False)
+        if len(self._by_id) > 2 * self.maxsize:
+            self._by_id.clear()
+
+    def entries(self, options: BuildOptions, pods: tuple[PodAllocation, ...]) -> list[_Entry]:
+        """The entries of ``pods`` in order, building the missing ones."""
+        with self._lock:
+            found = [self._lookup(options, p) for p in pods]
+        missing = [i for i, e in enumerate(found) if e is None]
+        if not missing:
+            return found  # type: ignore[return-value]
+        made = {i: _Entry(build_pod_resources_with(options, pods[i])) for i in missing}
+        with self._lock:
+            for i, entry in made.items():
+                self._store(options, pods[i], entry)
+        return [e if e is not None else made[i] for i, e in enumerate(found)]
 
     def entry(self, options: BuildOptions, pod: PodAllocation) -> _Entry:
-        key = (options, pod)
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None:
-                self._entries.move_to_end(key)
-                return found
-        made = _Entry(build_pod_resources_with(options, pod))
-        with self._lock:
-            self._entries[key] = made
-            while len(self._entries) > self.maxsize:
-                self._entries.popitem(last=False)
-        return made
+        return self.entries(options, (pod,))[0]
 
     def _entries_of(self, snapshot: NodeSnapshot) -> list[_Entry]:
-        options = BuildOptions.from_snapshot(snapshot)
-        return [self.entry(options, p) for p in snapshot.pods]
+        return self.entries(BuildOptions.from_snapshot(snapshot), snapshot.pods)
 
     def _pod_entry(self, snapshot: NodeSnapshot, namespace: str, name: str) -> _Entry:
         pod = snapshot.pod(namespace, name)

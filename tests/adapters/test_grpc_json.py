@@ -6,6 +6,7 @@ import filecmp
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -467,3 +468,23 @@ def test_generated_modules_are_up_to_date(tmp_path: Path) -> None:
     match, mismatch, errors = filecmp.cmpfiles(committed, out, names, shallow=False)
     assert (mismatch, errors) == ([], []), "run scripts/gen_proto.sh and commit the result"
     assert sorted(match) == sorted(names)
+
+
+def test_cache_hits_equal_pods_and_rebuilds_changed_ones() -> None:
+    cache = PodResourcesCache()
+    pod = S.db_pod()
+    first = cache.list_json(S.snapshot((pod,)))
+    equal = replace(pod, containers=tuple(replace(c) for c in pod.containers))
+    assert equal is not pod
+    assert cache.list_json(S.snapshot((equal,))) is not first  # a new top-level dict
+    assert len(cache) == 1
+    changed = replace(pod, containers=pod.containers[:2])
+    assert [
+        c["name"] for c in cache.list_json(S.snapshot((changed,)))["podResources"][0]["containers"]
+    ] == [
+        "metrics-exporter",
+        "backup-agent",
+    ]
+    assert len(cache) == 2
+    cache.clear()
+    assert len(cache) == 0
