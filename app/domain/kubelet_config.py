@@ -1,9 +1,9 @@
 """The resource-manager part of a ``KubeletConfiguration`` (kubelet.config.k8s.io/v1beta1).
 
 Follows pkg/kubelet/apis/config/validation/validation.go (policy/scope checks, reserved CPU
-parsing), validation_reserved_memory.go, and pkg/kubelet/cm/memorymanager/memory_manager.go
-(``validateReservedMemory``: the per-NUMA reservations must add up to the node-allocatable
-reservation). Error texts are the kubelet's; each error also names the configuration field.
+parsing) and validation_reserved_memory.go. The machine-dependent check that the per-NUMA
+reservations add up to the node-allocatable reservation belongs to the memory manager
+(``memorymanager.memory_manager.get_system_reserved_memory``). Error texts are the kubelet's; each error also names the configuration field.
 
 Only the fields that shape CPU and memory placement are read; everything else in the file is
 ignored, as a kubelet ignores fields it does not need for a decision.
@@ -373,49 +373,3 @@ def kubelet_config_from_dict(
         except QuantityError as exc:
             raise KubeletConfigError("evictionHard.memory.available", str(exc)) from None
     return config
-
-
-def format_bytes(n: int) -> str:
-    """Bytes as a quantity the way sums of binary-SI quantities print (``16484Mi``)."""
-    for suffix, size in (
-        ("Ei", 1024**6),
-        ("Pi", 1024**5),
-        ("Ti", 1024**4),
-        ("Gi", 1024**3),
-        ("Mi", 1024**2),
-        ("Ki", 1024),
-    ):
-        if n and n % size == 0:
-            return f"{n // size}{suffix}"
-    return str(n)
-
-
-def validate_reserved_memory(config: KubeletConfig, numa_ids: list[int]) -> None:
-    """The memory manager's start-up check of ``reservedMemory`` against the machine.
-
-    Raises KubeletConfigError with the kubelet's texts: an unknown NUMA node, a sum that
-    differs from the node-allocatable reservation, or no memory reserved at all.
-    """
-    totals: dict[str, int] = {}
-    for r in config.reserved_memory:
-        if r.numa_node not in numa_ids:
-            raise KubeletConfigError(
-                "reservedMemory",
-                f"the reserved memory configuration references a NUMA node {r.numa_node} "
-                "that does not exist on this machine",
-            )
-        for name, size in r.limits.items():
-            totals[name] = totals.get(name, 0) + size
-    allocatable = config.node_allocatable_memory_reservation()
-    for name in sorted(set(totals) | set(allocatable)):
-        have, want = totals.get(name, 0), allocatable.get(name, 0)
-        if have != want:
-            raise KubeletConfigError(
-                "reservedMemory",
-                f'the total amount "{format_bytes(have)}" of type "{name}" is not equal to '
-                f'the value "{format_bytes(want)}" determined by Node Allocatable feature',
-            )
-    if totals.get("memory", 0) == 0:
-        raise KubeletConfigError(
-            "reservedMemory", "[memorymanager] you should specify the system reserved memory"
-        )

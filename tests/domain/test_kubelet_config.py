@@ -6,11 +6,18 @@ import pytest
 
 from app.adapters.kubelet_files import load_kubelet_config, parse_kubelet_config_text
 from app.domain.cpuset import CPUSet
-from app.domain.kubelet_config import (
-    KubeletConfigError,
-    kubelet_config_from_dict,
-    validate_reserved_memory,
+from app.domain.kubelet_config import KubeletConfig, KubeletConfigError, kubelet_config_from_dict
+from app.domain.memorymanager.memory_manager import (
+    MemoryManagerConfigError,
+    get_system_reserved_memory,
 )
+
+
+def validate_reserved_memory(cfg: KubeletConfig, numa_ids: list[int]) -> None:
+    get_system_reserved_memory(
+        numa_ids, cfg.node_allocatable_memory_reservation(), cfg.reserved_memory
+    )
+
 
 FULL = """
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -149,9 +156,9 @@ def test_reserved_memory_must_match_node_allocatable() -> None:
             "reservedMemory": [{"numaNode": 0, "limits": {"memory": "16548Mi"}}],
         }
     )
-    with pytest.raises(KubeletConfigError) as info:
+    with pytest.raises(MemoryManagerConfigError) as info:
         validate_reserved_memory(cfg, [0, 1])
-    assert str(info.value.message) == (
+    assert info.value.message == (
         'the total amount "16548Mi" of type "memory" is not equal to the value "16484Mi" '
         "determined by Node Allocatable feature"
     )
@@ -161,7 +168,7 @@ def test_reserved_memory_on_missing_numa_node() -> None:
     cfg = kubelet_config_from_dict(
         {"reservedMemory": [{"numaNode": 3, "limits": {"memory": "100Mi"}}]}
     )
-    with pytest.raises(KubeletConfigError, match="NUMA node 3 that does not exist"):
+    with pytest.raises(MemoryManagerConfigError, match="NUMA node 3 that does not exist"):
         validate_reserved_memory(cfg, [0, 1])
 
 
