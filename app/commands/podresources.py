@@ -26,7 +26,7 @@ from app.adapters.grpc.client import DEFAULT_SOCKET, PodResourcesClient, PodReso
 from app.adapters.grpc.server import PodResourcesServer, PodResourcesServerError
 from app.adapters.podresources_json import message_to_dict
 from app.domain.cpuset import CPUSet
-from app.domain.kubelet_config import RELEASES, KubeletConfigError, format_bytes
+from app.domain.kubelet_config import RELEASES, KubeletConfigError
 from app.domain.podresources import ContainerMemory, ListPodResourcesResponse, PodResources
 from app.domain.snapshot import NodeSnapshot
 
@@ -38,6 +38,14 @@ class PodResourcesCommandError(Exception):
 
 
 # -- list ----------------------------------------------------------------------------------
+
+
+def format_bytes(n: int) -> str:
+    """Bytes in the largest binary unit that divides them exactly (``12Gi``, ``2148Mi``)."""
+    for suffix, size in (("Ti", 1024**4), ("Gi", 1024**3), ("Mi", 1024**2), ("Ki", 1024)):
+        if n and n % size == 0:
+            return f"{n // size}{suffix}"
+    return str(n)
 
 
 def _memory_text(blocks: tuple[ContainerMemory, ...]) -> str:
