@@ -1,13 +1,53 @@
-"""Kubelet state files: ``cpu_manager_state`` and ``memory_manager_state``.
+"""Kubelet state files: ``cpu_manager_state`` and ``memory_manager_state`` (spec
+``checkpoints.md``).
 
 Byte-exact codecs and checksums for every format version (CPU V1-V4 and the reverted V4
 layout, memory V1-V3), models of what each kubelet release does with a file, compatibility
 verdicts, conversions and consistency checks. Pure Python, standard library only.
-Spec: ``checkpoints.md``.
+
+Public API (stable; everything else is internal):
+
+Normalised state (the conformance form; ``to_dict()`` / ``from_dict()`` are the bridge to the
+CPU and memory managers' own state classes)::
+
+    CPUCheckpointState(policy_name, default_cpu_set, entries, pod_entries=None,
+                       container_entries=None)
+    MemoryCheckpointState(policy_name, machine_state, entries, pod_entries=None)
+    NUMANodeState, MemoryTable, Block
+
+Writing (byte-exact, what the kubelet writes; no trailing newline)::
+
+    write_cpu_checkpoint(state, "V1" | "V2" | "V3" | "V4") -> str
+    write_memory_checkpoint(state, "V1" | "V2" | "V3") -> str
+
+Reading as a given kubelet release would::
+
+    Reader(release, gate=False, policy=None)    # release "1.17", "1.29", "1.36", "1.37"...
+    TARGETS                                     # <=1.17, 1.18-1.35, 1.36/1.37 gate off/on
+    load_checkpoint(content, manager, reader, initial_containers=None) -> LoadResult
+    load_cpu_checkpoint(...), load_memory_checkpoint(...)
+
+    LoadResult.accepted / .state / .error (restoreState's text) / .message (start-up failure)
+
+Analysis::
+
+    detect_version(content, manager=None) -> VersionInfo (manager, version, label, family)
+    compute_checksum(content, algorithm) -> int      # ALGORITHMS
+    inspect(content, manager=None, configured_policy=None) -> InspectionReport (.to_dict())
+    convert(content, to_version=None, target_release=None, force=False) -> ConversionResult
+    check_consistency(cpu=None, memory=None, topology=None, reserved_cpus=None) -> [Issue]
+
+Errors: ``CheckpointError`` and subclasses (``CheckpointInputError`` for bad arguments,
+``CheckpointTooLargeError`` above 16 MiB, ``CheckpointFormatError`` for text that is not a
+checkpoint, ``CheckpointStateError`` for a malformed state, ``ConversionError``). A kubelet
+refusing a file is not an exception: it is ``LoadResult.error`` / a ``will-fail`` verdict.
+``content`` is always the file's bytes or its text.
 """
 
 from __future__ import annotations
 
+from app.domain.checkpoint.consistency import check_consistency
+from app.domain.checkpoint.convert import ConversionResult, convert, version_for
 from app.domain.checkpoint.cpu import (
     CPU_FILE_NAME,
     CPU_VERSIONS,
@@ -48,15 +88,32 @@ from app.domain.checkpoint.readers import (
     load_memory_checkpoint,
     parse_reader,
 )
+from app.domain.checkpoint.verdict import (
+    COMPATIBLE,
+    COMPATIBLE_WITH_LOSS,
+    POLICY_MISMATCH,
+    VERDICTS,
+    WILL_FAIL,
+    ChecksumReport,
+    InspectionReport,
+    Issue,
+    TargetVerdict,
+    inspect,
+)
 
 __all__ = [
     "ALGORITHMS",
+    "COMPATIBLE",
+    "COMPATIBLE_WITH_LOSS",
     "CPU_FILE_NAME",
     "CPU_VERSIONS",
     "MAX_CHECKPOINT_BYTES",
     "MEMORY_FILE_NAME",
     "MEMORY_VERSIONS",
+    "POLICY_MISMATCH",
     "TARGETS",
+    "VERDICTS",
+    "WILL_FAIL",
     "Attempt",
     "Block",
     "CPUCheckpointState",
@@ -65,19 +122,28 @@ __all__ = [
     "CheckpointInputError",
     "CheckpointStateError",
     "CheckpointTooLargeError",
+    "ChecksumReport",
     "ConversionError",
+    "ConversionResult",
+    "InspectionReport",
+    "Issue",
     "LoadResult",
     "MemoryCheckpointState",
     "MemoryTable",
     "NUMANodeState",
     "Reader",
+    "TargetVerdict",
     "VersionInfo",
+    "check_consistency",
     "compute_checksum",
+    "convert",
     "detect_version",
+    "inspect",
     "load_checkpoint",
     "load_cpu_checkpoint",
     "load_memory_checkpoint",
     "parse_reader",
+    "version_for",
     "write_cpu_checkpoint",
     "write_memory_checkpoint",
 ]

@@ -1,0 +1,565 @@
+"""Inspection of a state file: detected manager, version and release family, every checksum
+with its status, the content, and a verdict per kubelet release (spec ``checkpoints.md`` §8,
+``users.md`` §5.3).
+
+Verdicts:
+
+* ``compatible``: the release starts with the file's content;
+* ``compatible-with-loss``: it starts, but without something the file holds: pod-level entries
+  dropped by a gate-on reader (1.36 reading a 1.37 file), pod entries a gate-off reader ignores
+  while the pod's resources are not covered by its containers (start-up validation may then
+  fail, spec §8 "Uncertain"), or an inline part that differs from ``data``;
+* ``will-fail``: the kubelet refuses to start; ``error`` is its text;
+* ``policy-mismatch``: the file reads, but its policy differs from the configured one.
+
+``inspect`` never raises for bad input: truncated text, non-JSON, wrong types, files over
+16 MiB and hostile nesting all give a report with ``readable = False`` or will-fail verdicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.domain.checkpoint import cpu as C
+from app.domain.checkpoint import memory as M
+from app.domain.checkpoint.checksum import string_checksum, struct_checksum
+from app.domain.checkpoint.content import FileContent, State, file_content
+from app.domain.checkpoint.detect import (
+    CPU,
+    FILE_NAMES,
+    MEMORY,
+    VersionInfo,
+    decoded_data_string,
+    detect_tree,
+    normalise_manager,
+    parse_checkpoint_text,
+)
+from app.domain.checkpoint.errors import CheckpointError, CheckpointFormatError
+from app.domain.checkpoint.gojson import go_text, unmarshal
+from app.domain.checkpoint.gotypes import CHECKSUM_T, Field, struct_type
+from app.domain.checkpoint.readers import (
+    DEFAULT_STATE_DIR,
+    TARGETS,
+    LoadResult,
+    Reader,
+    load_checkpoint,
+)
+from app.domain.cpuset import CPUSet
+
+COMPATIBLE = "compatible"
+COMPATIBLE_WITH_LOSS = "compatible-with-loss"
+WILL_FAIL = "will-fail"
+POLICY_MISMATCH = "policy-mismatch"
+VERDICTS = (COMPATIBLE, COMPATIBLE_WITH_LOSS, WILL_FAIL, POLICY_MISMATCH)
+
+
+@dataclass(frozen=True, slots=True)
+class Issue:
+    """A finding: ``code`` (stable, kebab-case), ``severity`` (error|warning|info), text."""
+
+    code: str
+    severity: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"code": self.code, "severity": self.severity, "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class ChecksumReport:
+    """One checksum field: what the file stores, what ``algorithm`` computes, and the status
+    (``valid``, ``invalid``, or ``unverified``: zero checksum, or not computable)."""
+
+    field: str
+    stored: int | None
+    computed: int | None
+    status: str
+    algorithm: str
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "field": self.field,
+            "stored": self.stored,
+            "computed": self.computed,
+            "status": self.status,
+            "algorithm": self.algorithm,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TargetVerdict:
+    """What one kubelet release does with the file."""
+
+    target: str
+    label: str
+    release: str
+    gate: bool
+    verdict: str
+    loaded_as: str | None = None
+    lost: tuple[str, ...] = ()
+    error: str | None = None
+    message: str | None = None
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "label": self.label,
+            "release": self.release,
+            "gate": self.gate,
+            "verdict": self.verdict,
+            "loadedAs": self.loaded_as,
+            "lost": list(self.lost),
+            "error": self.error,
+            "message": self.message,
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class InspectionReport:
+    """Everything known about one state file."""
+
+    readable: bool
+    size: int
+    manager: str | None = None
+    version: VersionInfo | None = None
+    policy_name: str | None = None
+    checksums: tuple[ChecksumReport, ...] = ()
+    state: State | None = None
+    inline_state: State | None = None
+    verdicts: tuple[TargetVerdict, ...] = ()
+    issues: tuple[Issue, ...] = ()
+    error: str | None = None
+
+    def verdict_for(self, target: str) -> TargetVerdict | None:
+        for v in self.verdicts:
+            if v.target == target:
+                return v
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready; checkpoint data keeps the kubelet's key names."""
+        vi = self.version
+        return {
+            "readable": self.readable,
+            "size": self.size,
+            "manager": self.manager,
+            "file": FILE_NAMES.get(self.manager or ""),
+            "version": vi.version if vi else None,
+            "label": vi.label if vi else None,
+            "family": vi.family if vi else None,
+            "display": vi.display if vi else None,
+            "header": vi.header if vi else None,
+            "policyName": self.policy_name,
+            "checksums": [c.to_dict() for c in self.checksums],
+            "state": self.state.to_dict() if self.state is not None else None,
+            "inlineState": self.inline_state.to_dict() if self.inline_state is not None else None,
+            "verdicts": [v.to_dict() for v in self.verdicts],
+            "issues": [i.to_dict() for i in self.issues],
+            "error": self.error,
+        }
+
+
+# -- checksums ---------------------------------------------------------------------------------------
+
+
+def _status(stored: int, computed: int | None) -> str:
+    if computed is None:
+        return "unverified"
+    if stored == computed:
+        return "valid"
+    if stored == 0:
+        return "unverified"
+    return "invalid"
+
+
+def _struct_report(
+    tree: Any, manager: str, version: str, algorithms: Sequence[str], note: str = ""
+) -> ChecksumReport:
+    if manager == CPU:
+        obj, err = C.decode_cpu(tree, version)
+        table: Mapping[str, tuple[str, Any, str]] = C.CPU_STRUCT_ALGORITHMS
+    else:
+        obj, err = M.decode_memory(tree, version)
+        table = M.MEMORY_STRUCT_ALGORITHMS
+    first = algorithms[0]
+    stored = obj.get("Checksum", 0)
+    if err is not None:
+        return ChecksumReport(
+            "checksum", stored, None, "unverified", first, f"the file does not decode: {err}"
+        )
+    t_version = {"V4": "V2"}.get(version, version)
+    if manager == MEMORY and version == "V3":
+        t_version = "V1"
+    if t_version != version:  # the inline part of V4 / memory V3
+        obj = {k: v for k, v in obj.items() if k not in ("Data", "DataChecksum")}
+    computed: dict[str, int] = {}
+    for alg in algorithms:
+        _, t, header = table[alg]
+        computed[alg] = struct_checksum(obj, t, header)
+    for alg in algorithms:
+        if computed[alg] == stored:
+            extra = _HEADER_NOTES.get(alg, "")
+            return ChecksumReport(
+                "checksum", stored, stored, "valid", alg, " ".join(x for x in (note, extra) if x)
+            )
+    status = _status(stored, computed[first])
+    if status == "unverified":
+        note = " ".join(
+            x
+            for x in (
+                note,
+                "a zero checksum is accepted without hashing only by readers with the "
+                "zero rule (spec §3.5)",
+            )
+            if x
+        )
+    return ChecksumReport("checksum", stored, computed[first], status, first, note)
+
+
+_HEADER_NOTES = {
+    "cpu_v2_v2name": "hashed under state.CPUManagerCheckpointV2: only 1.36/1.37 with the gate "
+    "off accept it",
+    "cpu_v3_v3name": "hashed under state.CPUManagerCheckpointV3 (upstream test form): only 1.37 "
+    "accepts it",
+}
+
+
+def _data_report(tree: Any, field: str, algorithm: str, stored: int) -> ChecksumReport:
+    try:
+        data = decoded_data_string(tree)
+    except CheckpointFormatError as exc:
+        return ChecksumReport(field, stored, None, "unverified", algorithm, exc.message)
+    computed = string_checksum(data)
+    status = "valid" if computed == stored else "invalid"
+    return ChecksumReport(field, stored, computed, status, algorithm)
+
+
+def _stored(tree: Any, key: str) -> int:
+    """The decoded value of a checksum key (0 when absent or not a number)."""
+    obj = {"Checksum": 0}
+    unmarshal(tree, struct_type("state.probe", Field("Checksum", key, CHECKSUM_T)), obj)
+    return int(obj["Checksum"])
+
+
+def checksum_reports(tree: Any, info: VersionInfo) -> tuple[ChecksumReport, ...]:
+    m, v = info.manager, info.version
+    if m == CPU:
+        if v == "V1":
+            return (_struct_report(tree, CPU, "V1", ("cpu_v1",)),)
+        if v == "V2":
+            return (_struct_report(tree, CPU, "V2", ("cpu_v2_legacy", "cpu_v2_v2name")),)
+        if v == "V3":
+            return (_struct_report(tree, CPU, "V3", ("cpu_v3_legacy", "cpu_v3_v3name")),)
+        if v == "V4-reverted":
+            return (
+                _data_report(
+                    tree, "checksum", "data_string_in_checksum_field", _stored(tree, "checksum")
+                ),
+            )
+        inline = _struct_report(
+            tree,
+            CPU,
+            "V4",
+            ("cpu_v2_legacy",),
+            "inline part: checked by releases before 1.37, ignored by 1.37",
+        )
+        return (
+            inline,
+            _data_report(tree, "dataChecksum", "data_string", _stored(tree, "dataChecksum")),
+        )
+    if v == "V1":
+        return (_struct_report(tree, MEMORY, "V1", ("mem_v1",)),)
+    if v == "V2":
+        return (_struct_report(tree, MEMORY, "V2", ("mem_v2_legacy",)),)
+    inline = _struct_report(
+        tree,
+        MEMORY,
+        "V3",
+        ("mem_v1",),
+        "inline part: checked by releases before 1.37, ignored by 1.37",
+    )
+    return (
+        inline,
+        _data_report(tree, "dataChecksum", "data_string", _stored(tree, "dataChecksum")),
+    )
+
+
+# -- verdicts -----------------------------------------------------------------------------------------
+
+
+def _fmt_blocks(blocks: Sequence[M.Block]) -> str:
+    return ", ".join(
+        f"{b.type} {b.size} bytes on NUMA {','.join(map(str, b.numa_affinity)) or '-'}"
+        for b in blocks
+    )
+
+
+def _describe_pod_entry(state: State, uid: str) -> str:
+    if isinstance(state, C.CPUCheckpointState):
+        cset = (state.pod_entries or {}).get(uid, CPUSet())
+        return f"podEntries[{uid}] (cpuSet {str(cset) or 'empty'})"
+    assert isinstance(state, M.MemoryCheckpointState)
+    blocks = (state.pod_entries or {}).get(uid, ())
+    return f"podEntries[{uid}] ({_fmt_blocks(blocks) or 'no blocks'})"
+
+
+def _uncovered(state: State, uid: str) -> str | None:
+    """What of a pod entry no container entry of the pod accounts for (``None``: covered)."""
+    if isinstance(state, C.CPUCheckpointState):
+        pod = (state.pod_entries or {}).get(uid, CPUSet())
+        held = CPUSet().union(*state.entries.get(uid, {}).values())
+        rest = pod - held
+        return f"CPUs {rest} of pod {uid}" if rest else None
+    assert isinstance(state, M.MemoryCheckpointState)
+    pod_totals: dict[str, int] = {}
+    for b in (state.pod_entries or {}).get(uid, ()):
+        pod_totals[b.type] = pod_totals.get(b.type, 0) + b.size
+    held_bytes: dict[str, int] = {}
+    for blocks in state.entries.get(uid, {}).values():
+        for b in blocks:
+            held_bytes[b.type] = held_bytes.get(b.type, 0) + b.size
+    diff = [f"{t} {n} bytes" for t, n in sorted(pod_totals.items()) if held_bytes.get(t, 0) != n]
+    return f"{', '.join(diff)} of pod {uid}" if diff else None
+
+
+def _state_differences(content: State, read: State) -> list[str]:
+    out: list[str] = []
+    if content.policy_name != read.policy_name:
+        out.append(
+            f"policyName: the file's data has {content.policy_name!r}, read {read.policy_name!r}"
+        )
+    if isinstance(content, C.CPUCheckpointState) and isinstance(read, C.CPUCheckpointState):
+        if content.container_entries is not None:
+            return out
+        if content.default_cpu_set != read.default_cpu_set:
+            out.append(
+                f"defaultCpuSet: the file's data has {str(content.default_cpu_set)!r}, read "
+                f"{str(read.default_cpu_set)!r}"
+            )
+        if dict(content.entries) != dict(read.entries):
+            out.append("entries: the container entries read differ from the file's data")
+    elif isinstance(content, M.MemoryCheckpointState) and isinstance(read, M.MemoryCheckpointState):
+        if dict(content.machine_state) != dict(read.machine_state):
+            out.append("machineState: the machine state read differs from the file's data")
+        if dict(content.entries) != dict(read.entries):
+            out.append("entries: the container entries read differ from the file's data")
+    return out
+
+
+def _verdict(
+    result: LoadResult, content: State | None, info: VersionInfo | None, synthetic: bool
+) -> TargetVerdict:
+    r = result.reader
+    notes: list[str] = list(result.notes)
+
+    def make(verdict: str, **kw: Any) -> TargetVerdict:
+        return TargetVerdict(
+            r.key, r.label, r.release, r.gate, verdict, loaded_as=result.loaded_as, **kw
+        )
+
+    if info is not None and info.manager == CPU and info.version == "V1":
+        if r.release == "1.37":
+            notes.append(
+                "uncertain: whether 1.37 still falls back to V1 files is not confirmed upstream; "
+                "modelled on the 1.37 loader, whose oldest version is V2"
+            )
+        elif r.release != "1.17" and synthetic:
+            notes.append(
+                "V1 entries are migrated with the runtime's container list: every container ID "
+                "must still exist on the node"
+            )
+    if info is not None and info.manager == MEMORY and r.release == "1.36":
+        notes.append("uncertain: whether 1.36 accepts a zero memory checksum (modelled: no)")
+    if not result.accepted:
+        verdict = POLICY_MISMATCH if result.policy_mismatch else WILL_FAIL
+        return make(verdict, error=result.error, message=result.message, notes=tuple(notes))
+    if result.ignored or result.state is None or content is None:
+        return make(COMPATIBLE, notes=tuple(notes))
+    read = result.state
+    file_pods = content.pod_entries or {}
+    kept = read.pod_entries or {}
+    dropped = [uid for uid in sorted(file_pods) if uid not in kept]
+    lost: list[str] = []
+    verdict = COMPATIBLE
+    if dropped:
+        if r.gate:
+            verdict = COMPATIBLE_WITH_LOSS
+            lost.extend(_describe_pod_entry(content, uid) for uid in dropped)
+        else:
+            notes.append(
+                "pod-level entries are ignored by this release (PodLevelResourceManagers off): "
+                + ", ".join(dropped)
+            )
+            uncovered = [u for u in (_uncovered(content, uid) for uid in dropped) if u]
+            if uncovered:
+                verdict = COMPATIBLE_WITH_LOSS
+                lost.extend(_describe_pod_entry(content, uid) for uid in dropped)
+                notes.append(
+                    "not held by any container entry: "
+                    + "; ".join(uncovered)
+                    + " — start-up validation works from container entries alone and may fail "
+                    "(spec §8, uncertain)"
+                )
+    stale = sorted(set(kept) - set(file_pods))
+    if stale:
+        notes.append(
+            "pod entries restored that the file's current content does not hold (left over "
+            "from a failed newer-format attempt): " + ", ".join(stale)
+        )
+    differences = _state_differences(content, read)
+    if differences:
+        verdict = COMPATIBLE_WITH_LOSS
+        lost.extend(differences)
+    return make(verdict, lost=tuple(lost), notes=tuple(notes))
+
+
+def _size(content: str | bytes) -> int:
+    if isinstance(content, str):
+        return len(content.encode("utf-8", "surrogatepass"))
+    return len(content)
+
+
+def inspect(
+    content: str | bytes,
+    manager: str | None = None,
+    *,
+    configured_policy: str | None = None,
+    initial_containers: Mapping[str, Sequence[str]] | None = None,
+    targets: Sequence[Reader] = TARGETS,
+    state_dir: str = DEFAULT_STATE_DIR,
+) -> InspectionReport:
+    """Inspect a state file (bytes or text). ``manager`` (``cpu``/``memory`` or the file name)
+    is detected when omitted. ``configured_policy`` enables the policy comparison. Never raises
+    for bad file content."""
+    size = _size(content)
+    issues: list[Issue] = []
+    mgr: str | None = None
+    if manager is not None:
+        try:
+            mgr = normalise_manager(manager)
+        except CheckpointError as exc:
+            return InspectionReport(False, size, error=exc.message)
+    try:
+        text, tree = _parse(content)
+    except CheckpointError as exc:
+        issues.append(Issue("unreadable", "error", exc.message))
+        verdicts = _verdicts_for_unreadable(content, mgr, configured_policy, targets, state_dir)
+        return InspectionReport(
+            False,
+            size,
+            manager=mgr,
+            verdicts=verdicts,
+            issues=tuple(issues),
+            error=exc.message,
+        )
+    try:
+        info = detect_tree(tree, mgr)
+    except CheckpointError as exc:
+        issues.append(Issue("unknown-format", "error", exc.message))
+        verdicts = _verdicts_for_unreadable(text, mgr, configured_policy, targets, state_dir)
+        return InspectionReport(
+            False, size, manager=mgr, verdicts=verdicts, issues=tuple(issues), error=exc.message
+        )
+    mgr = info.manager
+    fc: FileContent = file_content(tree, info)
+    for problem in fc.problems:
+        issues.append(Issue("content-error", "error", problem))
+    checks = checksum_reports(tree, info)
+    for c in checks:
+        if c.status == "invalid":
+            issues.append(
+                Issue(
+                    "checksum-invalid",
+                    "error",
+                    f"{c.field} {c.stored} does not match the computed {c.computed} ({c.algorithm})",
+                )
+            )
+    if info.version == "V4-reverted":
+        issues.append(
+            Issue(
+                "unreleased-format",
+                "warning",
+                "the single-checksum V4 layout (kubernetes#137820) was reverted before any "
+                "release; no kubelet reads it",
+            )
+        )
+    if info.manager == CPU and info.version == "V3" and info.header == "v3name":
+        issues.append(
+            Issue(
+                "v3-type-name",
+                "warning",
+                "the checksum was computed under state.CPUManagerCheckpointV3: 1.37 accepts "
+                "it, a released 1.36 does not",
+            )
+        )
+    if fc.inline is not None and fc.state is not None:
+        for diff in _state_differences(fc.state, fc.inline):
+            issues.append(Issue("inline-differs", "warning", "inline part vs data: " + diff))
+    synthetic = False
+    containers = initial_containers
+    state = fc.state
+    if containers is None and isinstance(state, C.CPUCheckpointState) and state.container_entries:
+        synthetic = True
+        containers = {cid: (f"(pod of {cid})", cid) for cid in state.container_entries}
+    found: list[TargetVerdict] = []
+    for target in targets:
+        reader = target.with_policy(configured_policy)
+        result = load_checkpoint(text, mgr, reader, containers, state_dir)
+        found.append(_verdict(result, state, info, synthetic))
+    return InspectionReport(
+        readable=True,
+        size=size,
+        manager=mgr,
+        version=info,
+        policy_name=state.policy_name if state is not None else None,
+        checksums=checks,
+        state=state,
+        inline_state=fc.inline,
+        verdicts=tuple(found),
+        issues=tuple(issues),
+    )
+
+
+def _parse(content: str | bytes) -> tuple[str, Any]:
+    return parse_checkpoint_text(content)
+
+
+def _verdicts_for_unreadable(
+    content: str | bytes,
+    mgr: str | None,
+    configured_policy: str | None,
+    targets: Sequence[Reader],
+    state_dir: str,
+) -> tuple[TargetVerdict, ...]:
+    """Readers' outcomes for a file that is not a checkpoint (needs the manager)."""
+    if mgr is None:
+        return ()
+    try:
+        text = go_text(content)
+    except CheckpointError:
+        return ()
+    out = []
+    for target in targets:
+        result = load_checkpoint(text, mgr, target.with_policy(configured_policy), None, state_dir)
+        out.append(_verdict(result, None, None, False))
+    return tuple(out)
+
+
+__all__ = [
+    "COMPATIBLE",
+    "COMPATIBLE_WITH_LOSS",
+    "POLICY_MISMATCH",
+    "VERDICTS",
+    "WILL_FAIL",
+    "ChecksumReport",
+    "InspectionReport",
+    "Issue",
+    "TargetVerdict",
+    "inspect",
+]
