@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from app.cli import build_parser, main
 from app.commands import serve
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """Only the serve command's parser (other commands' modules are not imported)."""
+    parser = argparse.ArgumentParser(prog="numascope")
+    serve.register(parser.add_subparsers(dest="command"))
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    args = parse(argv)
+    return int(args.func(args))
 
 
 @pytest.fixture
@@ -20,7 +32,9 @@ def uvicorn_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, dict[str, 
     return calls
 
 
-def test_serve_is_registered() -> None:
+def test_serve_is_registered_in_the_cli() -> None:
+    from app.cli import build_parser
+
     args = build_parser().parse_args(["serve"])
     assert args.func is serve.run
     assert (args.host, args.port, args.reload) == (None, None, False)
@@ -29,7 +43,7 @@ def test_serve_is_registered() -> None:
 def test_flags_override_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NUMASCOPE_PORT", "9000")
     monkeypatch.setenv("NUMASCOPE_HOST", "10.0.0.1")
-    args = build_parser().parse_args(["serve", "--port", "9001", "--no-demo"])
+    args = parse(["serve", "--port", "9001", "--no-demo"])
     s = serve.build_settings(args)
     assert (s.host, s.port, s.demo) == ("10.0.0.1", 9001, False)
 
