@@ -22,8 +22,9 @@ Deliberate differences from upstream, all for inputs no kubelet sees in practice
 * The grammar is the documented one (``<sign><digits>[.<digits>]<suffix>``, ``"1."`` and
   ``".5"`` allowed). Upstream's hand-written scanner is laxer and reads ``"Mi"``, ``"."`` and
   ``"-."`` as zero; those are errors here.
-* Values of 10^1000 or more are rejected (upstream would build the number and, for
-  ``"1e999999999"``, never finish). Tiny values still round up to ``1n`` cheaply.
+* Values of 10^1000 or more, and texts with more than 1000 significant digits, are rejected
+  (upstream would build the number and, for ``"1e999999999"``, never finish). Tiny values
+  still round up to ``1n`` cheaply.
 * A value with no suffix in its family (above ``E``/``Ei``, below ``n``) prints in
   exponent notation (``"1e21"``), as newer upstream does, instead of losing its magnitude.
 * ``value()``/``milli_value()`` return Python ints (no int64 saturation); negative values
@@ -48,7 +49,8 @@ ERR_SUFFIX = "unable to parse quantity's suffix"
 
 MAX_INT64 = (1 << 63) - 1
 _MAX_INT32 = (1 << 31) - 1
-# Reject values of 10**_MAX_DIGITS or more: far beyond any resource, small enough to be cheap.
+# Reject values of 10**_MAX_DIGITS or more, and texts with more significant digits than that:
+# far beyond any resource, small enough to stay cheap (and under int()'s digit limit).
 _MAX_DIGITS = 1000
 _NANO = 10**9
 
@@ -182,12 +184,21 @@ class Quantity:
         if whole == "" and frac == "":
             raise QuantityError(text, ERR_FORMAT_WRONG)
         base, exponent, fmt = _interpret_suffix(text, suffix)
-        mantissa = int(whole + frac) if (whole + frac).strip("0") else 0
-        if mantissa == 0:
+        number = whole + frac
+        significant = number.strip("0")
+        if not significant:
             return cls(Fraction(0), fmt)
-        digits = len(str(mantissa))
+        digits = len(significant)
+        if digits > _MAX_DIGITS:
+            raise QuantityError(
+                text,
+                f"quantities with more than {_MAX_DIGITS} significant digits are not supported",
+            )
+        # number == mantissa * 10**trailing (leading zeros dropped)
+        mantissa = int(significant)
+        trailing = len(number) - len(number.rstrip("0"))
         if base == 10:
-            scale = exponent - len(frac)
+            scale = exponent - len(frac) + trailing
             if scale + digits > _MAX_DIGITS:
                 raise QuantityError(
                     text, f"quantities of 1e{_MAX_DIGITS} or more are not supported"
@@ -201,12 +212,17 @@ class Quantity:
                 nanos = 1 if shift > digits else _ceil_div(mantissa, 10**shift)
                 amount = Fraction(nanos, _NANO)
         else:
-            numerator = mantissa << exponent
-            denominator = 10 ** len(frac)
-            if numerator % denominator == 0:
-                amount = Fraction(numerator // denominator)
+            shift = trailing - len(frac)
+            if digits + shift > 40:  # far above 2^63 whatever the binary suffix
+                amount = Fraction(MAX_INT64)
+            elif shift >= 0:
+                amount = Fraction((mantissa << exponent) * 10**shift)
             else:
-                amount = Fraction(_ceil_div(numerator * _NANO, denominator), _NANO)
+                numerator, denominator = mantissa << exponent, 10**-shift
+                if numerator % denominator == 0:
+                    amount = Fraction(numerator // denominator)
+                else:
+                    amount = Fraction(_ceil_div(numerator * _NANO, denominator), _NANO)
             if amount > MAX_INT64:
                 amount = Fraction(MAX_INT64)
             elif amount < 1:

@@ -350,3 +350,23 @@ def test_scaled_values_are_ceilings(n: int, scale: int) -> None:
     expected = math.ceil(v) if v >= 0 else -math.ceil(-v)
     assert q.scaled_value(scale) == expected
     assert q.milli_value() == q.scaled_value(-3)
+
+
+@pytest.mark.parametrize(
+    ("text", "canonical"),
+    [
+        ("0." + "0" * 5000 + "1", "1n"),
+        ("0.1" + "0" * 5000, "100m"),
+        ("1" + "0" * 5000 + "Ki", "9223372036854775807"),
+        ("1" + "0" * 15 + "Ki", "976562500000Mi"),
+        ("0." + "0" * 3000 + "1Gi", "1n"),
+    ],
+    ids=["tiny", "trailing-zeros", "huge-binary-capped", "big-binary", "tiny-binary"],
+)
+def test_long_texts_stay_cheap_and_exact(text: str, canonical: str) -> None:
+    assert str(Quantity.parse(text)) == canonical
+
+
+def test_too_many_significant_digits() -> None:
+    with pytest.raises(QuantityError, match="more than 1000 significant digits"):
+        Quantity.parse("0." + "1" * 1001)
