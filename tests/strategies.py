@@ -1,7 +1,7 @@
 """Shared hypothesis strategies: CPU sets, quantities, resource lists, containers and pods.
 
-Import with ``from tests.strategies import cpusets, pods`` (tests/conftest.py puts the
-repository root on ``sys.path``).
+Import with ``from tests.strategies import cpusets, pods`` (pytest's ``pythonpath`` setting
+in pyproject puts the repository root on ``sys.path``).
 
 * ``cpu_ids(max_id)``, ``cpusets(max_id, max_size)``, ``run_cpusets(max_id)`` (a few long
   runs, like real allocations), ``cpuset_texts(max_id)`` (valid but not necessarily canonical
