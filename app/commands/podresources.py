@@ -221,7 +221,10 @@ def serve(
         return 1
     print(f"serving PodResources v1 on {server.address}", file=out, flush=True)
     try:
-        stop.wait()
+        # Wake up now and then: a process-directed signal may land on one of gRPC's threads,
+        # and Python runs its handler only once the main thread executes bytecode again.
+        while not stop.wait(0.25):
+            pass
     finally:
         server.stop(grace=1.0)
     print("stopped; socket removed", file=out, flush=True)
