@@ -1,0 +1,271 @@
+"""Inspection reports, version detection and hostile inputs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.domain.checkpoint import (
+    CheckpointFormatError,
+    CPUCheckpointState,
+    MemoryCheckpointState,
+    compute_checksum,
+    detect_version,
+    inspect,
+    write_cpu_checkpoint,
+    write_memory_checkpoint,
+)
+
+CPU_STATE = CPUCheckpointState.from_dict(
+    {
+        "policyName": "static",
+        "defaultCpuSet": "0-1,8-11",
+        "entries": {"plr": {"gu": "3", "shared": "4-7"}, "classic": {"app": "12-15"}},
+        "podEntries": {"plr": "3-7"},
+    }
+)
+MEM_STATE = MemoryCheckpointState.from_dict(
+    {
+        "policyName": "Static",
+        "machineState": {"0": {"numberOfAssignments": 1, "memoryMap": {}, "cells": [0]}},
+        "podEntries": {"plr": [{"numaAffinity": [0], "type": "memory", "size": 1024}]},
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("content", "manager", "version", "label"),
+    [
+        (write_cpu_checkpoint(CPU_STATE, "V2"), "cpu", "V2", "CPU V2 (1.18–1.35; 1.36 gate off)"),
+        (write_cpu_checkpoint(CPU_STATE, "V3"), "cpu", "V3", "CPU V3 (1.36 pod-level)"),
+        (
+            write_cpu_checkpoint(CPUCheckpointState("static"), "V3"),
+            "cpu",
+            "V3",
+            "CPU V3 (1.36 pod-level)",
+        ),
+        (write_cpu_checkpoint(CPU_STATE, "V4"), "cpu", "V4", "CPU V4 (1.37)"),
+        (
+            '{"data":"{\\"policyName\\":\\"none\\",\\"defaultCPUSet\\":\\"4-6\\"}","checksum":1}',
+            "cpu",
+            "V4-reverted",
+            "CPU V4-reverted (unreleased, kubernetes#137820)",
+        ),
+        (
+            '{"policyName":"none","defaultCPUSet":"1-3","checksum":1694838852}',
+            "cpu",
+            "V1",
+            "CPU V1 (≤1.17)",
+        ),
+        (
+            '{"policyName":"none","defaultCpuSet":"1-3","entries":{"c":"1"},"checksum":0}',
+            "cpu",
+            "V1",
+            "CPU V1 (≤1.17)",
+        ),
+        (
+            write_memory_checkpoint(MEM_STATE, "V1"),
+            "memory",
+            "V1",
+            "memory V1 (1.21–1.35; 1.36 gate off)",
+        ),
+        (write_memory_checkpoint(MEM_STATE, "V2"), "memory", "V2", "memory V2 (1.36 pod-level)"),
+        (
+            write_memory_checkpoint(MemoryCheckpointState("Static"), "V2"),
+            "memory",
+            "V2",
+            "memory V2 (1.36 pod-level)",
+        ),
+        (write_memory_checkpoint(MEM_STATE, "V3"), "memory", "V3", "memory V3 (1.37)"),
+    ],
+    ids=[
+        "cpu-v2",
+        "cpu-v3",
+        "cpu-v3-no-pod-entries",
+        "cpu-v4",
+        "cpu-v4-reverted",
+        "cpu-v1-no-entries",
+        "cpu-v1-entries",
+        "mem-v1",
+        "mem-v2",
+        "mem-v2-no-pod-entries",
+        "mem-v3",
+    ],
+)
+def test_detect_version(content: str, manager: str, version: str, label: str) -> None:
+    info = detect_version(content)
+    assert (info.manager, info.version, info.label) == (manager, version, label)
+    assert info.display.startswith(info.file_name + " " + version + " (")
+
+
+def test_v3_header_name_is_reported() -> None:
+    content = (
+        '{"policyName":"static","defaultCPUSet":"7-9","entries":{"pod":{"container1":"4-6",'
+        '"container2":"1-3"}},"checksum":1942532442}'
+    )
+    info = detect_version(content)
+    assert (info.version, info.header) == ("V3", "v3name")
+    report = inspect(content)
+    assert [i.code for i in report.issues] == ["v3-type-name"]
+    verdicts = {v.target: v.verdict for v in report.verdicts}
+    assert verdicts["1.36-gate-on"] == "will-fail"
+    assert verdicts["1.37-gate-on"] == "compatible"
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["", "{", "[]", '"x"', "null", '{"a":1}', "[" * 20000, b"\xff\xfe", "{" * 3000],
+    ids=["empty", "truncated", "array", "string", "null", "unknown", "deep", "binary", "deep-obj"],
+)
+def test_detect_refuses_non_checkpoints_clearly(content: str | bytes) -> None:
+    with pytest.raises(CheckpointFormatError):
+        detect_version(content)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "",
+        "{",
+        '{"policyName": "static", "defaultCpuSet": ',
+        "not json at all",
+        '{"policyName": 5, "defaultCpuSet": [], "entries": "x", "checksum": -1}',
+        '{"defaultCpuSet": "0-3", "podEntries": {"p": {"cpuSet": "zz"}}, "checksum": 1}',
+        '{"defaultCpuSet": "0-99999999999"}',
+        '{"machineState": {"0": 5, "x": null}, "entries": [], "checksum": 1.5}',
+        '{"machineState": {}, "data": 7, "dataChecksum": "x"}',
+        "[" * 9000 + "]" * 9000,
+        '{"defaultCpuSet": "0", "entries": ' + "[" * 5000 + "]" * 5000 + "}",
+        b"\x00\x01\x02",
+        "\ud800",
+    ],
+    ids=[
+        "empty",
+        "truncated",
+        "cut",
+        "text",
+        "wrong-types",
+        "bad-pod-cpuset",
+        "huge-cpuset",
+        "memory-wrong-types",
+        "data-wrong-types",
+        "deep-array",
+        "deep-value",
+        "binary",
+        "surrogate",
+    ],
+)
+def test_inspect_never_raises_on_bad_input(content: str | bytes) -> None:
+    for manager in (None, "cpu", "memory_manager_state"):
+        report = inspect(content, manager)
+        json.dumps(report.to_dict())  # JSON-ready
+        for v in report.verdicts:
+            assert v.verdict in (
+                "compatible",
+                "compatible-with-loss",
+                "will-fail",
+                "policy-mismatch",
+            )
+
+
+def test_inspect_too_large_gives_a_verdict_object() -> None:
+    report = inspect(b" " * (16 * 1024 * 1024 + 1), "cpu")
+    assert not report.readable
+    assert report.error is not None and "16 MiB" in report.error
+
+
+def test_truncated_file_fails_every_release_with_the_go_text() -> None:
+    report = inspect('{"policyName":"static"', "cpu")
+    assert not report.readable
+    assert {v.verdict for v in report.verdicts} == {"will-fail"}
+    assert all(v.error == "unexpected end of JSON input" for v in report.verdicts)
+
+
+def test_inspect_v4_report() -> None:
+    report = inspect(write_cpu_checkpoint(CPU_STATE, "V4"), configured_policy="static")
+    d = report.to_dict()
+    assert d["version"] == "V4" and d["family"] == "1.37" and d["file"] == "cpu_manager_state"
+    assert d["policyName"] == "static"
+    assert [(c["field"], c["status"]) for c in d["checksums"]] == [
+        ("checksum", "valid"),
+        ("dataChecksum", "valid"),
+    ]
+    assert d["state"]["podEntries"] == {"plr": "3-7"}
+    verdicts = {v["target"]: v for v in d["verdicts"]}
+    assert verdicts["1.17"]["verdict"] == "will-fail"
+    assert verdicts["1.35"]["verdict"] == "compatible"
+    assert verdicts["1.36-gate-on"]["verdict"] == "compatible-with-loss"
+    assert verdicts["1.36-gate-on"]["lost"] == ["podEntries[plr] (cpuSet 3-7)"]
+    assert verdicts["1.37-gate-on"]["verdict"] == "compatible"
+    assert verdicts["1.37-gate-off"]["verdict"] == "compatible"
+    assert any("ignored" in n for n in verdicts["1.37-gate-off"]["notes"])
+
+
+def test_gate_off_reader_with_uncovered_pod_cpus_is_a_loss() -> None:
+    state = CPUCheckpointState.from_dict(
+        {
+            "policyName": "static",
+            "defaultCpuSet": "0-1",
+            "entries": {"plr": {"gu": "2"}},
+            "podEntries": {"plr": "2-5"},
+        }
+    )
+    report = inspect(write_cpu_checkpoint(state, "V4"))
+    v = report.verdict_for("1.35")
+    assert v is not None and v.verdict == "compatible-with-loss"
+    assert any("CPUs 3-5 of pod plr" in n for n in v.notes)
+
+
+def test_policy_mismatch_verdict() -> None:
+    report = inspect(write_cpu_checkpoint(CPU_STATE, "V2"), configured_policy="none")
+    v = report.verdict_for("1.35")
+    assert v is not None and v.verdict == "policy-mismatch"
+    assert v.error == 'configured policy "none" differs from state checkpoint policy "static"'
+
+
+def test_checksum_statuses() -> None:
+    doc = json.loads(write_cpu_checkpoint(CPU_STATE, "V2"))
+    doc["checksum"] = 0
+    zero = inspect(json.dumps(doc)).checksums[0]
+    assert (zero.status, zero.stored) == ("unverified", 0)
+    doc["checksum"] = 123
+    bad = inspect(json.dumps(doc))
+    assert bad.checksums[0].status == "invalid"
+    assert bad.checksums[0].computed == compute_checksum(
+        write_cpu_checkpoint(CPU_STATE, "V2"), "cpu_v2_legacy"
+    )
+    assert "checksum-invalid" in [i.code for i in bad.issues]
+
+
+def test_upstream_v3_memory_file_with_wrong_inline_part() -> None:
+    data = json.loads(write_memory_checkpoint(MEM_STATE, "V3"))
+    data["policyName"] = "other"
+    data["checksum"] = 1234
+    report = inspect(json.dumps(data))
+    assert [(c.field, c.status) for c in report.checksums] == [
+        ("checksum", "invalid"),
+        ("dataChecksum", "valid"),
+    ]
+    assert {i.code for i in report.issues} >= {"checksum-invalid", "inline-differs"}
+    assert report.verdict_for("1.37-gate-on").verdict == "compatible"  # type: ignore[union-attr]
+    assert report.verdict_for("1.35").verdict == "will-fail"  # type: ignore[union-attr]
+
+
+def test_memory_file_is_ignored_before_1_21() -> None:
+    report = inspect(write_memory_checkpoint(MEM_STATE, "V1"))
+    v = report.verdict_for("1.17")
+    assert v is not None and v.verdict == "compatible"
+    assert "not read" in v.notes[0]
+
+
+def test_v1_file_verdicts_note_the_container_list_and_uncertainty() -> None:
+    report = inspect(
+        '{"policyName":"none","defaultCpuSet":"0-1","entries":{"c1":"2"},"checksum":0}'
+    )
+    by = {v.target: v for v in report.verdicts}
+    assert by["1.17"].verdict == "compatible"
+    assert by["1.35"].verdict == "compatible"
+    assert any("container list" in n for n in by["1.35"].notes)
+    assert by["1.37-gate-on"].verdict == "will-fail"
+    assert any("uncertain" in n for n in by["1.37-gate-on"].notes)
