@@ -1,0 +1,104 @@
+"""SQLModel tables of the simulated nodes: their definitions and their admission log.
+
+* ``nodes``: one row per simulated node — its name, the topology (a preset name or a
+  topology spec string), the kubelet configuration exactly as the user gave it (YAML or JSON
+  text), the kubelet release and when it was created. The engine rebuilds a node from these.
+* ``admissions``: every admission, dry run and removal on a node, oldest first — the pod's
+  namespace, name and uid, whether it was admitted, the kubelet's reason and message for a
+  rejection, and the pod manifest (normalised v1 JSON) so that a node without state files
+  can be rebuilt by replaying its log. Rows of one submission share a ``batch`` id.
+
+The schema is created by the Alembic revision ``migrations/versions/*_nodes_and_admissions``;
+the types are portable (SQLite and PostgreSQL). Timestamps are stored as UTC; SQLite hands
+them back without a zone (``as_utc`` puts it back).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+ACTION_ADMIT = "admit"
+ACTION_DRY_RUN = "dry-run"
+ACTION_REMOVE = "remove"
+ACTIONS = (ACTION_ADMIT, ACTION_DRY_RUN, ACTION_REMOVE)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def as_utc(value: datetime) -> datetime:
+    """``value`` with its zone: naive values (SQLite) are UTC."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class NodeRecord(SQLModel, table=True):
+    """A simulated node's definition."""
+
+    __tablename__ = "nodes"
+    __table_args__ = (sa.UniqueConstraint("name", name="uq_nodes_name"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(sa_column=sa.Column(sa.String(253), nullable=False))
+    topology: str = Field(sa_column=sa.Column(sa.String(1000), nullable=False))
+    topology_kind: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
+    kubelet_config: str = Field(sa_column=sa.Column(sa.Text(), nullable=False))
+    release: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
+    demo: bool = Field(
+        default=False, sa_column=sa.Column(sa.Boolean(), nullable=False, server_default=sa.false())
+    )
+    created_at: datetime = Field(
+        default_factory=utc_now, sa_column=sa.Column(sa.DateTime(timezone=True), nullable=False)
+    )
+
+
+class AdmissionRecord(SQLModel, table=True):
+    """One admission decision, dry run or removal of a pod on a node."""
+
+    __tablename__ = "admissions"
+    __table_args__ = (
+        sa.Index("ix_admissions_node_id_id", "node_id", "id"),
+        sa.Index("ix_admissions_batch", "batch"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    node_id: int = Field(
+        sa_column=sa.Column(
+            sa.Integer(),
+            sa.ForeignKey("nodes.id", ondelete="CASCADE", name="fk_admissions_node_id_nodes"),
+            nullable=False,
+        )
+    )
+    batch: str = Field(sa_column=sa.Column(sa.String(36), nullable=False))
+    action: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
+    namespace: str = Field(sa_column=sa.Column(sa.String(253), nullable=False))
+    name: str = Field(sa_column=sa.Column(sa.String(253), nullable=False))
+    uid: str = Field(sa_column=sa.Column(sa.String(128), nullable=False))
+    admitted: bool = Field(sa_column=sa.Column(sa.Boolean(), nullable=False))
+    reason: str = Field(
+        default="", sa_column=sa.Column(sa.String(128), nullable=False, server_default="")
+    )
+    message: str = Field(
+        default="", sa_column=sa.Column(sa.Text(), nullable=False, server_default="")
+    )
+    manifest: str = Field(
+        default="", sa_column=sa.Column(sa.Text(), nullable=False, server_default="")
+    )
+    created_at: datetime = Field(
+        default_factory=utc_now, sa_column=sa.Column(sa.DateTime(timezone=True), nullable=False)
+    )
+
+
+__all__ = [
+    "ACTIONS",
+    "ACTION_ADMIT",
+    "ACTION_DRY_RUN",
+    "ACTION_REMOVE",
+    "AdmissionRecord",
+    "NodeRecord",
+    "as_utc",
+    "utc_now",
+]
