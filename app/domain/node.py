@@ -30,7 +30,7 @@ from app.domain.memorymanager.memory_manager import (
 )
 from app.domain.memorymanager.policy_static import MemoryManagerError
 from app.domain.memorymanager.state import MemoryManagerState
-from app.domain.pod import Container, Pod, pod_qos_class
+from app.domain.pod import Container, Pod, is_container_equivalent_qos_guaranteed, pod_qos_class
 from app.domain.snapshot import (
     ContainerAllocation,
     ContainerKind,
@@ -309,8 +309,15 @@ class Node:
         if self.cpu_policy is not None and cset is not None:
             isolation = self.cpu_policy.get_resource_isolation_level(self.cpu_state, pod, container)
         blocks: tuple[MemoryBlock, ...] = ()
+        memory_isolation: Isolation = "host"
         if self.memory is not None:
             blocks = self.memory.state.get_memory_blocks(pod.uid, container.name) or ()
+            if blocks:
+                pod_entry = self.memory.state.get_pod_memory_blocks(pod.uid)
+                shared = pod_entry is not None and not is_container_equivalent_qos_guaranteed(
+                    container
+                )
+                memory_isolation = "pod" if shared else "container"
         return ContainerAllocation(
             name=container.name,
             kind=kind,
@@ -319,6 +326,7 @@ class Node:
             memory=blocks,
             cpu_request_milli=container.cpu_request_milli(),
             cpu_limit_milli=container.cpu_limit_milli(),
+            memory_isolation=memory_isolation,
         )
 
     def _pod_allocation(self, pod: Pod, admitted_at: float) -> PodAllocation:

@@ -213,11 +213,14 @@ def _memory(blocks: tuple[MemoryBlock, ...]) -> tuple[ContainerMemory, ...]:
 def _has_exclusive_memory(c: ContainerAllocation) -> bool:
     """Whether a container of a pod-level pod holds an exclusive memory slice.
 
-    Exclusive memory goes to "equivalent Guaranteed" containers (cpu and memory requests
-    equal to limits and non-zero), integral CPU or not (allocation.md §5.2). The snapshot
-    keeps the CPU figures but not the memory ones, so a container counts as memory-exclusive
-    when its CPUs are exclusive, or when its cpu request equals its non-zero cpu limit.
+    The engine records it (``memory_isolation``). Snapshots assembled from observed data do
+    not know it; exclusive memory goes to "equivalent Guaranteed" containers (cpu and memory
+    requests equal to limits and non-zero, integral CPU or not: allocation.md §5.2), so such a
+    container counts as memory-exclusive when its CPUs are exclusive or its cpu request
+    equals its non-zero cpu limit.
     """
+    if c.memory_isolation is not None:
+        return c.memory_isolation == "container"
     if c.isolation == "container":
         return True
     return c.cpu_request_milli > 0 and c.cpu_request_milli == c.cpu_limit_milli

@@ -67,6 +67,11 @@ class ContainerAllocation:
     memory: tuple[MemoryBlock, ...] = ()
     cpu_request_milli: int = 0
     cpu_limit_milli: int = 0
+    # ``container``: the blocks are this container's alone; ``pod``: they are the pod's shared
+    # memory pool (a pod-level pod's container that is not equivalent Guaranteed); ``host``:
+    # no memory-manager blocks; ``None``: not recorded (snapshots assembled from observed
+    # data), readers then infer it from the CPU figures.
+    memory_isolation: Isolation | None = None
 
     @property
     def exclusive_cpus(self) -> CPUSet:

@@ -80,11 +80,12 @@ def test_pod_scope_budget_is_partitioned() -> None:
     assert by_name["db"].isolation == "container" and by_name["db"].cpuset.size() == 2
     assert by_name["log"].isolation == "container" and by_name["log"].cpuset.size() == 1
     assert by_name["agent"].isolation == "pod"
+    assert by_name["db"].memory_isolation == "container"
+    assert by_name["agent"].memory_isolation == "pod"
     assert by_name["agent"].cpuset == alloc.shared_pool()
     assert alloc.shared_pool().size() == 1
     assert sum(b.size for b in alloc.pod_memory) == 4 * 1024**3
-    snap = node.snapshot()
-    assert alloc.pod_cpuset.isdisjoint if False else not (alloc.pod_cpuset & snap.default_cpuset)
+    assert not (alloc.pod_cpuset & node.snapshot().default_cpuset)
 
 
 def test_rejection_changes_nothing() -> None:
