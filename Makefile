@@ -41,6 +41,9 @@ test-fast: venv
 conformance: venv
 	$(BIN)/python -m app.conformance $(SHARED)/conformance/*.json
 
+proto: venv
+	sh scripts/gen_proto.sh
+
 bench: venv
 	@for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
