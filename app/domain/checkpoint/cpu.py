@@ -19,6 +19,7 @@ some configurations (see ``readers``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -106,6 +107,7 @@ PODENTRY_T = struct_type(
 POD_ENTRIES_T = map_type("state.PodCPUAssignments", STRING_T, PODENTRY_T)
 
 
+@functools.cache
 def cpu_v1_type(name: str = V1_HEADER) -> GoType:
     return struct_type(
         name,
@@ -116,6 +118,7 @@ def cpu_v1_type(name: str = V1_HEADER) -> GoType:
     )
 
 
+@functools.cache
 def cpu_v2_type(name: str = V2_HEADER) -> GoType:
     return struct_type(
         name,
@@ -126,6 +129,7 @@ def cpu_v2_type(name: str = V2_HEADER) -> GoType:
     )
 
 
+@functools.cache
 def cpu_v3_type(name: str = V3_HEADER) -> GoType:
     return struct_type(
         name,
@@ -137,6 +141,7 @@ def cpu_v3_type(name: str = V3_HEADER) -> GoType:
     )
 
 
+@functools.cache
 def cpu_v4_type(name: str = LEGACY_HEADER, embedded: str = "V2") -> GoType:
     """The 1.37 struct: the embedded V2 (kubernetes#139102) or V3 (#139103) fields promoted,
     then ``data`` and ``dataChecksum`` (``CheckpointData`` is ``json:"-"``)."""

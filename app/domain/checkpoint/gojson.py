@@ -27,6 +27,7 @@ that mirrors Go's scanner and its messages. Nothing here recurses on the input's
 from __future__ import annotations
 
 import codecs
+import copy
 import json
 import re
 import unicodedata
@@ -471,124 +472,261 @@ def _kind_of(node: Any) -> str:
 
 
 class Decoder:
-    """One ``json.Unmarshal`` call: saved first type error and the error context."""
+    """One ``json.Unmarshal`` call: saved first type error and the error context.
 
-    __slots__ = ("fields", "saved", "struct")
+    Without ``track`` the decoder does not maintain Go's error context (the struct and field
+    path named in type-error texts); ``unmarshal`` decodes fast that way and, only when an
+    error occurs, decodes again with ``track`` to produce Go's exact text.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("fields", "saved", "struct", "track")
+
+    def __init__(self, track: bool = True) -> None:
         self.saved: GoJSONError | None = None
         self.fields: list[str] = []
         self.struct: GoType | None = None
+        self.track = track
 
     def type_error(self, value: str, t: GoType) -> None:
         if self.saved is None:
-            if self.struct is not None or self.fields:
+            if not self.track:
+                self.saved = _UNTRACKED
+            elif self.struct is not None or self.fields:
                 name = self.struct.bare_name if self.struct is not None else ""
                 self.saved = UnmarshalTypeError(value, t.name, name, ".".join(self.fields))
             else:
                 self.saved = UnmarshalTypeError(value, t.name)
 
+    def add_error_context(self, err: GoJSONError) -> GoJSONError:
+        """Go's ``addErrorContext`` for an error returned (not saved) while decoding."""
+        if isinstance(err, UnmarshalTypeError) and (self.struct is not None or self.fields):
+            fields = list(self.fields)
+            if err.field:
+                fields.append(err.field)
+            name = self.struct.bare_name if self.struct is not None else ""
+            return UnmarshalTypeError(err.value, err.type_name, name, ".".join(fields))
+        return err
+
     def decode(self, node: Any, t: GoType, cur: Any) -> Any:
         """Decode ``node`` into a Go value of type ``t`` whose current value is ``cur``."""
-        if t.unmarshal is not None:
-            return t.unmarshal(self, node, cur)
-        if node is None:
-            return None if t.kind in (MAP, SLICE, PTR) else cur
-        k = t.kind
-        tn = type(node)
-        if k == STRING:
+        return _decoder(t)(self, node, cur)
+
+
+_UNTRACKED = GoJSONError("json: error (context not tracked)")
+
+
+# Decoding is driven by one closure per Go type, built once: the kind dispatch, field tables
+# and zero values are resolved up front, which keeps a 250-pod file well under 10 ms.
+_DecodeFn = Any
+_DECODERS: dict[GoType, _DecodeFn] = {}
+
+
+def _decoder(t: GoType) -> _DecodeFn:
+    fn = _DECODERS.get(t)
+    if fn is None:
+        fn = _DECODERS[t] = _compile_decoder(t)
+    return fn
+
+
+def _zero_factory(t: GoType) -> Any:
+    if t.kind == STRUCT:
+        template = zero(t)
+        if all(not isinstance(v, dict | list) for v in template.values()):
+            return template.copy
+        return lambda: zero(t)
+    value = zero(t)
+    if isinstance(value, dict):
+        return dict
+    return lambda: value
+
+
+def _compile_decoder(t: GoType) -> _DecodeFn:
+    k = t.kind
+    if t.unmarshal is not None:
+        hook = t.unmarshal
+        return lambda d, node, cur: hook(d, node, cur)
+    if k == STRING:
+
+        def dec_string(d: Decoder, node: Any, cur: Any) -> Any:
+            tn = type(node)
             if tn is str:
                 return node
-            self.type_error("number" if tn is GoNumber else _kind_of(node), t)
+            if node is not None:
+                d.type_error("number" if tn is GoNumber else _kind_of(node), t)
             return cur
-        if k in (INT, UINT):
-            if tn is GoNumber:
-                v = parse_int64(node) if k == INT else _parse_uint64(node)
+
+        return dec_string
+    if k in (INT, UINT):
+        signed = k == INT
+
+        def dec_int(d: Decoder, node: Any, cur: Any) -> Any:
+            if type(node) is GoNumber:
+                # Fast path: plain decimal digits that cannot overflow.
+                if node.isdigit() and len(node) < 19:
+                    return int(node)
+                v = parse_int64(node) if signed else _parse_uint64(node)
                 if v is None:
-                    self.type_error("number " + node, t)
+                    d.type_error("number " + node, t)
                     return cur
                 return v
-            self.type_error(_kind_of(node), t)
+            if node is not None:
+                d.type_error(_kind_of(node), t)
             return cur
-        if k == STRUCT:
-            if tn is not JObj:
-                self.type_error(_kind_of(node), t)
-                return cur
-            obj = cur if cur is not None else zero(t)
-            self._struct(node, t, obj)
-            return obj
-        if k == MAP:
-            if tn is not JObj:
-                self.type_error(_kind_of(node), t)
-                return cur
-            m = cur if cur is not None else {}
-            self._map(node, t, m)
-            return m
-        if k == SLICE:
-            if tn is not list:
-                self.type_error(_kind_of(node), t)
-                return cur
-            elem = t.elem
-            assert elem is not None
-            old = cur or ()
-            out = []
-            for idx, item in enumerate(node):
-                base = old[idx] if idx < len(old) else zero(elem)
-                out.append(self.decode(item, elem, base))
-            return out
-        if k == PTR:
-            elem = t.elem
-            assert elem is not None
-            pointee = cur if cur is not None else zero(elem)
-            return self.decode(node, elem, pointee)
-        if k == EMPTY_STRUCT:
-            if tn is not JObj:
-                self.type_error(_kind_of(node), t)
-            return {}
-        if k == CPUSET:  # only reached through PodEntry.UnmarshalJSON
-            self.type_error(_kind_of(node), t)
-            return cur
-        raise AssertionError(f"unknown kind {k}")
 
-    def _struct(self, node: JObj, t: GoType, obj: dict[str, Any]) -> None:
-        fields = self.fields
-        for key, value in node:
+        return dec_int
+    if k == STRUCT:
+        return _compile_struct(t)
+    if k == MAP:
+        return _compile_map(t)
+    if k == SLICE:
+        slice_elem = t.elem
+        assert slice_elem is not None
+        new_elem = _zero_factory(slice_elem)
+        slice_dec = _decoder(slice_elem)
+        scalar = slice_elem.kind in (INT, UINT)
+
+        def dec_slice(d: Decoder, node: Any, cur: Any) -> Any:
+            if type(node) is not list:
+                if node is None:
+                    return None
+                d.type_error(_kind_of(node), t)
+                return cur
+            elem_dec = slice_dec
+            if scalar and not cur:
+                return [elem_dec(d, item, 0) for item in node]
+            old = cur or ()
+            n_old = len(old)
+            return [
+                elem_dec(d, item, old[i] if i < n_old else new_elem())
+                for i, item in enumerate(node)
+            ]
+
+        return dec_slice
+    if k == PTR:
+        ptr_elem = t.elem
+        assert ptr_elem is not None
+        new_pointee = _zero_factory(ptr_elem)
+        pointee_dec = _decoder(ptr_elem)
+
+        def dec_ptr(d: Decoder, node: Any, cur: Any) -> Any:
+            if node is None:
+                return None
+            return pointee_dec(d, node, cur if cur is not None else new_pointee())
+
+        return dec_ptr
+    if k == EMPTY_STRUCT:
+
+        def dec_empty(d: Decoder, node: Any, cur: Any) -> Any:
+            if node is None:
+                return cur
+            if type(node) is not JObj:
+                d.type_error(_kind_of(node), t)
+            return {}
+
+        return dec_empty
+    if k == CPUSET:  # only reached through PodEntry.UnmarshalJSON
+
+        def dec_cpuset(d: Decoder, node: Any, cur: Any) -> Any:
+            if node is not None:
+                d.type_error(_kind_of(node), t)
+            return cur
+
+        return dec_cpuset
+    raise AssertionError(f"unknown kind {k}")
+
+
+def _compile_struct(t: GoType) -> _DecodeFn:
+    new_obj = _zero_factory(t)
+    # key -> (Go name, JSON name, decoder, kind needing in-place allocation, pointee type)
+    plan: dict[str, tuple[str, str, _DecodeFn, str | None, GoType | None]] = {}
+    for f in t.fields:
+        if f.json_name is None:
+            continue
+        ft = f.type
+        prealloc = ft.kind if ft.unmarshal is None and ft.kind in (MAP, PTR) else None
+        plan[f.json_name] = (f.go_name, f.json_name, _decoder(ft), prealloc, ft.elem)
+    json_names = {f: f.json_name for f in t.fields}
+
+    def field_plan(key: str) -> tuple[str, str, _DecodeFn, str | None, GoType | None] | None:
+        entry = plan.get(key)
+        if entry is None:
             f = t.lookup(key)
             if f is None:
+                return None
+            entry = plan[json_names[f] or ""]
+        return entry
+
+    def dec_struct(d: Decoder, node: Any, cur: Any) -> Any:
+        if type(node) is not JObj:
+            if node is not None:
+                d.type_error(_kind_of(node), t)
+            return cur
+        obj = cur if cur is not None else new_obj()
+        track = d.track
+        for key, value in node:
+            entry = plan.get(key) or field_plan(key)
+            if entry is None:
                 continue
-            depth = len(fields)
-            outer = self.struct
-            fields.append(f.json_name or "")
-            self.struct = t
-            name = f.go_name
+            name, json_name, dec, prealloc, pointee = entry
             current = obj[name]
-            ft = f.type
             # Go makes a nil map (or allocates a nil pointer) in place before decoding its
             # elements, so an aborted element leaves the partly filled map in the struct.
-            if current is None and value is not None and ft.unmarshal is None:
-                if ft.kind == MAP and type(value) is JObj:
-                    current = obj[name] = {}
-                elif ft.kind == PTR and ft.elem is not None:
-                    current = obj[name] = zero(ft.elem)
-            obj[name] = self.decode(value, ft, current)
-            del fields[depth:]
-            self.struct = outer
+            if prealloc is not None and current is None and value is not None:
+                if prealloc == MAP:
+                    if type(value) is JObj:
+                        current = obj[name] = {}
+                elif pointee is not None:
+                    current = obj[name] = zero(pointee)
+            if track:
+                outer = d.struct
+                d.fields.append(json_name)
+                d.struct = t
+                obj[name] = dec(d, value, current)
+                d.fields.pop()
+                d.struct = outer
+            else:
+                obj[name] = dec(d, value, current)
+        return obj
 
-    def _map(self, node: JObj, t: GoType, m: dict[Any, Any]) -> None:
-        key_t = t.key
-        elem = t.elem
-        assert key_t is not None and elem is not None
-        int_keys = key_t.kind == INT
+    return dec_struct
+
+
+def _compile_map(t: GoType) -> _DecodeFn:
+    key_t = t.key
+    elem = t.elem
+    assert key_t is not None and elem is not None
+    int_keys = key_t.kind == INT
+    new_elem = _zero_factory(elem)
+    string_elems = elem.kind == STRING
+    elem_dec = _decoder(elem)
+
+    def dec_map(d: Decoder, node: Any, cur: Any) -> Any:
+        if type(node) is not JObj:
+            if node is None:
+                return None
+            d.type_error(_kind_of(node), t)
+            return cur
+        m = cur if cur is not None else {}
+        if string_elems and not int_keys:
+            for key, value in node:
+                if type(value) is str:
+                    m[key] = value
+                else:
+                    m[key] = elem_dec(d, value, "")
+            return m
         for key, value in node:
-            v = self.decode(value, elem, zero(elem))
+            v = elem_dec(d, value, new_elem())
             if int_keys:
                 ik = parse_int64(key)
                 if ik is None:
-                    self.type_error("number " + key, key_t)
+                    d.type_error("number " + key, key_t)
                     continue
                 m[ik] = v
             else:
                 m[key] = v
+        return m
+
+    return dec_map
 
 
 def unmarshal(tree: Any, t: GoType, into: Any) -> GoJSONError | None:
@@ -596,11 +734,21 @@ def unmarshal(tree: Any, t: GoType, into: Any) -> GoJSONError | None:
 
     Returns the error ``json.Unmarshal`` would return, or ``None``.
     """
-    d = Decoder()
+    snapshot = copy.deepcopy(into)
+    if _run(Decoder(track=False), tree, t, into) is None:
+        return None
+    # An error: decode again, tracking the context Go names in its messages. Decoding is
+    # deterministic, so the partly filled value comes out the same.
+    into.clear()
+    into.update(snapshot)
+    return _run(Decoder(track=True), tree, t, into)
+
+
+def _run(d: Decoder, tree: Any, t: GoType, into: Any) -> GoJSONError | None:
     try:
         d.decode(tree, t, into)
     except _Abort as abort:
-        return abort.error
+        return d.add_error_context(abort.error)
     return d.saved
 
 
@@ -627,20 +775,18 @@ _NEEDS_HTML = re.compile("[<>&\u2028\u2029]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _go_string(s: str) -> str:
-    if _SURROGATE.search(s):
-        # A Go string cannot hold them; Go writes invalid UTF-8 as \ufffd.
-        s = _SURROGATE.sub("\ufffd", s)
-    return encode_basestring(s)
+_go_string = encode_basestring
 
 
 def marshal(value: Any, t: GoType) -> str:
     """``json.Marshal(value)`` for a value of Go type ``t``."""
-    out: list[str] = []
-    _encode(out, value, t)
-    text = "".join(out)
+    text: str = _encoder(t)(value)
     if _NEEDS_HTML.search(text):
         text = text.translate(_HTML_ESCAPES)
+    if _SURROGATE.search(text):
+        # A Go string cannot hold them; Go writes invalid UTF-8 as \\ufffd. Only strings can
+        # contain them, so replacing in the document is the same as in each string.
+        text = _SURROGATE.sub("\\\\ufffd", text)
     return text
 
 
@@ -658,65 +804,74 @@ def is_empty(value: Any, t: GoType) -> bool:
     return False
 
 
-def _encode(out: list[str], value: Any, t: GoType) -> None:
+_ENCODERS: dict[GoType, Any] = {}
+
+
+def _encoder(t: GoType) -> Any:
+    fn = _ENCODERS.get(t)
+    if fn is None:
+        fn = _ENCODERS[t] = _compile_encoder(t)
+    return fn
+
+
+def _compile_encoder(t: GoType) -> Any:
     if t.marshal is not None:
-        out.append(t.marshal(value))
-        return
+        return t.marshal
     k = t.kind
     if k == STRING:
-        out.append(_go_string(value))
-    elif k in (INT, UINT):
-        out.append(str(value))
-    elif k == STRUCT:
-        out.append("{")
-        first = True
-        for f in t.fields:
-            if f.json_name is None:
-                continue
-            v = value[f.go_name]
-            if f.omitempty and is_empty(v, f.type):
-                continue
-            if not first:
-                out.append(",")
-            first = False
-            out.append(_go_string(f.json_name))
-            out.append(":")
-            _encode(out, v, f.type)
-        out.append("}")
-    elif k == MAP:
-        if value is None:
-            out.append("null")
-            return
-        elem = t.elem
-        assert elem is not None
-        items = sorted((str(key), v) for key, v in value.items())
-        out.append("{")
-        for idx, (key, v) in enumerate(items):
-            if idx:
-                out.append(",")
-            out.append(_go_string(key))
-            out.append(":")
-            _encode(out, v, elem)
-        out.append("}")
-    elif k == SLICE:
-        if value is None:
-            out.append("null")
-            return
-        elem = t.elem
-        assert elem is not None
-        out.append("[")
-        for idx, v in enumerate(value):
-            if idx:
-                out.append(",")
-            _encode(out, v, elem)
-        out.append("]")
-    elif k == PTR:
-        if value is None:
-            out.append("null")
-            return
+        return _go_string
+    if k in (INT, UINT):
+        return str
+    if k == STRUCT:
+        parts = [
+            (f.go_name, _go_string(f.json_name) + ":", _encoder(f.type), f.omitempty, f.type)
+            for f in t.fields
+            if f.json_name is not None
+        ]
+
+        def enc_struct(value: Any) -> str:
+            out = []
+            for name, prefix, enc, omitempty, ft in parts:
+                v = value[name]
+                if omitempty and is_empty(v, ft):
+                    continue
+                out.append(prefix + enc(v))
+            return "{" + ",".join(out) + "}"
+
+        return enc_struct
+    if k == MAP:
+        assert t.elem is not None and t.key is not None
+        elem_enc = _encoder(t.elem)
+        int_keys = t.key.kind != STRING
+
+        def enc_map(value: Any) -> str:
+            if value is None:
+                return "null"
+            if int_keys:
+                items = sorted((str(key), v) for key, v in value.items())
+            else:
+                items = sorted(value.items())
+            return "{" + ",".join(_go_string(key) + ":" + elem_enc(v) for key, v in items) + "}"
+
+        return enc_map
+    if k == SLICE:
         assert t.elem is not None
-        _encode(out, value, t.elem)
-    elif k == EMPTY_STRUCT:
-        out.append("{}")
-    else:
-        raise AssertionError(f"cannot encode kind {k}")
+        elem_enc = _encoder(t.elem)
+
+        def enc_slice(value: Any) -> str:
+            if value is None:
+                return "null"
+            return "[" + ",".join(map(elem_enc, value)) + "]"
+
+        return enc_slice
+    if k == PTR:
+        assert t.elem is not None
+        pointee_enc = _encoder(t.elem)
+
+        def enc_ptr(value: Any) -> str:
+            return "null" if value is None else str(pointee_enc(value))
+
+        return enc_ptr
+    if k == EMPTY_STRUCT:
+        return lambda value: "{}"
+    raise AssertionError(f"cannot encode kind {k}")

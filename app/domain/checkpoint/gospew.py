@@ -51,7 +51,7 @@ def sdump_for_hash(value: Any, t: GoType, header: str | None = None) -> str:
     out = ["(*", header if header is not None else t.name, ")"]
     st = _State()
     st.ignore = True
-    _format(out, value, t, st)
+    _formatter(t)(out, value, st)
     return "".join(out)
 
 
@@ -60,89 +60,141 @@ def sdump_string(value: str) -> str:
     return "(string)" + value
 
 
-def _format(out: list[str], v: Any, t: GoType, st: _State) -> None:
+# One closure per Go type, built once (same output as a generic walk, less dispatch).
+_FORMATTERS: dict[GoType, Any] = {}
+
+
+def _formatter(t: GoType) -> Any:
+    fn = _FORMATTERS.get(t)
+    if fn is None:
+        fn = _FORMATTERS[t] = _compile(t)
+    return fn
+
+
+def _compile(t: GoType) -> Any:
     k = t.kind
+    prefix = "(" + t.name + ")"
     if k == PTR:
-        if v is None:
-            if st.ignore:
-                # formatPtr returns here and leaves ignoreNextType set.
-                out.append("<nil>")
-                return
-            out.append("(" + t.name + ")<nil>")
-            return
-        out.append("<*>" if st.ignore else "(" + t.name + ")")
-        st.ignore = True
         assert t.elem is not None
-        _format(out, v, t.elem, st)
-        return
-    if not st.ignore:
-        out.append("(" + t.name + ")")
-    st.ignore = False
-    if k == STRING:
-        out.append(v)
-    elif k in (INT, UINT):
-        out.append(str(v))
-    elif k == STRUCT:
-        out.append("{")
-        first = True
-        for f in t.fields:
-            if not first:
-                out.append(" ")
-            first = False
-            out.append(f.go_name)
-            out.append(":")
-            _format(out, v[f.go_name], f.type, st)
-        out.append("}")
-    elif k == MAP:
-        if v is None:
-            out.append("<nil>")
-            return
+        pointee = _formatter(t.elem)
+
+        def fmt_ptr(out: list[str], v: Any, st: _State) -> None:
+            if v is None:
+                # formatPtr returns here and leaves ignoreNextType set.
+                out.append("<nil>" if st.ignore else prefix + "<nil>")
+                return
+            out.append("<*>" if st.ignore else prefix)
+            st.ignore = True
+            pointee(out, v, st)
+
+        return fmt_ptr
+    if k in (STRING, INT, UINT):
+        conv = (lambda v: v) if k == STRING else str
+
+        def fmt_scalar(out: list[str], v: Any, st: _State) -> None:
+            if st.ignore:
+                st.ignore = False
+                out.append(conv(v))
+            else:
+                out.append(prefix + conv(v))
+
+        return fmt_scalar
+    if k == STRUCT:
+        fields = [(f.go_name, f.go_name + ":", _formatter(f.type)) for f in t.fields]
+
+        def fmt_struct(out: list[str], v: Any, st: _State) -> None:
+            if not st.ignore:
+                out.append(prefix)
+            st.ignore = False
+            out.append("{")
+            first = True
+            for name, label, fmt in fields:
+                if first:
+                    first = False
+                    out.append(label)
+                else:
+                    out.append(" " + label)
+                fmt(out, v[name], st)
+            out.append("}")
+
+        return fmt_struct
+    if k == MAP:
         key_t, elem = t.key, t.elem
         assert key_t is not None and elem is not None
-        if elem.kind == STRING and key_t.kind == STRING:
-            # Fast path: no pointers, so the flag always ends cleared.
-            out.append("map[")
-            out.append(" ".join(f"{key}:{v[key]}" for key in sorted(v)))
-            out.append("]")
-            return
-        out.append("map[")
-        first = True
-        for key in sorted(v):
-            if not first:
-                out.append(" ")
-            first = False
-            out.append(str(key))
+        elem_fmt = _formatter(elem)
+        simple = elem.kind == STRING
+
+        def fmt_map(out: list[str], v: Any, st: _State) -> None:
+            if not st.ignore:
+                out.append(prefix)
             st.ignore = False
-            out.append(":")
-            st.ignore = True
-            _format(out, v[key], elem, st)
-        out.append("]")
-    elif k == SLICE:
-        if v is None:
-            out.append("<nil>")
-            return
+            if v is None:
+                out.append("<nil>")
+                return
+            if simple:
+                # No pointers below: the flag always ends cleared.
+                out.append("map[" + " ".join(f"{key}:{v[key]}" for key in sorted(v)) + "]")
+                return
+            out.append("map[")
+            first = True
+            for key in sorted(v):
+                if first:
+                    first = False
+                    out.append(f"{key}:")
+                else:
+                    out.append(f" {key}:")
+                st.ignore = True
+                elem_fmt(out, v[key], st)
+            out.append("]")
+
+        return fmt_map
+    if k == SLICE:
         elem = t.elem
         assert elem is not None
-        if elem.kind in (INT, UINT):
-            out.append("[" + " ".join(map(str, v)) + "]")
-            return
-        out.append("[")
-        first = True
-        for item in v:
-            if not first:
-                out.append(" ")
-            first = False
-            st.ignore = True
-            _format(out, item, elem, st)
-        out.append("]")
-    elif k == EMPTY_STRUCT:
-        out.append("{}")
-    elif k == CPUSET:
-        # cpuset.CPUSet{elems map[int]struct{}}
-        out.append("{elems:(" + CPUSET_ELEMS_NAME + ")")
-        if v is None:
-            out.append("<nil>}")
-        else:
-            out.append("map[" + " ".join(f"{cpu}:{{}}" for cpu in v) + "]}")
-    else:
-        raise AssertionError(f"cannot render kind {k}")
+        elem_fmt = _formatter(elem)
+        numbers = elem.kind in (INT, UINT)
+
+        def fmt_slice(out: list[str], v: Any, st: _State) -> None:
+            if not st.ignore:
+                out.append(prefix)
+            st.ignore = False
+            if v is None:
+                out.append("<nil>")
+                return
+            if numbers:
+                out.append("[" + " ".join(map(str, v)) + "]")
+                return
+            out.append("[")
+            first = True
+            for item in v:
+                if first:
+                    first = False
+                else:
+                    out.append(" ")
+                st.ignore = True
+                elem_fmt(out, item, st)
+            out.append("]")
+
+        return fmt_slice
+    if k == EMPTY_STRUCT:
+
+        def fmt_empty(out: list[str], v: Any, st: _State) -> None:
+            out.append("{}" if st.ignore else prefix + "{}")
+            st.ignore = False
+
+        return fmt_empty
+    if k == CPUSET:
+
+        def fmt_cpuset(out: list[str], v: Any, st: _State) -> None:
+            # cpuset.CPUSet{elems map[int]struct{}}
+            if not st.ignore:
+                out.append(prefix)
+            st.ignore = False
+            out.append("{elems:(" + CPUSET_ELEMS_NAME + ")")
+            if v is None:
+                out.append("<nil>}")
+            else:
+                out.append("map[" + " ".join(f"{cpu}:{{}}" for cpu in v) + "]}")
+
+        return fmt_cpuset
+    raise AssertionError(f"cannot render kind {k}")

@@ -14,6 +14,7 @@ Every struct checksum is hashed under ``state.MemoryManagerCheckpoint``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,6 +85,7 @@ POD_ENTRY_T = struct_type(
 POD_ENTRIES_T = map_type("state.PodMemoryAssignments", STRING_T, POD_ENTRY_T)
 
 
+@functools.cache
 def memory_v1_type(name: str = V1_HEADER) -> GoType:
     return struct_type(
         name,
@@ -94,6 +96,7 @@ def memory_v1_type(name: str = V1_HEADER) -> GoType:
     )
 
 
+@functools.cache
 def memory_v2_type(name: str = V2_HEADER) -> GoType:
     return struct_type(
         name,
@@ -105,6 +108,7 @@ def memory_v2_type(name: str = V2_HEADER) -> GoType:
     )
 
 
+@functools.cache
 def memory_v3_type(name: str = LEGACY_HEADER) -> GoType:
     return struct_type(
         name,

@@ -240,10 +240,16 @@ def _data_report(tree: Any, field: str, algorithm: str, stored: int) -> Checksum
     return ChecksumReport(field, stored, computed, status, algorithm)
 
 
+_PROBES = {
+    key: struct_type("state.probe", Field("Checksum", key, CHECKSUM_T))
+    for key in ("checksum", "dataChecksum")
+}
+
+
 def _stored(tree: Any, key: str) -> int:
     """The decoded value of a checksum key (0 when absent or not a number)."""
     obj = {"Checksum": 0}
-    unmarshal(tree, struct_type("state.probe", Field("Checksum", key, CHECKSUM_T)), obj)
+    unmarshal(tree, _PROBES[key], obj)
     return int(obj["Checksum"])
 
 

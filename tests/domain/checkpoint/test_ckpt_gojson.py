@@ -227,9 +227,26 @@ def test_pod_entry_null_is_an_empty_cpuset() -> None:
     assert obj["PodEntries"]["b"]["CPUSet"] is not None
 
 
-def test_pod_entry_of_wrong_kind_reports_the_inner_type() -> None:
-    _, err = decode_cpu(parse('{"podEntries": {"a": "1-2"}}'), "V3")
-    assert "cannot unmarshal string into Go value of type state.podEntryJSON" in str(err)
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        (
+            '"1-2"',
+            "json: cannot unmarshal string into Go struct field CPUManagerCheckpointV3.podEntries "
+            "of type state.podEntryJSON",
+        ),
+        (
+            '{"cpuSet": 5}',
+            "json: cannot unmarshal number into Go struct field "
+            "CPUManagerCheckpointV3.podEntries.cpuSet of type string",
+        ),
+    ],
+    ids=["string", "number-cpuset"],
+)
+def test_pod_entry_type_errors_get_the_outer_context(entry: str, message: str) -> None:
+    # The error UnmarshalJSON returns goes through the outer decoder's addErrorContext.
+    _, err = decode_cpu(parse('{"podEntries": {"a": ' + entry + "}}"), "V3")
+    assert str(err) == message
 
 
 @pytest.mark.parametrize(
