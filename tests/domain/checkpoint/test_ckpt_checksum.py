@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from app.domain.checkpoint.checksum import fnv1a_32, string_checksum, text_checksum
+from app.domain.checkpoint.checksum import (
+    _fnv1a_32_bitsliced,
+    _fnv1a_32_loop,
+    fnv1a_32,
+    string_checksum,
+    text_checksum,
+)
 from app.domain.checkpoint.cpu import (
     CPU_V2_T,
     CPU_V3_T,
@@ -181,3 +189,14 @@ def test_memory_v2_upstream_vector() -> None:
         '"checksum":1278640530',
     )
     assert compute_checksum(content, "mem_v2_legacy") == 1278640530
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(min_size=1, max_size=6000))
+def test_bit_sliced_fnv_equals_the_byte_loop(data: bytes) -> None:
+    assert _fnv1a_32_bitsliced(data) == _fnv1a_32_loop(data)
+
+
+def test_fnv_switches_to_bit_slicing_on_large_inputs() -> None:
+    data = bytes(range(256)) * 40
+    assert fnv1a_32(data) == _fnv1a_32_loop(data)

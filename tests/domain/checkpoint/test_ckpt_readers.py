@@ -391,3 +391,27 @@ def test_unknown_releases_are_refused(text: str) -> None:
 def test_unknown_manager_is_refused() -> None:
     with pytest.raises(CheckpointInputError, match="unknown manager"):
         load_checkpoint("{}", "gpu", Reader("1.35"))
+
+
+def test_load_result_to_dict_is_json_ready() -> None:
+    for target in TARGETS:
+        for text in (CPU_FILES["V4"](), "{"):
+            json.dumps(load_cpu_checkpoint(text, target, INITIAL).to_dict())
+        json.dumps(load_memory_checkpoint(MEM_FILES["V3"](), target).to_dict())
+    assert [t.label for t in TARGETS] == [
+        "≤1.17",
+        "1.18–1.35",
+        "1.36 gate off",
+        "1.36 gate on",
+        "1.37 gate off",
+        "1.37 gate on",
+    ]
+
+
+def test_v1_file_with_only_data_reads_as_empty_policy_on_old_releases() -> None:
+    # The reverted layout without a checksum decodes as a V1 file with checksum 0.
+    text = '{"data": "{\\"policyName\\":\\"none\\",\\"defaultCPUSet\\":\\"4-6\\"}"}'
+    old = load_cpu_checkpoint(text, Reader("1.35", policy="none"))
+    assert old.error == 'configured policy "none" differs from state checkpoint policy ""'
+    new = load_cpu_checkpoint(text, Reader("1.37", True, "none"))
+    assert new.error == "could not load v4 checkpoint: checkpoint is corrupted"
