@@ -24,7 +24,7 @@ from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.content import file_content
 from app.domain.checkpoint.detect import CPU, MEMORY, detect_tree, parse_checkpoint_text
 from app.domain.checkpoint.errors import CheckpointError
-from app.domain.checkpoint.verdict import Issue, checksum_reports
+from app.domain.checkpoint.findings import Issue, checksum_reports
 from app.domain.cpuset import CPUSet
 from app.domain.topology import CPUTopology
 

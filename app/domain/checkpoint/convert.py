@@ -38,6 +38,7 @@ from app.domain.checkpoint.detect import (
     parse_checkpoint_text,
 )
 from app.domain.checkpoint.errors import CheckpointError, ConversionError
+from app.domain.checkpoint.findings import checksum_reports
 from app.domain.checkpoint.readers import DEFAULT_STATE_DIR, Reader, load_checkpoint, parse_reader
 from app.domain.checkpoint.verdict import (
     COMPATIBLE,
@@ -45,7 +46,6 @@ from app.domain.checkpoint.verdict import (
     _describe_pod_entry,
     _uncovered,
     _verdict,
-    checksum_reports,
 )
 
 

@@ -18,27 +18,26 @@ Verdicts:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
-from app.domain.checkpoint.checksum import string_checksum, struct_checksum
+from app.domain.checkpoint.consistency import check_consistency
 from app.domain.checkpoint.content import FileContent, State, file_content
 from app.domain.checkpoint.detect import (
     CPU,
     FILE_NAMES,
     MEMORY,
     VersionInfo,
-    decoded_data_string,
     detect_tree,
     normalise_manager,
     parse_checkpoint_text,
 )
-from app.domain.checkpoint.errors import CheckpointError, CheckpointFormatError
-from app.domain.checkpoint.gojson import go_text, unmarshal
-from app.domain.checkpoint.gotypes import CHECKSUM_T, Field, struct_type
+from app.domain.checkpoint.errors import CheckpointError
+from app.domain.checkpoint.findings import ChecksumReport, Issue, checksum_reports
+from app.domain.checkpoint.gojson import go_text
 from app.domain.checkpoint.readers import (
     DEFAULT_STATE_DIR,
     TARGETS,
@@ -47,47 +46,13 @@ from app.domain.checkpoint.readers import (
     load_checkpoint,
 )
 from app.domain.cpuset import CPUSet
+from app.domain.topology import CPUTopology
 
 COMPATIBLE = "compatible"
 COMPATIBLE_WITH_LOSS = "compatible-with-loss"
 WILL_FAIL = "will-fail"
 POLICY_MISMATCH = "policy-mismatch"
 VERDICTS = (COMPATIBLE, COMPATIBLE_WITH_LOSS, WILL_FAIL, POLICY_MISMATCH)
-
-
-@dataclass(frozen=True, slots=True)
-class Issue:
-    """A finding: ``code`` (stable, kebab-case), ``severity`` (error|warning|info), text."""
-
-    code: str
-    severity: str
-    message: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"code": self.code, "severity": self.severity, "message": self.message}
-
-
-@dataclass(frozen=True, slots=True)
-class ChecksumReport:
-    """One checksum field: what the file stores, what ``algorithm`` computes, and the status
-    (``valid``, ``invalid``, or ``unverified``: zero checksum, or not computable)."""
-
-    field: str
-    stored: int | None
-    computed: int | None
-    status: str
-    algorithm: str
-    note: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "field": self.field,
-            "stored": self.stored,
-            "computed": self.computed,
-            "status": self.status,
-            "algorithm": self.algorithm,
-            "note": self.note,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,137 +128,6 @@ class InspectionReport:
             "issues": [i.to_dict() for i in self.issues],
             "error": self.error,
         }
-
-
-# -- checksums ---------------------------------------------------------------------------------------
-
-
-def _status(stored: int, computed: int | None) -> str:
-    if computed is None:
-        return "unverified"
-    if stored == computed:
-        return "valid"
-    if stored == 0:
-        return "unverified"
-    return "invalid"
-
-
-def _struct_report(
-    tree: Any, manager: str, version: str, algorithms: Sequence[str], note: str = ""
-) -> ChecksumReport:
-    if manager == CPU:
-        obj, err = C.decode_cpu(tree, version)
-        table: Mapping[str, tuple[str, Any, str]] = C.CPU_STRUCT_ALGORITHMS
-    else:
-        obj, err = M.decode_memory(tree, version)
-        table = M.MEMORY_STRUCT_ALGORITHMS
-    first = algorithms[0]
-    stored = obj.get("Checksum", 0)
-    if err is not None:
-        return ChecksumReport(
-            "checksum", stored, None, "unverified", first, f"the file does not decode: {err}"
-        )
-    t_version = {"V4": "V2"}.get(version, version)
-    if manager == MEMORY and version == "V3":
-        t_version = "V1"
-    if t_version != version:  # the inline part of V4 / memory V3
-        obj = {k: v for k, v in obj.items() if k not in ("Data", "DataChecksum")}
-    computed: dict[str, int] = {}
-    for alg in algorithms:
-        _, t, header = table[alg]
-        computed[alg] = struct_checksum(obj, t, header)
-    for alg in algorithms:
-        if computed[alg] == stored:
-            extra = _HEADER_NOTES.get(alg, "")
-            return ChecksumReport(
-                "checksum", stored, stored, "valid", alg, " ".join(x for x in (note, extra) if x)
-            )
-    status = _status(stored, computed[first])
-    if status == "unverified":
-        note = " ".join(
-            x
-            for x in (
-                note,
-                "a zero checksum is accepted without hashing only by readers with the "
-                "zero rule (spec §3.5)",
-            )
-            if x
-        )
-    return ChecksumReport("checksum", stored, computed[first], status, first, note)
-
-
-_HEADER_NOTES = {
-    "cpu_v2_v2name": "hashed under state.CPUManagerCheckpointV2: only 1.36/1.37 with the gate "
-    "off accept it",
-    "cpu_v3_v3name": "hashed under state.CPUManagerCheckpointV3 (upstream test form): only 1.37 "
-    "accepts it",
-}
-
-
-def _data_report(tree: Any, field: str, algorithm: str, stored: int) -> ChecksumReport:
-    try:
-        data = decoded_data_string(tree)
-    except CheckpointFormatError as exc:
-        return ChecksumReport(field, stored, None, "unverified", algorithm, exc.message)
-    computed = string_checksum(data)
-    status = "valid" if computed == stored else "invalid"
-    return ChecksumReport(field, stored, computed, status, algorithm)
-
-
-_PROBES = {
-    key: struct_type("state.probe", Field("Checksum", key, CHECKSUM_T))
-    for key in ("checksum", "dataChecksum")
-}
-
-
-def _stored(tree: Any, key: str) -> int:
-    """The decoded value of a checksum key (0 when absent or not a number)."""
-    obj = {"Checksum": 0}
-    unmarshal(tree, _PROBES[key], obj)
-    return int(obj["Checksum"])
-
-
-def checksum_reports(tree: Any, info: VersionInfo) -> tuple[ChecksumReport, ...]:
-    m, v = info.manager, info.version
-    if m == CPU:
-        if v == "V1":
-            return (_struct_report(tree, CPU, "V1", ("cpu_v1",)),)
-        if v == "V2":
-            return (_struct_report(tree, CPU, "V2", ("cpu_v2_legacy", "cpu_v2_v2name")),)
-        if v == "V3":
-            return (_struct_report(tree, CPU, "V3", ("cpu_v3_legacy", "cpu_v3_v3name")),)
-        if v == "V4-reverted":
-            return (
-                _data_report(
-                    tree, "checksum", "data_string_in_checksum_field", _stored(tree, "checksum")
-                ),
-            )
-        inline = _struct_report(
-            tree,
-            CPU,
-            "V4",
-            ("cpu_v2_legacy",),
-            "inline part: checked by releases before 1.37, ignored by 1.37",
-        )
-        return (
-            inline,
-            _data_report(tree, "dataChecksum", "data_string", _stored(tree, "dataChecksum")),
-        )
-    if v == "V1":
-        return (_struct_report(tree, MEMORY, "V1", ("mem_v1",)),)
-    if v == "V2":
-        return (_struct_report(tree, MEMORY, "V2", ("mem_v2_legacy",)),)
-    inline = _struct_report(
-        tree,
-        MEMORY,
-        "V3",
-        ("mem_v1",),
-        "inline part: checked by releases before 1.37, ignored by 1.37",
-    )
-    return (
-        inline,
-        _data_report(tree, "dataChecksum", "data_string", _stored(tree, "dataChecksum")),
-    )
 
 
 # -- verdicts -----------------------------------------------------------------------------------------
@@ -439,10 +273,14 @@ def inspect(
     initial_containers: Mapping[str, Sequence[str]] | None = None,
     targets: Sequence[Reader] = TARGETS,
     state_dir: str = DEFAULT_STATE_DIR,
+    topology: CPUTopology | None = None,
+    reserved_cpus: CPUSet | None = None,
+    live_pod_uids: Iterable[str] | None = None,
 ) -> InspectionReport:
     """Inspect a state file (bytes or text). ``manager`` (``cpu``/``memory`` or the file name)
-    is detected when omitted. ``configured_policy`` enables the policy comparison. Never raises
-    for bad file content."""
+    is detected when omitted. ``configured_policy`` enables the policy comparison;
+    ``topology``, ``reserved_cpus`` and ``live_pod_uids`` (for ``stale-entry`` issues) feed the
+    consistency checks of the content. Never raises for bad file content."""
     size = _size(content)
     issues: list[Issue] = []
     mgr: str | None = None
@@ -510,6 +348,16 @@ def inspect(
     synthetic = False
     containers = initial_containers
     state = fc.state
+    if state is not None:
+        issues.extend(
+            check_consistency(
+                state if isinstance(state, C.CPUCheckpointState) else None,
+                state if isinstance(state, M.MemoryCheckpointState) else None,
+                topology,
+                reserved_cpus=reserved_cpus,
+                live_pod_uids=live_pod_uids,
+            )
+        )
     if containers is None and isinstance(state, C.CPUCheckpointState) and state.container_entries:
         synthetic = True
         containers = {cid: (f"(pod of {cid})", cid) for cid in state.container_entries}

@@ -269,3 +269,15 @@ def test_v1_file_verdicts_note_the_container_list_and_uncertainty() -> None:
     assert any("container list" in n for n in by["1.35"].notes)
     assert by["1.37-gate-on"].verdict == "will-fail"
     assert any("uncertain" in n for n in by["1.37-gate-on"].notes)
+
+
+def test_inspect_runs_the_consistency_checks() -> None:
+    text = write_cpu_checkpoint(CPU_STATE, "V4")
+    assert inspect(text).issues == ()
+    codes = [i.code for i in inspect(text, live_pod_uids={"plr"}).issues]
+    assert codes == ["stale-entry"]  # pod "classic" is not running
+    overlapping = CPUCheckpointState.from_dict(
+        {"policyName": "static", "defaultCpuSet": "0-3", "entries": {"a": {"c": "3-4"}}}
+    )
+    found = [i.code for i in inspect(write_cpu_checkpoint(overlapping, "V2")).issues]
+    assert found == ["container-overlaps-default"]
