@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.domain.checkpoint import (
+    TARGETS,
     CheckpointFormatError,
+    ConversionError,
     CPUCheckpointState,
     MemoryCheckpointState,
+    check_consistency,
     compute_checksum,
+    convert,
     detect_version,
     inspect,
+    load_checkpoint,
     write_cpu_checkpoint,
     write_memory_checkpoint,
 )
@@ -281,3 +289,43 @@ def test_inspect_runs_the_consistency_checks() -> None:
     )
     found = [i.code for i in inspect(write_cpu_checkpoint(overlapping, "V2")).issues]
     assert found == ["container-overlaps-default"]
+
+
+_SEEDS = [
+    write_cpu_checkpoint(CPU_STATE, "V2"),
+    write_cpu_checkpoint(CPU_STATE, "V3"),
+    write_cpu_checkpoint(CPU_STATE, "V4"),
+    write_memory_checkpoint(MEM_STATE, "V2"),
+    write_memory_checkpoint(MEM_STATE, "V3"),
+]
+
+
+@st.composite
+def mutated_files(draw: st.DrawFn) -> str:
+    text = draw(st.sampled_from(_SEEDS))
+    for _ in range(draw(st.integers(1, 4))):
+        pos = draw(st.integers(0, len(text)))
+        op = draw(st.sampled_from(["delete", "insert", "replace"]))
+        ch = draw(st.sampled_from([*list('{}[]":,0129-aZ\\ \u2028\x00'), "null", "1e9", '"x"']))
+        if op == "delete":
+            text = text[:pos] + text[pos + 1 :]
+        elif op == "insert":
+            text = text[:pos] + ch + text[pos:]
+        else:
+            text = text[:pos] + ch + text[pos + 1 :]
+    return text
+
+
+@settings(max_examples=120, deadline=None)
+@given(mutated_files())
+def test_mutated_files_never_raise(text: str) -> None:
+    report = inspect(text, configured_policy="static")
+    json.dumps(report.to_dict())
+    for manager in ("cpu", "memory"):
+        for target in TARGETS:
+            result = load_checkpoint(text, manager, target)
+            assert result.accepted or result.error or result.ignored
+    with contextlib.suppress(ConversionError):
+        convert(text, target_release="1.37", force=True)
+    check_consistency(cpu=text)
+    check_consistency(memory=text)
