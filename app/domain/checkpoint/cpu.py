@@ -12,6 +12,10 @@ Versions (each manager numbers its own formats, spec ``checkpoints.md`` §1, §5
 * **V4-reverted** (kubernetes#137820, never released): ``{data, checksum}`` only; read and
   labelled, never written.
 
+The 1.37 struct embeds the V2 struct (kubernetes#139102, the spec's reading); a sibling
+revision (#139103) embedded V3 with an inline checksum of 0. Both inline layouts read the same
+everywhere: 1.37 ignores the inline part, older releases ignore ``podEntries`` and accept 0.
+
 Struct checksums are hashed under the legacy header ``state.CPUManagerCheckpoint`` when
 written; 1.36/1.37 readers also accept the ``...CheckpointV2`` / ``...CheckpointV3`` headers in
 some configurations (see ``readers``).

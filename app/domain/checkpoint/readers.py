@@ -25,10 +25,17 @@ memory 1.37               V3; on failure with data/dataChecksum: ``could not loa
 ========================  =====================================================================
 
 After a successful read the configured policy is compared with the stored one, and (CPU) every
-cpuset is parsed. Points the spec leaves open follow the kubelet code read upstream: a 1.37 CPU
-manager does not fall back to V1 (its V2 loader is "the oldest supported version"), a 1.36
-memory manager has no zero-checksum rule. Where Go iterates a map, errors are looked for in
-sorted order so results are deterministic.
+cpuset is parsed. Open points (spec "Uncertain"):
+
+* a 1.37 CPU manager does not fall back to V1: modelled on the 1.37 loader read upstream, whose
+  V2 loader is "the oldest supported version";
+* a 1.36 memory manager has no zero-checksum rule: the spec's choice (an intermediate upstream
+  revision had one);
+* a 1.37 memory manager accepts checksum 0 for V2 and V1 (spec §3.5 and the conformance cases;
+  an intermediate upstream revision verified V2 without the rule);
+* <= 1.17 accepts a V1 checksum of 0 like every later V1 verifier.
+
+Where Go iterates a map, errors are looked for in sorted order so results are deterministic.
 """
 
 from __future__ import annotations
