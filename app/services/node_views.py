@@ -13,9 +13,10 @@ pod-shared     ``<namespace>/<pod>``                           the pod's tag (``
 exclusive      ``<namespace>/<pod>/<container>``               ``B1``, ``B2``, …
 =============  ==============================================  =====================
 
-Pods get tags ``A``, ``B``, … in admission order and a colour from a fixed palette chosen by a
-CRC-32 of ``namespace/name`` (stable across restarts and independent of other pods); their
-exclusive containers are numbered in container order (init containers first). The label, a
+Pods get tags ``A``, ``B``, … in admission order and a colour from a fixed palette of 12: a
+CRC-32 of ``namespace/name`` picks the slot, the next free slot when an earlier pod of the
+node holds it (stable across restarts; it changes only when that earlier pod goes). Their
+exclusive containers are numbered in container order (regular init containers first). The label, a
 pattern (solid for exclusive, stripes for a pod shared pool, cross-hatch for reserved) and a
 legend entry accompany every colour.
 
@@ -193,6 +194,7 @@ class BudgetView(_View):
     """The pod-level resources (``spec.resources``) and how the budget is split."""
 
     cpu_milli: int | None
+    cpu: str  # the pod-level cpu request as people write it ("4", "2500m"), "" if none
     memory: dict[str, int]
     cpus: CpuSetView | None
     exclusive: CpuSetView
@@ -346,9 +348,16 @@ class PodView(_View):
 # -- helpers -------------------------------------------------------------------------------
 
 
-def palette_index(key: str) -> int:
-    """The stable colour of a pod (``namespace/name``)."""
-    return zlib.crc32(key.encode("utf-8")) % PALETTE_SIZE
+def palette_index(key: str, taken: Iterable[int] = ()) -> int:
+    """The colour of a pod (``namespace/name``): a CRC-32 of its key picks a palette slot;
+    when an earlier pod of the node holds that slot, the next free one is used."""
+    start = zlib.crc32(key.encode("utf-8")) % PALETTE_SIZE
+    busy = set(taken)
+    for step in range(PALETTE_SIZE):
+        slot = (start + step) % PALETTE_SIZE
+        if slot not in busy:
+            return slot
+    return start
 
 
 def pod_tag(index: int) -> str:
@@ -416,10 +425,15 @@ class _Owners:
         owner_of: dict[int, tuple[Pool, str, str | None, str | None, str | None]] = {}
         for cpu in snapshot.reserved_cpus:
             owner_of[cpu] = ("reserved", OWNER_RESERVED, None, None, None)
+        used: set[int] = set()
         for i, p in enumerate(snapshot.pods):
             key = f"{p.namespace}/{p.name}"
             self.pod_tags[key] = pod_tag(i)
-            self.pod_colours[key] = palette_index(key)
+            colour = palette_index(key, used)
+            used.add(colour)
+            if len(used) == PALETTE_SIZE:
+                used.clear()
+            self.pod_colours[key] = colour
             for cpu in p.shared_pool():
                 owner_of[cpu] = ("pod-shared", key, key, None, "pod")
             number = 0
@@ -772,8 +786,11 @@ def _budget(p: PodAllocation, requests: dict[str, int]) -> BudgetView | None:
             for b in c.memory:
                 if b.type in shared_memory:
                     shared_memory[b.type] -= b.size
+    milli = p.pod_level_cpu_milli
+    cpu = "" if milli is None else (str(milli // 1000) if milli % 1000 == 0 else f"{milli}m")
     return BudgetView(
-        cpu_milli=p.pod_level_cpu_milli,
+        cpu_milli=milli,
+        cpu=cpu,
         memory=requests,
         cpus=None if p.pod_cpuset is None else CpuSetView.of(p.pod_cpuset),
         exclusive=CpuSetView.of(p.exclusive_cpus()),

@@ -22,12 +22,13 @@ from starlette.staticfiles import StaticFiles
 from app import __version__
 from app.adapters.db.engine import make_engine
 from app.adapters.db.migrate import upgrade_head
+from app.services.nodes import NodeService
 from app.services.topologies import TopologyService
 from app.settings import Settings
 from app.web.errors import install_error_handlers
-from app.web.metrics import AppMetrics, MetricsMiddleware
+from app.web.metrics import AppMetrics, MetricsMiddleware, NodesCollector
 from app.web.rendering import STATIC_DIR, make_templates
-from app.web.routers import ops, topologies
+from app.web.routers import api_nodes, nodes, ops, topologies
 
 SWAGGER_UI_VERSION = "5.35.0"
 
@@ -74,10 +75,21 @@ def create_app(
     app.state.templates = make_templates()
     app.state.topologies = topology_service
 
+    # Simulated nodes: definitions and log in the database, state files under state_dir.
+    node_service = NodeService(engine, state_dir=settings.state_dir)
+    try:
+        node_service.start(demo=settings.demo)
+    except Exception:
+        logging.getLogger("app").exception("the simulated nodes could not be loaded")
+    app.state.nodes = node_service
+    metrics.registry.register(NodesCollector(node_service.metric_samples))
+
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     install_error_handlers(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.include_router(ops.router)
+    app.include_router(nodes.pages)  # before topologies: "/" is the nodes page when there are nodes
+    app.include_router(api_nodes.api)
     app.include_router(topologies.api)
     app.include_router(topologies.pages)
 

@@ -23,6 +23,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from app.domain.admission import AdmissionError
+from app.domain.podresources import PodNotFoundError
+from app.services.nodes import (
+    NodeExistsError,
+    NodeInputError,
+    PodConflictError,
+    UnknownNodeError,
+    UnknownPodError,
+)
 from app.services.topologies import HostDiscoveryError, UnknownTopologyError
 from app.web.rendering import render, wants_fragment
 
@@ -33,6 +41,12 @@ ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
     UnknownTopologyError: (404, "NotFound"),
     HostDiscoveryError: (503, "HostDiscoveryFailed"),
     AdmissionError: (422, "UnexpectedAdmissionError"),
+    UnknownNodeError: (404, "NotFound"),
+    UnknownPodError: (404, "NotFound"),
+    PodNotFoundError: (404, "NotFound"),
+    NodeExistsError: (409, "AlreadyExists"),
+    PodConflictError: (409, "AlreadyExists"),
+    NodeInputError: (422, "Invalid"),
 }
 
 # Kubernetes-style reasons (metav1.StatusReason) for plain HTTP errors.
@@ -124,6 +138,11 @@ def describe(exc: BaseException) -> ErrorInfo:
         )
     elif isinstance(exc, HostDiscoveryError):
         links = (("all topologies", "/"),)
+    elif isinstance(exc, UnknownNodeError):
+        links = (("all nodes", "/nodes"), *((n, f"/nodes/{n}") for n in exc.known))
+        html_message = f"There is no simulated node called {exc.name!r}."
+    elif isinstance(exc, UnknownPodError):
+        links = ((f"node {exc.node}", f"/nodes/{exc.node}"),)
     elif status >= 500:
         message = "internal error; the server log has the details"
     return ErrorInfo(status, reason, message, field, links, html_message)

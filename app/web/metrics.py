@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import platform
 import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from prometheus_client import (
@@ -20,6 +21,8 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import __version__
@@ -68,6 +71,55 @@ class AppMetrics:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+# Per-node allocation series of users.md §5.4, each with a ``node`` label first because one
+# dashboard shows several nodes: series -> (help, label names).
+NODE_SERIES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "cpus": (
+        "CPUs of a node per NUMA node and pool (reserved, node_shared, pod_shared, exclusive).",
+        ("node", "numa_node", "pool"),
+    ),
+    "container_exclusive_cpus": (
+        "Exclusive CPUs of a container per NUMA node.",
+        ("node", "namespace", "pod", "container", "numa_node"),
+    ),
+    "pod_budget_cpus": (
+        "CPUs of a pod-level budget by part (exclusive slices, pod shared pool).",
+        ("node", "namespace", "pod", "part"),
+    ),
+    "numa_memory_bytes": (
+        "Memory manager accounting per NUMA node and resource (total, system_reserved, "
+        "allocatable, reserved, free).",
+        ("node", "numa_node", "resource", "state"),
+    ),
+}
+
+Sample = tuple[str, dict[str, str], float]
+
+
+class NodesCollector(Collector):
+    """Reads the simulated nodes at scrape time (``samples`` yields ``(series, labels,
+    value)`` with series names from ``NODE_SERIES``, without the prefix)."""
+
+    def __init__(self, samples: Callable[[], Iterable[Sample]]) -> None:
+        self._samples = samples
+
+    def describe(self) -> Iterable[GaugeMetricFamily]:
+        return [
+            GaugeMetricFamily(f"{PREFIX}_{name}", help_text, labels=list(labels))
+            for name, (help_text, labels) in NODE_SERIES.items()
+        ]
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        families = {
+            name: GaugeMetricFamily(f"{PREFIX}_{name}", help_text, labels=list(labels))
+            for name, (help_text, labels) in NODE_SERIES.items()
+        }
+        for name, labels, value in self._samples():
+            label_names = NODE_SERIES[name][1]
+            families[name].add_metric([labels[n] for n in label_names], value)
+        yield from families.values()
 
 
 def route_label(scope: Scope) -> str:

@@ -1,0 +1,235 @@
+"""``/api/v1/nodes``: simulated nodes, their pods and admissions, and PodResources as JSON.
+
+PodResources is gRPC over a unix socket only (the kubelet has no HTTP endpoint for it); the
+routes under ``/podresources`` and ``/allocatable`` are the project's translation of ``List``,
+``Get`` and ``GetAllocatableResources`` into the canonical proto3 JSON mapping
+(``app.adapters.podresources_json``): lowerCamelCase, int64 as strings, defaults omitted.
+
+Admitting pods: the body is a manifest — YAML or JSON text (one or many documents, ``List``
+objects), or a JSON Pod — or ``{"manifest": "<text>"}``. A rejected pod is not an HTTP
+error: the answer is 201 when a pod was admitted (200 for a dry run or when every pod was
+rejected) with ``admitted``, and for a rejection the kubelet's ``reason`` and ``message``.
+Errors are ``{"error": {"reason", "message", "field"?}}`` (``app.web.errors``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from app.domain.kubelet_config import DEFAULT_RELEASE
+from app.services.node_views import AdmissionLogEntry, NodeDetail, NodeIndexView, node_url
+from app.services.nodes import NodeInputError
+from app.web.routers.nodes import Namespace, NodeName, NodeServiceDep, PodName
+
+api = APIRouter(prefix="/api/v1", tags=["nodes"])
+
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such node (or pod)"}}
+MAX_BODY_BYTES = 1024 * 1024
+PODRESOURCES_JSON: dict[str, Any] = {
+    "description": "The message in the canonical proto3 JSON mapping",
+    "content": {"application/json": {"schema": {"type": "object"}}},
+}
+
+
+class NodeCreate(BaseModel):
+    """A simulated node to create."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    name: str = Field(description="Node name (a lowercase RFC 1123 subdomain)")
+    topology: str = Field(
+        description="A preset name (see /api/v1/topologies) or a topology spec such as "
+        "'sockets=2,cores_per_numa=8,threads_per_core=2'"
+    )
+    kubelet_config: str | dict[str, Any] = Field(
+        default="",
+        description="KubeletConfiguration as YAML/JSON text or as a JSON object",
+    )
+    release: str = Field(default=DEFAULT_RELEASE, description="Kubelet release: 1.35, 1.36, 1.37")
+
+
+class AdmissionLog(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    node: str
+    admissions: list[AdmissionLogEntry]
+
+
+@api.get("/nodes", name="api_nodes", summary="Every simulated node")
+def api_nodes(service: NodeServiceDep) -> NodeIndexView:
+    return service.index()
+
+
+@api.post(
+    "/nodes",
+    name="api_create_node",
+    summary="Create a simulated node",
+    status_code=201,
+    responses={
+        409: {"description": "A node with this name exists"},
+        422: {"description": "Bad input"},
+    },
+)
+def api_create_node(body: NodeCreate, service: NodeServiceDep) -> JSONResponse:
+    config = body.kubelet_config
+    text = json.dumps(config, indent=2) if isinstance(config, dict) else config
+    service.create(body.name, body.topology, text, body.release)
+    detail = service.node_detail(body.name)
+    return JSONResponse(
+        detail.model_dump(mode="json"),
+        status_code=201,
+        headers={"Location": f"/api/v1{node_url(body.name)}"},
+    )
+
+
+@api.get("/nodes/{node}", name="api_node", summary="One simulated node", responses=NOT_FOUND)
+def api_node(node: NodeName, service: NodeServiceDep) -> NodeDetail:
+    return service.node_detail(node)
+
+
+@api.delete(
+    "/nodes/{node}",
+    name="api_delete_node",
+    summary="Delete a simulated node, its log and its state files",
+    status_code=204,
+    responses=NOT_FOUND,
+)
+def api_delete_node(node: NodeName, service: NodeServiceDep) -> Response:
+    service.delete(node)
+    return Response(status_code=204)
+
+
+async def _manifest_text(request: Request) -> str:
+    raw = await request.body()
+    if len(raw) > MAX_BODY_BYTES:
+        raise NodeInputError("manifest: is larger than 1 MiB", "manifest")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise NodeInputError("manifest: the body is not UTF-8 text", "manifest") from None
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type == "application/json" or content_type.endswith("+json"):
+        try:
+            doc = json.loads(text) if text.strip() else None
+        except json.JSONDecodeError as err:
+            raise NodeInputError(
+                f"manifest: not valid JSON at line {err.lineno}, column {err.colno}", "manifest"
+            ) from None
+        if isinstance(doc, dict) and set(doc) == {"manifest"}:
+            manifest = doc["manifest"]
+            if not isinstance(manifest, str):
+                raise NodeInputError("manifest: expected a string", "manifest")
+            return manifest
+    return text
+
+
+@api.post(
+    "/nodes/{node}/pods",
+    name="api_admit",
+    summary="Admit pods (or judge them with dryRun=true)",
+    responses={
+        200: {"description": "Dry run, or every pod rejected (admitted: false, reason, message)"},
+        201: {"description": "At least one pod admitted"},
+        404: {"description": "No such node"},
+        409: {"description": "The pod is already on the node"},
+        422: {"description": "The manifest is malformed; field names the bad value"},
+    },
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/yaml": {"schema": {"type": "string"}},
+                "text/plain": {"schema": {"type": "string"}},
+                "application/json": {
+                    "schema": {
+                        "oneOf": [
+                            {"type": "object", "description": "A v1 Pod or List"},
+                            {
+                                "type": "object",
+                                "properties": {"manifest": {"type": "string"}},
+                                "required": ["manifest"],
+                            },
+                        ]
+                    }
+                },
+            },
+        }
+    },
+)
+async def api_admit(
+    request: Request,
+    node: NodeName,
+    service: NodeServiceDep,
+    dry_run: Annotated[bool, Query(alias="dryRun", description="Judge only, keep nothing")] = False,
+) -> JSONResponse:
+    text = await _manifest_text(request)
+    batch = service.admit(node, text, dry_run=dry_run)
+    status = 201 if batch.admitted and not dry_run else 200
+    return JSONResponse(batch.to_dict(), status_code=status)
+
+
+@api.delete(
+    "/nodes/{node}/pods/{namespace}/{name}",
+    name="api_remove_pod",
+    summary="Remove a pod from a simulated node",
+    responses=NOT_FOUND,
+)
+def api_remove_pod(
+    node: NodeName, namespace: Namespace, name: PodName, service: NodeServiceDep
+) -> dict[str, Any]:
+    entry = service.remove_pod(node, namespace, name)
+    return {"removed": entry.model_dump(mode="json")}
+
+
+@api.get(
+    "/nodes/{node}/admissions",
+    name="api_admissions",
+    summary="The node's admission log, newest first",
+    responses=NOT_FOUND,
+)
+def api_admissions(
+    node: NodeName,
+    service: NodeServiceDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    batch: Annotated[str | None, Query(description="Only this submission, in order")] = None,
+) -> AdmissionLog:
+    return AdmissionLog(node=node, admissions=service.admissions(node, limit=limit, batch=batch))
+
+
+@api.get(
+    "/nodes/{node}/podresources",
+    name="api_podresources_list",
+    summary="PodResources List (canonical proto3 JSON)",
+    responses={**NOT_FOUND, 200: PODRESOURCES_JSON},
+)
+def api_podresources_list(node: NodeName, service: NodeServiceDep) -> JSONResponse:
+    return JSONResponse(service.podresources_list(node))
+
+
+@api.get(
+    "/nodes/{node}/podresources/{namespace}/{name}",
+    name="api_podresources_get",
+    summary="PodResources Get (canonical proto3 JSON)",
+    responses={**NOT_FOUND, 200: PODRESOURCES_JSON},
+)
+def api_podresources_get(
+    node: NodeName, namespace: Namespace, name: PodName, service: NodeServiceDep
+) -> JSONResponse:
+    return JSONResponse(service.podresources_get(node, namespace, name))
+
+
+@api.get(
+    "/nodes/{node}/allocatable",
+    name="api_allocatable",
+    summary="PodResources GetAllocatableResources (canonical proto3 JSON)",
+    responses={**NOT_FOUND, 200: PODRESOURCES_JSON},
+)
+def api_allocatable(node: NodeName, service: NodeServiceDep) -> JSONResponse:
+    return JSONResponse(service.allocatable(node))

@@ -1,0 +1,304 @@
+"""Simulated node pages: the nodes list, a node's CPU map, memory, pools, pods and admission
+form, a pod's budget breakdown — each with its JSON twin (same path + ``.json``).
+
+One loader per page (``NodeService.index``/``node_view``/``pod_view``), three faces (page,
+htmx fragment, JSON). Forms work without JavaScript: POST, then 303 to the page (an admission
+redirects with ``?batch=<id>`` so the page shows that submission's verdicts). With htmx the
+admission form swaps itself and the CPU map, pools and pods table follow out of band
+(``hx-swap-oob``), so an admitted pod's CPUs appear at once. Bad input comes back inline in
+the form (422 without htmx; 200 for htmx, which swaps only 2xx answers by default).
+
+``/`` shows the nodes page when there are simulated nodes (the one node's page when there is
+exactly one) and the topology index otherwise; ``/topologies`` always lists topologies.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, Form, Path, Query
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from app.domain.kubelet_config import DEFAULT_RELEASE
+from app.services.node_views import NodeIndexView, NodeView, PodView, node_url, pod_url
+from app.services.nodes import (
+    AdmissionBatch,
+    NodeInputError,
+    NodeService,
+    NodeServiceError,
+    PodConflictError,
+)
+from app.web.deps import TopologyIndexViewDep
+from app.web.rendering import render, wants_fragment
+
+pages = APIRouter(tags=["nodes"])
+
+NodeName = Annotated[str, Path(description="Name of a simulated node")]
+Namespace = Annotated[str, Path(description="Pod namespace")]
+PodName = Annotated[str, Path(description="Pod name")]
+
+SAMPLE_CONFIG = """\
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cpuManagerPolicy: static
+memoryManagerPolicy: Static
+topologyManagerPolicy: single-numa-node
+topologyManagerScope: pod
+reservedSystemCPUs: "0"
+kubeReserved:
+  memory: 1Gi
+systemReserved:
+  memory: 1Gi
+reservedMemory:
+  - numaNode: 0
+    limits:
+      memory: 2148Mi
+featureGates:
+  PodLevelResources: true
+  PodLevelResourceManagers: true
+"""
+
+SAMPLE_POD = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: my-pod
+  namespace: default
+spec:
+  resources:
+    requests: {cpu: "4", memory: 4Gi}
+    limits: {cpu: "4", memory: 4Gi}
+  initContainers:
+  - name: sidecar
+    image: sidecar:1
+    restartPolicy: Always
+  containers:
+  - name: app
+    image: app:1
+    resources:
+      requests: {cpu: "2", memory: 2Gi}
+      limits: {cpu: "2", memory: 2Gi}
+"""
+
+
+def get_node_service(request: Request) -> NodeService:
+    service: NodeService = request.app.state.nodes
+    return service
+
+
+NodeServiceDep = Annotated[NodeService, Depends(get_node_service)]
+
+
+def node_index_view(service: NodeServiceDep) -> NodeIndexView:
+    return service.index()
+
+
+def node_view(
+    service: NodeServiceDep,
+    node: NodeName,
+    batch: Annotated[
+        str | None, Query(description="Show this submission's verdicts (after a form POST)")
+    ] = None,
+) -> NodeView:
+    return service.node_view(node, batch=batch)
+
+
+def pod_view(
+    service: NodeServiceDep, node: NodeName, namespace: Namespace, name: PodName
+) -> PodView:
+    return service.pod_view(node, namespace, name)
+
+
+NodeIndexViewDep = Annotated[NodeIndexView, Depends(node_index_view)]
+NodeViewDep = Annotated[NodeView, Depends(node_view)]
+PodViewDep = Annotated[PodView, Depends(pod_view)]
+
+
+def _see_other(request: Request, path: str) -> RedirectResponse:
+    root = request.scope.get("root_path", "").rstrip("/")
+    return RedirectResponse(root + path, status_code=303)
+
+
+# -- lists ----------------------------------------------------------------------------------
+
+
+@pages.get("/", name="home", include_in_schema=False)
+def home(request: Request, service: NodeServiceDep, topologies: TopologyIndexViewDep) -> Response:
+    names = service.names()
+    if len(names) == 1 and not wants_fragment(request):
+        return _see_other(request, node_url(names[0]))
+    if names:
+        return _nodes_page(request, service.index())
+    return render(
+        request, "pages/index.html", topologies, fragment="fragments/_topology_table.html"
+    )
+
+
+def _nodes_page(
+    request: Request,
+    view: NodeIndexView,
+    *,
+    form: dict[str, Any] | None = None,
+    error: NodeServiceError | None = None,
+    status_code: int = 200,
+) -> HTMLResponse:
+    context = {
+        "form": form or {"release": DEFAULT_RELEASE, "kubelet_config": SAMPLE_CONFIG},
+        "form_error": error,
+    }
+    return render(
+        request,
+        "pages/nodes.html",
+        view,
+        fragment="fragments/_nodes_table.html",
+        status_code=status_code,
+        context=context,
+    )
+
+
+@pages.get("/nodes", name="nodes", include_in_schema=False)
+def nodes_page(request: Request, view: NodeIndexViewDep) -> HTMLResponse:
+    return _nodes_page(request, view)
+
+
+@pages.get("/nodes.json", name="nodes_json", summary="All simulated nodes (JSON twin)")
+def nodes_json(view: NodeIndexViewDep) -> NodeIndexView:
+    return view
+
+
+@pages.post("/nodes", name="create_node_form", include_in_schema=False)
+def create_node_form(
+    request: Request,
+    service: NodeServiceDep,
+    name: Annotated[str, Form()] = "",
+    topology: Annotated[str, Form()] = "",
+    kubelet_config: Annotated[str, Form()] = "",
+    release: Annotated[str, Form()] = DEFAULT_RELEASE,
+) -> Response:
+    form = {
+        "name": name,
+        "topology": topology,
+        "kubelet_config": kubelet_config,
+        "release": release,
+    }
+    try:
+        service.create(name.strip(), topology, kubelet_config, release)
+    except (NodeInputError, NodeServiceError) as err:
+        status = 409 if not isinstance(err, NodeInputError) else 422
+        return _nodes_page(request, service.index(), form=form, error=err, status_code=status)
+    return _see_other(request, node_url(name.strip()))
+
+
+# -- one node ---------------------------------------------------------------------------------
+
+
+# Declared before /nodes/{node}, which would otherwise match "x.json".
+@pages.get("/nodes/{node}.json", name="node_json", summary="One simulated node (JSON twin)")
+def node_json(view: NodeViewDep) -> NodeView:
+    return view
+
+
+@pages.get("/nodes/{node}", name="node", include_in_schema=False)
+def node_page(request: Request, view: NodeViewDep) -> HTMLResponse:
+    return render(
+        request,
+        "pages/node.html",
+        view,
+        fragment="fragments/_cpu_map.html",
+        context={"form_text": SAMPLE_POD},
+    )
+
+
+@pages.post("/nodes/{node}/delete", name="delete_node_form", include_in_schema=False)
+def delete_node_form(request: Request, service: NodeServiceDep, node: NodeName) -> Response:
+    service.delete(node)
+    return _see_other(request, "/nodes")
+
+
+def _admit_answer(
+    request: Request,
+    service: NodeServiceDep,
+    node: str,
+    *,
+    form_text: str,
+    batch: AdmissionBatch | None = None,
+    error: NodeServiceError | None = None,
+    removed: str | None = None,
+) -> HTMLResponse:
+    """The admission form with its result; for htmx also the map, pools and pods (OOB)."""
+    view = service.node_view(node, batch=batch.batch if batch else None)
+    htmx = wants_fragment(request)
+    context = {
+        "form_text": form_text,
+        "form_error": error,
+        "removed": removed,
+        "oob": htmx,
+        "dry_run": batch.dry_run if batch else False,
+    }
+    if htmx:
+        return render(request, "fragments/_admit_form.html", view, context=context)
+    return render(
+        request,
+        "pages/node.html",
+        view,
+        status_code=422 if isinstance(error, NodeInputError) else 409,
+        context=context,
+    )
+
+
+@pages.post("/nodes/{node}/admissions", name="admit_form", include_in_schema=False)
+def admit_form(
+    request: Request,
+    service: NodeServiceDep,
+    node: NodeName,
+    manifest: Annotated[str, Form()] = "",
+    action: Annotated[str, Form()] = "admit",
+) -> Response:
+    dry_run = action == "dry-run"
+    try:
+        batch = service.admit(node, manifest, dry_run=dry_run)
+    except (NodeInputError, PodConflictError) as err:
+        return _admit_answer(request, service, node, form_text=manifest, error=err)
+    if wants_fragment(request):
+        return _admit_answer(request, service, node, form_text=manifest, batch=batch)
+    return _see_other(request, f"{node_url(node)}?batch={quote(batch.batch)}#admit")
+
+
+@pages.post(
+    "/nodes/{node}/pods/{namespace}/{name}/remove", name="remove_pod_form", include_in_schema=False
+)
+def remove_pod_form(
+    request: Request,
+    service: NodeServiceDep,
+    node: NodeName,
+    namespace: Namespace,
+    name: PodName,
+) -> Response:
+    service.remove_pod(node, namespace, name)
+    if wants_fragment(request):
+        return _admit_answer(
+            request, service, node, form_text=SAMPLE_POD, removed=f"{namespace}/{name}"
+        )
+    return _see_other(request, f"{node_url(node)}#pods")
+
+
+# -- one pod ------------------------------------------------------------------------------------
+
+
+@pages.get(
+    "/nodes/{node}/pods/{namespace}/{name}.json",
+    name="pod_json",
+    summary="A pod's budget breakdown on a simulated node (JSON twin)",
+)
+def pod_json(view: PodViewDep) -> PodView:
+    return view
+
+
+@pages.get("/nodes/{node}/pods/{namespace}/{name}", name="pod", include_in_schema=False)
+def pod_page(request: Request, view: PodViewDep) -> HTMLResponse:
+    return render(request, "pages/pod.html", view, fragment="fragments/_cpu_map.html")
+
+
+__all__ = ["NodeServiceDep", "get_node_service", "pages", "pod_url"]
