@@ -38,7 +38,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -363,11 +363,11 @@ class NodeService:
         engine: Engine,
         *,
         state_dir: Path | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.engine = engine
         self.state_dir = None if state_dir is None else Path(state_dir)
-        self.clock = clock
+        self.clock = clock if clock is not None else micro_clock
         self._lock = threading.RLock()
         self._nodes: dict[str, _Live] = {}
         self._podresources = PodResourcesCache(maxsize=4096)
@@ -600,6 +600,7 @@ class NodeService:
             batch = str(uuid.uuid4())
             action = ACTION_DRY_RUN if dry_run else ACTION_ADMIT
             now = utc_now()
+            admitted_at = {} if dry_run else live.node.admitted_at
             records = [
                 AdmissionRecord(
                     node_id=live.record_id,
@@ -612,7 +613,8 @@ class NodeService:
                     reason=r.reason,
                     message=r.message,
                     manifest=json.dumps(pod_to_manifest(p), sort_keys=True),
-                    created_at=now,
+                    # An admitted pod's row carries the node's admission time (replays use it).
+                    created_at=_at(admitted_at[p.uid]) if p.uid in admitted_at else now,
                 )
                 for p, r in zip(pods, results, strict=True)
             ]
@@ -819,6 +821,16 @@ class NodeService:
             views = [self._views(self._nodes[n]) for n in sorted(self._nodes)]
         for v in views:
             yield from v.metric_samples()
+
+
+def micro_clock() -> float:
+    """Wall-clock seconds rounded to microseconds, so that admission times survive the
+    database's timestamps exactly."""
+    return round(time.time(), 6)
+
+
+def _at(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
 
 
 def _definition_of(r: NodeRecord) -> NodeDefinition:
