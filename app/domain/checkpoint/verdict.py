@@ -273,14 +273,16 @@ def inspect(
     initial_containers: Mapping[str, Sequence[str]] | None = None,
     targets: Sequence[Reader] = TARGETS,
     state_dir: str = DEFAULT_STATE_DIR,
+    consistency: bool = False,
     topology: CPUTopology | None = None,
     reserved_cpus: CPUSet | None = None,
     live_pod_uids: Iterable[str] | None = None,
 ) -> InspectionReport:
     """Inspect a state file (bytes or text). ``manager`` (``cpu``/``memory`` or the file name)
-    is detected when omitted. ``configured_policy`` enables the policy comparison;
-    ``topology``, ``reserved_cpus`` and ``live_pod_uids`` (for ``stale-entry`` issues) feed the
-    consistency checks of the content. Never raises for bad file content."""
+    is detected when omitted. ``configured_policy`` enables the policy comparison.
+    ``consistency`` adds the issues of ``check_consistency`` on the content (implied by
+    ``topology``, ``reserved_cpus`` or ``live_pod_uids``, the last for ``stale-entry``
+    issues). Never raises for bad file content."""
     size = _size(content)
     issues: list[Issue] = []
     mgr: str | None = None
@@ -348,7 +350,8 @@ def inspect(
     synthetic = False
     containers = initial_containers
     state = fc.state
-    if state is not None:
+    wants_checks = consistency or topology is not None or reserved_cpus is not None
+    if state is not None and (wants_checks or live_pod_uids is not None):
         issues.extend(
             check_consistency(
                 state if isinstance(state, C.CPUCheckpointState) else None,
