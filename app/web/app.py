@@ -28,7 +28,7 @@ from app.settings import Settings
 from app.web.errors import install_error_handlers
 from app.web.metrics import AppMetrics, MetricsMiddleware, NodesCollector
 from app.web.rendering import STATIC_DIR, make_templates
-from app.web.routers import api_nodes, nodes, ops, topologies
+from app.web.routers import api_nodes, checkpoints, nodes, ops, topologies
 
 SWAGGER_UI_VERSION = "5.35.0"
 
@@ -92,6 +92,8 @@ def create_app(
     app.include_router(api_nodes.api)
     app.include_router(topologies.api)
     app.include_router(topologies.pages)
+    app.include_router(checkpoints.pages)
+    app.include_router(checkpoints.api)
 
     @app.get("/docs", include_in_schema=False, name="docs")
     def swagger_ui(request: Request) -> HTMLResponse:

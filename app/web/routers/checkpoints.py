@@ -1,0 +1,380 @@
+"""The checkpoint inspector: ``GET /checkpoints`` (page), ``POST /checkpoints`` (upload form),
+``GET /checkpoints.json`` (the page's JSON twin) and ``POST /api/v1/checkpoints/inspect``.
+
+Faces of one loader (``app.services.checkpoints``):
+
+* ``GET /checkpoints`` shows the upload form and the state files of the server's kubelet root
+  dir (``Settings.kubelet_root``, read-only). ``?file=NAME`` (one of those files; ``policy``
+  and ``target`` optional) adds its report; htmx requests get only the report fragment.
+  ``GET /checkpoints.json`` takes the same parameters and returns
+  ``{"kubeletRoot": {...}, "report": {...} | null}``.
+* ``POST /checkpoints`` (multipart form: ``file``, ``manager``, ``policy``, ``target``) renders
+  the page with the report (works without JavaScript), or the fragment for htmx. Nothing is
+  stored: the upload is parsed in memory and the response is the only place the report lives.
+* ``POST /api/v1/checkpoints/inspect`` takes a multipart upload (field ``file``) or the raw
+  file as the body; ``manager``, ``policy`` and ``target`` come from form fields or the query
+  string. It returns the ``InspectionReport`` dict (``app.domain.checkpoint``) plus ``source``,
+  ``configuredPolicy``, ``targets``, ``ok`` and ``problems``; consistency findings are merged
+  into ``issues``.
+
+Uploads are read as a stream into memory and never reach the disk (Starlette's form parser
+would spool files above 1 MiB to a temporary file, so the body is parsed here with
+python-multipart's streaming parser). Reading stops one byte past 16 MiB: 413 with a clear
+message. No file, or an empty one: 422. A file that is not a checkpoint is not an error of the
+request: its report says so (``readable: false``, will-fail verdicts).
+
+Errors of the API are ``{"error": {"reason", "message", "field"?}}`` (``app.web.errors``).
+The page shows them inline above the result, with the same status code, except for htmx
+requests, which get the inline error with status 200 because htmx 2 does not swap 4xx
+responses (its default ``responseHandling``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import APIRouter, Query
+from python_multipart.multipart import MultipartParseError, MultipartParser, parse_options_header
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+
+from app.domain.checkpoint import TARGETS
+from app.services.checkpoints import (
+    CheckpointFileError,
+    CheckpointServiceError,
+    CheckpointUsageError,
+    EmptyUploadError,
+    InspectionView,
+    KubeletFilesView,
+    UploadTooLargeError,
+    inspect_content,
+    inspect_kubelet_file,
+    kubelet_files,
+    parse_manager,
+    parse_policy,
+    parse_targets,
+)
+from app.web.deps import SettingsDep
+from app.web.errors import ErrorInfo, error_response
+from app.web.rendering import render, wants_fragment
+
+MAX_UPLOAD_BYTES = 16 * 1024 * 1024
+# Multipart framing and the small form fields on top of the file.
+_MULTIPART_OVERHEAD = 64 * 1024
+_MAX_FIELD_BYTES = 1024
+_MAX_FIELDS = 16
+FORM_FIELDS = ("manager", "policy", "target")
+
+pages = APIRouter(tags=["checkpoints"])
+api = APIRouter(prefix="/api/v1", tags=["checkpoints"])
+
+
+# -- reading uploads ---------------------------------------------------------------------------------
+
+
+class BadUploadError(CheckpointServiceError):
+    """The request body is not a usable upload (malformed multipart, too many fields)."""
+
+
+@dataclass
+class Upload:
+    """A request body read into memory: form fields, and the file (``None``: no file part)."""
+
+    fields: dict[str, str] = field(default_factory=dict)
+    filename: str | None = None
+    content: bytes | None = None
+
+
+def _declared_length(request: Request) -> int | None:
+    value = request.headers.get("content-length")
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise BadUploadError("the Content-Length header is not a number") from None
+
+
+async def read_upload(request: Request, limit: int = MAX_UPLOAD_BYTES) -> Upload:
+    """Read the body: multipart/form-data (file in the ``file`` field) or the raw file.
+    Raises ``UploadTooLargeError`` past ``limit`` bytes of file, ``BadUploadError``."""
+    ctype, params = parse_options_header(request.headers.get("content-type"))
+    multipart = ctype == b"multipart/form-data"
+    declared = _declared_length(request)
+    if declared is not None and declared > limit + (_MULTIPART_OVERHEAD if multipart else 0):
+        raise UploadTooLargeError(None if multipart else declared)
+    if not multipart:
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise UploadTooLargeError()
+        return Upload(content=bytes(body))
+    boundary = params.get(b"boundary")
+    if not boundary:
+        raise BadUploadError("multipart/form-data without a boundary")
+    return await _read_multipart(request, boundary, limit)
+
+
+async def _read_multipart(request: Request, boundary: bytes, limit: int) -> Upload:
+    upload = Upload()
+    part: dict[str, Any] = {}
+    header_field = bytearray()
+    header_value = bytearray()
+
+    def on_part_begin() -> None:
+        part.clear()
+        part.update(headers={}, data=bytearray())
+
+    def on_header_field(data: bytes, start: int, end: int) -> None:
+        header_field.extend(data[start:end])
+
+    def on_header_value(data: bytes, start: int, end: int) -> None:
+        header_value.extend(data[start:end])
+
+    def on_header_end() -> None:
+        part["headers"][bytes(header_field).lower()] = bytes(header_value)
+        header_field.clear()
+        header_value.clear()
+
+    def on_headers_finished() -> None:
+        disposition = part["headers"].get(b"content-disposition", b"")
+        _, opts = parse_options_header(disposition)
+        part["name"] = opts.get(b"name", b"").decode("utf-8", "replace")
+        filename = opts.get(b"filename")
+        part["filename"] = filename.decode("utf-8", "replace") if filename is not None else None
+        part["is_file"] = part["name"] == "file"
+        if len(upload.fields) >= _MAX_FIELDS:
+            raise BadUploadError(f"too many form fields (at most {_MAX_FIELDS})")
+
+    def on_part_data(data: bytes, start: int, end: int) -> None:
+        buf: bytearray = part["data"]
+        buf.extend(data[start:end])
+        if part.get("is_file"):
+            if len(buf) > limit:
+                raise UploadTooLargeError()
+        elif len(buf) > _MAX_FIELD_BYTES:
+            raise BadUploadError(f"form field {part.get('name')!r} is longer than 1 KiB")
+
+    def on_part_end() -> None:
+        if part.get("is_file"):
+            upload.filename = part.get("filename") or None
+            upload.content = bytes(part["data"])
+        elif part.get("name"):
+            upload.fields[part["name"]] = bytes(part["data"]).decode("utf-8", "replace")
+
+    parser = MultipartParser(
+        boundary,
+        {
+            "on_part_begin": on_part_begin,
+            "on_part_data": on_part_data,
+            "on_part_end": on_part_end,
+            "on_header_field": on_header_field,
+            "on_header_value": on_header_value,
+            "on_header_end": on_header_end,
+            "on_headers_finished": on_headers_finished,
+        },
+    )
+    try:
+        async for chunk in request.stream():
+            if chunk:
+                parser.write(chunk)
+        parser.finalize()
+    except MultipartParseError as exc:
+        raise BadUploadError(f"the multipart body is malformed: {exc}") from None
+    return upload
+
+
+def _inspect_upload(upload: Upload, query: dict[str, str | None]) -> InspectionView:
+    def arg(name: str) -> str | None:
+        value = upload.fields.get(name)
+        return value if value not in (None, "") else query.get(name)
+
+    manager = parse_manager(arg("manager"))
+    policy = parse_policy(arg("policy"))
+    targets = parse_targets(arg("target"))
+    if upload.content is None or not upload.content:
+        raise EmptyUploadError()
+    return inspect_content(
+        upload.content,
+        source=upload.filename or "uploaded file",
+        manager=manager,
+        policy=policy,
+        targets=targets,
+    )
+
+
+def _error_info(exc: CheckpointServiceError) -> ErrorInfo:
+    if isinstance(exc, UploadTooLargeError):
+        return ErrorInfo(413, "RequestEntityTooLarge", exc.message, exc.field)
+    if isinstance(exc, CheckpointFileError):
+        return ErrorInfo(404, "NotFound", exc.message, exc.field)
+    if isinstance(exc, BadUploadError):
+        return ErrorInfo(400, "BadRequest", exc.message, exc.field)
+    return ErrorInfo(422, "Invalid", exc.message, exc.field)
+
+
+# -- the page ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class InspectorPage:
+    """The inspector page: the server's kubelet files, the form's values, and either a report
+    or an error to show inline."""
+
+    kubelet: KubeletFilesView
+    result: InspectionView | None = None
+    error: ErrorInfo | None = None
+    form: dict[str, str] = field(default_factory=dict)
+    targets: tuple[Any, ...] = TARGETS
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kubeletRoot": self.kubelet.to_dict(),
+            "report": self.result.to_dict() if self.result is not None else None,
+        }
+
+
+def _render_page(request: Request, page: InspectorPage) -> HTMLResponse:
+    status = 200
+    if page.error is not None and not wants_fragment(request):
+        status = page.error.status
+    response = render(
+        request,
+        "pages/checkpoints.html",
+        page,
+        fragment="fragments/_checkpoint_report.html",
+        status_code=status,
+        context={"active": "checkpoints"},
+    )
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _server_file(
+    settings: Any, name: str | None, policy: str | None, target: str | None
+) -> InspectionView | None:
+    if not name:
+        return None
+    return inspect_kubelet_file(
+        settings.kubelet_root, name, policy=parse_policy(policy), targets=parse_targets(target)
+    )
+
+
+@pages.get("/checkpoints", name="checkpoints", include_in_schema=False)
+def checkpoints_page(
+    request: Request,
+    settings: SettingsDep,
+    file: str | None = Query(default=None),
+    policy: str | None = Query(default=None),
+    target: str | None = Query(default=None),
+) -> HTMLResponse:
+    kubelet = kubelet_files(settings.kubelet_root)
+    form = {"file": file or "", "policy": policy or "", "target": target or ""}
+    try:
+        result = _server_file(settings, file, policy, target)
+    except CheckpointServiceError as exc:
+        return _render_page(request, InspectorPage(kubelet, None, _error_info(exc), form))
+    return _render_page(request, InspectorPage(kubelet, result, None, form))
+
+
+@pages.get(
+    "/checkpoints.json",
+    name="checkpoints_json",
+    summary="The inspector's JSON twin: the server's kubelet state files, and one's report",
+)
+def checkpoints_json(
+    request: Request,
+    settings: SettingsDep,
+    file: str | None = Query(
+        default=None, description="a state file of the kubelet root dir to inspect"
+    ),
+    policy: str | None = Query(default=None, description="configured policy to compare with"),
+    target: str | None = Query(
+        default=None, description="comma-separated releases (1.35, 1.36-gate-on...); default all"
+    ),
+) -> Response:
+    kubelet = kubelet_files(settings.kubelet_root)
+    try:
+        result = _server_file(settings, file, policy, target)
+    except CheckpointServiceError as exc:
+        return error_response(request, _error_info(exc))
+    return JSONResponse(InspectorPage(kubelet, result).to_dict())
+
+
+@pages.post("/checkpoints", name="checkpoints_upload", include_in_schema=False)
+async def checkpoints_upload(request: Request, settings: SettingsDep) -> HTMLResponse:
+    kubelet = kubelet_files(settings.kubelet_root)
+    form: dict[str, str] = {}
+    try:
+        upload = await read_upload(request)
+        form = {k: upload.fields.get(k, "") for k in FORM_FIELDS}
+        result = _inspect_upload(upload, {})
+    except CheckpointServiceError as exc:
+        return _render_page(request, InspectorPage(kubelet, None, _error_info(exc), form))
+    return _render_page(request, InspectorPage(kubelet, result, None, form))
+
+
+_UPLOAD_BODY = {
+    "required": True,
+    "content": {
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "required": ["file"],
+                "properties": {
+                    "file": {"type": "string", "format": "binary"},
+                    "manager": {"type": "string", "enum": ["auto", "cpu", "memory"]},
+                    "policy": {"type": "string"},
+                    "target": {"type": "string"},
+                },
+            }
+        },
+        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+        "application/json": {"schema": {"type": "object"}},
+    },
+}
+
+
+@api.post(
+    "/checkpoints/inspect",
+    name="api_checkpoints_inspect",
+    summary="Inspect an uploaded cpu_manager_state / memory_manager_state (in memory only)",
+    description="Multipart upload (field `file`) or the raw file as the body, at most 16 MiB. "
+    "Returns the detected version and release family, every checksum "
+    "`{field, stored, computed, status}`, a verdict per kubelet release "
+    "(`compatible | compatible-with-loss | will-fail | policy-mismatch`) with what is lost and "
+    "the kubelet's error text, the content, and issues. Nothing is written anywhere.",
+    openapi_extra={"requestBody": _UPLOAD_BODY},
+    responses={
+        413: {"description": "The file is larger than 16 MiB"},
+        422: {"description": "No file or an empty one; unknown manager or target"},
+    },
+)
+async def api_checkpoints_inspect(
+    request: Request,
+    manager: str | None = Query(default=None, description="cpu, memory or auto (default)"),
+    policy: str | None = Query(default=None, description="configured policy to compare with"),
+    target: str | None = Query(
+        default=None, description="comma-separated releases (1.35, 1.36-gate-on...); default all"
+    ),
+) -> Response:
+    try:
+        upload = await read_upload(request)
+        view = _inspect_upload(upload, {"manager": manager, "policy": policy, "target": target})
+    except CheckpointServiceError as exc:
+        return error_response(request, _error_info(exc))
+    return JSONResponse(view.to_dict(), headers={"Cache-Control": "no-store"})
+
+
+__all__ = [
+    "MAX_UPLOAD_BYTES",
+    "BadUploadError",
+    "CheckpointUsageError",
+    "InspectorPage",
+    "Upload",
+    "api",
+    "pages",
+    "read_upload",
+]
