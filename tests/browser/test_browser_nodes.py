@@ -1,0 +1,223 @@
+"""Click through the demo pod-scope node in Debian's chromium (Playwright): the CPU map's owners,
+a rejected pod's reason and message, an admitted pod's CPUs appearing, the pod breakdown, and
+the 512-thread node staying readable.
+
+Same launch options and skip rules as test_browser_topology.py (its ``browser`` fixture is
+reused). Screenshots land in test-artifacts/ (gitignored).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi import FastAPI
+
+from app.services.nodes import NodeService
+from app.settings import Settings
+from app.web.app import create_app
+from tests.browser.test_browser_topology import ARTIFACTS, browser
+
+pytestmark = pytest.mark.browser
+
+__all__ = ["browser"]  # the fixture, reused
+
+NODE = "demo-pod-scope"
+REJECTED = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: greedy
+  namespace: shop
+spec:
+  resources:
+    requests: {cpu: "4", memory: 4Gi}
+    limits: {cpu: "4", memory: 4Gi}
+  initContainers:
+  - name: logger
+    image: logger:1
+    restartPolicy: Always
+  containers:
+  - name: main
+    image: main:1
+    resources:
+      requests: {cpu: "4", memory: 4Gi}
+      limits: {cpu: "4", memory: 4Gi}
+"""
+ADMITTED = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: checkout
+  namespace: shop
+spec:
+  resources:
+    requests: {cpu: "6", memory: 6Gi}
+    limits: {cpu: "6", memory: 6Gi}
+  initContainers:
+  - name: envoy
+    image: envoy:1
+    restartPolicy: Always
+  containers:
+  - name: api
+    image: api:1
+    resources:
+      requests: {cpu: "4", memory: 4Gi}
+      limits: {cpu: "4", memory: 4Gi}
+"""
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, FastAPI]]:
+    """The app with its demo nodes, served by uvicorn in a background thread."""
+    import uvicorn
+
+    tmp = tmp_path_factory.mktemp("browser-nodes")
+    settings = Settings(
+        database_url=f"sqlite:///{tmp / 'numascope.db'}",
+        sysfs_root=tmp / "no-sysfs",
+        cpuinfo=False,
+        state_dir=tmp / "nodes",
+        demo=True,
+    )
+    app = create_app(settings)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}", app
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+def test_pod_scope_node_map_rejection_admission_and_breakdown(
+    browser: object, served: tuple[str, FastAPI]
+) -> None:
+    from playwright.sync_api import Browser, expect
+
+    assert isinstance(browser, Browser)
+    base_url, app = served
+    service: NodeService = app.state.nodes
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    ARTIFACTS.mkdir(exist_ok=True)
+
+    page.goto(f"{base_url}/")
+    expect(page.get_by_role("heading", name="Nodes", exact=True)).to_be_visible()
+    page.get_by_role("link", name=NODE, exact=True).click()
+    page.wait_for_url(f"{base_url}/nodes/{NODE}")
+    expect(page.get_by_role("heading", level=1)).to_contain_text(NODE)
+    expect(page.get_by_role("heading", level=1)).to_contain_text("simulated")
+
+    # The database's exclusive container and its pod shared pool, cell by cell.
+    snapshot = service.snapshot(NODE)
+    db = snapshot.pod("databases", "tightly-coupled-database")
+    assert db is not None
+    database = next(c for c in db.containers if c.name == "database")
+    cells = page.locator("#cpu-map [data-cpu]")
+    expect(cells).to_have_count(snapshot.topology.num_cpus)
+    for cpu in database.cpuset:
+        cell = page.locator(f'#cpu-map [data-cpu="{cpu}"]')
+        expect(cell).to_have_attribute("data-pool", "exclusive")
+        expect(cell).to_have_attribute("data-owner", "databases/tightly-coupled-database/database")
+        expect(cell).to_contain_text(str(cpu))
+    for cpu in db.shared_pool():
+        cell = page.locator(f'#cpu-map [data-cpu="{cpu}"]')
+        expect(cell).to_have_attribute("data-pool", "pod-shared")
+        expect(cell).to_have_attribute("data-owner", "databases/tightly-coupled-database")
+    assert "isolation container" in (
+        page.locator(f'#cpu-map [data-cpu="{next(iter(database.cpuset))}"]').get_attribute("title")
+        or ""
+    )
+    expect(page.locator('#cpu-map [data-cpu="0"]')).to_have_attribute("data-pool", "reserved")
+    page.screenshot(path=str(ARTIFACTS / "node-demo-pod-scope.png"), full_page=True)
+
+    # A pod whose exclusive containers take the whole budget: rejected, reason and message.
+    page.locator("#manifest").fill(REJECTED)
+    page.get_by_role("button", name="Admit", exact=True).click()
+    rejected = page.locator('#admit-result [data-admitted="false"]')
+    expect(rejected).to_be_visible()
+    expect(rejected).to_contain_text("TopologyAffinityError")
+    expect(rejected).to_contain_text(
+        "Pod Scope pod with pod-level resources failed admission under pod-scope topology manager"
+    )
+    expect(rejected).to_contain_text("shop/greedy")
+    expect(page.locator('#cpu-map [data-cpu][data-owner^="shop/"]')).to_have_count(0)
+    rejected.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "node-rejected.png"))
+
+    # An admissible pod: its CPUs appear in the map without a page load (htmx OOB swap).
+    page.locator("#manifest").fill(ADMITTED)
+    page.get_by_role("button", name="Admit", exact=True).click()
+    admitted = page.locator('#admit-result [data-admitted="true"]')
+    expect(admitted).to_contain_text("shop/checkout")
+    expect(page.locator('#cpu-map [data-cpu][data-owner="shop/checkout/api"]')).to_have_count(4)
+    expect(page.locator('#cpu-map [data-cpu][data-owner="shop/checkout"]')).to_have_count(2)
+    expect(page.locator('#pods [data-pod="shop/checkout"]')).to_have_count(1)
+    kept = service.snapshot(NODE).pod("shop", "checkout")
+    assert kept is not None
+    api = next(c for c in kept.containers if c.name == "api")
+    for cpu in api.cpuset:
+        expect(page.locator(f'#cpu-map [data-cpu="{cpu}"]')).to_have_attribute(
+            "data-pool", "exclusive"
+        )
+    page.locator("#cpu-map").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "node-admitted.png"), full_page=True)
+
+    # The pod breakdown, reached from the verdict's link.
+    admitted.get_by_role("link", name="shop/checkout").click()
+    page.wait_for_url(f"{base_url}/nodes/{NODE}/pods/shop/checkout")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("shop/checkout")
+    parts = page.locator("[data-part]")
+    expect(parts).to_have_count(2)
+    expect(parts.nth(0)).to_contain_text("api")
+    expect(parts.nth(1)).to_contain_text("envoy")
+    expect(page.locator('#containers [data-container="api"]')).to_have_attribute(
+        "data-isolation", "container"
+    )
+    expect(page.locator("#podresources pre")).to_contain_text('"podResources"')
+    expect(page.locator('#cpu-map [data-cpu][data-owner="shop/checkout/api"]')).to_have_count(4)
+    page.screenshot(path=str(ARTIFACTS / "pod-shop-checkout.png"), full_page=True)
+    assert problems == []
+    page.close()
+
+
+def test_the_512_thread_node_stays_readable(browser: object, served: tuple[str, FastAPI]) -> None:
+    from playwright.sync_api import Browser, expect
+
+    assert isinstance(browser, Browser)
+    base_url, _ = served
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(f"{base_url}/nodes/demo-512")
+    cells = page.locator("#cpu-map [data-cpu]")
+    expect(cells).to_have_count(512)
+    for cpu in ("0", "255", "511"):
+        box = page.locator(f'#cpu-map [data-cpu="{cpu}"]').bounding_box()
+        assert box is not None and box["width"] >= 20 and box["height"] >= 20, (cpu, box)
+    # Labels are not clipped: the id and the tag fit their cell.
+    widths = page.evaluate(
+        """() => [...document.querySelectorAll('#cpu-map .cpu-id, #cpu-map .cpu-tag')]
+              .filter(e => e.scrollWidth > e.clientWidth + 1).length"""
+    )
+    assert widths == 0
+    page.locator("#cpu-map .socket").first.screenshot(
+        path=str(ARTIFACTS / "node-demo-512-socket0.png")
+    )
+    page.screenshot(path=str(ARTIFACTS / "node-demo-512.png"), full_page=True)
+    page.close()
+
+
+def test_artifacts_folder_is_the_shared_one() -> None:
+    assert Path(ARTIFACTS).name == "test-artifacts"
