@@ -77,7 +77,7 @@ def topologies(draw: st.DrawFn) -> CPUTopology:
     return parse_topology_spec(spec)
 
 
-OPTION_SETS = (
+OPTION_SETS: tuple[dict[str, str], ...] = (
     {},
     {"full-pcpus-only": "true"},
     {"distribute-cpus-across-numa": "true"},
@@ -382,7 +382,7 @@ class NodeMachine(RuleBasedStateMachine):
         assert render_state_files(fresh) == files
 
     @invariant()
-    def invariants(self) -> None:
+    def check_all_invariants(self) -> None:
         if self.node is None:
             return
         check_cpu_partition(self.node)
