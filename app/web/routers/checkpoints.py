@@ -125,7 +125,7 @@ async def _read_multipart(request: Request, boundary: bytes, limit: int) -> Uplo
 
     def on_part_begin() -> None:
         part.clear()
-        part.update(headers={}, data=bytearray())
+        part.update(headers={}, data=bytearray(), open=True)
 
     def on_header_field(data: bytes, start: int, end: int) -> None:
         header_field.extend(data[start:end])
@@ -158,6 +158,7 @@ async def _read_multipart(request: Request, boundary: bytes, limit: int) -> Uplo
             raise BadUploadError(f"form field {part.get('name')!r} is longer than 1 KiB")
 
     def on_part_end() -> None:
+        part["open"] = False
         if part.get("is_file"):
             upload.filename = part.get("filename") or None
             upload.content = bytes(part["data"])
@@ -183,6 +184,8 @@ async def _read_multipart(request: Request, boundary: bytes, limit: int) -> Uplo
         parser.finalize()
     except MultipartParseError as exc:
         raise BadUploadError(f"the multipart body is malformed: {exc}") from None
+    if part.get("open"):
+        raise BadUploadError("the multipart body ends inside a part (truncated upload?)")
     return upload
 
 
