@@ -290,7 +290,6 @@ class NodeView(_View):
     admissions: list[AdmissionLogEntry] = []
     # Entries of the submission named by ``?batch=`` (the form's result after a redirect).
     last_batch: list[AdmissionLogEntry] = []
-    presets: list[str] = []
 
 
 class NodeDetail(_View):

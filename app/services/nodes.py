@@ -768,10 +768,7 @@ class NodeService:
             views = self._views(live)
             summary = self._summary(live)
         view = views.node_view(summary)
-        update: dict[str, Any] = {
-            "admissions": self.admissions(name, limit=log_limit),
-            "presets": [],
-        }
+        update: dict[str, Any] = {"admissions": self.admissions(name, limit=log_limit)}
         if batch:
             update["last_batch"] = self.admissions(name, batch=batch)
         return view.model_copy(update=update)

@@ -515,3 +515,22 @@ def test_owners_partition_the_node_after_any_sequence(
 def test_demo_pod_scope_config_is_the_documented_setup() -> None:
     assert "topologyManagerScope: pod" in POD_SCOPE_CONFIG
     assert "full-pcpus-only" in POD_SCOPE_CONFIG
+
+
+def test_the_migration_creates_exactly_the_tables_of_the_models(engine: Engine) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    import app.adapters.db.tables  # noqa: F401  (registers the tables on the metadata)
+    from app.adapters.db.models import metadata
+
+    with engine.connect() as conn:
+        diff = compare_metadata(
+            MigrationContext.configure(conn, opts={"compare_type": True}), metadata
+        )
+    assert diff == []
+    with engine.connect() as conn:
+        tables = {
+            r[0] for r in conn.execute(text("SELECT name FROM sqlite_master WHERE type='table'"))
+        }
+    assert {"nodes", "admissions"} <= tables

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from app.domain.kubelet_config import DEFAULT_RELEASE
-from app.services.node_views import NodeIndexView, NodeView, PodView, node_url, pod_url
+from app.services.node_views import NodeIndexView, NodeView, PodView, node_url
 from app.services.nodes import (
     AdmissionBatch,
     NodeInputError,
@@ -185,8 +185,8 @@ def create_node_form(
     }
     try:
         service.create(name.strip(), topology, kubelet_config, release)
-    except (NodeInputError, NodeServiceError) as err:
-        status = 409 if not isinstance(err, NodeInputError) else 422
+    except NodeServiceError as err:
+        status = 422 if isinstance(err, NodeInputError) else 409
         return _nodes_page(request, service.index(), form=form, error=err, status_code=status)
     return _see_other(request, node_url(name.strip()))
 
@@ -301,4 +301,4 @@ def pod_page(request: Request, view: PodViewDep) -> HTMLResponse:
     return render(request, "pages/pod.html", view, fragment="fragments/_cpu_map.html")
 
 
-__all__ = ["NodeServiceDep", "get_node_service", "pages", "pod_url"]
+__all__ = ["Namespace", "NodeName", "NodeServiceDep", "PodName", "get_node_service", "pages"]
