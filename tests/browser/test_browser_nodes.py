@@ -158,6 +158,15 @@ def test_pod_scope_node_map_rejection_admission_and_breakdown(
     rejected.scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "node-rejected.png"))
 
+    # A dry run judges and keeps nothing (htmx sends the clicked button's action).
+    page.locator("#manifest").fill(ADMITTED)
+    page.get_by_role("button", name="Dry run", exact=True).click()
+    expect(page.locator('#admit-result [data-admitted="true"]')).to_contain_text(
+        "Would be admitted"
+    )
+    expect(page.locator('#cpu-map [data-cpu][data-owner^="shop/"]')).to_have_count(0)
+    assert service.snapshot(NODE).pod("shop", "checkout") is None
+
     # An admissible pod: its CPUs appear in the map without a page load (htmx OOB swap).
     page.locator("#manifest").fill(ADMITTED)
     page.get_by_role("button", name="Admit", exact=True).click()
@@ -190,6 +199,15 @@ def test_pod_scope_node_map_rejection_admission_and_breakdown(
     expect(page.locator("#podresources pre")).to_contain_text('"podResources"')
     expect(page.locator('#cpu-map [data-cpu][data-owner="shop/checkout/api"]')).to_have_count(4)
     page.screenshot(path=str(ARTIFACTS / "pod-shop-checkout.png"), full_page=True)
+
+    # Removing it (a plain form: POST, then 303 back to the node) frees its CPUs.
+    page.get_by_role("button", name="Remove pod shop/checkout").click()
+    page.wait_for_url(f"{base_url}/nodes/{NODE}#pods")
+    expect(page.locator('#cpu-map [data-cpu][data-owner^="shop/"]')).to_have_count(0)
+    for cpu in api.cpuset:
+        expect(page.locator(f'#cpu-map [data-cpu="{cpu}"]')).to_have_attribute(
+            "data-pool", "node-shared"
+        )
     assert problems == []
     page.close()
 
