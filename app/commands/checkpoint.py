@@ -93,7 +93,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "
 def _content_table(t: Table) -> str:
     if not t.rows:
         return f"{t.title}: none"
-    return f"{t.title}\n{table(t.headers, t.rows)}"
+    return f"{t.title}\n{table([h.upper() for h in t.headers], t.rows)}"
 
 
 def _issue_lines(issues: Sequence[Any]) -> list[str]:

@@ -226,7 +226,7 @@ def resolve_target(
 
 @dataclass(frozen=True, slots=True)
 class Table:
-    """A table of the file's content, for people (CLI text and HTML)."""
+    """A table of the file's content, for people (HTML as is; the CLI upper-cases headers)."""
 
     key: str
     title: str
@@ -265,7 +265,7 @@ def _content_tables(state: Any) -> tuple[Table, ...]:
                 Table(
                     "entries",
                     "Entries (V1: container ID → CPUs)",
-                    ("CONTAINER ID", "CPUS", "COUNT"),
+                    ("Container ID", "CPUs", "Count"),
                     rows,
                     (False, False, True),
                 )
@@ -280,7 +280,7 @@ def _content_tables(state: Any) -> tuple[Table, ...]:
                 Table(
                     "entries",
                     "Entries (container → exclusive CPUs)",
-                    ("POD UID", "CONTAINER", "CPUS", "COUNT"),
+                    ("Pod UID", "Container", "CPUs", "Count"),
                     rows,
                     (False, False, False, True),
                 )
@@ -294,7 +294,7 @@ def _content_tables(state: Any) -> tuple[Table, ...]:
                 Table(
                     "podEntries",
                     "Pod entries (pod-level CPU budget)",
-                    ("POD UID", "CPUS", "COUNT"),
+                    ("Pod UID", "CPUs", "Count"),
                     rows,
                     (False, False, True),
                 )
@@ -322,14 +322,14 @@ def _content_tables(state: Any) -> tuple[Table, ...]:
             "Machine state (per NUMA node and resource)",
             (
                 "NUMA",
-                "RESOURCE",
-                "TOTAL",
-                "SYSTEM RESERVED",
-                "ALLOCATABLE",
-                "RESERVED",
-                "FREE",
-                "ASSIGNMENTS",
-                "CELLS",
+                "Resource",
+                "Total",
+                "System reserved",
+                "Allocatable",
+                "Reserved",
+                "Free",
+                "Assignments",
+                "Cells",
             ),
             ms_rows,
             (True, False, True, True, True, True, True, True, False),
@@ -337,7 +337,7 @@ def _content_tables(state: Any) -> tuple[Table, ...]:
         Table(
             "entries",
             "Entries (container → memory blocks)",
-            ("POD UID", "CONTAINER", "BLOCKS"),
+            ("Pod UID", "Container", "Blocks"),
             tuple(
                 (pod, name, "; ".join(_block_text(b) for b in blocks) or "(none)")
                 for pod, containers in sorted(state.entries.items())
@@ -350,7 +350,7 @@ def _content_tables(state: Any) -> tuple[Table, ...]:
             Table(
                 "podEntries",
                 "Pod entries (pod-level memory blocks)",
-                ("POD UID", "BLOCKS"),
+                ("Pod UID", "Blocks"),
                 tuple(
                     (pod, "; ".join(_block_text(b) for b in blocks) or "(none)")
                     for pod, blocks in sorted(state.pod_entries.items())
