@@ -267,6 +267,17 @@ def test_check_same_release_is_ok(capsys: pytest.CaptureFixture[str]) -> None:
         "Kubelet config:   " in out and "config.yaml (policies cpu: static, memory: Static)" in out
     )
     assert "Result: OK" in out
+    assert "Pods dir:         none (stale entries are not checked)" in out
+
+
+def test_check_reports_stale_entries(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    root = tmp_path / "kubelet"
+    shutil.copytree(F / "kubelet-1.35", root)
+    (root / "pods").mkdir()
+    code, out, _ = run(capsys, "check", str(root), "--target", "1.35")
+    assert code == 0
+    assert "Pods dir:         0 pods (stale entries are checked)" in out
+    assert "warning  stale-entry" in out
 
 
 def test_check_a_downgrade_suggests_the_rescue(capsys: pytest.CaptureFixture[str]) -> None:

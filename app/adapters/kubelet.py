@@ -26,6 +26,8 @@ from app.domain.checkpoint import CPU_FILE_NAME, MAX_CHECKPOINT_BYTES, MEMORY_FI
 
 #: The file names of the two state files, by manager.
 STATE_FILES: dict[str, str] = {"cpu": CPU_FILE_NAME, "memory": MEMORY_FILE_NAME}
+#: One directory per pod, named by its UID.
+PODS_DIR_NAME = "pods"
 #: Where kubeadm puts the KubeletConfiguration (read only when present).
 CONFIG_FILE_NAME = "config.yaml"
 #: Largest kubelet configuration read (the same limit as ``kubelet_files``).
@@ -271,6 +273,16 @@ class KubeletRootDir:
         except KubeletFileMissingError:
             return None
 
+    def pod_uids(self) -> list[str] | None:
+        """The pod UIDs of ``<root>/pods/`` (one directory per pod the kubelet knows), sorted;
+        ``None`` when there is no pods dir or it cannot be listed."""
+        pods = self.path / PODS_DIR_NAME
+        try:
+            entries = list(os.scandir(pods))
+        except OSError:
+            return None
+        return sorted(e.name for e in entries if not e.name.startswith(".") and e.is_dir())
+
     def config_path(self) -> Path | None:
         """The explicit configuration file, else ``<root>/config.yaml`` if present."""
         if self.config_file is not None:
@@ -294,6 +306,7 @@ class KubeletRootDir:
 __all__ = [
     "CONFIG_FILE_NAME",
     "MAX_FILE_BYTES",
+    "PODS_DIR_NAME",
     "STATE_FILES",
     "KubeletDirError",
     "KubeletFile",

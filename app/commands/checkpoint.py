@@ -235,6 +235,10 @@ def render_check(check: DirCheck) -> str:
         lines.append(f"Kubelet config:   unusable: {check.config_problem}")
     else:
         lines.append("Kubelet config:   none found (policies are not compared)")
+    if check.pod_uids is None:
+        lines.append("Pods dir:         none (stale entries are not checked)")
+    else:
+        lines.append(f"Pods dir:         {len(check.pod_uids)} pods (stale entries are checked)")
     for f in check.files:
         lines.append("")
         if not f.present:

@@ -23,7 +23,8 @@ bytes is left alone.
 ``check_root_dir`` models one kubelet release (``Reader``) starting on the directory: each
 state file is read as that release would, with the policies of the kubelet configuration when
 one is found (``--kubelet-config-file`` or ``<root>/config.yaml``), the pair is checked for
-consistency, and for a file the release would refuse or read with loss the conversions that
+consistency (and, when ``<root>/pods/`` exists, for entries of pods the node no longer has:
+``stale-entry``), and for a file the release would refuse or read with loss the conversions that
 rescue it are tried (the version the release writes itself and, when different, the newest
 version, which older releases read through its inline part).
 """
@@ -436,11 +437,13 @@ def inspect_content(
     targets: Sequence[Reader] = TARGETS,
     size: int | None = None,
     state_dir: str | None = None,
+    live_pod_uids: Sequence[str] | None = None,
 ) -> InspectionView:
     """Inspect a state file's bytes. ``source`` names it (a path, an upload's file name); a
     name like ``cpu_manager_state.bak`` tells the manager when the content does not.
     ``size`` is the real size when ``content`` was cut at the 16 MiB cap; ``state_dir`` is the
-    kubelet root dir the kubelet's start-up message names (default ``/var/lib/kubelet``)."""
+    kubelet root dir the kubelet's start-up message names (default ``/var/lib/kubelet``);
+    ``live_pod_uids`` (the pods the node knows) adds ``stale-entry`` issues."""
     targets = tuple(targets)
     data = content.encode("utf-8", "surrogatepass") if isinstance(content, str) else content
     real_size = size if size is not None else len(data)
@@ -456,9 +459,9 @@ def inspect_content(
     tables: tuple[Table, ...] = ()
     if report.readable and report.manager is not None:
         found = (
-            check_consistency(cpu=data)
+            check_consistency(cpu=data, live_pod_uids=live_pod_uids)
             if report.manager == "cpu"
-            else check_consistency(memory=data)
+            else check_consistency(memory=data, live_pod_uids=live_pod_uids)
         )
         consistency = tuple(i for i in found if i.code not in _DUPLICATE_CODES)
         if report.state is not None:
@@ -559,6 +562,7 @@ def inspect_kubelet_file(
         policy=policy,
         targets=targets,
         state_dir=str(d.path),
+        live_pod_uids=d.pod_uids(),
     )
 
 
@@ -775,6 +779,7 @@ class DirCheck:
     policies: dict[str, str | None]
     files: tuple[FileCheck, ...]
     issues: tuple[Issue, ...] = ()
+    pod_uids: tuple[str, ...] | None = None
 
     @property
     def ok(self) -> bool:
@@ -791,6 +796,7 @@ class DirCheck:
             "ok": self.ok,
             "files": [f.to_dict() for f in self.files],
             "issues": [i.to_dict() for i in self.issues],
+            "podUids": list(self.pod_uids) if self.pod_uids is not None else None,
         }
 
 
@@ -954,6 +960,8 @@ def check_root_dir(
             )
         )
     issues: list[Issue] = []
+    uids = d.pod_uids()
+    pod_uids = tuple(uids) if uids is not None else None
     if config_problem is not None:
         issues.append(Issue("kubelet-config-unreadable", "warning", config_problem))
     cpu_bytes, mem_bytes = contents.get("cpu"), contents.get("memory")
@@ -964,7 +972,11 @@ def check_root_dir(
             and config.cpu_manager_policy_options.get("strict-cpu-reservation") == "true"
         )
         found = check_consistency(
-            cpu=cpu_bytes, memory=mem_bytes, reserved_cpus=reserved, strict_reservation=strict
+            cpu=cpu_bytes,
+            memory=mem_bytes,
+            reserved_cpus=reserved,
+            strict_reservation=strict,
+            live_pod_uids=pod_uids,
         )
         issues.extend(i for i in found if i.code not in _DUPLICATE_CODES)
     return DirCheck(
@@ -976,6 +988,7 @@ def check_root_dir(
         policies,
         tuple(checks),
         tuple(sorted(issues, key=lambda i: _SEVERITY_ORDER.get(i.severity, 3))),
+        pod_uids,
     )
 
 

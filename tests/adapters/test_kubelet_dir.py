@@ -300,3 +300,15 @@ def test_reading_keeps_the_access_time(root: Path) -> None:
     os.utime(path, ns=(1_000_000_000, 2_000_000_000))  # atime < mtime: relatime would update
     read_capped(path)
     assert path.stat().st_atime_ns == 1_000_000_000
+
+
+def test_pod_uids_of_the_pods_dir(root: Path) -> None:
+    d = KubeletRootDir(root)
+    assert d.pod_uids() == []
+    (root / "pods" / "uid-b").mkdir()
+    (root / "pods" / "uid-a").mkdir()
+    (root / "pods" / ".tmp").mkdir()
+    (root / "pods" / "stray-file").write_text("")
+    assert d.pod_uids() == ["uid-a", "uid-b"]
+    shutil.rmtree(root / "pods")
+    assert d.pod_uids() is None

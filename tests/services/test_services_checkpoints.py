@@ -34,7 +34,7 @@ from app.services.checkpoints import (
     parse_targets,
     resolve_target,
 )
-from tests.fixtures.checkpoints.generate import POD_B, write_huge
+from tests.fixtures.checkpoints.generate import POD_A, POD_B, write_huge
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
 ALL = ("1.17", "1.35", "1.36-gate-off", "1.36-gate-on", "1.37-gate-off", "1.37-gate-on")
@@ -563,3 +563,21 @@ def test_check_a_huge_state_file(tmp_path: Path) -> None:
     assert cpu.status == FAIL and cpu.rescues == ()
     assert cpu.view is not None and "16 MiB" in (cpu.view.report.error or "")
     assert not check.ok
+
+
+def test_stale_entries_from_the_pods_dir(tmp_path: Path) -> None:
+    root = _copy(tmp_path, "kubelet-1.37")
+    assert check_root_dir(root, "1.37", gate=True).pod_uids is None
+    (root / "pods" / POD_A).mkdir(parents=True)
+    check = check_root_dir(root, "1.37", gate=True)
+    assert check.pod_uids == (POD_A,)
+    stale = [i for i in check.issues if i.code == "stale-entry"]
+    assert [i.message.split(":")[0] for i in stale] == [
+        "cpu_manager_state",
+        "memory_manager_state",
+    ]
+    assert all(POD_B in i.message and i.severity == "warning" for i in stale)
+    assert check.ok  # a warning: the kubelet drops stale entries itself
+    view = inspect_kubelet_file(root, "cpu_manager_state")
+    assert [i.code for i in view.issues] == ["stale-entry"]
+    assert check.to_dict()["podUids"] == [POD_A]
