@@ -45,6 +45,8 @@ def main() -> int:
             database_url=f"sqlite:///{Path(tmp) / 'bench.db'}",
             sysfs_root=Path(tmp) / "no-sysfs",
             cpuinfo=False,
+            state_dir=Path(tmp) / "nodes",
+            demo=False,
         )
         client = TestClient(create_app(settings))
         page = f"/topologies/{PRESET}"

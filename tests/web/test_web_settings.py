@@ -54,7 +54,11 @@ def test_bad_values_name_the_field(field: str, value: object) -> None:
 
 def test_create_app_makes_the_database_and_migrates(tmp_path: Path) -> None:
     db = tmp_path / "fresh" / "sub" / "numascope.db"
-    app = create_app(Settings(database_url=f"sqlite:///{db}", cpuinfo=False))
+    app = create_app(
+        Settings(
+            database_url=f"sqlite:///{db}", cpuinfo=False, demo=False, state_dir=tmp_path / "n"
+        )
+    )
     assert db.is_file()
     assert "alembic_version" in inspect(app.state.engine).get_table_names()
     assert current_revisions(app.state.engine) == head_revisions()
@@ -62,7 +66,14 @@ def test_create_app_makes_the_database_and_migrates(tmp_path: Path) -> None:
 
 def test_create_app_can_skip_migrations(tmp_path: Path) -> None:
     db = tmp_path / "n.db"
-    app = create_app(Settings(database_url=f"sqlite:///{db}", migrate_on_startup=False))
+    app = create_app(
+        Settings(
+            database_url=f"sqlite:///{db}",
+            migrate_on_startup=False,
+            demo=False,
+            state_dir=tmp_path / "n",
+        )
+    )
     assert "alembic_version" not in inspect(app.state.engine).get_table_names()
     assert TestClient(app).get("/readyz").json()["checks"]["migrations"] == "skipped"
 
@@ -70,6 +81,8 @@ def test_create_app_can_skip_migrations(tmp_path: Path) -> None:
 def test_make_app_reads_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("NUMASCOPE_DATABASE_URL", f"sqlite:///{tmp_path / 'env.db'}")
     monkeypatch.setenv("NUMASCOPE_SYSFS_ROOT", str(tmp_path / "sys"))
+    monkeypatch.setenv("NUMASCOPE_STATE_DIR", str(tmp_path / "nodes"))
+    monkeypatch.setenv("NUMASCOPE_DEMO", "false")
     app = make_app()
     assert app.state.settings.sysfs_root == tmp_path / "sys"
     assert (tmp_path / "env.db").is_file()

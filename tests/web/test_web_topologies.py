@@ -264,6 +264,8 @@ def broken_client(tmp_path: Path) -> TestClient:
         database_url=f"sqlite:///{tmp_path / 'b.db'}",
         sysfs_root=tmp_path / "no-such-sysfs",
         cpuinfo=False,
+        state_dir=tmp_path / "nodes",
+        demo=False,
     )
     return TestClient(create_app(settings))
 
