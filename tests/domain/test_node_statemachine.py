@@ -18,6 +18,8 @@ Invariants (``check_invariants``):
 * **No side effects.** A rejected admission or a dry run leaves the node's state unchanged; a
   dry run answers what ``admit`` then answers; removing the pod just admitted restores the
   state from before.
+* **Memory hints.** The memory manager's ``calculate_hints`` (computed incrementally for
+  speed) equals a plain loop-over-nodes version on the node's current machine state.
 * **Round trip.** The state files the node's kubelet release writes, restored into a fresh node
   through that release's readers and the managers' start-up validation (``node_state``), give
   the same state and the same file bytes — except where the kubelet itself cannot restart:
@@ -44,6 +46,7 @@ from hypothesis.stateful import (
 
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfigError, kubelet_config_from_dict
+from app.domain.memorymanager.policy_static import StaticPolicy
 from app.domain.node import Node
 from app.domain.node_state import (
     NodeStateError,
@@ -55,6 +58,8 @@ from app.domain.node_state import (
 from app.domain.pod import Pod, pod_from_manifest
 from app.domain.presets import get_preset, parse_topology_spec
 from app.domain.topology import CPUTopology
+from app.domain.topologymanager.bitmask import bits, iterate_bitmasks
+from app.domain.topologymanager.hint import TopologyHint
 
 PRESETS = (
     "topoSingleSocketHT",
@@ -292,6 +297,43 @@ def check_memory(node: Node) -> None:
         assert total == charged.get(name, 0), f"{name}: reserved {total}, blocks {charged}"
 
 
+def reference_calculate_hints(
+    machine_state: dict[int, Any], requested: dict[str, int]
+) -> dict[str, list[TopologyHint]]:
+    """``calculateHints`` written the plain way (a loop over each mask's nodes), to check the
+    engine's incremental version against."""
+    nodes = sorted(machine_state)
+    min_size = len(nodes)
+    found = []
+
+    def total(mask_nodes: list[int], r: str, attr: str) -> int:
+        out = 0
+        for n in mask_nodes:
+            table = machine_state[n].memory_map.get(r)
+            out += 0 if table is None else getattr(table, attr)
+        return out
+
+    for mask in iterate_bitmasks(nodes):
+        mask_nodes = bits(mask)
+        if any(total(mask_nodes, r, "allocatable") < size for r, size in requested.items()):
+            continue
+        min_size = min(min_size, len(mask_nodes))
+        if len(mask_nodes) == 1 and len(machine_state[mask_nodes[0]].cells) > 1:
+            continue
+        if len(mask_nodes) > 1 and any(
+            machine_state[n].number_of_assignments > 0
+            and (len(machine_state[n].cells) == 1 or sorted(machine_state[n].cells) != mask_nodes)
+            for n in mask_nodes
+        ):
+            continue
+        if any(total(mask_nodes, r, "free") < size for r, size in requested.items()):
+            continue
+        found.append(mask)
+    if not found:
+        return {}
+    return {r: [TopologyHint(m, m.bit_count() == min_size) for m in found] for r in requested}
+
+
 class NodeMachine(RuleBasedStateMachine):
     """Any configuration (see ``configs``); subclasses pin a configuration family."""
 
@@ -359,6 +401,27 @@ class NodeMachine(RuleBasedStateMachine):
         if uid != "rejected":
             self.node.remove(uid)
 
+    @rule(
+        memory=st.sampled_from([0, 256, 1024, 3072, 6144, 12288]),
+        hugepages=st.sampled_from([0, 0, 1024, 2048]),
+    )
+    def hints_match_reference(self, memory: int, hugepages: int) -> None:
+        assert self.node is not None
+        if self.node.memory is None:
+            return
+        requested = {"memory": memory * 1024**2}
+        if hugepages:
+            requested["hugepages-1Gi"] = hugepages * 1024**2
+        policy = self.node.memory.policy
+        assert isinstance(policy, StaticPolicy)
+        machine = self.node.memory.state.machine_state
+        probe = pod_from_manifest(
+            {"metadata": {"name": "probe"}, "spec": {"containers": [{"name": "c"}]}}
+        )
+        assert policy.calculate_hints(machine, probe, requested) == reference_calculate_hints(
+            machine, requested
+        )
+
     @rule()
     def round_trip(self) -> None:
         assert self.node is not None
@@ -370,10 +433,10 @@ class NodeMachine(RuleBasedStateMachine):
         )
         assert [p for p, _ in pods] == list(node.pods.values())
         fresh = Node(node.name, node.topology, node.config, clock=lambda: 1.0)
-        if node.cpu_policy is not None and node.cpu_state.default_cpuset.is_empty():
+        state = node.cpu_state
+        if node.cpu_policy is not None and not state.default_cpuset and state.assignments:
             # strict-cpu-reservation lets the last shared CPU go to a container; the kubelet's
             # validateState then refuses its own file at the next start.
-            assert node.cpu_state.assignments
             with pytest.raises(NodeStateError, match="default cpuset cannot be empty"):
                 restore_node(fresh, files, pods, "/var/lib/kubelet")
             return

@@ -131,6 +131,43 @@ def _allocatable(machine_state: Mapping[int, NUMANodeState], node: int, resource
     return 0 if table is None else table.allocatable
 
 
+_MASK_TABLES: dict[tuple[int, ...], list[tuple[int, int, int, int]]] = {}
+
+
+def _mask_table(nodes: Sequence[int]) -> list[tuple[int, int, int, int]]:
+    """``(mask, lowest bit, mask without it, node count)`` in ``IterateBitMasks`` order,
+    computed once per set of NUMA ids."""
+    key = tuple(nodes)
+    table = _MASK_TABLES.get(key)
+    if table is None:
+        table = []
+        for mask in iterate_bitmasks(key):
+            low = mask & -mask
+            table.append((mask, low, mask ^ low, mask.bit_count()))
+        if len(_MASK_TABLES) > 64:
+            _MASK_TABLES.clear()
+        _MASK_TABLES[key] = table
+    return table
+
+
+def _group_mask(cells: Sequence[int]) -> int | None:
+    """The mask a multi-node hint must equal for a node grouped with ``cells``
+    (``areGroupsEqual`` compares sorted lists: duplicates or odd ids never match a mask)."""
+    if len(set(cells)) != len(cells) or any(not 0 <= c <= 63 for c in cells):
+        return None
+    return mask_of(cells)
+
+
+def _groups_match(assigned: Mapping[int, int | None], used: int, mask: int) -> bool:
+    """Every assigned node of a multi-node ``mask`` is grouped with exactly its nodes."""
+    while used:
+        low = used & -used
+        if assigned[low] != mask:
+            return False
+        used ^= low
+    return True
+
+
 def are_groups_equal(group1: Iterable[int], group2: Iterable[int]) -> bool:
     """``areGroupsEqual``: the same nodes, compared sorted."""
     return sorted(group1) == sorted(group2)
@@ -502,31 +539,76 @@ class StaticPolicy:
         self, machine_state: Mapping[int, NUMANodeState], pod: Pod, requested: Mapping[str, int]
     ) -> HintMap:
         """``calculateHints`` (§3.3): every NUMA mask with enough allocatable and free memory
-        that respects the single/cross-NUMA grouping; preferred = minimal node count."""
+        that respects the single/cross-NUMA grouping; preferred = minimal node count.
+
+        Same checks in the same order as upstream, computed incrementally: masks come in
+        ``IterateBitMasks`` order (by size), so a mask's sums are the sums of the mask
+        without its lowest node (seen before) plus that node's value — one addition per
+        mask and resource instead of a loop over its nodes (255 masks on 8 NUMA nodes).
+        """
         nodes = sorted(machine_state)
         min_affinity_size = len(nodes)
+        resources = list(requested.items())
+        allocatable: list[dict[int, int]] = []
+        free: list[dict[int, int]] = []
+        for r, _ in resources:
+            a_sums = {0: 0}
+            f_sums = {0: 0}
+            for n in nodes:
+                table = _table(machine_state[n], r)
+                a_sums[1 << n] = 0 if table is None else table.allocatable
+                f_sums[1 << n] = 0 if table is None else table.free
+            allocatable.append(a_sums)
+            free.append(f_sums)
+        # Per node: more than one cell (a single-node hint is excluded); assigned nodes and
+        # the group they must match exactly in a multi-node hint (None: matches no mask).
+        multi_cell = 0
+        assigned: dict[int, int | None] = {}
+        for n in nodes:
+            s = machine_state[n]
+            if len(s.cells) > 1:
+                multi_cell |= 1 << n
+            if s.number_of_assignments > 0:
+                assigned[1 << n] = _group_mask(s.cells)
+        assigned_mask = sum(assigned)
+        reusable = self.init_containers_reusable_memory.get(pod.uid)
         found: list[int] = []
-        for mask in iterate_bitmasks(nodes):
-            mask_nodes = bits(mask)
-            single = len(mask_nodes) == 1
-            if any(
-                sum(_allocatable(machine_state, n, r) for n in mask_nodes) < size
-                for r, size in requested.items()
-            ):
+        for mask, low, rest, count in _mask_table(nodes):
+            enough = True
+            for i, (_, size) in enumerate(resources):
+                sums = allocatable[i]
+                total = sums[rest] + sums[low] if rest else sums[low]
+                if count > 1:
+                    sums[mask] = total
+                if total < size:
+                    enough = False
+            if not enough:
+                # the free sums of this mask are still needed by larger masks
+                for sums in free:
+                    if count > 1:
+                        sums[mask] = sums[rest] + sums[low]
                 continue
-            min_affinity_size = min(min_affinity_size, len(mask_nodes))
-            if single and len(machine_state[mask_nodes[0]].cells) > 1:
-                continue
-            if not single and not self._can_group(machine_state, mask_nodes):
-                continue
-            if any(
-                sum(_free(machine_state, n, r) for n in mask_nodes)
-                + self.get_pod_reusable_memory(pod, mask, r)
-                < size
-                for r, size in requested.items()
-            ):
-                continue
-            found.append(mask)
+            if count < min_affinity_size:
+                min_affinity_size = count
+            fits = True
+            for i, (r, size) in enumerate(resources):
+                sums = free[i]
+                total = sums[rest] + sums[low] if rest else sums[low]
+                if count > 1:
+                    sums[mask] = total
+                if reusable:
+                    total += reusable.get(mask, {}).get(r, 0)
+                if total < size:
+                    fits = False
+            if count == 1:
+                if multi_cell & mask:
+                    continue
+            else:
+                used = mask & assigned_mask
+                if used and not _groups_match(assigned, used, mask):
+                    continue
+            if fits:
+                found.append(mask)
         hints: HintMap = {}
         for r in requested:
             hints[r] = [TopologyHint(m, m.bit_count() == min_affinity_size) for m in found]
