@@ -20,6 +20,8 @@ Invariants (``check_invariants``):
   state from before.
 * **Memory hints.** The memory manager's ``calculate_hints`` (computed incrementally for
   speed) equals a plain loop-over-nodes version on the node's current machine state.
+* **CPU hints.** ``generate_cpu_topology_hints`` (per-NUMA counts, for speed) equals a plain
+  intersection-per-mask version.
 * **Round trip.** The state files the node's kubelet release writes, restored into a fresh node
   through that release's readers and the managers' start-up validation (``node_state``), give
   the same state and the same file bytes — except where the kubelet itself cannot restart:
@@ -44,6 +46,7 @@ from hypothesis.stateful import (
     rule,
 )
 
+from app.domain.cpumanager.hints import generate_cpu_topology_hints, is_hint_socket_aligned
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfigError, kubelet_config_from_dict
 from app.domain.memorymanager.policy_static import StaticPolicy
@@ -334,6 +337,32 @@ def reference_calculate_hints(
     return {r: [TopologyHint(m, m.bit_count() == min_size) for m in found] for r in requested}
 
 
+def reference_cpu_hints(
+    topology: CPUTopology, available: CPUSet, reusable: CPUSet, request: int, by_socket: bool
+) -> list[TopologyHint]:
+    """``generateCPUTopologyHints`` the plain way (an intersection per mask)."""
+    ids = topology.numa_node_ids()
+    min_size = len(ids)
+    masks = []
+    for mask in iterate_bitmasks(ids):
+        cpus = topology.cpus_in_numa_nodes(bits(mask))
+        if cpus.size() >= request and mask.bit_count() < min_size:
+            min_size = mask.bit_count()
+        if not reusable.is_subset_of(cpus):
+            continue
+        if reusable.size() + (available & cpus).size() < request:
+            continue
+        masks.append(mask)
+    return [
+        TopologyHint(
+            m,
+            (by_socket and is_hint_socket_aligned(topology, m, min_size))
+            or m.bit_count() == min_size,
+        )
+        for m in masks
+    ]
+
+
 class NodeMachine(RuleBasedStateMachine):
     """Any configuration (see ``configs``); subclasses pin a configuration family."""
 
@@ -421,6 +450,21 @@ class NodeMachine(RuleBasedStateMachine):
         assert policy.calculate_hints(machine, probe, requested) == reference_calculate_hints(
             machine, requested
         )
+
+    @rule(request=st.integers(1, 12), n_reusable=st.integers(0, 3))
+    def cpu_hints_match_reference(self, request: int, n_reusable: int) -> None:
+        assert self.node is not None
+        policy = self.node.cpu_policy
+        if policy is None:
+            return
+        available = policy.get_available_cpus(self.node.cpu_state)
+        reusable = CPUSet(list(available)[:n_reusable])
+        available = available - reusable
+        by_socket = policy.options.align_by_socket
+        topo = self.node.topology
+        assert generate_cpu_topology_hints(
+            topo, available, reusable, request, by_socket
+        ) == reference_cpu_hints(topo, available, reusable, request, by_socket)
 
     @rule()
     def round_trip(self) -> None:

@@ -15,24 +15,60 @@ from app.domain.topology import CPUTopology
 from app.domain.topologymanager.bitmask import bits, iterate_bitmasks
 from app.domain.topologymanager.hint import TopologyHint
 
-_MASK_TABLES: dict[int, tuple[CPUTopology, list[tuple[int, int, int]]]] = {}
+_MASK_TABLES: dict[int, tuple[CPUTopology, _Table]] = {}
 
 
-def _mask_table(topology: CPUTopology) -> list[tuple[int, int, int]]:
-    """``(numa mask, CPU mask, CPU count)`` for every NUMA mask in IterateBitMasks order.
+class _Table:
+    """Per topology: every NUMA mask in IterateBitMasks order as ``(mask, lowest bit, mask
+    without it, NUMA count, CPU count, preferred hint, other hint)`` (hints are immutable
+    values, shared by every answer), the CPU mask of each NUMA node by bit, and the
+    minimal affinity size for each request size."""
 
-    Computed once per topology: on an 8-NUMA machine there are 255 masks and hints are asked
-    for on every admission.
-    """
+    __slots__ = ("masks", "min_sizes", "node_cpus")
+
+    def __init__(self, topology: CPUTopology) -> None:
+        self.node_cpus: dict[int, int] = {
+            1 << n: topology.cpus_of_numa_node(n).mask for n in topology.numa_node_ids()
+        }
+        self.masks: list[tuple[int, int, int, int, int, TopologyHint, TopologyHint]] = []
+        n_cpus: dict[int, int] = {0: 0}
+        for mask in iterate_bitmasks(topology.numa_node_ids()):
+            low = mask & -mask
+            rest = mask ^ low
+            n_cpus[mask] = n_cpus[rest] + self.node_cpus[low].bit_count()
+            self.masks.append(
+                (
+                    mask,
+                    low,
+                    rest,
+                    mask.bit_count(),
+                    n_cpus[mask],
+                    TopologyHint(mask, True),
+                    TopologyHint(mask, False),
+                )
+            )
+        self.min_sizes: dict[int, int] = {}
+
+    def min_affinity_size(self, request: int, default: int) -> int:
+        """The fewest NUMA nodes whose CPUs (all of them, used or not) can hold ``request``."""
+        size = self.min_sizes.get(request)
+        if size is None:
+            size = default
+            for _, _, _, count, n_cpus, _, _ in self.masks:
+                if n_cpus >= request and count < size:
+                    size = count
+            if len(self.min_sizes) < 4096:
+                self.min_sizes[request] = size
+        return size
+
+
+def _mask_table(topology: CPUTopology) -> _Table:
+    """The table of ``topology``, computed once: on an 8-NUMA machine there are 255 masks and
+    hints are asked for on every admission."""
     entry = _MASK_TABLES.get(id(topology))
     if entry is not None and entry[0] is topology:
         return entry[1]
-    table = []
-    for mask in iterate_bitmasks(topology.numa_node_ids()):
-        cpus = 0
-        for n in bits(mask):
-            cpus |= topology.cpus_of_numa_node(n).mask
-        table.append((mask, cpus, cpus.bit_count()))
+    table = _Table(topology)
     if len(_MASK_TABLES) > 64:
         _MASK_TABLES.clear()
     _MASK_TABLES[id(topology)] = (topology, table)
@@ -55,25 +91,39 @@ def generate_cpu_topology_hints(
     request: int,
     align_by_socket: bool = False,
 ) -> list[TopologyHint]:
-    """``generateCPUTopologyHints``."""
-    numa_ids = topology.numa_node_ids()
-    min_affinity_size = len(numa_ids)
+    """``generateCPUTopologyHints``.
+
+    NUMA nodes own disjoint CPU sets, so the available and reusable CPUs inside a mask are
+    the counts of the mask without its lowest node plus that node's count: one addition per
+    mask instead of an intersection of 512-bit sets.
+    """
+    table = _mask_table(topology)
+    min_affinity_size = table.min_affinity_size(request, len(table.node_cpus))
     avail = available.mask
     reuse = reusable.mask
     n_reusable = reuse.bit_count()
-    masks: list[int] = []
-    for mask, cpus, n_cpus in _mask_table(topology):
-        if n_cpus >= request and mask.bit_count() < min_affinity_size:
-            min_affinity_size = mask.bit_count()
-        if reuse & ~cpus:
+    avail_in: dict[int, int] = {0: 0}
+    reuse_in: dict[int, int] = {0: 0}
+    for bit, cpus in table.node_cpus.items():
+        avail_in[bit] = (avail & cpus).bit_count()
+        reuse_in[bit] = (reuse & cpus).bit_count() if n_reusable else 0
+    hints: list[TopologyHint] = []
+    append = hints.append
+    need = request - n_reusable
+    for mask, low, rest, count, _, preferred_hint, other_hint in table.masks:
+        if count > 1:
+            n_avail = avail_in[mask] = avail_in[rest] + avail_in[low]
+            n_reuse = reuse_in[mask] = reuse_in[rest] + reuse_in[low]
+        else:
+            n_avail, n_reuse = avail_in[mask], reuse_in[mask]
+        if n_reuse != n_reusable:
             continue  # a reusable CPU lies outside the mask
-        if n_reusable + (avail & cpus).bit_count() < request:
+        if n_avail < need:
             continue
-        masks.append(mask)
-    hints = []
-    for mask in masks:
-        preferred = (
+        if count == min_affinity_size or (
             align_by_socket and is_hint_socket_aligned(topology, mask, min_affinity_size)
-        ) or mask.bit_count() == min_affinity_size
-        hints.append(TopologyHint(mask, preferred))
+        ):
+            append(preferred_hint)
+        else:
+            append(other_hint)
     return hints

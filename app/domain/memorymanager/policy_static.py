@@ -131,19 +131,30 @@ def _allocatable(machine_state: Mapping[int, NUMANodeState], node: int, resource
     return 0 if table is None else table.allocatable
 
 
-_MASK_TABLES: dict[tuple[int, ...], list[tuple[int, int, int, int]]] = {}
+_MaskRow = tuple[int, int, int, int, TopologyHint, TopologyHint]
+_MASK_TABLES: dict[tuple[int, ...], list[_MaskRow]] = {}
 
 
-def _mask_table(nodes: Sequence[int]) -> list[tuple[int, int, int, int]]:
-    """``(mask, lowest bit, mask without it, node count)`` in ``IterateBitMasks`` order,
-    computed once per set of NUMA ids."""
+def _mask_table(nodes: Sequence[int]) -> list[_MaskRow]:
+    """``(mask, lowest bit, mask without it, node count, preferred hint, other hint)`` in
+    ``IterateBitMasks`` order, computed once per set of NUMA ids (hints are immutable values,
+    shared by every answer)."""
     key = tuple(nodes)
     table = _MASK_TABLES.get(key)
     if table is None:
         table = []
         for mask in iterate_bitmasks(key):
             low = mask & -mask
-            table.append((mask, low, mask ^ low, mask.bit_count()))
+            table.append(
+                (
+                    mask,
+                    low,
+                    mask ^ low,
+                    mask.bit_count(),
+                    TopologyHint(mask, True),
+                    TopologyHint(mask, False),
+                )
+            )
         if len(_MASK_TABLES) > 64:
             _MASK_TABLES.clear()
         _MASK_TABLES[key] = table
@@ -572,49 +583,76 @@ class StaticPolicy:
                 assigned[1 << n] = _group_mask(s.cells)
         assigned_mask = sum(assigned)
         reusable = self.init_containers_reusable_memory.get(pod.uid)
-        found: list[int] = []
-        for mask, low, rest, count in _mask_table(nodes):
-            enough = True
-            for i, (_, size) in enumerate(resources):
-                sums = allocatable[i]
-                total = sums[rest] + sums[low] if rest else sums[low]
+        found: list[_MaskRow] = []
+        if len(resources) == 1:
+            # The common case (regular memory only), without the per-resource loops.
+            r, size = resources[0]
+            a_sums, f_sums = allocatable[0], free[0]
+            reuse = {m: v.get(r, 0) for m, v in reusable.items()} if reusable else None
+            for row in _mask_table(nodes):
+                mask, low, rest, count = row[0], row[1], row[2], row[3]
                 if count > 1:
-                    sums[mask] = total
-                if total < size:
-                    enough = False
-            if not enough:
-                # the free sums of this mask are still needed by larger masks
-                for sums in free:
+                    a_total = a_sums[mask] = a_sums[rest] + a_sums[low]
+                    f_total = f_sums[mask] = f_sums[rest] + f_sums[low]
+                else:
+                    a_total, f_total = a_sums[mask], f_sums[mask]
+                if a_total < size:
+                    continue
+                if count < min_affinity_size:
+                    min_affinity_size = count
+                if count == 1:
+                    if multi_cell & mask:
+                        continue
+                elif mask & assigned_mask and not _groups_match(
+                    assigned, mask & assigned_mask, mask
+                ):
+                    continue
+                if reuse:
+                    f_total += reuse.get(mask, 0)
+                if f_total >= size:
+                    found.append(row)
+        else:
+            for row in _mask_table(nodes):
+                mask, low, rest, count = row[0], row[1], row[2], row[3]
+                enough = True
+                for i, (_, size) in enumerate(resources):
+                    sums = allocatable[i]
+                    total = sums[rest] + sums[low] if rest else sums[low]
                     if count > 1:
-                        sums[mask] = sums[rest] + sums[low]
-                continue
-            if count < min_affinity_size:
-                min_affinity_size = count
-            fits = True
-            for i, (r, size) in enumerate(resources):
-                sums = free[i]
-                total = sums[rest] + sums[low] if rest else sums[low]
-                if count > 1:
-                    sums[mask] = total
-                if reusable:
-                    total += reusable.get(mask, {}).get(r, 0)
-                if total < size:
-                    fits = False
-            if count == 1:
-                if multi_cell & mask:
+                        sums[mask] = total
+                    if total < size:
+                        enough = False
+                if not enough:
+                    # the free sums of this mask are still needed by larger masks
+                    for sums in free:
+                        if count > 1:
+                            sums[mask] = sums[rest] + sums[low]
                     continue
-            else:
-                used = mask & assigned_mask
-                if used and not _groups_match(assigned, used, mask):
-                    continue
-            if fits:
-                found.append(mask)
-        hints: HintMap = {}
-        for r in requested:
-            hints[r] = [TopologyHint(m, m.bit_count() == min_affinity_size) for m in found]
+                if count < min_affinity_size:
+                    min_affinity_size = count
+                fits = True
+                for i, (r, size) in enumerate(resources):
+                    sums = free[i]
+                    total = sums[rest] + sums[low] if rest else sums[low]
+                    if count > 1:
+                        sums[mask] = total
+                    if reusable:
+                        total += reusable.get(mask, {}).get(r, 0)
+                    if total < size:
+                        fits = False
+                if count == 1:
+                    if multi_cell & mask:
+                        continue
+                else:
+                    used = mask & assigned_mask
+                    if used and not _groups_match(assigned, used, mask):
+                        continue
+                if fits:
+                    found.append(row)
         if not found:
             return {}
-        return hints
+        hints_list = [row[4] if row[3] == min_affinity_size else row[5] for row in found]
+        return {r: list(hints_list) for r in requested}
 
     @staticmethod
     def _can_group(machine_state: Mapping[int, NUMANodeState], mask_nodes: list[int]) -> bool:
