@@ -25,16 +25,17 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.domain.kubelet_config import kubelet_config_from_dict  # noqa: E402
-from app.domain.node import Node  # noqa: E402
-from app.domain.pod import Pod, pod_from_manifest  # noqa: E402
-from app.domain.presets import get_preset, parse_topology_spec  # noqa: E402
-from app.domain.topology import CPUTopology  # noqa: E402
+from app.domain.kubelet_config import kubelet_config_from_dict
+from app.domain.node import Node
+from app.domain.pod import Pod, pod_from_manifest
+from app.domain.presets import get_preset, parse_topology_spec
+from app.domain.topology import CPUTopology
 
 PRESET = "server-2s-8numa-512t"
 
@@ -87,14 +88,20 @@ def guaranteed_pod(i: int, cpus: int = 4) -> Pod:
     )
 
 
-def median_ms(fn: Callable[[], object], repeat: int) -> float:
+def timings_ms(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
+    """``(median, min)`` in ms. The minimum shows the cost without interference from other
+    processes on a shared machine; the median is the figure the targets are stated for."""
     fn()  # warm caches (mask tables, topology indexes)
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1000
+    return statistics.median(times) * 1000, min(times) * 1000
+
+
+def median_ms(fn: Callable[[], object], repeat: int) -> float:
+    return timings_ms(fn, repeat)[0]
 
 
 def admit_remove(node: Node, pod: Pod) -> None:
@@ -141,7 +148,7 @@ def profile(label: str, fn: Callable[[], object], top: int = 18) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeat", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=300)
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
 
@@ -153,15 +160,21 @@ def main() -> None:
 
     pod_scope = Node("bench", topo, config("pod"))
     pod = budget_pod()
-    ms = median_ms(lambda: admit_remove(pod_scope, pod), args.repeat)
-    print(f"1. admit + remove, 16-CPU pod budget, 3 containers (pod scope): median {ms:.3f} ms")
+    ms, best = timings_ms(lambda: admit_remove(pod_scope, pod), args.repeat)
+    print(
+        "1. admit + remove, 16-CPU pod budget, 3 containers (pod scope): "
+        f"median {ms:.3f} ms (min {best:.3f} ms)"
+    )
 
     # A busier node: half the NUMA nodes partly used, so hints see a realistic state.
     busy = Node("bench", topo, config("pod"))
     for i in range(24):
         busy.admit(budget_pod(f"bg{i}"))
-    ms_busy = median_ms(lambda: admit_remove(busy, pod), args.repeat)
-    print(f"   same with 24 such pods already admitted: median {ms_busy:.3f} ms")
+    ms_busy, best_busy = timings_ms(lambda: admit_remove(busy, pod), args.repeat)
+    print(
+        f"   same with 24 such pods already admitted: median {ms_busy:.3f} ms "
+        f"(min {best_busy:.3f} ms)"
+    )
 
     runs = [fill(lambda: Node("bench", topo, config("container"))) for _ in range(5)]
     total, count = min(runs)[0], runs[0][1]
@@ -176,16 +189,21 @@ def main() -> None:
     for cpus in (16, 32, 64, 128, 256, 512, 1024):
         t = scaling_topology(cpus)
         node = Node("bench", t, config("container", reserved="0"))
-        us = median_ms(lambda node=node: admit_remove(node, fixed), args.repeat) * 1000
+        us = median_ms(partial(admit_remove, node, fixed), args.repeat) * 1000
         print(f"   {t.num_cpus:>4}  {t.num_numa_nodes:>4}  {us:>9.1f}  {us / t.num_cpus:>10.3f}")
 
     if args.profile:
         prof_node = Node("bench", topo, config("pod"))
+
+        def hundred() -> None:
+            for _ in range(100):
+                admit_remove(prof_node, pod)
+
+        profile("100 x admit + remove, pod scope", hundred)
         profile(
-            "100 x admit + remove, pod scope",
-            lambda: [admit_remove(prof_node, pod) for _ in range(100)],
+            "fill, container scope",
+            lambda: fill(lambda: Node("bench", topo, config("container"))),
         )
-        profile("fill, container scope", lambda: fill(lambda: Node("bench", topo, config("container"))))
 
 
 if __name__ == "__main__":
