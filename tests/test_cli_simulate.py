@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from app.cli import main
-from app.domain.checkpoint.readers import Reader, load_cpu_checkpoint, load_memory_checkpoint
+from app.domain.checkpoint import Reader, load_cpu_checkpoint, load_memory_checkpoint
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PODS = FIXTURES / "pods" / "scenarios"
@@ -324,7 +324,7 @@ def _corrupt(d: Path) -> None:
 
 def _invalid(d: Path) -> None:
     # A V2 file whose default set overlaps an assignment (checksum recomputed by the writer).
-    from app.domain.checkpoint.cpu import CPUCheckpointState, write_cpu_checkpoint
+    from app.domain.checkpoint import CPUCheckpointState, write_cpu_checkpoint
     from app.domain.cpuset import CPUSet
 
     state = CPUCheckpointState(

@@ -43,16 +43,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.domain.checkpoint.cpu import CPU_FILE_NAME, CPUCheckpointState, write_cpu_checkpoint
-from app.domain.checkpoint.memory import (
+from app.domain.checkpoint import (
+    CPU_FILE_NAME,
     MEMORY_FILE_NAME,
+    CPUCheckpointState,
     MemoryCheckpointState,
+    Reader,
+    load_cpu_checkpoint,
+    load_memory_checkpoint,
+    write_cpu_checkpoint,
     write_memory_checkpoint,
 )
-from app.domain.checkpoint.memory import Block as CheckpointBlock
-from app.domain.checkpoint.memory import MemoryTable as CheckpointMemoryTable
-from app.domain.checkpoint.memory import NUMANodeState as CheckpointNUMANodeState
-from app.domain.checkpoint.readers import Reader, load_cpu_checkpoint, load_memory_checkpoint
+from app.domain.checkpoint import Block as CheckpointBlock
+from app.domain.checkpoint import MemoryTable as CheckpointMemoryTable
+from app.domain.checkpoint import NUMANodeState as CheckpointNUMANodeState
 from app.domain.cpumanager.policy_static import CPUManagerStateError
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
