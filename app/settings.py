@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import AliasChoices, Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LogLevel = Literal["critical", "error", "warning", "info", "debug", "trace"]
@@ -53,6 +53,28 @@ class Settings(BaseSettings):
     podresources_socket: str = Field(
         default=DEFAULT_PODRESOURCES_SOCKET, description="PodResources gRPC socket of the kubelet."
     )
+    kubelet_config_file: Path | None = Field(
+        default=None,
+        description="KubeletConfiguration file of the observed kubelet (only ever read); "
+        "default <kubelet_root>/config.yaml when it exists.",
+    )
+    observe: bool = Field(
+        default=None,
+        validate_default=True,
+        description="List the real node this process runs on (read-only). Default: on when the "
+        "kubelet root dir or the PodResources socket exists.",
+    )
+    node_name: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("node_name", "NUMASCOPE_NODE_NAME", "NODE_NAME"),
+        description="Name of the observed node (env NODE_NAME from the downward API); default "
+        "the host name.",
+    )
+    podresources_dir: Path | None = Field(
+        default=None,
+        description="Serve each simulated node's PodResources on <dir>/<node>.sock (off by "
+        "default).",
+    )
     state_dir: Path = Field(
         default=Path("./var/nodes"), description="Where simulated nodes keep their state files."
     )
@@ -85,6 +107,17 @@ class Settings(BaseSettings):
                 f"podresources_socket {value!r} must be an absolute unix socket path"
             )
         return value
+
+    @field_validator("observe", mode="before")
+    @classmethod
+    def _default_observe(cls, value: object, info: ValidationInfo) -> object:
+        if value is not None and value != "":
+            return value
+        root = info.data.get("kubelet_root")
+        socket = info.data.get("podresources_socket")
+        if isinstance(root, Path) and root.is_dir():
+            return True
+        return isinstance(socket, str) and Path(socket.removeprefix("unix://")).exists()
 
     @property
     def podresources_socket_path(self) -> Path:

@@ -53,6 +53,30 @@ def register(sub: Any) -> None:
         "(env NUMASCOPE_PODRESOURCES_SOCKET)",
     )
     parser.add_argument(
+        "--kubelet-config-file",
+        default=None,
+        help="KubeletConfiguration of the observed kubelet, read only (default "
+        "<kubelet-state-dir>/config.yaml if present, env NUMASCOPE_KUBELET_CONFIG_FILE)",
+    )
+    parser.add_argument(
+        "--observe",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="list the node this process runs on, read-only (default on when the kubelet "
+        "state dir or the PodResources socket exists, env NUMASCOPE_OBSERVE)",
+    )
+    parser.add_argument(
+        "--node-name",
+        default=None,
+        help="name of the observed node (default env NODE_NAME, else the host name)",
+    )
+    parser.add_argument(
+        "--podresources-dir",
+        default=None,
+        help="serve each simulated node's PodResources on DIR/<node>.sock "
+        "(off by default, env NUMASCOPE_PODRESOURCES_DIR)",
+    )
+    parser.add_argument(
         "--state-dir",
         default=None,
         help="state files of simulated nodes (default ./var/nodes, env NUMASCOPE_STATE_DIR)",
@@ -79,6 +103,10 @@ OVERRIDES = (
     "sysfs_root",
     "kubelet_root",
     "podresources_socket",
+    "kubelet_config_file",
+    "observe",
+    "node_name",
+    "podresources_dir",
     "state_dir",
     "demo",
     "log_level",

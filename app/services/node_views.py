@@ -40,11 +40,12 @@ from datetime import datetime
 from typing import Any, Literal
 from urllib.parse import quote
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from app.domain.cpuset import CPUSet
-from app.domain.pools import pools_from_snapshot
+from app.domain.observed import UID_ONLY_NAMESPACE
+from app.domain.pools import Pools, pools_from_snapshot
 from app.domain.snapshot import ContainerAllocation, MemoryBlock, NodeSnapshot, PodAllocation
 from app.domain.topology import CPUTopology, hugepage_resource_name
 from app.services.topologies import CpuMap, build_cpu_map
@@ -218,6 +219,10 @@ class PodRow(_View):
     containers: list[ContainerRow]
     url: str
     json_url: str
+    # Observed nodes: a checkpoint entry of a pod the node no longer has (kubernetes#129819),
+    # and a pod known by its UID only (namespace ``~``, name = UID).
+    stale: bool = Field(default=False, exclude_if=lambda v: not v)
+    uid_only: bool = Field(default=False, exclude_if=lambda v: not v)
 
 
 # -- node --------------------------------------------------------------------------------
@@ -278,6 +283,24 @@ class AdmissionLogEntry(_View):
     pod_url: str | None = None
 
 
+class ObservationView(_View):
+    """Where an observed node's data came from (users.md §5.1, §5.3): every source with its
+    ``observedAt`` and errors, the state files (version, family, checksums, which reader
+    accepted them), the pods' identities, stale entries and notes."""
+
+    observed_at: str
+    ready: bool
+    sources: list[dict[str, Any]]
+    files: list[dict[str, Any]]
+    pods: list[dict[str, Any]]
+    stale: list[dict[str, Any]]
+    errors: list[dict[str, str]]
+    notes: list[str]
+    config_path: str | None = None
+    config_inferred: bool = False
+    pod_dirs: int | None = None
+
+
 class NodeView(_View):
     summary: NodeSummary
     observed_at: str
@@ -290,6 +313,8 @@ class NodeView(_View):
     admissions: list[AdmissionLogEntry] = []
     # Entries of the submission named by ``?batch=`` (the form's result after a redirect).
     last_batch: list[AdmissionLogEntry] = []
+    # Observed nodes only: the sources, state files, identities and stale entries.
+    observation: ObservationView | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class NodeDetail(_View):
@@ -302,6 +327,7 @@ class NodeDetail(_View):
     numa_pools: list[NumaPoolRow]
     memory: list[NodeNumaMemoryView]
     pods: list[PodRow]
+    observation: ObservationView | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @classmethod
     def of(cls, view: NodeView) -> NodeDetail:
@@ -313,6 +339,7 @@ class NodeDetail(_View):
             numa_pools=view.numa_pools,
             memory=list(view.map.memory.values()),
             pods=view.pods,
+            observation=view.observation,
         )
 
 
@@ -881,8 +908,19 @@ class NodeViews:
         kubelet_config_text: str,
         demo: bool,
         pod_memory_requests: dict[str, dict[str, int]],
+        simulated: bool = True,
+        source: str = "simulation",
+        pools: Pools | None = None,
+        stale_uids: frozenset[str] = frozenset(),
+        observation: ObservationView | None = None,
     ) -> None:
+        """``simulated=False`` for an observed node: ``pools`` are then those its kubelet's
+        PodResources answers imply, ``stale_uids`` flags pod rows, ``observation`` says where
+        everything came from."""
         self.snapshot = snapshot
+        self.simulated = simulated
+        self.source = source
+        self.observation = observation
         self.node = node
         self.owners = _Owners(snapshot, node)
         self.cpu_map = build_cpu_map(snapshot.topology)
@@ -892,12 +930,22 @@ class NodeViews:
             build_pod_row(snapshot, self.owners, node, p, pod_memory_requests.get(p.uid, {}))
             for p in snapshot.pods
         ]
+        if stale_uids or any(p.namespace == UID_ONLY_NAMESPACE for p in snapshot.pods):
+            self.pods = [
+                row.model_copy(
+                    update={
+                        "stale": row.uid in stale_uids,
+                        "uid_only": row.namespace == UID_ONLY_NAMESPACE,
+                    }
+                )
+                for row in self.pods
+            ]
         self.topology = topology
         self.created_at = created_at
         self.kubelet_config_text = kubelet_config_text
         self.demo = demo
         self.counts = self.owners.counts()
-        self._pools: dict[str, Any] | None = None
+        self._pools: dict[str, Any] | None = None if pools is None else pools.to_dict()
         self._numa_pools: list[NumaPoolRow] | None = None
 
     @property
@@ -916,6 +964,8 @@ class NodeViews:
         url = node_url(self.node)
         return NodeSummary(
             name=self.node,
+            simulated=self.simulated,
+            source=self.source,
             demo=self.demo,
             release=self.snapshot.config.release,
             topology=self.topology,
@@ -940,6 +990,7 @@ class NodeViews:
             pools=self.pools,
             numa_pools=self.numa_pools,
             pods=self.pods,
+            observation=self.observation,
         )
 
     def pod_row(self, namespace: str, name: str) -> PodRow | None:

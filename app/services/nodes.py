@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, func
 from sqlalchemy.exc import IntegrityError
@@ -89,6 +89,9 @@ from app.services.node_views import (
     node_topology_view,
     pod_url,
 )
+
+if TYPE_CHECKING:
+    from app.services.observer import NodeObserver
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +148,17 @@ class NodeInputError(NodeServiceError, ValueError):
 
 class PodConflictError(NodeServiceError):
     """The pod (same uid, or same namespace/name) is already on the node."""
+
+
+class ReadOnlyNodeError(NodeServiceError):
+    """The node is observed, not simulated: Numascope never changes a real node."""
+
+    def __init__(self, name: str, action: str) -> None:
+        self.name = name
+        super().__init__(
+            f"node {name!r} is an observed node (read-only): Numascope only shows what its "
+            f"kubelet recorded and cannot {action}; create a simulated node to try pods"
+        )
 
 
 # -- values --------------------------------------------------------------------------------
@@ -372,12 +386,58 @@ class NodeService:
         self._nodes: dict[str, _Live] = {}
         self._podresources = PodResourcesCache(maxsize=4096)
         self.started = False
+        # The real node this process runs on (read-only; ``attach_observer``).
+        self._observer: NodeObserver | None = None
+        self._listeners: list[Callable[[str, str], None]] = []
+
+    # -- the observed node and listeners ---------------------------------------------------
+    def attach_observer(self, observer: NodeObserver) -> None:
+        """List ``observer``'s node beside the simulated ones (its name wins over a simulated
+        node of the same name, which is then only reachable after renaming the observed one)."""
+        with self._lock:
+            if observer.name in self._nodes:
+                log.warning(
+                    "the observed node %s has the name of a simulated node; the observed one "
+                    "is shown",
+                    observer.name,
+                )
+            self._observer = observer
+
+    @property
+    def observer(self) -> NodeObserver | None:
+        return self._observer
+
+    def _observed(self, name: str) -> NodeObserver | None:
+        obs = self._observer
+        return obs if obs is not None and obs.name == name else None
+
+    def add_listener(self, listener: Callable[[str, str], None]) -> None:
+        """Call ``listener(event, name)`` after a simulated node is ``created`` or
+        ``deleted`` (outside the registry lock)."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def _notify(self, event: str, name: str) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(event, name)
+            except Exception:
+                log.exception("node listener failed on %s %s", event, name)
 
     # -- registry ------------------------------------------------------------------------
     def __len__(self) -> int:
         return len(self._nodes)
 
     def names(self) -> list[str]:
+        """Every node: the observed one (if any) first, then the simulated ones."""
+        with self._lock:
+            simulated = sorted(self._nodes)
+            obs = self._observer
+        if obs is None:
+            return simulated
+        return [obs.name, *(n for n in simulated if n != obs.name)]
+
+    def simulated_names(self) -> list[str]:
         with self._lock:
             return sorted(self._nodes)
 
@@ -530,6 +590,8 @@ class NodeService:
         """Define a new simulated node (its CPUs all free). Raises ``NodeInputError`` or
         ``NodeExistsError``."""
         check_node_name(name)
+        if self._observed(name) is not None:
+            raise NodeExistsError(name)
         kind, topo = resolve_topology(topology)
         if not isinstance(kubelet_config, str):
             raise NodeInputError("kubeletConfig: expected YAML or JSON text", "kubeletConfig")
@@ -568,9 +630,12 @@ class NodeService:
             live = _Live(definition, record_id, node, topo, config)
             self._nodes[name] = live
             self._persist(live)
+        self._notify("created", name)
         return definition
 
     def delete(self, name: str) -> None:
+        if self._observed(name) is not None:
+            raise ReadOnlyNodeError(name, "delete it")
         with self._lock:
             live = self._live(name)
             with session_scope(self.engine) as session:
@@ -585,10 +650,13 @@ class NodeService:
                     session.delete(record)
             del self._nodes[name]
             self._forget_files(name)
+        self._notify("deleted", name)
 
     # -- pods ------------------------------------------------------------------------------
     def admit(self, name: str, manifest: str, *, dry_run: bool = False) -> AdmissionBatch:
         """Admit (or with ``dry_run`` only judge) every pod of ``manifest`` in order."""
+        if self._observed(name) is not None:
+            raise ReadOnlyNodeError(name, "admit pods on it (nor dry-run them)")
         with self._lock:
             live = self._live(name)
             pods = parse_manifests(manifest, live.config)
@@ -658,6 +726,8 @@ class NodeService:
 
     def remove_pod(self, name: str, namespace: str, pod_name: str) -> AdmissionLogEntry:
         """Remove a pod from the node (all its containers); its CPUs and memory go back."""
+        if self._observed(name) is not None:
+            raise ReadOnlyNodeError(name, "remove its pods")
         with self._lock:
             live = self._live(name)
             pod = live.node.find_pod(f"{namespace}/{pod_name}")
@@ -710,6 +780,8 @@ class NodeService:
         self, name: str, *, limit: int = 100, batch: str | None = None
     ) -> list[AdmissionLogEntry]:
         """The node's log, newest first (or one submission's entries, in order)."""
+        if self._observed(name) is not None:
+            return []  # nothing is ever admitted on an observed node
         with self._lock:
             live = self._live(name)
             query = select(AdmissionRecord).where(col(AdmissionRecord.node_id) == live.record_id)
@@ -744,6 +816,8 @@ class NodeService:
         return live.views
 
     def views(self, name: str) -> NodeViews:
+        if (obs := self._observed(name)) is not None:
+            return obs.views()
         with self._lock:
             return self._views(self._live(name))
 
@@ -754,15 +828,25 @@ class NodeService:
         return self._views(live).summary(rejected=live.rejected, load_error=live.load_error)
 
     def summary(self, name: str) -> NodeSummary:
+        if (obs := self._observed(name)) is not None:
+            return obs.summary()
         with self._lock:
             return self._summary(self._live(name))
 
     def index(self) -> NodeIndexView:
+        obs = self._observer
+        observed = [obs.summary()] if obs is not None else []
         with self._lock:
-            summaries = [self._summary(self._nodes[n]) for n in sorted(self._nodes)]
+            summaries = observed + [
+                self._summary(self._nodes[n])
+                for n in sorted(self._nodes)
+                if obs is None or n != obs.name
+            ]
         return NodeIndexView(nodes=summaries, presets=preset_names(), releases=list(RELEASES))
 
     def node_view(self, name: str, *, batch: str | None = None, log_limit: int = 20) -> NodeView:
+        if (obs := self._observed(name)) is not None:
+            return obs.node_view()
         with self._lock:
             live = self._live(name)
             views = self._views(live)
@@ -774,6 +858,8 @@ class NodeService:
         return view.model_copy(update=update)
 
     def node_detail(self, name: str) -> NodeDetail:
+        if (obs := self._observed(name)) is not None:
+            return obs.node_detail()
         with self._lock:
             live = self._live(name)
             views = self._views(live)
@@ -781,6 +867,8 @@ class NodeService:
         return NodeDetail.of(views.node_view(summary))
 
     def pod_view(self, name: str, namespace: str, pod_name: str) -> PodView:
+        if (obs := self._observed(name)) is not None:
+            return obs.pod_view(namespace, pod_name)
         with self._lock:
             live = self._live(name)
             views = self._views(live)
@@ -799,9 +887,13 @@ class NodeService:
 
     # -- PodResources ----------------------------------------------------------------------
     def podresources_list(self, name: str) -> dict[str, Any]:
+        if (obs := self._observed(name)) is not None:
+            return obs.podresources_list()
         return self._podresources.list_json(self.snapshot(name))
 
     def podresources_get(self, name: str, namespace: str, pod_name: str) -> dict[str, Any]:
+        if (obs := self._observed(name)) is not None:
+            return obs.podresources_get(namespace, pod_name)
         snapshot = self.snapshot(name)
         try:
             return self._podresources.get_json(snapshot, namespace, pod_name)
@@ -809,13 +901,25 @@ class NodeService:
             raise UnknownPodError(name, namespace, pod_name) from None
 
     def allocatable(self, name: str) -> dict[str, Any]:
+        if (obs := self._observed(name)) is not None:
+            return obs.allocatable()
         return allocatable_json(self.snapshot(name))
 
     # -- metrics ---------------------------------------------------------------------------
     def metric_samples(self) -> Iterable[tuple[str, dict[str, str], float]]:
         """Samples of every node for the Prometheus collector (users.md §5.4)."""
+        obs = self._observer
+        if obs is not None:
+            try:
+                yield from obs.metric_samples()
+            except Exception:  # a failing observation must not break the scrape
+                log.exception("observed node %s: no metrics", obs.name)
         with self._lock:
-            views = [self._views(self._nodes[n]) for n in sorted(self._nodes)]
+            views = [
+                self._views(self._nodes[n])
+                for n in sorted(self._nodes)
+                if obs is None or n != obs.name
+            ]
         for v in views:
             yield from v.metric_samples()
 
