@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,6 +138,22 @@ class ResourceList(Mapping[str, Quantity]):
 
     def __len__(self) -> int:
         return len(self._items)
+
+    # Straight to the dict (the Mapping mixins would go through __getitem__ per key).
+    def __contains__(self, name: object) -> bool:
+        return name in self._items
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._items.get(name, default)
+
+    def keys(self) -> KeysView[str]:
+        return self._items.keys()
+
+    def items(self) -> ItemsView[str, Quantity]:
+        return self._items.items()
+
+    def values(self) -> ValuesView[Quantity]:
+        return self._items.values()
 
     def __hash__(self) -> int:
         return hash(frozenset(self._items.items()))

@@ -242,20 +242,44 @@ class Quantity:
     # -- values -------------------------------------------------------------------
     def scaled_value(self, scale: int) -> int:
         """``ScaledValue``: the value in units of 10^scale, rounded away from zero."""
-        v = self.amount / Fraction(10) ** scale
-        n = _ceil_div(abs(v.numerator), v.denominator)
-        return -n if v < 0 else n
+        # Integer arithmetic on the (reduced) fraction: ceil(|n| / d) of n/d × 10^-scale.
+        amount = self.amount
+        num, den = amount.numerator, amount.denominator
+        if scale > 0:
+            den *= 10**scale
+        elif scale < 0:
+            num *= 10**-scale
+        if den == 1:
+            return num
+        return _ceil_div(num, den) if num >= 0 else -_ceil_div(-num, den)
 
     def value(self) -> int:
         """``Value()``: the value rounded up to an integer (away from zero)."""
-        return self.scaled_value(0)
+        amount = self.amount
+        den = amount.denominator
+        if den == 1:
+            return amount.numerator
+        num = amount.numerator
+        return _ceil_div(num, den) if num >= 0 else -_ceil_div(-num, den)
 
     def milli_value(self) -> int:
         """``MilliValue()``: ceil(value × 1000) (away from zero for negative values)."""
-        return self.scaled_value(-3)
+        amount = self.amount
+        num, den = amount.numerator * 1000, amount.denominator
+        if den == 1:
+            return num
+        return _ceil_div(num, den) if num >= 0 else -_ceil_div(-num, den)
 
     def is_zero(self) -> bool:
-        return self.amount == 0
+        return not self.amount.numerator
+
+    def __eq__(self, other: object) -> bool:
+        # Value equality like the generated one (the format does not count), without going
+        # through Fraction.__eq__: both fractions are reduced, so compare their parts.
+        if other.__class__ is self.__class__:
+            a, b = self.amount, other.amount
+            return a is b or (a.numerator == b.numerator and a.denominator == b.denominator)
+        return NotImplemented
 
     def sign(self) -> int:
         return (self.amount > 0) - (self.amount < 0)
