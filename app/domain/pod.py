@@ -184,8 +184,37 @@ class ResourceList(Mapping[str, Quantity]):
 EMPTY_RESOURCE_LIST = ResourceList()
 
 
+class _Memo:
+    """Private slots for answers derived from an immutable value, filled on first use.
+
+    They are not dataclass fields, so equality, hashing, ``repr``, ``dataclasses.fields`` and
+    copies ignore them (a copy or an unpickled value simply computes them again).
+    """
+
+    __slots__ = (
+        "_memo_equivalent_guaranteed",
+        "_memo_pod_level_limits",
+        "_memo_pod_level_requests",
+        "_memo_qos",
+        "_memo_qos_gate_off",
+    )
+
+
+def _memo_get(obj: object, slot: str) -> Any:
+    """The memoised value in ``slot``, or ``_UNSET``."""
+    return getattr(obj, slot, _UNSET)
+
+
+def _memo_set(obj: object, slot: str, value: Any) -> None:
+    if isinstance(obj, _Memo):
+        object.__setattr__(obj, slot, value)
+
+
+_UNSET: Any = object()
+
+
 @dataclass(frozen=True, slots=True)
-class ResourceRequirements:
+class ResourceRequirements(_Memo):
     """``v1.ResourceRequirements``: requests and limits (dicts are converted to ResourceList)."""
 
     requests: Mapping[str, Quantity] = EMPTY_RESOURCE_LIST
@@ -251,7 +280,7 @@ class Container:
 
 
 @dataclass(frozen=True, slots=True)
-class Pod:
+class Pod(_Memo):
     """A pod: identity, init and app containers, pod-level ``spec.resources`` and, when
     known, ``status.qosClass``."""
 
@@ -303,6 +332,14 @@ class Pod:
 
 def resource_qos(resources: ResourceRequirements) -> str:
     """``resourceQOS``: the class of one requests/limits block (cpu and memory only)."""
+    qos = _memo_get(resources, "_memo_qos")
+    if qos is _UNSET:
+        qos = _resource_qos(resources)
+        _memo_set(resources, "_memo_qos", qos)
+    return qos
+
+
+def _resource_qos(resources: ResourceRequirements) -> str:
     if not resources.requests and not resources.limits:
         return QOS_BEST_EFFORT
     qos: str | None = None
@@ -324,6 +361,15 @@ def compute_pod_qos(pod: Pod, pod_level_resources_enabled: bool = True) -> str:
     init and app container: any Burstable, or BestEffort mixed with Guaranteed -> Burstable."""
     if pod_level_resources_enabled and pod.resources is not None:
         return resource_qos(pod.resources)
+    slot = "_memo_qos" if pod_level_resources_enabled else "_memo_qos_gate_off"
+    qos = _memo_get(pod, slot)
+    if qos is _UNSET:
+        qos = _containers_qos(pod)
+        _memo_set(pod, slot, qos)
+    return qos
+
+
+def _containers_qos(pod: Pod) -> str:
     pod_qos: str | None = None
     for container in pod.all_containers():
         qos = resource_qos(container.resources)
@@ -346,13 +392,25 @@ def pod_qos_class(pod: Pod, pod_level_resources_enabled: bool = True) -> str:
 def is_pod_level_requests_set(pod: Pod) -> bool:
     """``IsPodLevelRequestsSet``."""
     res = pod.resources
-    return res is not None and any(is_supported_pod_level_resource(n) for n in res.requests)
+    if res is None:
+        return False
+    answer = _memo_get(res, "_memo_pod_level_requests")
+    if answer is _UNSET:
+        answer = any(is_supported_pod_level_resource(n) for n in res.requests)
+        _memo_set(res, "_memo_pod_level_requests", answer)
+    return answer
 
 
 def is_pod_level_limits_set(pod: Pod) -> bool:
     """``IsPodLevelLimitsSet``."""
     res = pod.resources
-    return res is not None and any(is_supported_pod_level_resource(n) for n in res.limits)
+    if res is None:
+        return False
+    answer = _memo_get(res, "_memo_pod_level_limits")
+    if answer is _UNSET:
+        answer = any(is_supported_pod_level_resource(n) for n in res.limits)
+        _memo_set(res, "_memo_pod_level_limits", answer)
+    return answer
 
 
 def is_pod_level_resources_set(pod: Pod) -> bool:
@@ -364,11 +422,16 @@ def is_container_equivalent_qos_guaranteed(container: Container) -> bool:
     """``IsContainerEquivalentQOSGuaranteed``: cpu and memory requests non-zero and equal to
     their limits (no integral-CPU or hugepage check)."""
     res = container.resources
-    for name in (RESOURCE_CPU, RESOURCE_MEMORY):
-        req = res.request(name)
-        if req.is_zero() or req != res.limit(name):
-            return False
-    return True
+    answer = _memo_get(res, "_memo_equivalent_guaranteed")
+    if answer is _UNSET:
+        answer = True
+        for name in (RESOURCE_CPU, RESOURCE_MEMORY):
+            req = res.request(name)
+            if req.is_zero() or req != res.limit(name):
+                answer = False
+                break
+        _memo_set(res, "_memo_equivalent_guaranteed", answer)
+    return answer
 
 
 # -- aggregation ----------------------------------------------------------------------
