@@ -131,34 +131,40 @@ def _allocatable(machine_state: Mapping[int, NUMANodeState], node: int, resource
     return 0 if table is None else table.allocatable
 
 
-_MaskRow = tuple[int, int, int, int, TopologyHint, TopologyHint]
+# (mask, position mask, node count, preferred hint, other hint): ``position mask`` has bit p
+# set for the p-th smallest NUMA id of the mask, so it indexes a list of per-subset sums.
+_MaskRow = tuple[int, int, int, TopologyHint, TopologyHint]
 _MASK_TABLES: dict[tuple[int, ...], list[_MaskRow]] = {}
 
 
 def _mask_table(nodes: Sequence[int]) -> list[_MaskRow]:
-    """``(mask, lowest bit, mask without it, node count, preferred hint, other hint)`` in
-    ``IterateBitMasks`` order, computed once per set of NUMA ids (hints are immutable values,
-    shared by every answer)."""
+    """One row per mask in ``IterateBitMasks`` order, computed once per set of NUMA ids (hints
+    are immutable values, shared by every answer)."""
     key = tuple(nodes)
     table = _MASK_TABLES.get(key)
     if table is None:
+        position = {n: 1 << p for p, n in enumerate(key)}
         table = []
         for mask in iterate_bitmasks(key):
-            low = mask & -mask
+            pm = 0
+            for n in bits(mask):
+                pm |= position[n]
             table.append(
-                (
-                    mask,
-                    low,
-                    mask ^ low,
-                    mask.bit_count(),
-                    TopologyHint(mask, True),
-                    TopologyHint(mask, False),
-                )
+                (mask, pm, mask.bit_count(), TopologyHint(mask, True), TopologyHint(mask, False))
             )
         if len(_MASK_TABLES) > 64:
             _MASK_TABLES.clear()
         _MASK_TABLES[key] = table
     return table
+
+
+def _subset_sums(values: Sequence[int]) -> list[int]:
+    """``sums[pm]`` = the sum of ``values[p]`` over the bits p of ``pm``, for every subset
+    (built by doubling: each value extends every sum seen so far)."""
+    sums = [0]
+    for v in values:
+        sums += [t + v for t in sums]
+    return sums
 
 
 def _group_mask(cells: Sequence[int]) -> int | None:
@@ -552,25 +558,34 @@ class StaticPolicy:
         """``calculateHints`` (§3.3): every NUMA mask with enough allocatable and free memory
         that respects the single/cross-NUMA grouping; preferred = minimal node count.
 
-        Same checks in the same order as upstream, computed incrementally: masks come in
-        ``IterateBitMasks`` order (by size), so a mask's sums are the sums of the mask
-        without its lowest node (seen before) plus that node's value — one addition per
-        mask and resource instead of a loop over its nodes (255 masks on 8 NUMA nodes).
+        Same checks as upstream, masks in ``IterateBitMasks`` order, without a loop over each
+        mask's nodes: the allocatable and free sums of every subset of NUMA nodes come from
+        one doubling pass per resource (``_subset_sums``), indexed by the mask's position
+        bits; the per-mask filters are list comprehensions (255 masks on 8 NUMA nodes).
         """
         nodes = sorted(machine_state)
-        min_affinity_size = len(nodes)
+        table = _mask_table(nodes)
         resources = list(requested.items())
-        allocatable: list[dict[int, int]] = []
-        free: list[dict[int, int]] = []
-        for r, _ in resources:
-            a_sums = {0: 0}
-            f_sums = {0: 0}
-            for n in nodes:
-                table = _table(machine_state[n], r)
-                a_sums[1 << n] = 0 if table is None else table.allocatable
-                f_sums[1 << n] = 0 if table is None else table.free
-            allocatable.append(a_sums)
-            free.append(f_sums)
+        # Per resource: (subset sums, resource, requested size).
+        allocatable: list[tuple[list[int], str, int]] = []
+        free: list[tuple[list[int], str, int]] = []
+        for r, size in resources:
+            tables = [_table(machine_state[n], r) for n in nodes]
+            a_sums = _subset_sums([0 if t is None else t.allocatable for t in tables])
+            allocatable.append((a_sums, r, size))
+            free.append((_subset_sums([0 if t is None else t.free for t in tables]), r, size))
+        # Masks with enough allocatable memory of every resource, in IterateBitMasks order.
+        if len(resources) == 1:
+            a_sums, _, size = allocatable[0]
+            candidates = [row for row in table if a_sums[row[1]] >= size]
+        else:
+            candidates = [
+                row for row in table if all(a[row[1]] >= size for a, _, size in allocatable)
+            ]
+        if not candidates:
+            return {}
+        # Rows come by node count, so the first candidate has the fewest nodes.
+        min_affinity_size = candidates[0][2]
         # Per node: more than one cell (a single-node hint is excluded); assigned nodes and
         # the group they must match exactly in a multi-node hint (None: matches no mask).
         multi_cell = 0
@@ -583,63 +598,27 @@ class StaticPolicy:
                 assigned[1 << n] = _group_mask(s.cells)
         assigned_mask = sum(assigned)
         reusable = self.init_containers_reusable_memory.get(pod.uid)
-        found: list[_MaskRow] = []
-        if len(resources) == 1:
-            # The common case (regular memory only), without the per-resource loops.
-            r, size = resources[0]
-            a_sums, f_sums = allocatable[0], free[0]
-            reuse = {m: v.get(r, 0) for m, v in reusable.items()} if reusable else None
-            for row in _mask_table(nodes):
-                mask, low, rest, count = row[0], row[1], row[2], row[3]
-                if count > 1:
-                    a_total = a_sums[mask] = a_sums[rest] + a_sums[low]
-                    f_total = f_sums[mask] = f_sums[rest] + f_sums[low]
-                else:
-                    a_total, f_total = a_sums[mask], f_sums[mask]
-                if a_total < size:
-                    continue
-                if count < min_affinity_size:
-                    min_affinity_size = count
-                if count == 1:
-                    if multi_cell & mask:
-                        continue
-                elif mask & assigned_mask and not _groups_match(
-                    assigned, mask & assigned_mask, mask
-                ):
-                    continue
-                if reuse:
-                    f_total += reuse.get(mask, 0)
-                if f_total >= size:
-                    found.append(row)
+        if len(resources) == 1 and not reusable:
+            # The common case: regular memory only, nothing to reuse. A single-node mask may not
+            # hold a node grouped with others; a multi-node mask's assigned nodes must be
+            # grouped with exactly its nodes.
+            f_sums, _, size = free[0]
+            if not multi_cell and not assigned_mask:
+                found = [row for row in candidates if f_sums[row[1]] >= size]
+            else:
+                found = [
+                    row
+                    for row in candidates
+                    if f_sums[row[1]] >= size
+                    and (
+                        not row[0] & (multi_cell if row[2] == 1 else assigned_mask)
+                        or (row[2] > 1 and _groups_match(assigned, row[0] & assigned_mask, row[0]))
+                    )
+                ]
         else:
-            for row in _mask_table(nodes):
-                mask, low, rest, count = row[0], row[1], row[2], row[3]
-                enough = True
-                for i, (_, size) in enumerate(resources):
-                    sums = allocatable[i]
-                    total = sums[rest] + sums[low] if rest else sums[low]
-                    if count > 1:
-                        sums[mask] = total
-                    if total < size:
-                        enough = False
-                if not enough:
-                    # the free sums of this mask are still needed by larger masks
-                    for sums in free:
-                        if count > 1:
-                            sums[mask] = sums[rest] + sums[low]
-                    continue
-                if count < min_affinity_size:
-                    min_affinity_size = count
-                fits = True
-                for i, (r, size) in enumerate(resources):
-                    sums = free[i]
-                    total = sums[rest] + sums[low] if rest else sums[low]
-                    if count > 1:
-                        sums[mask] = total
-                    if reusable:
-                        total += reusable.get(mask, {}).get(r, 0)
-                    if total < size:
-                        fits = False
+            found = []
+            for row in candidates:
+                mask, pm, count = row[0], row[1], row[2]
                 if count == 1:
                     if multi_cell & mask:
                         continue
@@ -647,11 +626,19 @@ class StaticPolicy:
                     used = mask & assigned_mask
                     if used and not _groups_match(assigned, used, mask):
                         continue
+                fits = True
+                for f, r, size in free:
+                    total = f[pm]
+                    if reusable:
+                        total += reusable.get(mask, {}).get(r, 0)
+                    if total < size:
+                        fits = False
+                        break
                 if fits:
                     found.append(row)
         if not found:
             return {}
-        hints_list = [row[4] if row[3] == min_affinity_size else row[5] for row in found]
+        hints_list = [row[3] if row[2] == min_affinity_size else row[4] for row in found]
         return {r: list(hints_list) for r in requested}
 
     @staticmethod
