@@ -33,14 +33,18 @@ Go's orderings are kept exactly:
 * Distributed + ``align_by_socket``: a combination is "in one socket" when all CPUs of its NUMA
   nodes (whole topology) sit in a single socket (upstream ``AreNUMANodesInSameSocket``).
 
-Two deliberate, documented differences from the Go source:
+Go slice aliasing is reproduced: Go's ``iterateCombinations`` builds each combination with
+``append`` on its parent's slice, so sibling combinations share a backing array whenever the
+parent has spare capacity, and a remembered ``bestCombo`` / ``bestLocalRemainder`` (a slice,
+not a copy) of length 4, 6, 7 or 8 is overwritten by the later siblings before it is used
+(upstream issue kubernetes/kubernetes#141237; the "deep copy bestCombo" fix #141238 is not
+merged in the code this module follows). ``go_iterate_combinations`` models the slices with
+Go's append growth (capacity 0, 1, 2, 4, 8, ...) and the chosen combination is read when Go
+reads it, so the kubelet's decision - including the accounting error it can end in - is the
+one reproduced. It only matters on machines with more than four NUMA nodes.
 
-* Go's ``iterateCombinations`` hands out slices that share a backing array between sibling
-  combinations (``append`` into spare capacity), so a remembered ``bestCombo`` /
-  ``bestRemainder`` of length 4, 6, 7 or 8 can be overwritten by later siblings (upstream issue
-  kubernetes/kubernetes#141237, fix in #141238: "deep copy bestCombo"). This module keeps the
-  combination that was actually chosen (the fixed behaviour, and what the allocation spec's
-  rules describe). It only matters on machines with more than four NUMA nodes.
+One deliberate difference from the Go source:
+
 * Where Go would spin forever handing out a remainder that cannot be placed (unreachable with
   the group-rounded capacity check), this module stops and reports the kubelet's
   ``accounting error`` instead.
@@ -138,6 +142,47 @@ def iterate_combinations(items: Sequence[int], k: int) -> Iterator[tuple[int, ..
     if k < 1:
         return iter(())
     return itertools.combinations(items, k)
+
+
+class GoSlice:
+    """A Go ``[]int`` view: ``length`` elements of a shared backing array ``array``."""
+
+    __slots__ = ("array", "length")
+
+    def __init__(self, array: list[int], length: int) -> None:
+        self.array = array
+        self.length = length
+
+    def values(self) -> tuple[int, ...]:
+        """The elements as Go would read them now (later appends may have changed them)."""
+        return tuple(self.array[: self.length])
+
+
+def _go_append(parent: GoSlice, value: int) -> GoSlice:
+    """``append(parent, value)``: in place when capacity allows, else a doubled new array."""
+    n = parent.length
+    if n < len(parent.array):
+        parent.array[n] = value
+        return GoSlice(parent.array, n + 1)
+    cap = 1 if n == 0 else 2 * n  # growslice for small []int (size classes keep powers of two)
+    array = parent.array[:n] + [value] + [0] * (cap - n - 1)
+    return GoSlice(array, n + 1)
+
+
+def go_iterate_combinations(items: Sequence[int], k: int) -> Iterator[GoSlice]:
+    """``iterateCombinations`` with Go's slice sharing: each yielded slice is valid when it is
+    yielded; a kept reference may change as later siblings are generated."""
+    if k < 1:
+        return
+
+    def helper(k: int, start: int, accum: GoSlice) -> Iterator[GoSlice]:
+        if k == 0:
+            yield accum
+            return
+        for i in range(start, len(items) - k + 1):
+            yield from helper(k - 1, i + 1, _go_append(accum, items[i]))
+
+    yield from helper(k, 0, GoSlice([], 0))
 
 
 def _bits(mask: int) -> Iterator[int]:
@@ -718,10 +763,11 @@ def _best_remainder_split(
 ) -> tuple[float, tuple[int, ...] | None]:
     """Best balance when handing ``remainder`` out in groups of ``g`` over a subset."""
     best_balance = _MAX_FLOAT64
-    best_subset: tuple[int, ...] | None = None
+    best_subset: GoSlice | None = None
     k = len(remainder_combo)
     while remainder > 0 and k >= 1:
-        for subset in iterate_combinations(remainder_combo, k):
+        for subset_slice in go_iterate_combinations(remainder_combo, k):
+            subset = subset_slice.values()
             if sum(after[n] // g for n in subset) * g < remainder:
                 continue
             left = dict(after)
@@ -740,9 +786,9 @@ def _best_remainder_split(
             balance = standard_deviation(list(left.values()))
             if balance < best_balance:
                 best_balance = balance
-                best_subset = subset
+                best_subset = subset_slice  # a reference, as in Go
         k -= 1
-    return best_balance, best_subset
+    return best_balance, None if best_subset is None else best_subset.values()
 
 
 def _choose_combo(
@@ -756,7 +802,9 @@ def _choose_combo(
     ix = acc._ix
     avail_of = {n: acc._numa_count(n) for n in numas}
     best = _Choice()
-    for combo in iterate_combinations(numas, k):
+    best_slice: GoSlice | None = None
+    for combo_slice in go_iterate_combinations(numas, k):
+        combo = combo_slice.values()
         if best.balance == 0 and (not align_by_socket or best.in_one_socket):
             break
 
@@ -797,9 +845,11 @@ def _choose_combo(
         if is_better:
             best.balance = local_balance
             best.remainder = local_remainder
-            best.combo = combo
+            best_slice = combo_slice  # a reference, as in Go: later siblings may rewrite it
             if align_by_socket:
                 best.in_one_socket = in_same_socket
+    if best_slice is not None:
+        best.combo = best_slice.values()
     return best
 
 
