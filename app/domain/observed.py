@@ -27,13 +27,16 @@ Stale entries (kubernetes#129819): a checkpoint UID with no ``<root>/pods/<uid>`
 that no PodResources pod matches. When neither the pods dir nor PodResources could be read,
 staleness is unknown and nothing is flagged.
 
-Nothing is guessed. Placement comes from the state files (or, when they cannot be read, from
-PodResources with the consumer arithmetic of ``podresources.md`` §7). Two things the sources
-cannot tell are said so: without PodResources (or for a container it does not list) a container
-alone in a pod shared pool looks exactly like an exclusive one (its set is one part of the pod
-entry either way) and is shown as exclusive with a note; and PodResources does not mark
-sidecars, so listed containers are ``app`` and the containers only the checkpoint knows (regular
-init containers) are ``init``. QoS classes, requests and admission times are not recorded.
+Nothing is guessed about placement: it comes from the state files (or, when they cannot be
+read, from PodResources with the consumer arithmetic of ``podresources.md`` §7). What the
+sources cannot tell is said in a note: a container's isolation level inside a pod budget is
+reported by PodResources (1.37: ``cpu_ids`` only for an exclusive slice); for a container it does
+not list (regular init containers) or without PodResources it is inferred from the CPU sets (the
+set of a listed container; else a set several containers hold is the pod shared pool, a set one
+container holds an exclusive slice — a container alone in the pool, or an init container whose
+slice was reused, looks the same). PodResources does not mark sidecars, so listed containers
+are ``app`` and containers only the checkpoint knows are ``init``. QoS classes, requests and
+admission times are not recorded.
 
 A pod known by its UID only gets the pseudo namespace ``~`` (not a valid namespace name) and its
 UID as name, so every pod has a ``namespace/name`` key and a URL.
@@ -176,7 +179,8 @@ class CheckpointFile:
             text = self.message or error
             if self.accepted:
                 return (
-                    f"{self.file}: the {label} kubelet refuses it ({text}); read as {self.read_as}"
+                    f"{self.file}: refused by kubelet {label} ({text}); shown as read by "
+                    f"kubelet {self.read_as}"
                 )
             return f"{self.file}: {text}"
         return None
@@ -543,6 +547,8 @@ def _evidence(rec: _Recorded, pod: PodResources, cpu_known: bool, mem_known: boo
                 if mine is None or mine != _cpus(c.cpu_ids):
                     return None
                 found += 1
+            elif rec.pod_cpus is None and c.name in rec.cpus:
+                return None  # outside a pod budget every entry is an exclusive slice: reported
     if mem_known:
         if pod.memory:
             if not rec.pod_memory or _blocks_key(rec.pod_memory) != _reported_key(pod.memory):
@@ -554,6 +560,8 @@ def _evidence(rec: _Recorded, pod: PodResources, cpu_known: bool, mem_known: boo
                 if not blocks or _blocks_key(blocks) != _reported_key(c.memory):
                     return None
                 found += 1
+            elif not rec.pod_memory and rec.memory.get(c.name):
+                return None  # outside a pod budget every container's blocks are reported
     return found
 
 
@@ -609,6 +617,8 @@ def _match(
             del by_pod[i]
             for others in by_uid.values():
                 others.discard(i)
+            for owners in by_pod.values():
+                owners.discard(uid)
             progress = True
     ambiguous = frozenset(uid for uid, options in by_uid.items() if options)
     return Matching(matched, ambiguous, candidates)
@@ -645,28 +655,37 @@ class _Builder:
                 return None, out
             listed = {c.name: c for c in pr.containers} if pr is not None else {}
             holders: dict[int, int] = {}
-            for cpus in rec.cpus.values():
+            told: dict[int, set[Isolation]] = {}  # what PodResources says of each set
+            for cname, cpus in rec.cpus.items():
                 holders[cpus.mask] = holders.get(cpus.mask, 0) + 1
-            unsure: list[str] = []
-            for name, cpus in sorted(rec.cpus.items()):
+                reported = listed.get(cname)
+                if reported is not None:
+                    told.setdefault(cpus.mask, set()).add(
+                        "container" if reported.cpu_ids else "pod"
+                    )
+            inferred: list[str] = []
+            for cname, cpus in sorted(rec.cpus.items()):
                 isolation: Isolation = "container"
                 if rec.pod_cpus is not None:
-                    reported = listed.get(name)
-                    if holders[cpus.mask] > 1:
-                        isolation = "pod"
-                    elif reported is not None:
+                    reported = listed.get(cname)
+                    same = told.get(cpus.mask, set())
+                    if reported is not None:
                         isolation = "container" if reported.cpu_ids else "pod"
                     else:
-                        unsure.append(name)
-                out[name] = (cpus, isolation)
-            if unsure and rec.pod_cpus is not None:
-                shared = [n for n, (_, iso) in out.items() if iso == "pod"]
-                if not shared:
-                    self.notes.append(
-                        f"{label}: without PodResources a container alone in the pod shared pool "
-                        f"cannot be told from an exclusive one; shown as exclusive: "
-                        f"{', '.join(unsure)}"
-                    )
+                        inferred.append(cname)
+                        if len(same) == 1:
+                            (isolation,) = same  # the set of a listed container
+                        elif holders[cpus.mask] > 1:
+                            isolation = "pod"
+                out[cname] = (cpus, isolation)
+            if inferred:
+                self.notes.append(
+                    f"{label}: PodResources does not report the isolation of "
+                    f"{', '.join(inferred)}; inferred from the CPU sets (the set of a listed "
+                    f"container, else a set several containers hold is the pod shared pool and "
+                    f"a set one container holds an exclusive slice: a container alone in the "
+                    f"pool, or a regular init container whose slice was reused, looks the same)"
+                )
             return rec.pod_cpus, out
         if pr is None:
             return None, out
