@@ -255,7 +255,8 @@ class Node:
         mem_state: MemoryManagerState | None = None
         mem_reuse: object = None
         if self.memory is not None:
-            mem_state = self.memory.state.copy()
+            # Shares the node states: the policy replaces them, never changes them in place.
+            mem_state = self.memory.state.snapshot()
             mem_reuse = copy.deepcopy(
                 getattr(self.memory.policy, "init_containers_reusable_memory", None)
             )

@@ -774,9 +774,10 @@ class StaticPolicy:
         if hint is None:
             hint = self._affinity(pod, container.name)
         requested = self.get_container_requested_resources(pod, container)
-        machine_state = state.get_machine_state()
-        mask = self._resolve_hint(machine_state, pod, requested, hint)
+        mask = self._resolve_hint(state.machine_state, pod, requested, hint)
         mask_nodes = tuple(bits(mask))
+        # Copy-on-write: only the nodes of the mask change.
+        machine_state = state.machine_state_for_update(mask_nodes)
         blocks: list[Block] = []
         for resource in sorted(requested):
             size = requested[resource]
@@ -785,7 +786,7 @@ class StaticPolicy:
             charge = 0 if reusable >= size else size - reusable
             update_machine_state(machine_state, mask_nodes, resource, charge)
         self.update_pod_reusable_memory(pod, container, blocks)
-        state.set_machine_state(machine_state)
+        state.replace_machine_state(machine_state)
         state.set_memory_blocks(pod.uid, container.name, blocks)
         self.update_init_containers_memory_blocks(state, pod, container, blocks)
 
@@ -882,12 +883,13 @@ class StaticPolicy:
         err = self.pod_scope_budget_error(pod)
         if err is not None:
             raise EmptyPodSharedPoolError(err.message)
-        machine_state = state.get_machine_state()
         containers = pod.all_containers()
         if hint is None:
             hint = self._affinity(pod, containers[0].name) if containers else _ZERO_HINT
-        mask = self._resolve_hint(machine_state, pod, budget, hint)
+        mask = self._resolve_hint(state.machine_state, pod, budget, hint)
         mask_nodes = tuple(bits(mask))
+        # Copy-on-write: only the nodes of the mask change.
+        machine_state = state.machine_state_for_update(mask_nodes)
 
         exclusive: dict[str, list[Block]] = {}
         sidecar: dict[str, int] = {}
@@ -925,7 +927,7 @@ class StaticPolicy:
             update_machine_state(machine_state, mask_nodes, r, budget[r])
         for c in containers:
             state.set_memory_blocks(pod.uid, c.name, exclusive.get(c.name, shared))
-        state.set_machine_state(machine_state)
+        state.replace_machine_state(machine_state)
 
     # -- release ------------------------------------------------------------------------
     def remove_container(
@@ -949,6 +951,8 @@ class StaticPolicy:
 
     @staticmethod
     def _release_memory(state: MemoryManagerState, blocks: Iterable[Block]) -> None:
-        machine_state = state.get_machine_state()
+        blocks = tuple(blocks)
+        # Copy-on-write: only the nodes of the blocks change.
+        machine_state = state.machine_state_for_update(n for b in blocks for n in b.numa_affinity)
         release_blocks(machine_state, blocks)
-        state.set_machine_state(machine_state)
+        state.replace_machine_state(machine_state)

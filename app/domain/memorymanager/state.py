@@ -17,6 +17,12 @@ only when an allocation succeeds, so a failed admission leaves the state untouch
 ``MemoryManagerState.copy`` is cheap: a few small tables per NUMA node plus shallow copies of
 the assignment maps (blocks are immutable tuples).
 
+Copy-on-write for the hot paths: ``machine_state_for_update(nodes)`` gives a new map that
+shares every node state except ``nodes`` (cloned, free to change), and
+``replace_machine_state`` stores such a map without cloning it again. Node states held by a
+``MemoryManagerState`` are therefore never changed in place by the policy, which is what makes
+``snapshot`` (a rollback copy that shares them) safe.
+
 Byte counts are Python ints. Upstream keeps ``uint64``; values here may be negative when a
 caller hands in an over-reserved node (the conformance cases do), and they are then compared
 as signed numbers.
@@ -124,6 +130,15 @@ class MemoryManagerState:
             dict(self.pod_entries),
         )
 
+    def snapshot(self) -> MemoryManagerState:
+        """A rollback copy that shares the node states (writers replace them, see the module
+        docstring) and copies the assignment maps."""
+        return MemoryManagerState(
+            self.machine_state,
+            {pod: dict(containers) for pod, containers in self.assignments.items()},
+            dict(self.pod_entries),
+        )
+
     # -- Reader -------------------------------------------------------------------------
     def get_machine_state(self) -> NUMANodeMap:
         """A copy of the machine state (``GetMachineState`` clones)."""
@@ -142,6 +157,22 @@ class MemoryManagerState:
     # -- Writer -------------------------------------------------------------------------
     def set_machine_state(self, machine_state: Mapping[int, NUMANodeState]) -> None:
         self.machine_state = clone_machine_state(machine_state)
+
+    def machine_state_for_update(self, nodes: Iterable[int]) -> NUMANodeMap:
+        """Copy-on-write: a new map sharing every node state but those of ``nodes`` (unknown
+        ids are skipped), which are clones the caller may change; store the result back with
+        ``replace_machine_state``."""
+        out = dict(self.machine_state)
+        for n in set(nodes):
+            node = out.get(n)
+            if node is not None:
+                out[n] = node.clone()
+        return out
+
+    def replace_machine_state(self, machine_state: NUMANodeMap) -> None:
+        """Take ``machine_state`` over without cloning it (the caller built it for this, with
+        ``machine_state_for_update`` or a clone, and keeps no other use of it)."""
+        self.machine_state = machine_state
 
     def set_memory_blocks(self, pod_uid: str, container_name: str, blocks: Iterable[Block]) -> None:
         self.assignments.setdefault(pod_uid, {})[container_name] = tuple(blocks)
