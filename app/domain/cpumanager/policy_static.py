@@ -588,9 +588,19 @@ class StaticPolicy:
         self._update_allocation_per_numa(state.assigned_cpus() - cset)
 
     def _update_allocation_per_numa(self, cpus: CPUSet) -> None:
-        counts: dict[int, int] = {}
-        for cpu in cpus:
-            info = self.topology.cpu_details.get(cpu)
-            numa = info.numa_node_id if info is not None else 0
-            counts[numa] = counts.get(numa, 0) + 1
-        self.metrics.allocation_per_numa.update(counts)
+        """Count ``cpus`` per NUMA node (a CPU unknown to the topology counts for node 0) and
+        update the gauge of the nodes that have any, in the order a walk over the CPUs meets
+        them. Per-node masks and popcounts instead of a walk over up to 512 CPUs."""
+        mask = cpus.mask
+        topology = self.topology
+        found: dict[int, tuple[int, int]] = {}  # numa -> (lowest CPU bit, count)
+        for numa in topology.numa_node_ids():
+            on_node = mask & topology.cpus_of_numa_node(numa).mask
+            if on_node:
+                found[numa] = (on_node & -on_node, on_node.bit_count())
+        unknown = mask & ~topology.all_cpus.mask
+        if unknown:
+            low, n = found.get(0, (unknown & -unknown, 0))
+            found[0] = (min(low, unknown & -unknown), n + unknown.bit_count())
+        ordered = sorted(found.items(), key=lambda item: item[1][0])
+        self.metrics.allocation_per_numa.update({numa: n for numa, (_, n) in ordered})
