@@ -781,6 +781,12 @@ _go_string = encode_basestring
 def marshal(value: Any, t: GoType) -> str:
     """``json.Marshal(value)`` for a value of Go type ``t``."""
     text: str = _encoder(t)(value)
+    if text.isascii():
+        # The common case, checked in C: no U+2028/U+2029 and no surrogates, so only the
+        # HTML characters can need escaping (``in`` is much faster than a regex scan).
+        if "<" in text or ">" in text or "&" in text:
+            text = text.translate(_HTML_ESCAPES)
+        return text
     if _NEEDS_HTML.search(text):
         text = text.translate(_HTML_ESCAPES)
     if _SURROGATE.search(text):
