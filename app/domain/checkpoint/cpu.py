@@ -35,6 +35,7 @@ from app.domain.checkpoint.gojson import (
     GoJSONError,
     UnmarshalTypeError,
     abort,
+    encode_fragment,
     marshal,
     unmarshal,
 )
@@ -431,11 +432,20 @@ def write_cpu_checkpoint(state: CPUCheckpointState, version: str | int) -> str:
         obj["Checksum"] = struct_checksum(obj, t, LEGACY_HEADER)
         return marshal(obj, t)
     inline = cpu_go_value(state, "V2")
-    data = marshal(cpu_data_value(state), CPU_DATA_T)
+    # ``data`` holds the same entries as the inline part: build and encode them once.
+    data_value = {k: inline[k] for k in ("PolicyName", "DefaultCPUSet", "Entries")}
+    data_value["PodEntries"] = {pod: {"CPUSet": c} for pod, c in (state.pod_entries or {}).items()}
+    fragments = {"Entries": encode_fragment(inline["Entries"], _ENTRIES_FIELD_T)}
+    data = marshal(data_value, CPU_DATA_T, fragments=fragments)
     inline["Checksum"] = struct_checksum(inline, CPU_V2_T, LEGACY_HEADER)
     inline["Data"] = data
     inline["DataChecksum"] = string_checksum(data)
-    return marshal(inline, CPU_V4_T)
+    return marshal(inline, CPU_V4_T, fragments=fragments)
+
+
+# The type of ``Entries`` in V4's data, which the inline part shares.
+_ENTRIES_FIELD_T = next(f.type for f in CPU_DATA_T.fields if f.go_name == "Entries")
+assert next(f.type for f in CPU_V4_T.fields if f.go_name == "Entries") == _ENTRIES_FIELD_T
 
 
 __all__ = [

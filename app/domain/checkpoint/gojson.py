@@ -31,6 +31,7 @@ import copy
 import json
 import re
 import unicodedata
+from collections.abc import Mapping
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -778,9 +779,21 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _go_string = encode_basestring
 
 
-def marshal(value: Any, t: GoType) -> str:
-    """``json.Marshal(value)`` for a value of Go type ``t``."""
+def encode_fragment(value: Any, t: GoType) -> str:
+    """The JSON of ``value`` as it appears inside a ``marshal`` document, before the
+    document-wide escaping pass: reusable as a ``fragments`` entry of ``marshal``."""
     text: str = _encoder(t)(value)
+    return text
+
+
+def marshal(value: Any, t: GoType, *, fragments: Mapping[str, str] | None = None) -> str:
+    """``json.Marshal(value)`` for a value of Go type ``t``.
+
+    ``fragments`` (structs only) maps Go field names to ``encode_fragment`` of that field's
+    value, already computed for another document: they are used as they are instead of being
+    encoded again (the checkpoint writers put the same maps in ``data`` and inline).
+    """
+    text: str = _encoder(t)(value) if not fragments else _encode_struct_with(value, t, fragments)
     if text.isascii():
         # The common case, checked in C: no U+2028/U+2029 and no surrogates, so only the
         # HTML characters can need escaping (``in`` is much faster than a regex scan).
@@ -794,6 +807,22 @@ def marshal(value: Any, t: GoType) -> str:
         # contain them, so replacing in the document is the same as in each string.
         text = _SURROGATE.sub("\\\\ufffd", text)
     return text
+
+
+def _encode_struct_with(value: Any, t: GoType, fragments: Mapping[str, str]) -> str:
+    """The struct encoder of ``_compile_encoder`` with some field values pre-encoded."""
+    if t.kind != STRUCT or t.marshal is not None:
+        raise TypeError(f"fragments are for plain structs, not {t.name}")
+    out = []
+    for f in t.fields:
+        if f.json_name is None:
+            continue
+        v = value[f.go_name]
+        if f.omitempty and is_empty(v, f.type):
+            continue
+        text = fragments.get(f.go_name)
+        out.append(_go_string(f.json_name) + ":" + (_encoder(f.type)(v) if text is None else text))
+    return "{" + ",".join(out) + "}"
 
 
 def is_empty(value: Any, t: GoType) -> bool:

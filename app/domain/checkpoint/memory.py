@@ -22,7 +22,7 @@ from typing import Any
 from app.domain.checkpoint.checksum import string_checksum, struct_checksum
 from app.domain.checkpoint.cpu import normalise_version
 from app.domain.checkpoint.errors import CheckpointInputError, CheckpointStateError
-from app.domain.checkpoint.gojson import marshal, unmarshal
+from app.domain.checkpoint.gojson import encode_fragment, marshal, unmarshal
 from app.domain.checkpoint.gotypes import (
     CHECKSUM_T,
     INT_T,
@@ -521,8 +521,24 @@ def write_memory_checkpoint(state: MemoryCheckpointState, version: str | int) ->
         obj["Checksum"] = struct_checksum(obj, t, LEGACY_HEADER)
         return marshal(obj, t)
     inline = memory_go_value(state, "V1")
-    data = marshal(memory_data_value(state), MEMORY_DATA_T)
+    # ``data`` holds the same machine state and entries as the inline part: build and encode
+    # them once (``memory_data_value`` would build the same values again).
+    data_value = {k: inline[k] for k in ("PolicyName", "MachineState", "Entries")}
+    data_value["PodEntries"] = _pod_entries_to_go(state)
+    fragments = {name: encode_fragment(inline[name], t) for name, t in _SHARED_WITH_DATA.items()}
+    data = marshal(data_value, MEMORY_DATA_T, fragments=fragments)
     inline["Checksum"] = struct_checksum(inline, MEMORY_V1_T, LEGACY_HEADER)
     inline["Data"] = data
     inline["DataChecksum"] = string_checksum(data)
-    return marshal(inline, MEMORY_V3_T)
+    return marshal(inline, MEMORY_V3_T, fragments=fragments)
+
+
+def _field_types(t: GoType) -> dict[str, GoType]:
+    return {f.go_name: f.type for f in t.fields}
+
+
+# Fields V3's inline part and its data share, with the same Go type in both.
+_SHARED_WITH_DATA = {
+    name: _field_types(MEMORY_DATA_T)[name] for name in ("MachineState", "Entries")
+}
+assert all(_field_types(MEMORY_V3_T)[n] == t for n, t in _SHARED_WITH_DATA.items())
