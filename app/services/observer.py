@@ -450,6 +450,34 @@ class NodeObserver:
         if cached.views is not None:
             yield from cached.views.metric_samples()
 
+    def checkpoint_samples(self) -> Iterable[tuple[str, dict[str, str], float]]:
+        """``checkpoint_info``, ``checkpoint_checksum_valid`` and
+        ``stale_checkpoint_entries`` of users.md §5.4 for the observed state files (each with
+        the ``node`` label first, as the other per-node series)."""
+        observed = self.current()
+        stale = observed.stale_counts()
+        for f in observed.files:
+            if not f.present or f.read_error is not None:
+                continue
+            yield (
+                "checkpoint_info",
+                {
+                    "node": self.name,
+                    "file": f.file,
+                    "version": f.version or "unknown",
+                    "policy": f.policy_name or "",
+                },
+                1.0,
+            )
+            valid = bool(f.checksums) and all(c.status == "valid" for c in f.checksums)
+            yield ("checkpoint_checksum_valid", {"node": self.name, "file": f.file}, float(valid))
+            if observed.pod_uids is not None or observed.list_response is not None:
+                yield (
+                    "stale_checkpoint_entries",
+                    {"node": self.name, "file": f.file},
+                    float(stale.get(f.file, 0)),
+                )
+
 
 def _utc(seconds: float) -> Any:
     from datetime import UTC, datetime

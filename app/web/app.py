@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -106,6 +108,7 @@ def create_app(
             settings, on_error=lambda source: metrics.source_errors.labels(source).inc()
         )
         node_service.attach_observer(observer)
+        metrics.registry.register(CheckpointCollector(observer.checkpoint_samples))
     app.state.observer = observer
     # Each simulated node's PodResources on <podresources_dir>/<node>.sock (lifespan).
     app.state.podresources_sockets = (
@@ -164,6 +167,50 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     finally:
         if sockets is not None:
             sockets.stop()
+
+
+# The observed node's state file series of users.md §5.4: name -> (help, label names).
+CHECKPOINT_SERIES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "checkpoint_info": (
+        "An observed kubelet state file: detected format version and recorded policy (1).",
+        ("node", "file", "version", "policy"),
+    ),
+    "checkpoint_checksum_valid": (
+        "Whether every checksum of an observed kubelet state file verifies (0/1).",
+        ("node", "file"),
+    ),
+    "stale_checkpoint_entries": (
+        "Entries of an observed kubelet state file whose pod UID matches no live pod.",
+        ("node", "file"),
+    ),
+}
+
+
+class CheckpointCollector(Collector):
+    """Reads the observed node's state files at scrape time (``samples`` as for
+    ``NodesCollector``, with series names from ``CHECKPOINT_SERIES``)."""
+
+    def __init__(self, samples: Callable[[], Iterable[tuple[str, dict[str, str], float]]]):
+        self._samples = samples
+
+    def _families(self) -> dict[str, GaugeMetricFamily]:
+        return {
+            name: GaugeMetricFamily(f"numascope_{name}", help_text, labels=list(labels))
+            for name, (help_text, labels) in CHECKPOINT_SERIES.items()
+        }
+
+    def describe(self) -> Iterable[GaugeMetricFamily]:
+        return list(self._families().values())
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        families = self._families()
+        try:
+            for name, labels, value in self._samples():
+                family = families[name]
+                family.add_metric([labels[n] for n in CHECKPOINT_SERIES[name][1]], value)
+        except Exception:  # a failing observation must not break the scrape
+            logging.getLogger("app").exception("observed state files: no metrics")
+        yield from families.values()
 
 
 class ObservedReadinessMiddleware:

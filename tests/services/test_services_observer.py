@@ -520,6 +520,40 @@ def test_readyz_and_metrics(client: TestClient) -> None:
     text = client.get("/metrics").text
     assert f'numascope_cpus{{node="{NODE}",numa_node="0",pool="reserved"}} 2.0' in text
     assert 'pod="training"' in text
+    assert sample(text, "numascope_checkpoint_info", file=CPU_FILE) == (
+        {"node": NODE, "file": CPU_FILE, "version": "V4", "policy": "static"},
+        1.0,
+    )
+    assert sample(text, "numascope_checkpoint_info", file=MEMORY_FILE)[0]["version"] == "V3"
+    assert sample(text, "numascope_checkpoint_checksum_valid", file=CPU_FILE)[1] == 1.0
+    assert sample(text, "numascope_stale_checkpoint_entries", file=CPU_FILE)[1] == 1.0
+    assert sample(text, "numascope_stale_checkpoint_entries", file=MEMORY_FILE)[1] == 0.0
+
+
+def sample(text: str, name: str, **match: str) -> tuple[dict[str, str], float]:
+    """The one sample of ``name`` whose labels include ``match``."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    found = [
+        (dict(s.labels), float(s.value))
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == name and all(s.labels.get(k) == v for k, v in match.items())
+    ]
+    assert len(found) == 1, (name, match, found)
+    return found[0]
+
+
+def test_checksum_metric_turns_0_for_a_corrupt_file(host: Host) -> None:
+    path = host.root / CPU_FILE
+    # the inline checksum (read by older kubelets) and the data checksum (1.37) both wrong
+    text = path.read_text().replace('"checksum":', '"checksum":1', 1)
+    path.write_text(text.replace('"dataChecksum":', '"dataChecksum":1', 1))
+    with TestClient(create_app(host.settings(observe=True))) as client:
+        assert client.get(f"/nodes/{NODE}.json").status_code == 200  # observes: counts errors
+        text = client.get("/metrics").text
+    assert sample(text, "numascope_checkpoint_checksum_valid", file=CPU_FILE)[1] == 0.0
+    assert sample(text, "numascope_source_errors_total", source="checkpoint")[1] >= 1
 
 
 def test_readyz_waits_for_podresources(host: Host) -> None:
