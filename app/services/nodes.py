@@ -20,6 +20,11 @@ the way a restarting kubelet does; a node without state files (or whose files ca
 restored) is rebuilt by replaying its admission log, and the problem is shown on its page.
 With ``demo`` set and no nodes defined, the demo nodes of ``app.services.demo`` are created.
 
+The node this process runs on can be listed too (``attach_observer``, ``Settings.observe``): an
+observed node is read-only (``app.services.observer``). Every read goes to its observer; admitting,
+removing and deleting raise ``ReadOnlyNodeError`` (409), and no simulated node may take its name.
+``add_listener`` tells others (the PodResources sockets) when simulated nodes come and go.
+
 Admission is a critical section: one lock serialises every change and the building of the
 cached views (``NodeViews``, recomputed only when a node changed). A rejected pod is not an
 error here: ``admit`` returns the verdicts (and logs them); only bad input raises

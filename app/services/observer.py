@@ -298,7 +298,23 @@ class NodeObserver:
         with self._lock:
             now = self.clock()
             if self._cached is None or now - self._at >= self.ttl:
-                observed = self._observe(self.settings)
+                try:
+                    observed = self._observe(self.settings)
+                except Exception as exc:  # a bug must not take the nodes pages down
+                    log.exception("observing node %s failed", self.name)
+                    observed = ObservedNode(
+                        name=self.name,
+                        observed_at=time.time(),
+                        snapshot=None,
+                        sources=(
+                            SourceStatus(
+                                "observer",
+                                time.time(),
+                                False,
+                                errors=(f"observation failed: {exc.__class__.__name__}: {exc}",),
+                            ),
+                        ),
+                    )
                 if observed.name != self.name:
                     observed = replace(observed, name=self.name)
                 self._cached = self._build(observed)

@@ -597,3 +597,15 @@ def test_observe_defaults_to_on_when_the_kubelet_root_exists(host: Host, tmp_pat
         is False
     )
     assert host.settings(kubelet_root=tmp_path / "none").observe is True  # the socket exists
+
+
+def test_a_failing_observation_is_shown_not_raised(host: Host) -> None:
+    def boom(settings: Settings) -> Any:
+        raise RuntimeError("bug")
+
+    obs = NodeObserver(host.settings(), observe=boom)
+    summary = obs.summary()
+    assert summary.load_error == "observer: observation failed: RuntimeError: bug"
+    with pytest.raises(ObservedNodeUnavailableError):
+        obs.node_view()
+    assert list(obs.metric_samples()) == [] and not obs.ready
