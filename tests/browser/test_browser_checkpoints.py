@@ -1,37 +1,25 @@
 """Upload a 1.36 pod-level CPU V3 file in Debian's chromium and read the verdict table.
 
-Same conventions as test_browser_topology.py: skipped when the browser is missing unless
-NUMASCOPE_REQUIRE_BROWSER=1; screenshots land in test-artifacts/ (gitignored).
+Browser, live server, page and screenshots come from conftest.py.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
-import threading
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from app.settings import Settings
-from app.web.app import create_app
 from tests.fixtures.checkpoints.generate import HERE as FIXTURES
 from tests.fixtures.checkpoints.generate import POD_B
+from tests.helpers import make_settings
+
+if TYPE_CHECKING:
+    from tests.browser.conftest import LiveServer, Screenshots
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = os.environ.get("NUMASCOPE_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 V3 = FIXTURES / "kubelet-1.36-gate-on" / "cpu_manager_state"
 EXPECTED = {
     "≤1.17": "will-fail",
@@ -43,58 +31,14 @@ EXPECTED = {
 }
 
 
-def _require_browser() -> None:
-    if Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK):
-        return
-    reason = f"{CHROMIUM} is missing (install Debian's chromium: sh scripts/ensure-chromium.sh)"
-    if os.environ.get("NUMASCOPE_REQUIRE_BROWSER") == "1":
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
-def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A uvicorn server in a background thread; its kubelet root holds the 1.37 files."""
-    import uvicorn
-
+def base_url(
+    tmp_path_factory: pytest.TempPathFactory, live_server: Callable[..., LiveServer]
+) -> str:
+    """The app whose kubelet root holds the 1.37 files."""
     tmp = tmp_path_factory.mktemp("browser-checkpoints")
     shutil.copytree(FIXTURES / "kubelet-1.37", tmp / "kubelet")
-    settings = Settings(
-        database_url=f"sqlite:///{tmp / 'numascope.db'}",
-        sysfs_root=tmp / "no-sysfs",
-        cpuinfo=False,
-        state_dir=tmp / "nodes",
-        kubelet_root=tmp / "kubelet",
-        demo=False,
-    )
-    app = create_app(settings)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    _require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    return live_server(make_settings(tmp, kubelet_root=tmp / "kubelet")).url
 
 
 def _read_verdicts(page: object) -> dict[str, str]:
@@ -112,14 +56,12 @@ def _read_verdicts(page: object) -> dict[str, str]:
     return out
 
 
-def test_upload_a_v3_file_and_read_the_verdict_table(browser: object, base_url: str) -> None:
-    from playwright.sync_api import Browser, expect
+def test_upload_a_v3_file_and_read_the_verdict_table(
+    page: Any, page_errors: list[str], base_url: str, screenshot: Screenshots
+) -> None:
+    from playwright.sync_api import expect
 
-    assert isinstance(browser, Browser)
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.set_viewport_size({"width": 1400, "height": 1000})
     requests: list[str] = []
     page.on("request", lambda r: requests.append(f"{r.method} {r.url}"))
 
@@ -151,8 +93,7 @@ def test_upload_a_v3_file_and_read_the_verdict_table(browser: object, base_url: 
     }
     assert len(set(colours.values())) == 3, colours
     expect(page.locator("header.site-header")).to_have_count(1)
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "checkpoints-upload-v3.png"), full_page=True)
+    screenshot(page, "checkpoints-upload-v3")
 
     # A file of the server's kubelet root dir, through the GET form (URL pushed).
     page.locator('input[name="file"][value="memory_manager_state"]').check()
@@ -162,15 +103,13 @@ def test_upload_a_v3_file_and_read_the_verdict_table(browser: object, base_url: 
     )
     page.wait_for_url(f"{base_url}/checkpoints?file=memory_manager_state&policy=")
     expect(page.locator('[data-table="machineState"] tbody tr')).to_have_count(2)
-    page.screenshot(path=str(ARTIFACTS / "checkpoints-kubelet-memory.png"), full_page=True)
-    assert problems == []
-    page.close()
+    screenshot(page, "checkpoints-kubelet-memory")
+    assert page_errors == []
 
 
-def test_the_form_works_without_javascript(browser: object, base_url: str) -> None:
-    from playwright.sync_api import Browser, expect
+def test_the_form_works_without_javascript(browser: Any, base_url: str) -> None:
+    from playwright.sync_api import expect
 
-    assert isinstance(browser, Browser)
     context = browser.new_context(java_script_enabled=False)
     page = context.new_page()
     page.goto(f"{base_url}/checkpoints")

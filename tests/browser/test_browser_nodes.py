@@ -2,28 +2,23 @@
 a rejected pod's reason and message, an admitted pod's CPUs appearing, the pod breakdown, and
 the 512-thread node staying readable.
 
-Same launch options and skip rules as test_browser_topology.py (its ``browser`` fixture is
-reused). Screenshots land in test-artifacts/ (gitignored).
+Browser, live server, page and screenshots come from conftest.py.
 """
 
 from __future__ import annotations
 
-import socket
-import threading
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from fastapi import FastAPI
 
 from app.services.nodes import NodeService
-from app.settings import Settings
-from app.web.app import create_app
-from tests.browser.test_browser_topology import ARTIFACTS, browser
+from tests.helpers import make_settings
+
+if TYPE_CHECKING:
+    from tests.browser.conftest import LiveServer, Screenshots
 
 pytestmark = pytest.mark.browser
-
-__all__ = ["browser"]  # the fixture, reused
 
 NODE = "demo-pod-scope"
 REJECTED = """\
@@ -71,48 +66,20 @@ spec:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, FastAPI]]:
-    """The app with its demo nodes, served by uvicorn in a background thread."""
-    import uvicorn
-
-    tmp = tmp_path_factory.mktemp("browser-nodes")
-    settings = Settings(
-        database_url=f"sqlite:///{tmp / 'numascope.db'}",
-        sysfs_root=tmp / "no-sysfs",
-        cpuinfo=False,
-        state_dir=tmp / "nodes",
-        demo=True,
-    )
-    app = create_app(settings)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{port}", app
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+def served(
+    tmp_path_factory: pytest.TempPathFactory, live_server: Callable[..., LiveServer]
+) -> LiveServer:
+    """The app with its demo nodes."""
+    return live_server(make_settings(tmp_path_factory.mktemp("browser-nodes"), demo=True))
 
 
 def test_pod_scope_node_map_rejection_admission_and_breakdown(
-    browser: object, served: tuple[str, FastAPI]
+    page: Any, page_errors: list[str], served: LiveServer, screenshot: Screenshots
 ) -> None:
-    from playwright.sync_api import Browser, expect
+    from playwright.sync_api import expect
 
-    assert isinstance(browser, Browser)
-    base_url, app = served
-    service: NodeService = app.state.nodes
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    ARTIFACTS.mkdir(exist_ok=True)
+    base_url = served.url
+    service: NodeService = served.app.state.nodes
 
     page.goto(f"{base_url}/")
     expect(page.get_by_role("heading", name="Nodes", exact=True)).to_be_visible()
@@ -142,7 +109,7 @@ def test_pod_scope_node_map_rejection_admission_and_breakdown(
         or ""
     )
     expect(page.locator('#cpu-map [data-cpu="0"]')).to_have_attribute("data-pool", "reserved")
-    page.screenshot(path=str(ARTIFACTS / "node-demo-pod-scope.png"), full_page=True)
+    screenshot(page, "node-demo-pod-scope")
 
     # A pod whose exclusive containers take the whole budget: rejected, reason and message.
     page.locator("#manifest").fill(REJECTED)
@@ -156,7 +123,7 @@ def test_pod_scope_node_map_rejection_admission_and_breakdown(
     expect(rejected).to_contain_text("shop/greedy")
     expect(page.locator('#cpu-map [data-cpu][data-owner^="shop/"]')).to_have_count(0)
     rejected.scroll_into_view_if_needed()
-    page.screenshot(path=str(ARTIFACTS / "node-rejected.png"))
+    screenshot(page, "node-rejected", full_page=False)
 
     # A dry run judges and keeps nothing (htmx sends the clicked button's action).
     page.locator("#manifest").fill(ADMITTED)
@@ -183,7 +150,7 @@ def test_pod_scope_node_map_rejection_admission_and_breakdown(
             "data-pool", "exclusive"
         )
     page.locator("#cpu-map").scroll_into_view_if_needed()
-    page.screenshot(path=str(ARTIFACTS / "node-admitted.png"), full_page=True)
+    screenshot(page, "node-admitted")
 
     # The pod breakdown, reached from the verdict's link.
     admitted.get_by_role("link", name="shop/checkout").click()
@@ -198,7 +165,7 @@ def test_pod_scope_node_map_rejection_admission_and_breakdown(
     )
     expect(page.locator("#podresources pre")).to_contain_text('"podResources"')
     expect(page.locator('#cpu-map [data-cpu][data-owner="shop/checkout/api"]')).to_have_count(4)
-    page.screenshot(path=str(ARTIFACTS / "pod-shop-checkout.png"), full_page=True)
+    screenshot(page, "pod-shop-checkout")
 
     # Removing it (a plain form: POST, then 303 back to the node) frees its CPUs.
     page.get_by_role("button", name="Remove pod shop/checkout").click()
@@ -208,17 +175,15 @@ def test_pod_scope_node_map_rejection_admission_and_breakdown(
         expect(page.locator(f'#cpu-map [data-cpu="{cpu}"]')).to_have_attribute(
             "data-pool", "node-shared"
         )
-    assert problems == []
-    page.close()
+    assert page_errors == []
 
 
-def test_the_512_thread_node_stays_readable(browser: object, served: tuple[str, FastAPI]) -> None:
-    from playwright.sync_api import Browser, expect
+def test_the_512_thread_node_stays_readable(
+    page: Any, served: LiveServer, screenshot: Screenshots
+) -> None:
+    from playwright.sync_api import expect
 
-    assert isinstance(browser, Browser)
-    base_url, _ = served
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
-    page.goto(f"{base_url}/nodes/demo-512")
+    page.goto(f"{served.url}/nodes/demo-512")
     cells = page.locator("#cpu-map [data-cpu]")
     expect(cells).to_have_count(512)
     for cpu in ("0", "255", "511"):
@@ -230,12 +195,9 @@ def test_the_512_thread_node_stays_readable(browser: object, served: tuple[str, 
               .filter(e => e.scrollWidth > e.clientWidth + 1).length"""
     )
     assert widths == 0
-    page.locator("#cpu-map .socket").first.screenshot(
-        path=str(ARTIFACTS / "node-demo-512-socket0.png")
-    )
-    page.screenshot(path=str(ARTIFACTS / "node-demo-512.png"), full_page=True)
-    page.close()
+    screenshot(page.locator("#cpu-map .socket").first, "node-demo-512-socket0")
+    screenshot(page, "node-demo-512")
 
 
-def test_artifacts_folder_is_the_shared_one() -> None:
-    assert Path(ARTIFACTS).name == "test-artifacts"
+def test_artifacts_folder_is_the_shared_one(screenshot: Screenshots) -> None:
+    assert screenshot.folder.name == "test-artifacts"

@@ -2,42 +2,39 @@
 PodResources socket, sysfs) observed read-only, its badge, its sources, a stale entry, no
 admission form, and a pod page with the kubelet's own PodResources answer.
 
-Same launch options and skip rules as test_browser_topology.py (its ``browser`` fixture is
-reused). Screenshots land in test-artifacts/ (gitignored).
+Browser, live server, page and screenshots come from conftest.py.
 """
 
 from __future__ import annotations
 
 import shutil
-import socket
 import tempfile
-import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from app.adapters import statefiles
 from app.adapters.grpc.server import PodResourcesServer
 from app.services import demo
-from app.settings import Settings
-from app.web.app import create_app
-from tests.browser.test_browser_topology import ARTIFACTS, browser
 from tests.fixtures.sysfs import fake_sysfs_from_topology
+from tests.helpers import make_settings
 from tests.services.test_services_observer import GHOST, _engine_node, _files_with_ghost
 
-pytestmark = pytest.mark.browser
+if TYPE_CHECKING:
+    from tests.browser.conftest import LiveServer, Screenshots
 
-__all__ = ["browser"]  # the fixture, reused
+pytestmark = pytest.mark.browser
 
 NODE = "worker-7"
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The app observing a fake host, served by uvicorn in a background thread."""
-    import uvicorn
-
+def served(
+    tmp_path_factory: pytest.TempPathFactory, live_server: Callable[..., LiveServer]
+) -> Iterator[str]:
+    """The app observing a fake host (kubelet root, PodResources socket, sysfs)."""
     tmp = tmp_path_factory.mktemp("browser-observed")
     base = Path(tempfile.mkdtemp(prefix="h11b-", dir="/tmp"))  # short socket path
     node = _engine_node()
@@ -49,45 +46,27 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         (root / "pods" / p.uid).mkdir(parents=True)
     sysfs = fake_sysfs_from_topology(node.topology).write(tmp)
     pr = PodResourcesServer(lambda: snap, str(base / "pr.sock")).start()
-    settings = Settings(
-        database_url=f"sqlite:///{tmp / 'numascope.db'}",
+    settings = make_settings(
+        tmp,
         sysfs_root=sysfs,
-        cpuinfo=False,
-        state_dir=tmp / "nodes",
-        demo=False,
         kubelet_root=root,
         podresources_socket=str(base / "pr.sock"),
         node_name=NODE,
         observe=True,
     )
-    app = create_app(settings)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
+    server = live_server(settings)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield server.url
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+        server.stop()
         pr.stop()
         shutil.rmtree(base, ignore_errors=True)
 
 
-def test_observed_node_sources_stale_entry_and_pod(browser: object, served: str) -> None:
-    from playwright.sync_api import Browser, expect
-
-    assert isinstance(browser, Browser)
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    ARTIFACTS.mkdir(exist_ok=True)
+def test_observed_node_sources_stale_entry_and_pod(
+    page: Any, page_errors: list[str], served: str, screenshot: Screenshots
+) -> None:
+    from playwright.sync_api import expect
 
     # The only node: "/" opens it.
     page.goto(f"{served}/")
@@ -116,7 +95,7 @@ def test_observed_node_sources_stale_entry_and_pod(browser: object, served: str)
     expect(page.locator('#cpu-map li.cpu[data-cpu="30"]')).to_have_attribute(
         "data-pool", "exclusive"
     )
-    page.screenshot(path=str(ARTIFACTS / "observed-node.png"), full_page=True)
+    screenshot(page, "observed-node")
 
     # A CPU of the training pod's bubble leads to its page with the kubelet's answer.
     page.locator('#cpu-map li.cpu[data-owner="ml/training/trainer"] a').first.click()
@@ -124,6 +103,5 @@ def test_observed_node_sources_stale_entry_and_pod(browser: object, served: str)
     expect(page.get_by_role("heading", level=1).locator(".badge-observed")).to_be_visible()
     expect(page.locator("#podresources pre")).to_contain_text('"name": "training"')
     expect(page.get_by_role("button", name="Remove pod")).to_have_count(0)
-    assert not problems, problems
-    page.close()
+    assert not page_errors, page_errors
     assert demo.ML_POD  # the pod clicked through is the demo's

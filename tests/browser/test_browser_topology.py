@@ -1,101 +1,41 @@
 """Click through the dashboard in Debian's chromium (Playwright) and look at the CPU map.
 
-Skipped when the browser is missing, unless NUMASCOPE_REQUIRE_BROWSER=1 (CI), which makes a
-missing browser a failure. Screenshots land in test-artifacts/ (gitignored).
+Browser, live server, page and screenshots come from conftest.py (skipped without chromium
+unless NUMASCOPE_REQUIRE_BROWSER=1).
 """
 
 from __future__ import annotations
 
-import os
-import socket
-import threading
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from app.domain.presets import get_preset
-from app.settings import Settings
-from app.web.app import create_app
 from app.web.rendering import HTMX_VERSION
+from tests.helpers import make_settings
+
+if TYPE_CHECKING:
+    from tests.browser.conftest import LiveServer, Screenshots
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = os.environ.get("NUMASCOPE_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 PRESET = "topoDualSocketHT"  # 2 sockets, 2 NUMA nodes, 12 CPUs
 
 
-def _require_browser() -> None:
-    if Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK):
-        return
-    reason = f"{CHROMIUM} is missing (install Debian's chromium: sh scripts/ensure-chromium.sh)"
-    if os.environ.get("NUMASCOPE_REQUIRE_BROWSER") == "1":
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
-def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A uvicorn server in a background thread on a free localhost port."""
-    import uvicorn
-
-    tmp = tmp_path_factory.mktemp("browser")
-    settings = Settings(
-        database_url=f"sqlite:///{tmp / 'numascope.db'}",
-        sysfs_root=tmp / "no-sysfs",  # the host is not needed here
-        cpuinfo=False,
-        state_dir=tmp / "nodes",
-        demo=False,
-    )
-    app = create_app(settings)
-    # Listening before the thread starts: the browser's first connection waits in the backlog.
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+def base_url(
+    tmp_path_factory: pytest.TempPathFactory, live_server: Callable[..., LiveServer]
+) -> str:
+    return live_server(make_settings(tmp_path_factory.mktemp("browser"))).url
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    _require_browser()
-    from playwright.sync_api import sync_playwright
+def test_click_through_to_a_topology_and_see_every_cpu(
+    page: Any, page_errors: list[str], base_url: str, screenshot: Screenshots
+) -> None:
+    from playwright.sync_api import expect
 
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-def test_click_through_to_a_topology_and_see_every_cpu(browser: object, base_url: str) -> None:
-    from playwright.sync_api import Browser, expect
-
-    assert isinstance(browser, Browser)
     topo = get_preset(PRESET)
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: problems.append(str(e)))
 
     page.goto(f"{base_url}/")
     expect(page.get_by_role("heading", name="Topologies")).to_be_visible()
@@ -125,14 +65,12 @@ def test_click_through_to_a_topology_and_see_every_cpu(browser: object, base_url
     expect(cells).to_have_count(topo.num_cpus)
     expect(page.locator("header.site-header")).to_have_count(1)
 
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"topology-{PRESET}.png"), full_page=True)
+    screenshot(page, f"topology-{PRESET}")
 
     # The 512-thread server stays readable: every label present, cells not squashed.
     page.goto(f"{base_url}/topologies/server-2s-8numa-512t")
     expect(page.locator("[data-cpu]")).to_have_count(512)
     box = page.locator('[data-cpu="511"]').bounding_box()
     assert box is not None and box["width"] >= 20 and box["height"] >= 12
-    page.screenshot(path=str(ARTIFACTS / "topology-server-2s-8numa-512t.png"), full_page=True)
-    assert problems == []
-    page.close()
+    screenshot(page, "topology-server-2s-8numa-512t")
+    assert page_errors == []

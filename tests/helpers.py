@@ -1,0 +1,60 @@
+"""Builders shared by the test folders: settings on tmp paths, a migrated database engine, and
+the small pod-scope kubelet configuration many node tests start from.
+
+Plain functions and constants (fixtures live in each folder's ``conftest.py`` and call these).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine
+
+from app.adapters.db.engine import make_engine
+from app.adapters.db.migrate import upgrade_head
+from app.settings import Settings
+
+#: The preset the small node tests use: 2 sockets, 2 NUMA nodes, 12 CPUs.
+SMALL = "topoDualSocketHT"
+
+# topoDualSocketHT: NUMA 0 = 0,2,4,6,8,10; NUMA 1 = 1,3,5,7,9,11; kubeReserved cpu 1 -> CPU 0.
+POD_SCOPE = """\
+cpuManagerPolicy: static
+memoryManagerPolicy: Static
+topologyManagerPolicy: single-numa-node
+topologyManagerScope: pod
+kubeReserved: {cpu: "1", memory: 1Gi}
+systemReserved: {memory: 1Gi}
+reservedMemory:
+- numaNode: 0
+  limits: {memory: 2148Mi}
+featureGates: {PodLevelResources: true, PodLevelResourceManagers: true}
+"""
+
+
+def make_settings(tmp: Path, **overrides: Any) -> Settings:
+    """Settings whose every path lies under ``tmp``: a SQLite file, no sysfs (the host is not
+    needed), state files under ``nodes/``, no demo nodes; ``overrides`` win."""
+    values: dict[str, Any] = {
+        "database_url": f"sqlite:///{tmp / 'numascope.db'}",
+        "sysfs_root": tmp / "no-sysfs",
+        "cpuinfo": False,
+        "state_dir": tmp / "nodes",
+        "demo": False,
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+@contextmanager
+def migrated_engine(url: str) -> Iterator[Engine]:
+    """A database engine for ``url`` with the schema at head, disposed of on exit."""
+    engine = make_engine(url)
+    upgrade_head(engine)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
