@@ -1,6 +1,6 @@
 """PodResources speed on a 512-thread node holding 250 pods of 4 containers.
 
-Prints medians (ms) of:
+Prints the median and the best (ms) of:
 
 * ``List`` built and serialised to canonical JSON (``list_response_json``): cold (empty
   per-pod cache), warm (unchanged snapshot), warm with one pod changed (a new snapshot
@@ -125,9 +125,12 @@ def make_snapshot() -> NodeSnapshot:
     )
 
 
-def median_ms(
+def timings_ms(
     fn: Callable[[], object], runs: int, setup: Callable[[], object] | None = None
-) -> float:
+) -> tuple[float, float]:
+    """``(median, best)`` of ``runs`` timed calls (``setup`` runs untimed before each). The
+    best shows the cost without interference from other processes on a shared machine; the
+    median is the figure the targets are stated for."""
     samples = []
     for _ in range(runs):
         if setup is not None:
@@ -135,7 +138,7 @@ def median_ms(
         start = time.perf_counter()
         fn()
         samples.append(time.perf_counter() - start)
-    return statistics.median(samples) * 1000
+    return statistics.median(samples) * 1000, min(samples) * 1000
 
 
 def main() -> int:
@@ -150,16 +153,16 @@ def main() -> int:
         f"node: {snapshot.topology.num_cpus} CPUs, {len(snapshot.pods)} pods, {containers} containers"
     )
 
-    results: list[tuple[str, float, float | None]] = []
+    results: list[tuple[str, tuple[float, float], float | None]] = []
 
     # -- List -> canonical JSON -----------------------------------------------------------------
     cache_holder: list[PodResourcesCache] = [PodResourcesCache()]
     results.append(
         (
             "List -> JSON, cold (empty per-pod cache)",
-            median_ms(
+            timings_ms(
                 lambda: cache_holder[0].list_json(snapshot),
-                max(runs // 5, 5),
+                max(runs // 2, 10),
                 setup=lambda: cache_holder.__setitem__(0, PodResourcesCache()),
             ),
             None,
@@ -167,7 +170,7 @@ def main() -> int:
     )
     list_response_json(snapshot)
     results.append(
-        ("List -> JSON, warm", median_ms(lambda: list_response_json(snapshot), runs), TARGET_MS)
+        ("List -> JSON, warm", timings_ms(lambda: list_response_json(snapshot), runs), TARGET_MS)
     )
     changed_holder: list[NodeSnapshot] = [snapshot]
     counter = [0]
@@ -181,7 +184,7 @@ def main() -> int:
     results.append(
         (
             "List -> JSON, warm, one pod changed",
-            median_ms(lambda: list_response_json(changed_holder[0]), runs, setup=one_pod_changed),
+            timings_ms(lambda: list_response_json(changed_holder[0]), runs, setup=one_pod_changed),
             TARGET_MS,
         )
     )
@@ -193,7 +196,7 @@ def main() -> int:
     results.append(
         (
             "List -> JSON, warm, every pod a fresh equal value",
-            median_ms(
+            timings_ms(
                 lambda: list_response_json(fresh_holder[0]), runs, setup=fresh_equal_snapshot
             ),
             TARGET_MS,
@@ -202,9 +205,9 @@ def main() -> int:
     results.append(
         (
             "List -> JSON without cache (reference)",
-            median_ms(
+            timings_ms(
                 lambda: json_format.MessageToDict(to_message(build_list_response(snapshot))),
-                max(runs // 5, 5),
+                max(runs // 2, 10),
             ),
             None,
         )
@@ -230,7 +233,7 @@ def main() -> int:
             results.append(
                 (
                     "gRPC List round trip, raw stub",
-                    median_ms(lambda: stub.List(request), runs),
+                    timings_ms(lambda: stub.List(request), runs),
                     TARGET_MS,
                 )
             )
@@ -240,7 +243,7 @@ def main() -> int:
                 results.append(
                     (
                         "gRPC List round trip, client.list() (dataclasses)",
-                        median_ms(client.list, runs),
+                        timings_ms(client.list, runs),
                         TARGET_MS,
                     )
                 )
@@ -249,9 +252,10 @@ def main() -> int:
         shutil.rmtree(directory, ignore_errors=True)
 
     width = max(len(name) for name, _, _ in results)
-    for name, ms, target in results:
+    print(f"{'':{width}}  {'median':>9}  {'best':>8}")
+    for name, (ms, best), target in results:
         verdict = "" if target is None else ("  ok" if ms <= target else f"  OVER {target:g} ms")
-        print(f"{name.ljust(width)}  {ms:8.2f} ms{verdict}")
+        print(f"{name.ljust(width)}  {ms:6.2f} ms  {best:5.2f} ms{verdict}")
     print(f"List response: {size} bytes on the wire")
     return 0
 

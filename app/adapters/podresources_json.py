@@ -71,21 +71,38 @@ def _topology_pb(t: TopologyInfo) -> pb.TopologyInfo:
     return pb.TopologyInfo(nodes=[pb.NUMANode(ID=n.id) for n in t.nodes])
 
 
+# Messages are built in place (``repeated.add(...)``, ``SetInParent``) rather than from lists
+# of child messages: upb copies a child passed to a constructor, so in-place is about twice
+# as fast. Empty repeated fields are not touched (an empty field is the same as an unset one).
+
+
+def _set_topology(msg: Any, t: TopologyInfo) -> None:
+    """Set ``msg.topology`` (present even with no nodes)."""
+    topology = msg.topology
+    topology.SetInParent()
+    nodes = topology.nodes
+    for n in t.nodes:
+        nodes.add(ID=n.id)
+
+
+def _add_memory(repeated: Any, memory: tuple[ContainerMemory, ...]) -> None:
+    for m in memory:
+        msg = repeated.add(memory_type=m.memory_type, size=m.size)
+        if m.topology is not None:
+            _set_topology(msg, m.topology)
+
+
 def _memory_pb(m: ContainerMemory) -> pb.ContainerMemory:
     msg = pb.ContainerMemory(memory_type=m.memory_type, size=m.size)
     if m.topology is not None:
-        msg.topology.SetInParent()
-        for n in m.topology.nodes:
-            msg.topology.nodes.add(ID=n.id)
+        _set_topology(msg, m.topology)
     return msg
 
 
 def _devices_pb(d: ContainerDevices) -> pb.ContainerDevices:
     msg = pb.ContainerDevices(resource_name=d.resource_name, device_ids=d.device_ids)
     if d.topology is not None:
-        msg.topology.SetInParent()
-        for n in d.topology.nodes:
-            msg.topology.nodes.add(ID=n.id)
+        _set_topology(msg, d.topology)
     return msg
 
 
@@ -109,24 +126,32 @@ def _dynamic_pb(d: DynamicResource) -> pb.DynamicResource:
     )
 
 
+def _fill_container(msg: Any, c: ContainerResources, *, memory: bool = True) -> None:
+    """The fields of ``c`` but ``name`` and ``cpu_ids`` (set by the caller) into ``msg``;
+    ``memory=False`` leaves ``memory`` out."""
+    if c.devices:
+        msg.devices.extend([_devices_pb(d) for d in c.devices])
+    if memory and c.memory:
+        _add_memory(msg.memory, c.memory)
+    if c.dynamic_resources:
+        msg.dynamic_resources.extend([_dynamic_pb(d) for d in c.dynamic_resources])
+
+
 def _container_pb(c: ContainerResources) -> pb.ContainerResources:
-    return pb.ContainerResources(
-        name=c.name,
-        devices=[_devices_pb(d) for d in c.devices],
-        cpu_ids=c.cpu_ids,
-        memory=[_memory_pb(m) for m in c.memory],
-        dynamic_resources=[_dynamic_pb(d) for d in c.dynamic_resources],
-    )
+    msg = pb.ContainerResources(name=c.name, cpu_ids=c.cpu_ids)
+    _fill_container(msg, c)
+    return msg
 
 
 def _pod_pb(p: PodResources) -> pb.PodResources:
-    return pb.PodResources(
-        name=p.name,
-        namespace=p.namespace,
-        containers=[_container_pb(c) for c in p.containers],
-        cpu_ids=p.cpu_ids,
-        memory=[_memory_pb(m) for m in p.memory],
-    )
+    msg = pb.PodResources(name=p.name, namespace=p.namespace, cpu_ids=p.cpu_ids)
+    if p.containers:
+        repeated = msg.containers
+        for c in p.containers:
+            _fill_container(repeated.add(name=c.name, cpu_ids=c.cpu_ids), c)
+    if p.memory:
+        _add_memory(msg.memory, p.memory)
+    return msg
 
 
 def _list_pb(r: ListPodResourcesResponse) -> pb.ListPodResourcesResponse:
@@ -332,6 +357,111 @@ def message_from_bytes(cls: type[T], data: bytes) -> T:
     return result
 
 
+# -- JSON of a pod, container by container ----------------------------------------------
+
+
+def _fields_in_order(message_class: Any) -> tuple[tuple[int, str], ...]:
+    """(field number, JSON name) of a message's fields, in field-number order."""
+    fields = sorted(message_class.DESCRIPTOR.fields, key=lambda f: f.number)
+    return tuple((f.number, f.json_name) for f in fields)
+
+
+def _field_number(message_class: Any, name: str) -> int:
+    number: int = message_class.DESCRIPTOR.fields_by_name[name].number
+    return number
+
+
+_POD_FIELDS = _fields_in_order(pb.PodResources)
+_POD_CONTAINERS = _field_number(pb.PodResources, "containers")
+_POD_MEMORY = _field_number(pb.PodResources, "memory")
+_CONTAINER_FIELDS = _fields_in_order(pb.ContainerResources)
+_CONTAINER_MEMORY = _field_number(pb.ContainerResources, "memory")
+
+
+def _splice(
+    shell: dict[str, Any], fields: tuple[tuple[int, str], ...], lists: dict[int, list[Any]]
+) -> dict[str, Any]:
+    """``shell`` (a message's JSON printed without some repeated message fields) with those
+    fields' element lists put back in their places; an empty list stays out, as in proto3."""
+    out: dict[str, Any] = {}
+    for number, name in fields:
+        items = lists.get(number)
+        if items is None:
+            if name in shell:
+                out[name] = shell[name]
+        elif items:
+            out[name] = items
+    return out
+
+
+class _JSONMemo:
+    """Canonical JSON of pods from json_format, with the repeated parts memoised by value.
+
+    json_format prints a message's set fields in field-number order and a repeated message
+    field element by element (each element exactly as ``MessageToDict`` of it). So a pod
+    printed without its ``containers`` and ``memory``, with the lists of its elements' JSON
+    put back in their places, is the same dict with its keys in the same order (tests check
+    it against whole-message conversion); the same holds for a container and its
+    ``memory``. Elements repeat a lot on a node: memory entries (a type, a size, a NUMA node)
+    and containers without CPU ids (a sidecar's or a shared-pool container's name, nothing
+    else), so each distinct one is printed once. The dicts are shared: read-only.
+
+    Bounded: a memo that outgrows ``limit`` entries starts again empty.
+    """
+
+    def __init__(self, limit: int = 32768) -> None:
+        self.limit = limit
+        self._memory: dict[ContainerMemory, dict[str, Any]] = {}
+        self._containers: dict[ContainerResources, dict[str, Any]] = {}
+
+    def clear(self) -> None:
+        self._memory = {}
+        self._containers = {}
+
+    def memory(self, m: ContainerMemory) -> dict[str, Any]:
+        found = self._memory.get(m)
+        if found is None:
+            found = json_format.MessageToDict(_memory_pb(m))
+            if len(self._memory) >= self.limit:
+                self._memory = {}
+            self._memory[m] = found
+        return found
+
+    def _container(self, c: ContainerResources) -> dict[str, Any]:
+        msg = pb.ContainerResources(name=c.name, cpu_ids=c.cpu_ids)
+        _fill_container(msg, c, memory=False)
+        shell = json_format.MessageToDict(msg)
+        if not c.memory:
+            return shell
+        return _splice(
+            shell, _CONTAINER_FIELDS, {_CONTAINER_MEMORY: [self.memory(m) for m in c.memory]}
+        )
+
+    def container(self, c: ContainerResources) -> dict[str, Any]:
+        if c.cpu_ids:  # exclusive CPUs: no other container prints the same
+            return self._container(c)
+        found = self._containers.get(c)
+        if found is None:
+            found = self._container(c)
+            if len(self._containers) >= self.limit:
+                self._containers = {}
+            self._containers[c] = found
+        return found
+
+    def pod(self, p: PodResources) -> dict[str, Any]:
+        """``MessageToDict`` of the pod's message."""
+        shell = json_format.MessageToDict(
+            pb.PodResources(name=p.name, namespace=p.namespace, cpu_ids=p.cpu_ids)
+        )
+        if not p.containers and not p.memory:
+            return shell
+        lists = {
+            _POD_CONTAINERS: [self.container(c) for c in p.containers],
+            _POD_MEMORY: [self.memory(m) for m in p.memory],
+        }
+        return _splice(shell, _POD_FIELDS, lists)
+
+
 # -- per-pod cache ------------------------------------------------------------------------
 
 
@@ -370,10 +500,29 @@ class _Entry:
         wire = self.wire()
         return _POD_RESOURCES_TAG + _varint(len(wire)) + wire
 
-    def json(self) -> dict[str, Any]:
+    def json(self, memo: _JSONMemo) -> dict[str, Any]:
         if self._json is None:
-            self._json = json_format.MessageToDict(_pod_pb(self.value))
+            self._json = memo.pod(self.value)
         return self._json
+
+
+class _PodKey:
+    """``(options, pod)`` as a cache key that hashes the (deep) pod value once."""
+
+    __slots__ = ("_hash", "options", "pod")
+
+    def __init__(self, options: BuildOptions, pod: PodAllocation) -> None:
+        self.options = options
+        self.pod = pod
+        self._hash = hash((options, pod))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _PodKey):
+            return NotImplemented
+        return self._hash == other._hash and self.options == other.options and self.pod == other.pod
 
 
 class PodResourcesCache:
@@ -392,7 +541,10 @@ class PodResourcesCache:
 
     def __init__(self, maxsize: int = 8192) -> None:
         self.maxsize = maxsize
-        self._entries: OrderedDict[tuple[BuildOptions, PodAllocation], _Entry] = OrderedDict()
+        self._entries: OrderedDict[_PodKey, _Entry] = OrderedDict()
+        # JSON of the repeated parts of pods (memory entries, CPU-less containers) by value,
+        # so pods not seen before convert faster.
+        self._json_memo = _JSONMemo(4 * maxsize)
         # Fast path for the very same PodAllocation object: no hashing of the whole pod.
         # The stored pod keeps its id from being reused while the entry lives.
         self._by_id: dict[tuple[BuildOptions, int], tuple[PodAllocation, _Entry]] = {}
@@ -405,22 +557,26 @@ class PodResourcesCache:
         with self._lock:
             self._entries.clear()
             self._by_id.clear()
+            self._json_memo.clear()
 
-    def _lookup(self, options: BuildOptions, pod: PodAllocation) -> _Entry | None:
-        """Find a cached entry; the caller holds the lock."""
+    def _lookup(self, options: BuildOptions, pod: PodAllocation) -> _Entry | _PodKey:
+        """A cached entry, or the key to store the pod's entry under; the caller holds the
+        lock."""
         same = self._by_id.get((options, id(pod)))
         if same is not None and same[0] is pod:
             return same[1]
-        found = self._entries.get((options, pod))
-        if found is not None:
-            self._entries.move_to_end((options, pod))
-            self._by_id[(options, id(pod))] = (pod, found)
+        key = _PodKey(options, pod)
+        found = self._entries.get(key)
+        if found is None:
+            return key
+        self._entries.move_to_end(key)
+        self._by_id[(options, id(pod))] = (pod, found)
         return found
 
-    def _store(self, options: BuildOptions, pod: PodAllocation, made: _Entry) -> None:
+    def _store(self, key: _PodKey, made: _Entry) -> None:
         """Insert a new entry and evict the oldest; the caller holds the lock."""
-        self._entries[(options, pod)] = made
-        self._by_id[(options, id(pod))] = (pod, made)
+        self._entries[key] = made
+        self._by_id[(key.options, id(key.pod))] = (key.pod, made)
         while len(self._entries) > self.maxsize:
             self._entries.popitem(last=False)
         if len(self._by_id) > 2 * self.maxsize:
@@ -430,14 +586,14 @@ class PodResourcesCache:
         """The entries of ``pods`` in order, building the missing ones."""
         with self._lock:
             found = [self._lookup(options, p) for p in pods]
-        missing = [i for i, e in enumerate(found) if e is None]
+        missing = [(i, key) for i, key in enumerate(found) if isinstance(key, _PodKey)]
         if not missing:
             return found  # type: ignore[return-value]
-        made = {i: _Entry(build_pod_resources_with(options, pods[i])) for i in missing}
+        made = {i: _Entry(build_pod_resources_with(options, key.pod)) for i, key in missing}
         with self._lock:
-            for i, entry in made.items():
-                self._store(options, pods[i], entry)
-        return [e if e is not None else made[i] for i, e in enumerate(found)]
+            for i, key in missing:
+                self._store(key, made[i])
+        return [made[i] if isinstance(e, _PodKey) else e for i, e in enumerate(found)]
 
     def entry(self, options: BuildOptions, pod: PodAllocation) -> _Entry:
         return self.entries(options, (pod,))[0]
@@ -459,7 +615,7 @@ class PodResourcesCache:
         return b"".join(e.field() for e in self._entries_of(snapshot))
 
     def list_json(self, snapshot: NodeSnapshot) -> dict[str, Any]:
-        pods = [e.json() for e in self._entries_of(snapshot)]
+        pods = [e.json(self._json_memo) for e in self._entries_of(snapshot)]
         return {"podResources": pods} if pods else {}
 
     def get_wire(self, snapshot: NodeSnapshot, namespace: str, name: str) -> bytes:
@@ -467,7 +623,8 @@ class PodResourcesCache:
         return self._pod_entry(snapshot, namespace, name).field()
 
     def get_json(self, snapshot: NodeSnapshot, namespace: str, name: str) -> dict[str, Any]:
-        return {"podResources": self._pod_entry(snapshot, namespace, name).json()}
+        entry = self._pod_entry(snapshot, namespace, name)
+        return {"podResources": entry.json(self._json_memo)}
 
 
 DEFAULT_CACHE = PodResourcesCache()

@@ -204,10 +204,24 @@ def reports_pod_level(snapshot: NodeSnapshot) -> bool:
     return BuildOptions.from_snapshot(snapshot).pod_level
 
 
+# Memory entries by (type, size, NUMA ids): a node has few distinct ones, and the values are
+# immutable, so they are shared rather than built for every container (bounded).
+_MEMORY_ENTRIES: dict[tuple[str, int, tuple[int, ...]], ContainerMemory] = {}
+
+
+def _memory_entry(b: MemoryBlock) -> ContainerMemory:
+    numa = tuple(b.numa_affinity)
+    key = (b.type, b.size, numa)
+    entry = _MEMORY_ENTRIES.get(key)
+    if entry is None:
+        if len(_MEMORY_ENTRIES) >= 4096:
+            _MEMORY_ENTRIES.clear()
+        entry = _MEMORY_ENTRIES[key] = ContainerMemory(b.type, b.size, TopologyInfo.of(numa))
+    return entry
+
+
 def _memory(blocks: tuple[MemoryBlock, ...]) -> tuple[ContainerMemory, ...]:
-    return tuple(
-        ContainerMemory(b.type, b.size, TopologyInfo.of(tuple(b.numa_affinity))) for b in blocks
-    )
+    return tuple(_memory_entry(b) for b in blocks) if blocks else ()
 
 
 def _has_exclusive_memory(c: ContainerAllocation) -> bool:
@@ -226,23 +240,32 @@ def _has_exclusive_memory(c: ContainerAllocation) -> bool:
     return c.cpu_request_milli > 0 and c.cpu_request_milli == c.cpu_limit_milli
 
 
-def _container_resources(
-    options: BuildOptions, pod: PodAllocation, c: ContainerAllocation
-) -> ContainerResources:
-    reports_cpus = c.isolation == "container" or (
-        c.isolation == "pod" and not options.exclusive_only
-    )
-    cpu_ids = tuple(c.cpuset) if options.cpu_static and reports_cpus else ()
-    reports_memory = not (options.exclusive_only and pod.has_pod_entry) or _has_exclusive_memory(c)
-    memory = _memory(c.memory) if options.memory_static and reports_memory else ()
-    return ContainerResources(name=c.name, cpu_ids=cpu_ids, memory=memory)
-
-
 def build_pod_resources_with(options: BuildOptions, pod: PodAllocation) -> PodResources:
     """One ``PodResources`` element for a pod under the given kubelet options."""
-    containers = tuple(
-        _container_resources(options, pod, c) for c in pod.containers if c.kind == "sidecar"
-    ) + tuple(_container_resources(options, pod, c) for c in pod.containers if c.kind == "app")
+    # The sidecars, then the app containers (regular init containers are left out). A
+    # container reports its CPUs at isolation ``container`` (from 1.37; before, at ``pod``
+    # too), and its memory blocks unless, from 1.37, its pod has a pod-level allocation and
+    # the container holds no exclusive memory slice.
+    cpu_static, memory_static = options.cpu_static, options.memory_static
+    pod_pool_cpus = not options.exclusive_only
+    memory_slices_only = options.exclusive_only and pod.has_pod_entry
+    sidecars: list[ContainerResources] = []
+    apps: list[ContainerResources] = []
+    for c in pod.containers:
+        kind = c.kind
+        if kind == "sidecar":
+            into = sidecars
+        elif kind == "app":
+            into = apps
+        else:
+            continue
+        isolation = c.isolation
+        reports_cpus = isolation == "container" or (isolation == "pod" and pod_pool_cpus)
+        c_cpus = tuple(c.cpuset) if cpu_static and reports_cpus else ()
+        c_memory: tuple[ContainerMemory, ...] = ()
+        if memory_static and c.memory and (not memory_slices_only or _has_exclusive_memory(c)):
+            c_memory = _memory(c.memory)
+        into.append(ContainerResources(c.name, (), c_cpus, c_memory))
     cpu_ids: tuple[int, ...] = ()
     memory: tuple[ContainerMemory, ...] = ()
     if options.pod_level:
@@ -253,7 +276,7 @@ def build_pod_resources_with(options: BuildOptions, pod: PodAllocation) -> PodRe
     return PodResources(
         name=pod.name,
         namespace=pod.namespace,
-        containers=containers,
+        containers=tuple(sidecars + apps),
         cpu_ids=cpu_ids,
         memory=memory,
     )
