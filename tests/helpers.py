@@ -15,6 +15,7 @@ from sqlalchemy import Engine
 
 from app.adapters.db.engine import make_engine
 from app.adapters.db.migrate import upgrade_head
+from app.services.demo import bubble_pod
 from app.settings import Settings
 
 #: The preset the small node tests use: 2 sockets, 2 NUMA nodes, 12 CPUs.
@@ -33,6 +34,8 @@ reservedMemory:
   limits: {memory: 2148Mi}
 featureGates: {PodLevelResources: true, PodLevelResourceManagers: true}
 """
+#: A pod-level pod for the small node: budget 4 CPUs, ``main`` exclusive (2), ``side`` shared.
+DB_POD = bubble_pod("db", "prod", 4, {"main": 2}, ("side",))
 
 
 def make_settings(tmp: Path, **overrides: Any) -> Settings:

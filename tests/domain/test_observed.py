@@ -48,24 +48,12 @@ from app.domain.presets import get_preset
 from app.domain.quantity import Quantity
 from app.domain.snapshot import NodeSnapshot, PodAllocation
 from app.services import demo
+from tests.helpers import POD_SCOPE
 
 ROOT = "/var/lib/kubelet"
 CPU_FILE = "cpu_manager_state"
 MEMORY_FILE = "memory_manager_state"
 
-# topoDualSocketHT: NUMA 0 = 0,2,4,6,8,10; NUMA 1 = 1,3,5,7,9,11; kubeReserved cpu 1 -> CPU 0.
-POD_SCOPE = """\
-cpuManagerPolicy: static
-memoryManagerPolicy: Static
-topologyManagerPolicy: single-numa-node
-topologyManagerScope: pod
-kubeReserved: {cpu: "1", memory: 1Gi}
-systemReserved: {memory: 1Gi}
-reservedMemory:
-- numaNode: 0
-  limits: {memory: 2148Mi}
-featureGates: {PodLevelResources: true, PodLevelResourceManagers: true}
-"""
 CONTAINER_SCOPE = """\
 cpuManagerPolicy: static
 topologyManagerPolicy: best-effort

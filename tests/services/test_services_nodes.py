@@ -4,7 +4,6 @@ state files and restarts, demo nodes, the CPU map's owners and the metrics sampl
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,8 +11,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine, text
 
-from app.adapters.db.engine import make_engine
-from app.adapters.db.migrate import upgrade_head
 from app.domain.cpuset import CPUSet
 from app.services.demo import (
     DATABASE_POD,
@@ -32,41 +29,7 @@ from app.services.nodes import (
     UnknownNodeError,
     UnknownPodError,
 )
-
-# topoDualSocketHT: NUMA 0 = 0,2,4,6,8,10, NUMA 1 = 1,3,5,7,9,11; kubeReserved cpu 1 -> CPU 0.
-POD_SCOPE = """\
-cpuManagerPolicy: static
-memoryManagerPolicy: Static
-topologyManagerPolicy: single-numa-node
-topologyManagerScope: pod
-kubeReserved: {cpu: "1", memory: 1Gi}
-systemReserved: {memory: 1Gi}
-reservedMemory:
-- numaNode: 0
-  limits: {memory: 2148Mi}
-featureGates: {PodLevelResources: true, PodLevelResourceManagers: true}
-"""
-SMALL = "topoDualSocketHT"
-
-
-@pytest.fixture
-def engine(tmp_path: Path) -> Iterator[Engine]:
-    eng = make_engine(f"sqlite:///{tmp_path / 'db' / 'n.db'}")
-    upgrade_head(eng)
-    yield eng
-    eng.dispose()
-
-
-@pytest.fixture
-def state_dir(tmp_path: Path) -> Path:
-    return tmp_path / "nodes"
-
-
-@pytest.fixture
-def service(engine: Engine, state_dir: Path) -> NodeService:
-    s = NodeService(engine, state_dir=state_dir)
-    s.start()
-    return s
+from tests.helpers import POD_SCOPE, SMALL, migrated_engine
 
 
 @pytest.fixture
@@ -473,43 +436,41 @@ _POD_SHAPES = st.one_of(
 def test_owners_partition_the_node_after_any_sequence(
     steps: list[tuple[bool, tuple[str, int]]],
 ) -> None:
-    engine = make_engine("sqlite://")
-    upgrade_head(engine)
-    service = NodeService(engine)
-    service.create("p", SMALL, POD_SCOPE)
-    empty = service.snapshot("p").default_cpuset
-    for i, (remove_first, (shape, n)) in enumerate(steps):
-        pods = service.snapshot("p").pods
-        if remove_first and pods:
-            service.remove_pod("p", pods[0].namespace, pods[0].name)
-        if shape == "bubble":
-            manifest = bubble_pod(f"p{i}", "ns", n, {"main": n - 1})
-        elif shape == "classic":
-            manifest = classic_pod(f"p{i}", "ns", str(n), "1Gi")
-        else:
-            manifest = (
-                f"metadata: {{name: p{i}, namespace: ns}}\n"
-                "spec: {containers: [{name: c, resources: {requests: {cpu: 100m}}}]}"
+    with migrated_engine("sqlite://") as engine:
+        service = NodeService(engine)
+        service.create("p", SMALL, POD_SCOPE)
+        empty = service.snapshot("p").default_cpuset
+        for i, (remove_first, (shape, n)) in enumerate(steps):
+            pods = service.snapshot("p").pods
+            if remove_first and pods:
+                service.remove_pod("p", pods[0].namespace, pods[0].name)
+            if shape == "bubble":
+                manifest = bubble_pod(f"p{i}", "ns", n, {"main": n - 1})
+            elif shape == "classic":
+                manifest = classic_pod(f"p{i}", "ns", str(n), "1Gi")
+            else:
+                manifest = (
+                    f"metadata: {{name: p{i}, namespace: ns}}\n"
+                    "spec: {containers: [{name: c, resources: {requests: {cpu: 100m}}}]}"
+                )
+            service.admit("p", manifest)
+            view = service.node_view("p")
+            snap = service.snapshot("p")
+            by_pool: dict[str, set[int]] = {}
+            for cpu, cell in view.map.cells.items():
+                by_pool.setdefault(cell.pool, set()).add(cpu)
+            assert set(view.map.cells) == set(snap.topology.all_cpus)
+            exclusive = set(snap.pods and CPUSet.from_mask(
+                sum(p.exclusive_cpus().mask for p in snap.pods)  # disjoint: the sum is the union
+            ))  # fmt: skip
+            assert by_pool.get("exclusive", set()) == exclusive
+            counts = view.summary.cpus
+            assert counts.total == (
+                counts.reserved + counts.node_shared + counts.pod_shared + counts.exclusive
             )
-        service.admit("p", manifest)
-        view = service.node_view("p")
-        snap = service.snapshot("p")
-        by_pool: dict[str, set[int]] = {}
-        for cpu, cell in view.map.cells.items():
-            by_pool.setdefault(cell.pool, set()).add(cpu)
-        assert set(view.map.cells) == set(snap.topology.all_cpus)
-        exclusive = set(snap.pods and CPUSet.from_mask(
-            sum(p.exclusive_cpus().mask for p in snap.pods)  # disjoint: the sum is the union
-        ))  # fmt: skip
-        assert by_pool.get("exclusive", set()) == exclusive
-        counts = view.summary.cpus
-        assert counts.total == (
-            counts.reserved + counts.node_shared + counts.pod_shared + counts.exclusive
-        )
-    for p in service.snapshot("p").pods:
-        service.remove_pod("p", p.namespace, p.name)
-    assert service.snapshot("p").default_cpuset == empty
-    engine.dispose()
+        for p in service.snapshot("p").pods:
+            service.remove_pod("p", p.namespace, p.name)
+        assert service.snapshot("p").default_cpuset == empty
 
 
 def test_demo_pod_scope_config_is_the_documented_setup() -> None:

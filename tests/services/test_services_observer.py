@@ -33,6 +33,7 @@ from app.services.observer import NodeObserver, ObservedNodeUnavailableError, ob
 from app.settings import Settings
 from app.web.app import create_app
 from tests.fixtures.sysfs import fake_sysfs_from_topology
+from tests.helpers import make_settings
 
 NODE = "worker-1"
 GHOST = "0b5e7c1d-dead-4bee-8000-00000000beef"
@@ -57,14 +58,10 @@ class Host:
             "kubelet_root": self.root,
             "podresources_socket": str(self.socket),
             "sysfs_root": self.sysfs,
-            "cpuinfo": False,
             "node_name": NODE,
             "database_url": f"sqlite:///{self.base / 'db' / 'n.db'}",
-            "demo": False,
-            "state_dir": self.base / "nodes",
         }
-        values.update(kw)
-        return Settings(**values)
+        return make_settings(self.base, **{**values, **kw})
 
 
 def _engine_node() -> Node:

@@ -10,17 +10,14 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import Engine
 
-from app.adapters.db.engine import make_engine
-from app.adapters.db.migrate import upgrade_head
 from app.adapters.grpc.client import PodResourcesClient, PodResourcesClientError
 from app.adapters.podresources_json import list_response_json, message_to_dict
 from app.services import demo
 from app.services.nodes import NodeService
 from app.services.sockets import PodResourcesSockets, SocketDirError
-from app.settings import Settings
 from app.web.app import create_app
+from tests.helpers import make_settings
 
 CONFIG = demo.CONTAINER_SCOPE_CONFIG
 TOPOLOGY = "topoDualSocketHT"
@@ -31,21 +28,6 @@ def sock_dir() -> Iterator[Path]:
     d = Path(tempfile.mkdtemp(prefix="h11s-", dir="/tmp"))  # short: sun_path holds 108 bytes
     yield d
     shutil.rmtree(d, ignore_errors=True)
-
-
-@pytest.fixture
-def engine(tmp_path: Path) -> Iterator[Engine]:
-    eng = make_engine(f"sqlite:///{tmp_path / 'db' / 'n.db'}")
-    upgrade_head(eng)
-    yield eng
-    eng.dispose()
-
-
-@pytest.fixture
-def service(engine: Engine) -> NodeService:
-    s = NodeService(engine)
-    s.start()
-    return s
 
 
 def pods_of(sock: Path) -> list[str]:
@@ -117,11 +99,9 @@ def test_observed_node_is_not_served(service: NodeService, sock_dir: Path) -> No
 
 
 def test_app_lifespan_opens_and_removes_the_sockets(tmp_path: Path, sock_dir: Path) -> None:
-    settings = Settings(
+    settings = make_settings(
+        tmp_path,
         database_url=f"sqlite:///{tmp_path / 'var' / 'n.db'}",
-        cpuinfo=False,
-        demo=False,
-        state_dir=tmp_path / "nodes",
         kubelet_root=tmp_path / "no-kubelet",
         podresources_socket="/nonexistent/kubelet.sock",
         podresources_dir=sock_dir,
@@ -144,11 +124,8 @@ def test_app_lifespan_opens_and_removes_the_sockets(tmp_path: Path, sock_dir: Pa
 
 
 def test_no_sockets_by_default(tmp_path: Path) -> None:
-    settings = Settings(
-        database_url=f"sqlite:///{tmp_path / 'n.db'}",
-        cpuinfo=False,
-        demo=False,
-        state_dir=tmp_path / "nodes",
+    settings = make_settings(
+        tmp_path,
         kubelet_root=tmp_path / "no-kubelet",
         podresources_socket="/nonexistent/kubelet.sock",
     )

@@ -1,4 +1,5 @@
-"""Fixtures for the web tests: settings on tmp paths, a fake sysfs host, a TestClient."""
+"""Fixtures for the web tests: settings on tmp paths, a fake sysfs host, the app, its node
+service and a TestClient."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from app.domain.presets import get_preset
+from app.services.nodes import NodeService
 from app.settings import Settings
 from app.web.app import create_app
 from tests.fixtures.sysfs import FakeCPU, FakeSysfs, fake_sysfs_from_topology
+from tests.helpers import make_settings
 
 # The fake host: two sockets, one NUMA node each, 2 cores x 2 threads per socket, plus a
 # memory-only NUMA node 2 (CXL-like) and 2Mi hugepages on node 0.
@@ -40,19 +43,24 @@ def host_sysfs(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def settings(tmp_path: Path, host_sysfs: Path) -> Settings:
-    return Settings(
+    return make_settings(
+        tmp_path,
         database_url=f"sqlite:///{tmp_path / 'var' / 'numascope.db'}",
         sysfs_root=host_sysfs,
-        cpuinfo=False,
-        state_dir=tmp_path / "nodes",
         kubelet_root=tmp_path / "kubelet",
-        demo=False,
     )
 
 
 @pytest.fixture
 def app(settings: Settings) -> FastAPI:
     return create_app(settings)
+
+
+@pytest.fixture
+def nodes(app: FastAPI) -> NodeService:
+    """The app's simulated-node service."""
+    service: NodeService = app.state.nodes
+    return service
 
 
 @pytest.fixture

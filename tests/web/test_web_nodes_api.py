@@ -6,26 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from app.adapters.podresources_json import allocatable_json, list_response_json
-from app.services.demo import EMPTY_SHARED_POOL_POD, bubble_pod, classic_pod
+from app.services.demo import EMPTY_SHARED_POOL_POD, classic_pod
 from app.services.nodes import NodeService
+from tests.helpers import DB_POD, POD_SCOPE, SMALL
 
-POD_SCOPE = """\
-cpuManagerPolicy: static
-memoryManagerPolicy: Static
-topologyManagerPolicy: single-numa-node
-topologyManagerScope: pod
-kubeReserved: {cpu: "1", memory: 1Gi}
-systemReserved: {memory: 1Gi}
-reservedMemory:
-- numaNode: 0
-  limits: {memory: 2148Mi}
-featureGates: {PodLevelResources: true, PodLevelResourceManagers: true}
-"""
-DB = bubble_pod("db", "prod", 4, {"main": 2}, ("side",))
 YAML = {"Content-Type": "application/yaml"}
 
 
@@ -33,15 +20,10 @@ YAML = {"Content-Type": "application/yaml"}
 def api(client: TestClient) -> TestClient:
     r = client.post(
         "/api/v1/nodes",
-        json={"name": "small", "topology": "topoDualSocketHT", "kubeletConfig": POD_SCOPE},
+        json={"name": "small", "topology": SMALL, "kubeletConfig": POD_SCOPE},
     )
     assert r.status_code == 201, r.text
     return client
-
-
-def nodes_of(app: FastAPI) -> NodeService:
-    service: NodeService = app.state.nodes
-    return service
 
 
 def error_of(r: object) -> dict[str, str]:
@@ -107,7 +89,7 @@ def test_create_node_errors(
 
 
 def test_node_detail_and_delete(api: TestClient) -> None:
-    api.post("/api/v1/nodes/small/pods", content=DB, headers=YAML)
+    api.post("/api/v1/nodes/small/pods", content=DB_POD, headers=YAML)
     body = api.get("/api/v1/nodes/small").json()
     assert set(body) == {
         "summary", "observedAt", "kubeletConfig", "pools", "numaPools", "memory", "pods",
@@ -127,7 +109,7 @@ def test_node_detail_and_delete(api: TestClient) -> None:
 
 
 def test_admit_yaml_text_is_201(api: TestClient) -> None:
-    r = api.post("/api/v1/nodes/small/pods", content=DB, headers=YAML)
+    r = api.post("/api/v1/nodes/small/pods", content=DB_POD, headers=YAML)
     assert r.status_code == 201
     body = r.json()
     assert body["admitted"] is True and body["dryRun"] is False
@@ -153,7 +135,7 @@ def test_a_rejected_pod_is_200_with_reason_and_message(api: TestClient) -> None:
 
 
 def test_dry_run_keeps_nothing(api: TestClient) -> None:
-    r = api.post("/api/v1/nodes/small/pods?dryRun=true", content=DB, headers=YAML)
+    r = api.post("/api/v1/nodes/small/pods?dryRun=true", content=DB_POD, headers=YAML)
     assert r.status_code == 200
     assert r.json()["admitted"] is True and r.json()["dryRun"] is True
     assert api.get("/api/v1/nodes/small").json()["pods"] == []
@@ -163,9 +145,11 @@ def test_dry_run_keeps_nothing(api: TestClient) -> None:
     "send",
     [
         pytest.param(lambda: {"json": json.loads(json.dumps(_pod_dict()))}, id="json-pod"),
-        pytest.param(lambda: {"json": {"manifest": DB}}, id="json-manifest"),
-        pytest.param(lambda: {"content": DB, "headers": {"Content-Type": "text/plain"}}, id="text"),
-        pytest.param(lambda: {"content": DB}, id="no-content-type"),
+        pytest.param(lambda: {"json": {"manifest": DB_POD}}, id="json-manifest"),
+        pytest.param(
+            lambda: {"content": DB_POD, "headers": {"Content-Type": "text/plain"}}, id="text"
+        ),
+        pytest.param(lambda: {"content": DB_POD}, id="no-content-type"),
     ],
 )
 def test_admit_accepts_json_pods_and_manifest_text(api: TestClient, send: object) -> None:
@@ -177,7 +161,7 @@ def test_admit_accepts_json_pods_and_manifest_text(api: TestClient, send: object
 def _pod_dict() -> dict[str, object]:
     import yaml
 
-    doc: dict[str, object] = yaml.safe_load(DB)
+    doc: dict[str, object] = yaml.safe_load(DB_POD)
     return doc
 
 
@@ -205,15 +189,15 @@ def test_bad_manifests_are_422_with_the_field(
 
 
 def test_conflict_and_unknown_node(api: TestClient) -> None:
-    assert api.post("/api/v1/nodes/small/pods", content=DB, headers=YAML).status_code == 201
-    r = api.post("/api/v1/nodes/small/pods", content=DB, headers=YAML)
+    assert api.post("/api/v1/nodes/small/pods", content=DB_POD, headers=YAML).status_code == 201
+    r = api.post("/api/v1/nodes/small/pods", content=DB_POD, headers=YAML)
     assert r.status_code == 409 and error_of(r)["reason"] == "AlreadyExists"
-    r = api.post("/api/v1/nodes/nope/pods", content=DB, headers=YAML)
+    r = api.post("/api/v1/nodes/nope/pods", content=DB_POD, headers=YAML)
     assert r.status_code == 404 and "nope" in error_of(r)["message"]
 
 
 def test_remove_pod(api: TestClient) -> None:
-    api.post("/api/v1/nodes/small/pods", content=DB, headers=YAML)
+    api.post("/api/v1/nodes/small/pods", content=DB_POD, headers=YAML)
     r = api.delete("/api/v1/nodes/small/pods/prod/db")
     assert r.status_code == 200
     assert r.json()["removed"]["action"] == "remove"
@@ -245,10 +229,10 @@ def test_admission_log_newest_first_and_by_batch(api: TestClient) -> None:
 
 
 def test_podresources_list_get_allocatable_are_canonical_json(
-    app: FastAPI, api: TestClient
+    nodes: NodeService, api: TestClient
 ) -> None:
-    api.post("/api/v1/nodes/small/pods", content=DB, headers=YAML)
-    snapshot = nodes_of(app).snapshot("small")
+    api.post("/api/v1/nodes/small/pods", content=DB_POD, headers=YAML)
+    snapshot = nodes.snapshot("small")
     listed = api.get("/api/v1/nodes/small/podresources")
     assert listed.status_code == 200
     assert listed.json() == list_response_json(snapshot)

@@ -8,56 +8,29 @@ from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from app.services.demo import EMPTY_SHARED_POOL_POD, bubble_pod, classic_pod
+from app.services.demo import EMPTY_SHARED_POOL_POD, classic_pod
 from app.services.nodes import NodeService
-from app.settings import Settings
 from app.web.app import create_app
+from tests.helpers import DB_POD, POD_SCOPE, SMALL, make_settings
 from tests.web.html_helpers import cpu_cells, elements, hrefs, with_attr
 
 HX = {"HX-Request": "true"}
-POD_SCOPE = """\
-cpuManagerPolicy: static
-memoryManagerPolicy: Static
-topologyManagerPolicy: single-numa-node
-topologyManagerScope: pod
-kubeReserved: {cpu: "1", memory: 1Gi}
-systemReserved: {memory: 1Gi}
-reservedMemory:
-- numaNode: 0
-  limits: {memory: 2148Mi}
-featureGates: {PodLevelResources: true, PodLevelResourceManagers: true}
-"""
-DB = bubble_pod("db", "prod", 4, {"main": 2}, ("side",))
-
-
-def service_of(app: FastAPI) -> NodeService:
-    service: NodeService = app.state.nodes
-    return service
 
 
 @pytest.fixture
-def node_client(app: FastAPI, client: TestClient) -> TestClient:
+def node_client(nodes: NodeService, client: TestClient) -> TestClient:
     """A client of an app with one node 'small' (topoDualSocketHT, pod scope) holding 'db'."""
-    service = service_of(app)
-    service.create("small", "topoDualSocketHT", POD_SCOPE)
-    service.admit("small", DB)
+    nodes.create("small", SMALL, POD_SCOPE)
+    nodes.admit("small", DB_POD)
     return client
 
 
 @pytest.fixture(scope="module")
 def demo_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     tmp = tmp_path_factory.mktemp("demo")
-    settings = Settings(
-        database_url=f"sqlite:///{tmp / 'n.db'}",
-        sysfs_root=tmp / "no-sysfs",
-        cpuinfo=False,
-        state_dir=tmp / "nodes",
-        demo=True,
-    )
-    with TestClient(create_app(settings)) as c:
+    with TestClient(create_app(make_settings(tmp, demo=True))) as c:
         yield c
 
 
@@ -168,12 +141,14 @@ def test_delete_form_then_303(node_client: TestClient) -> None:
 # -- the node page --------------------------------------------------------------------------------
 
 
-def test_node_page_draws_every_cpu_with_its_owner(app: FastAPI, node_client: TestClient) -> None:
+def test_node_page_draws_every_cpu_with_its_owner(
+    nodes: NodeService, node_client: TestClient
+) -> None:
     r = node_client.get("/nodes/small")
     assert r.status_code == 200 and r.headers["vary"] == "HX-Request"
     cells = {c["data-cpu"]: c for c in cpu_cells(r.text)}
     assert len(cells) == 12
-    snap = service_of(app).snapshot("small")
+    snap = nodes.snapshot("small")
     db = snap.pod("prod", "db")
     assert db is not None
     main = next(c for c in db.containers if c.name == "main")
@@ -340,7 +315,9 @@ def test_a_bad_manifest_comes_back_inline(node_client: TestClient, htmx: bool) -
 
 
 def test_a_pod_already_there_is_a_conflict_inline(node_client: TestClient) -> None:
-    r = node_client.post("/nodes/small/admissions", data={"manifest": DB}, follow_redirects=False)
+    r = node_client.post(
+        "/nodes/small/admissions", data={"manifest": DB_POD}, follow_redirects=False
+    )
     assert r.status_code == 409
     assert "already on node small" in r.text
 
@@ -350,7 +327,7 @@ def test_remove_form(node_client: TestClient) -> None:
     assert r.status_code == 303 and r.headers["location"] == "/nodes/small#pods"
     page = node_client.get("/nodes/small").text
     assert {c["data-pool"] for c in cpu_cells(page)} == {"reserved", "node-shared"}
-    node_client.post("/nodes/small/admissions", data={"manifest": DB})
+    node_client.post("/nodes/small/admissions", data={"manifest": DB_POD})
     r = node_client.post("/nodes/small/pods/prod/db/remove", headers=HX)
     assert r.status_code == 200 and "Removed pod <strong>prod/db</strong>" in r.text
     assert node_client.post("/nodes/small/pods/prod/db/remove").status_code == 404

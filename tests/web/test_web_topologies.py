@@ -13,6 +13,7 @@ from app.domain.topology import CPUTopology
 from app.domain.topology_view import topology_to_dict
 from app.settings import Settings
 from app.web.app import create_app
+from tests.helpers import make_settings
 from tests.web.html_helpers import cpu_cells, elements, hrefs, with_attr
 
 PRESETS = [p.name for p in list_presets()]
@@ -260,13 +261,7 @@ def test_unknown_topology_json_404(client: TestClient, path: str) -> None:
 
 @pytest.fixture
 def broken_client(tmp_path: Path) -> TestClient:
-    settings = Settings(
-        database_url=f"sqlite:///{tmp_path / 'b.db'}",
-        sysfs_root=tmp_path / "no-such-sysfs",
-        cpuinfo=False,
-        state_dir=tmp_path / "nodes",
-        demo=False,
-    )
+    settings = make_settings(tmp_path, sysfs_root=tmp_path / "no-such-sysfs")
     return TestClient(create_app(settings))
 
 
