@@ -15,13 +15,11 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import time_calls
 
 from app.domain.cpumanager.cpu_assignment import (
     take_by_topology_numa_distributed as distributed,
@@ -49,13 +47,7 @@ def machine(
 
 
 def median_us(fn: Callable[[], object], repeat: int) -> float:
-    fn()  # warm the per-topology index
-    samples = []
-    for _ in range(repeat):
-        t0 = time.perf_counter_ns()
-        fn()
-        samples.append(time.perf_counter_ns() - t0)
-    return statistics.median(samples) / 1000
+    return time_calls(fn, repeat).median_us  # the warm-up call builds the per-topology index
 
 
 def fragmented(topo: CPUTopology, share: float, seed: int = 7) -> CPUSet:

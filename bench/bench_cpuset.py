@@ -12,13 +12,10 @@ Run: ``.venv/bin/python bench/bench_cpuset.py`` (exit status 0; figures only).
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from collections.abc import Callable
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import time_calls
 
 from app.domain.cpuset import CPUSet
 
@@ -27,12 +24,7 @@ REPEAT = 3000
 
 
 def median_us(fn: Callable[[], object], repeat: int = REPEAT) -> float:
-    samples = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples) * 1e6
+    return time_calls(fn, repeat, warmup=0).median_us
 
 
 def fresh(text: str) -> str:

@@ -6,42 +6,29 @@ Prints medians (and the fastest build); exits 1 when even the fastest build miss
 
 from __future__ import annotations
 
-import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import time_calls
 
-from app.adapters.sysfs import discover_host  # noqa: E402
-from app.domain.presets import build_preset, parse_topology_spec  # noqa: E402
-from app.domain.topology_view import render_text, topology_to_dict  # noqa: E402
-from tests.fixtures.sysfs import fake_sysfs_from_topology  # noqa: E402
+from app.adapters.sysfs import discover_host
+from app.domain.presets import build_preset, parse_topology_spec
+from app.domain.topology_view import render_text, topology_to_dict
+from tests.fixtures.sysfs import fake_sysfs_from_topology
 
 PRESET = "server-2s-8numa-512t"
 BUILD_TARGET_MS = 5.0
 
 
-def timings_ms(fn: Callable[[], object], repeat: int) -> list[float]:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return times
-
-
 def median_ms(fn: Callable[[], object], repeat: int) -> float:
-    return statistics.median(timings_ms(fn, repeat))
+    return time_calls(fn, repeat).median_ms
 
 
 def main() -> int:
-    build_times = timings_ms(lambda: build_preset(PRESET), 200)
-    build, build_min = statistics.median(build_times), min(build_times)
+    build_times = time_calls(lambda: build_preset(PRESET), 200)
+    build, build_min = build_times.median_ms, build_times.best_ms
     spec = median_ms(
         lambda: parse_topology_spec(
             "sockets=2,numa_per_socket=4,cores_per_numa=32,threads_per_core=2,cores_per_uncore=8"

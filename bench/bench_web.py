@@ -8,46 +8,23 @@ response), after one warm-up request that builds and caches the view. Prints fig
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from _common import request_line, time_requests, tmp_settings
 from fastapi.testclient import TestClient
 
-from app.settings import Settings
 from app.web.app import create_app
 
 PRESET = "server-2s-8numa-512t"
 TARGET_MS = 30.0
 
 
-def time_requests(client: TestClient, path: str, runs: int, headers: dict[str, str]) -> list[float]:
-    samples = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        r = client.get(path, headers=headers)
-        samples.append((time.perf_counter() - started) * 1000)
-        if r.status_code != 200:
-            raise SystemExit(f"{path}: HTTP {r.status_code}")
-    return samples
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(
-            database_url=f"sqlite:///{Path(tmp) / 'bench.db'}",
-            sysfs_root=Path(tmp) / "no-sysfs",
-            cpuinfo=False,
-            state_dir=Path(tmp) / "nodes",
-            demo=False,
-        )
+    with tmp_settings() as settings:
         client = TestClient(create_app(settings))
         page = f"/topologies/{PRESET}"
         started = time.perf_counter()
@@ -63,16 +40,11 @@ def main() -> int:
         print(f"  first request (builds the view): {cold_ms:7.2f} ms")
         median_page = 0.0
         for label, path, headers in cases:
-            samples = time_requests(client, path, args.runs, headers)
-            median = statistics.median(samples)
-            p90 = statistics.quantiles(samples, n=10)[-1]
+            timing = time_requests(client, path, args.runs, headers)
             if label == "page":
-                median_page = median
+                median_page = timing.median_ms
             size = len(client.get(path, headers=headers).content)
-            print(
-                f"  {label:<15} median {median:7.2f} ms  p90 {p90:7.2f} ms  "
-                f"min {min(samples):7.2f} ms  ({size / 1024:.0f} KiB)"
-            )
+            print(request_line(label, timing, size))
         verdict = "OK" if median_page <= TARGET_MS else "SLOWER THAN TARGET"
         print(f"  page median {median_page:.2f} ms vs target {TARGET_MS:.0f} ms: {verdict}")
     return 0

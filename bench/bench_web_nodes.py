@@ -14,17 +14,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from _common import request_line, time_requests, tmp_settings
 from fastapi.testclient import TestClient
 
 from app.services.demo import SERVER_CONFIG, bubble_pod, classic_pod
 from app.services.nodes import NodeService
-from app.settings import Settings
 from app.web.app import create_app
 
 NODE = "bench-512"
@@ -50,30 +46,12 @@ def pod_manifests(count: int) -> list[str]:
     return out
 
 
-def time_requests(client: TestClient, path: str, runs: int, headers: dict[str, str]) -> list[float]:
-    samples = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        r = client.get(path, headers=headers)
-        samples.append((time.perf_counter() - started) * 1000)
-        if r.status_code != 200:
-            raise SystemExit(f"{path}: HTTP {r.status_code}")
-    return samples
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--pods", type=int, default=50)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(
-            database_url=f"sqlite:///{Path(tmp) / 'bench.db'}",
-            sysfs_root=Path(tmp) / "no-sysfs",
-            cpuinfo=False,
-            state_dir=Path(tmp) / "nodes",
-            demo=False,
-        )
+    with tmp_settings() as settings:
         app = create_app(settings)
         service: NodeService = app.state.nodes
         service.create(NODE, TOPOLOGY, SERVER_CONFIG)
@@ -102,15 +80,10 @@ def main() -> int:
             f"{args.runs} runs each (TestClient)"
         )
         for label, path, headers in cases:
-            client.get(path, headers=headers)  # warm-up: builds the cached views
-            samples = time_requests(client, path, args.runs, headers)
-            median = statistics.median(samples)
-            p90 = statistics.quantiles(samples, n=10)[-1]
+            # one warm-up request builds the cached views
+            timing = time_requests(client, path, args.runs, headers, warmup=1)
             size = len(client.get(path, headers=headers).content)
-            print(
-                f"  {label:<14} median {median:7.2f} ms  p90 {p90:7.2f} ms  "
-                f"min {min(samples):7.2f} ms  ({size / 1024:.0f} KiB)"
-            )
+            print(request_line(label, timing, size, width=14))
         # After a change the views are rebuilt once: admission + first page load.
         cold = []
         for i in range(max(3, args.runs // 8)):
