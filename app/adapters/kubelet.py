@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.domain.checkpoint import CPU_FILE_NAME, MAX_CHECKPOINT_BYTES, MEMORY_FILE_NAME
+from app.domain.units import format_bytes
 
 #: The file names of the two state files, by manager.
 STATE_FILES: dict[str, str] = {"cpu": CPU_FILE_NAME, "memory": MEMORY_FILE_NAME}
@@ -58,18 +59,11 @@ class KubeletFileTooLargeError(KubeletDirError):
 
     def __init__(self, path: str | Path, size: int, limit: int) -> None:
         super().__init__(
-            path, f"is {size} bytes; files larger than {limit} bytes ({_human(limit)}) are refused"
+            path,
+            f"is {size} bytes; files larger than {limit} bytes ({format_bytes(limit)}) are refused",
         )
         self.size = size
         self.limit = limit
-
-
-def _human(n: int) -> str:
-    if n % (1024 * 1024) == 0:
-        return f"{n // (1024 * 1024)} MiB"
-    if n % 1024 == 0:
-        return f"{n // 1024} KiB"
-    return f"{n} bytes"
 
 
 def _os_error(path: str | Path, err: OSError, what: str) -> KubeletDirError:

@@ -29,6 +29,7 @@ from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import RELEASES, KubeletConfigError
 from app.domain.podresources import ContainerMemory, ListPodResourcesResponse, PodResources
 from app.domain.snapshot import NodeSnapshot
+from app.domain.units import binary_quantity
 
 ENV_SOCKET = "NUMASCOPE_PODRESOURCES_SOCKET"
 
@@ -40,20 +41,12 @@ class PodResourcesCommandError(Exception):
 # -- list ----------------------------------------------------------------------------------
 
 
-def format_bytes(n: int) -> str:
-    """Bytes in the largest binary unit that divides them exactly (``12Gi``, ``2148Mi``)."""
-    for suffix, size in (("Ti", 1024**4), ("Gi", 1024**3), ("Mi", 1024**2), ("Ki", 1024)):
-        if n and n % size == 0:
-            return f"{n // size}{suffix}"
-    return str(n)
-
-
 def _memory_text(blocks: tuple[ContainerMemory, ...]) -> str:
     parts = []
     for b in blocks:
         nodes = ",".join(str(n.id) for n in b.topology.nodes) if b.topology else ""
         where = f"@{nodes}" if nodes else ""
-        parts.append(f"{b.memory_type} {format_bytes(b.size)}{where}")
+        parts.append(f"{b.memory_type} {binary_quantity(b.size, largest='Ti')}{where}")
     return "; ".join(parts)
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.domain.cpuset import MAX_CPU_ID, CPUSet
+from app.domain.units import binary_quantity
 
 GIB = 1024**3
 MIB = 1024**2
@@ -26,17 +27,6 @@ HUGEPAGE_1G = GIB
 
 class TopologyError(ValueError):
     """A topology description is inconsistent or malformed."""
-
-
-_BINARY_UNITS = (("Pi", 1024**5), ("Ti", 1024**4), ("Gi", GIB), ("Mi", MIB), ("Ki", 1024))
-
-
-def binary_quantity(n_bytes: int) -> str:
-    """Bytes as the shortest exact binary quantity: 2097152 -> ``2Mi``, 1536 -> ``1536``."""
-    for suffix, unit in _BINARY_UNITS:
-        if n_bytes and n_bytes % unit == 0:
-            return f"{n_bytes // unit}{suffix}"
-    return str(n_bytes)
 
 
 def hugepage_resource_name(page_size: int) -> str:

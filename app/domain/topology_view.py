@@ -13,18 +13,7 @@ from typing import Any
 
 from app.domain.cpuset import CPUSet
 from app.domain.topology import CPUTopology, hugepage_resource_name
-
-_UNITS = (("PiB", 1024**5), ("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024))
-
-
-def format_bytes(n_bytes: int) -> str:
-    """Human binary size: ``32 GiB``, ``1.5 TiB``, ``512 B``."""
-    for unit, size in _UNITS:
-        if n_bytes >= size:
-            value = n_bytes / size
-            text = f"{value:.0f}" if n_bytes % size == 0 else f"{value:.1f}"
-            return f"{text} {unit}"
-    return f"{n_bytes} B"
+from app.domain.units import format_bytes
 
 
 def _cpus(cpus: CPUSet) -> dict[str, Any]:

@@ -78,7 +78,7 @@ from app.domain.checkpoint import (
     version_for,
 )
 from app.domain.kubelet_config import RELEASES, KubeletConfig, KubeletConfigError
-from app.domain.topology_view import format_bytes
+from app.domain.units import format_bytes
 
 MANAGERS = ("cpu", "memory")
 # Consistency issues that ``inspect`` already reports in its own words.

@@ -63,7 +63,8 @@ from app.domain.pod import Pod, PodManifestError
 from app.domain.pools import cpuset_view
 from app.domain.presets import get_preset, parse_topology_spec
 from app.domain.snapshot import ContainerAllocation, NodeSnapshot, PodAllocation
-from app.domain.topology import CPUTopology, TopologyError, binary_quantity
+from app.domain.topology import CPUTopology, TopologyError
+from app.domain.units import binary_quantity
 
 FORMAT = "numascope-simulate/1"
 DEFAULT_NODE_NAME = "simulated"
@@ -512,7 +513,7 @@ def _set_text(s: CPUSet) -> str:
 
 
 def _size(n: int) -> str:
-    return binary_quantity(n) if n else "0"
+    return binary_quantity(n)
 
 
 def render_text(outcome: SimulationOutcome) -> str:

@@ -18,6 +18,7 @@ from starlette.responses import HTMLResponse
 from starlette.templating import Jinja2Templates
 
 from app import __version__
+from app.domain import units
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES_DIR = PROJECT_ROOT / "templates"
@@ -39,17 +40,8 @@ SECURITY_HEADERS = {
 
 
 def format_bytes(value: int | float | None) -> str:
-    """Binary units the way people read memory: 0 B, 512 MiB, 1.5 GiB, 64 GiB."""
-    if value is None:
-        return "–"
-    size = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if abs(size) < 1024 or unit == "PiB":
-            if unit == "B" or size == int(size):
-                return f"{int(size)} {unit}"
-            return f"{size:.1f} {unit}"
-        size /= 1024
-    raise AssertionError("unreachable")
+    """The ``bytes`` filter: ``units.format_bytes`` (0 B, 512 MiB, 1.5 GiB), ``–`` for none."""
+    return "–" if value is None else units.format_bytes(value)
 
 
 def percent(part: int | float, whole: int | float) -> float:
