@@ -224,6 +224,21 @@ def _memory(blocks: tuple[MemoryBlock, ...]) -> tuple[ContainerMemory, ...]:
     return tuple(_memory_entry(b) for b in blocks) if blocks else ()
 
 
+# Containers without CPU ids by (name, memory): many containers of a node report only a name
+# (sidecars, shared-pool containers), so those values are shared too (bounded).
+_CPULESS_CONTAINERS: dict[tuple[str, tuple[ContainerMemory, ...]], ContainerResources] = {}
+
+
+def _cpuless_container(name: str, memory: tuple[ContainerMemory, ...]) -> ContainerResources:
+    key = (name, memory)
+    found = _CPULESS_CONTAINERS.get(key)
+    if found is None:
+        if len(_CPULESS_CONTAINERS) >= 4096:
+            _CPULESS_CONTAINERS.clear()
+        found = _CPULESS_CONTAINERS[key] = ContainerResources(name, (), (), memory)
+    return found
+
+
 def _has_exclusive_memory(c: ContainerAllocation) -> bool:
     """Whether a container of a pod-level pod holds an exclusive memory slice.
 
@@ -265,7 +280,10 @@ def build_pod_resources_with(options: BuildOptions, pod: PodAllocation) -> PodRe
         c_memory: tuple[ContainerMemory, ...] = ()
         if memory_static and c.memory and (not memory_slices_only or _has_exclusive_memory(c)):
             c_memory = _memory(c.memory)
-        into.append(ContainerResources(c.name, (), c_cpus, c_memory))
+        if c_cpus:
+            into.append(ContainerResources(c.name, (), c_cpus, c_memory))
+        else:
+            into.append(_cpuless_container(c.name, c_memory))
     cpu_ids: tuple[int, ...] = ()
     memory: tuple[ContainerMemory, ...] = ()
     if options.pod_level:
