@@ -3,7 +3,10 @@
 The JSON is what ``google.protobuf.json_format`` prints for the generated messages (the
 mapping of podresources.md §9): lowerCamelCase ``json_name``s (``NUMANode.ID`` stays
 ``"ID"``), 64-bit integers as strings, defaults omitted, set-but-empty messages as ``{}``,
-``shareId`` printed whenever it is set. Nothing here writes JSON by hand.
+``shareId`` printed whenever it is set. Nothing here writes JSON by hand: every key and value
+comes from json_format; the per-pod cache and ``_JSONMemo`` only put json_format's output for
+the elements of repeated message fields back in their places (what json_format itself does,
+element by element), and tests compare the result with whole-message conversion.
 
 The message classes come from ``app.adapters.grpc.generated.api_pb2`` (generated from
 ``proto/podresources/v1/api.proto`` by ``scripts/gen_proto.sh``).
