@@ -7,8 +7,8 @@ services the routes use. ``make_app()`` builds ``Settings`` from the environment
 
 With ``Settings.observe`` the node this process runs on is observed (read-only,
 ``app.services.observer``) and listed beside the simulated nodes; its admission and removal
-endpoints answer 409, a source it cannot read 503, and ``/readyz`` waits for its first
-successful observation. With ``Settings.podresources_dir`` every simulated node's PodResources
+endpoints answer 409, a source it cannot read 503 (both mapped in ``app.web.errors``), and
+``/readyz`` (``app.web.routers.ops``) waits for its first successful observation. With ``Settings.podresources_dir`` every simulated node's PodResources
 is served on ``<dir>/<node>.sock`` while the app runs (``app.services.sockets``, started and
 stopped by the lifespan).
 
@@ -18,7 +18,6 @@ page loads it from a CDN); ReDoc is disabled for the same reason.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
@@ -27,21 +26,19 @@ from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import __version__
 from app.adapters.db.engine import make_engine
 from app.adapters.db.migrate import upgrade_head
-from app.services.nodes import NodeService, ReadOnlyNodeError
-from app.services.observer import NodeObserver, ObservedNodeUnavailableError
+from app.services.nodes import NodeService
+from app.services.observer import NodeObserver
 from app.services.sockets import PodResourcesSockets
 from app.services.topologies import TopologyService
 from app.settings import Settings
-from app.web.errors import ErrorInfo, error_response, install_error_handlers
+from app.web.errors import install_error_handlers
 from app.web.metrics import AppMetrics, MetricsMiddleware, NodesCollector
 from app.web.rendering import STATIC_DIR, make_templates
 from app.web.routers import api_nodes, checkpoints, nodes, ops, topologies
@@ -118,20 +115,7 @@ def create_app(
     )
 
     app.add_middleware(MetricsMiddleware, metrics=metrics)
-    if observer is not None:
-        app.add_middleware(ObservedReadinessMiddleware, observer=observer)
     install_error_handlers(app)
-
-    async def on_read_only(request: Request, exc: Exception) -> Response:
-        message = str(getattr(exc, "message", exc))
-        return error_response(request, ErrorInfo(409, "Conflict", message))
-
-    async def on_unavailable(request: Request, exc: Exception) -> Response:
-        message = str(getattr(exc, "message", exc))
-        return error_response(request, ErrorInfo(503, "ServiceUnavailable", message))
-
-    app.add_exception_handler(ReadOnlyNodeError, on_read_only)
-    app.add_exception_handler(ObservedNodeUnavailableError, on_unavailable)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.include_router(ops.router)
     app.include_router(nodes.pages)  # before topologies: "/" is the nodes page when there are nodes
@@ -211,71 +195,6 @@ class CheckpointCollector(Collector):
         except Exception:  # a failing observation must not break the scrape
             logging.getLogger("app").exception("observed state files: no metrics")
         yield from families.values()
-
-
-class ObservedReadinessMiddleware:
-    """Adds the observed node to ``/readyz``: ready once an observation read PodResources and
-    the state files (users.md §5.5), else 503 naming what failed. Observes (at most once per
-    TTL) while not ready, so readiness probes drive the first observation."""
-
-    def __init__(self, app: ASGIApp, observer: NodeObserver) -> None:
-        self.app = app
-        self.observer = observer
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("path") != "/readyz":
-            await self.app(scope, receive, send)
-            return
-        problem: str | None = None
-        if not self.observer.ready:
-            try:
-                observed = await run_in_threadpool(self.observer.current)
-            except Exception as exc:  # a bug in an observation must not kill the probe
-                logging.getLogger("app").exception("observation failed")
-                problem = f"observation: {exc.__class__.__name__}"
-            else:
-                if not self.observer.ready:
-                    errors = [f"{s}: {m}" for s, m in observed.errors]
-                    problem = "observation: " + ("; ".join(errors) or "not ready")
-        start: Message = {}
-        body = bytearray()
-
-        async def capture(message: Message) -> None:
-            nonlocal start
-            if message["type"] == "http.response.start":
-                start = message
-            else:
-                body.extend(message.get("body", b""))
-
-        await self.app(scope, receive, capture)
-        status = int(start.get("status", 500))
-        try:
-            doc = json.loads(bytes(body))
-        except ValueError:
-            doc = None
-        if isinstance(doc, dict) and isinstance(doc.get("checks"), dict):
-            doc["checks"]["observation"] = "ok" if problem is None else "failed"
-            if problem is not None:
-                status = 503
-                doc["status"] = "unready"
-                error = doc.get("error")
-                message = (
-                    problem
-                    if not isinstance(error, dict)
-                    else (f"{error.get('message')}; {problem}")
-                )
-                doc["error"] = {"reason": "ServiceUnavailable", "message": message}
-            payload = json.dumps(doc).encode()
-            headers = [
-                (k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"
-            ]
-            headers.append((b"content-length", str(len(payload)).encode()))
-            if problem is not None and not any(k.lower() == b"cache-control" for k, _ in headers):
-                headers.append((b"cache-control", b"no-store"))
-            start = {**start, "status": status, "headers": headers}
-            body = bytearray(payload)
-        await send(start)
-        await send({"type": "http.response.body", "body": bytes(body)})
 
 
 def make_app() -> FastAPI:

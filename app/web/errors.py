@@ -7,7 +7,8 @@ its fragment for htmx requests).
 
 To map a new exception, add it to ``ERROR_STATUS`` (status, reason). An exception's
 ``message`` and ``field`` attributes are used when present; ``AdmissionError`` keeps the
-kubelet's own reason.
+kubelet's own reason. A 5xx is a bug (logged, its text hidden) unless the exception is in
+``UNAVAILABLE``: a source that could not be read, said as it is.
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ from app.services.nodes import (
     NodeExistsError,
     NodeInputError,
     PodConflictError,
+    ReadOnlyNodeError,
     UnknownNodeError,
     UnknownPodError,
 )
+from app.services.observer import ObservedNodeUnavailableError
 from app.services.topologies import HostDiscoveryError, UnknownTopologyError
 from app.web.rendering import render, wants_fragment
 
@@ -47,7 +50,13 @@ ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
     NodeExistsError: (409, "AlreadyExists"),
     PodConflictError: (409, "AlreadyExists"),
     NodeInputError: (422, "Invalid"),
+    ReadOnlyNodeError: (409, "Conflict"),
+    ObservedNodeUnavailableError: (503, "ServiceUnavailable"),
 }
+
+# 5xx exceptions that are not bugs: a source (the host's sysfs, the observed node's kubelet)
+# could not be read. Their message is shown and no traceback is logged.
+UNAVAILABLE: tuple[type[Exception], ...] = (HostDiscoveryError, ObservedNodeUnavailableError)
 
 # Kubernetes-style reasons (metav1.StatusReason) for plain HTTP errors.
 HTTP_REASONS: dict[int, str] = {
@@ -143,7 +152,7 @@ def describe(exc: BaseException) -> ErrorInfo:
         html_message = f"There is no simulated node called {exc.name!r}."
     elif isinstance(exc, UnknownPodError):
         links = ((f"node {exc.node}", f"/nodes/{exc.node}"),)
-    elif status >= 500:
+    elif status >= 500 and not isinstance(exc, UNAVAILABLE):
         message = "internal error; the server log has the details"
     return ErrorInfo(status, reason, message, field, links, html_message)
 
@@ -193,7 +202,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def on_app_error(request: Request, exc: Exception) -> Response:
         info = describe(exc)
-        if info.status >= 500 and not isinstance(exc, HostDiscoveryError):
+        if info.status >= 500 and not isinstance(exc, UNAVAILABLE):
             log.exception("unhandled error on %s %s", request.method, request.url.path)
         return error_response(request, info)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine
@@ -36,6 +37,85 @@ def test_readyz_unready_when_database_fails(app: FastAPI, tmp_path: Path) -> Non
     assert body["checks"]["database"] == "failed"
     assert body["error"]["reason"] == "ServiceUnavailable"
     assert body["error"]["message"].startswith("database: OperationalError")
+
+
+class FakeObserver:
+    """Stands in for ``NodeObserver`` on ``app.state.observer``: ready after ``current()``
+    when ``becomes_ready``; ``current()`` raises ``raises`` when given."""
+
+    def __init__(
+        self,
+        *,
+        ready: bool = False,
+        becomes_ready: bool = False,
+        errors: tuple[tuple[str, str], ...] = (),
+        raises: Exception | None = None,
+    ) -> None:
+        self.ready = ready
+        self.becomes_ready = becomes_ready
+        self.errors = errors
+        self.raises = raises
+        self.calls = 0
+
+    def current(self) -> FakeObserver:
+        self.calls += 1
+        if self.raises is not None:
+            raise self.raises
+        self.ready = self.becomes_ready
+        return self
+
+
+@pytest.mark.parametrize(
+    ("observer", "status", "message", "calls"),
+    [
+        pytest.param(FakeObserver(ready=True), 200, None, 0, id="ready-no-observation"),
+        pytest.param(FakeObserver(becomes_ready=True), 200, None, 1, id="first-observation"),
+        pytest.param(
+            FakeObserver(errors=(("podresources", "socket not found"), ("sysfs", "gone"))),
+            503,
+            "observation: podresources: socket not found; sysfs: gone",
+            1,
+            id="sources-failed",
+        ),
+        pytest.param(FakeObserver(), 503, "observation: not ready", 1, id="not-ready"),
+        pytest.param(
+            FakeObserver(raises=RuntimeError("boom")),
+            503,
+            "observation: RuntimeError",
+            1,
+            id="observation-raised",
+        ),
+    ],
+)
+def test_readyz_waits_for_the_observed_node(
+    app: FastAPI, observer: FakeObserver, status: int, message: str | None, calls: int
+) -> None:
+    app.state.observer = observer
+    r = TestClient(app).get("/readyz")
+    assert r.status_code == status
+    body = r.json()
+    assert body["checks"] == {
+        "database": "ok",
+        "migrations": "ok",
+        "observation": "ok" if status == 200 else "failed",
+    }
+    assert observer.calls == calls
+    if message is None:
+        assert body == {"status": "ready", "checks": body["checks"]}
+    else:
+        assert body["status"] == "unready"
+        assert body["error"] == {"reason": "ServiceUnavailable", "message": message}
+        assert r.headers["cache-control"] == "no-store"
+
+
+def test_readyz_names_database_and_observation_failures(app: FastAPI, tmp_path: Path) -> None:
+    app.state.engine = create_engine(f"sqlite:///{tmp_path / 'missing-dir' / 'x.db'}")
+    app.state.observer = FakeObserver(errors=(("checkpoint", "unreadable"),))
+    body = TestClient(app).get("/readyz").json()
+    assert body["checks"]["database"] == body["checks"]["observation"] == "failed"
+    first, second = body["error"]["message"].split("; ", 1)
+    assert first.startswith("database: OperationalError")
+    assert second == "observation: checkpoint: unreadable"
 
 
 def test_metrics_exposition(client: TestClient) -> None:

@@ -1,7 +1,14 @@
-"""Operations endpoints: liveness, readiness and Prometheus metrics."""
+"""Operations endpoints: liveness, readiness and Prometheus metrics.
+
+``/readyz`` checks the database (and reports whether migrations ran at startup); when the app
+observes the node it runs on it also waits for an observation that read PodResources and the
+state files (users.md §5.5), observing (at most once per TTL) while not ready so that
+readiness probes drive the first observation.
+"""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from fastapi import APIRouter
@@ -9,7 +16,10 @@ from sqlalchemy import Engine, text
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from app.services.observer import NodeObserver
 from app.web.metrics import AppMetrics
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["operations"])
 
@@ -28,10 +38,26 @@ def _check_database(engine: Engine) -> str | None:
     return None
 
 
+def _check_observation(observer: NodeObserver) -> str | None:
+    """``None`` once an observation read every source, else what failed."""
+    if observer.ready:
+        return None
+    try:
+        observed = observer.current()
+    except Exception as exc:  # a bug in an observation must not kill the probe
+        log.exception("observation failed")
+        return f"observation: {exc.__class__.__name__}"
+    if observer.ready:
+        return None
+    errors = [f"{source}: {message}" for source, message in observed.errors]
+    return "observation: " + ("; ".join(errors) or "not ready")
+
+
 @router.get(
     "/readyz",
     name="readyz",
-    summary="Readiness: the database answers and its schema is migrated",
+    summary="Readiness: the database answers, its schema is migrated and (when observing) the "
+    "observed node's sources were read",
     responses={503: {"description": "Not ready; the body names the failing checks"}},
 )
 def readyz(request: Request) -> JSONResponse:
@@ -43,6 +69,12 @@ def readyz(request: Request) -> JSONResponse:
         problems.append(db_problem)
     migrated: bool = request.app.state.migrated
     checks["migrations"] = "ok" if migrated else "skipped"
+    observer: NodeObserver | None = getattr(request.app.state, "observer", None)
+    if observer is not None:
+        observation_problem = _check_observation(observer)
+        checks["observation"] = "ok" if observation_problem is None else "failed"
+        if observation_problem:
+            problems.append(observation_problem)
     if not problems:
         return JSONResponse({"status": "ready", "checks": checks})
     body: dict[str, Any] = {
