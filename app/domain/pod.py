@@ -168,6 +168,10 @@ class ResourceList(Mapping[str, Quantity]):
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("ResourceList is immutable")
 
+    def __reduce__(self) -> tuple[type[ResourceList], tuple[dict[str, Quantity]]]:
+        # Rebuild through __init__ (copy, deepcopy and pickle cannot set attributes).
+        return (ResourceList, (dict(self._items),))
+
     def __repr__(self) -> str:
         inner = ", ".join(f"{k!r}: {str(v)!r}" for k, v in self._items.items())
         return f"ResourceList({{{inner}}})"

@@ -778,3 +778,27 @@ def test_manifest_defaulting_property(p: Pod) -> None:
         # requests: as given, plus limits where a request was missing
         assert after.resources.requests == {**before.resources.limits, **before.resources.requests}
     assert pod_qos_class(back) in (QOS_GUARANTEED, QOS_BURSTABLE, QOS_BEST_EFFORT)
+
+
+def test_pods_survive_copy_deepcopy_and_pickle() -> None:
+    import copy
+    import pickle
+
+    pod = pod_from_manifest(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "uid": "u1"},
+            "spec": {
+                "resources": {"limits": {"cpu": "2", "memory": "1Gi"}},
+                "containers": [{"name": "c", "resources": {"limits": {"cpu": "1"}}}],
+            },
+        }
+    )
+    for clone in (copy.copy(pod), copy.deepcopy(pod), pickle.loads(pickle.dumps(pod))):
+        assert clone == pod
+        assert (
+            clone.containers[0].resources.requests["cpu"]
+            == pod.containers[0].resources.limits["cpu"]
+        )
+        assert pod_qos_class(clone) == pod_qos_class(pod)
