@@ -32,8 +32,11 @@ format: venv
 	$(BIN)/ruff format app tests bench migrations
 	$(BIN)/ruff check --fix app tests bench migrations
 
+# A throwaway PostgreSQL (scripts/pg-test-server.sh) runs the database tests on PostgreSQL too.
 test: venv browser-deps lint
-	$(BIN)/python -m pytest -n 2 -p no:cacheprovider
+	@url=$$(sh scripts/pg-test-server.sh start); \
+	NUMASCOPE_TEST_POSTGRES_URL="$$url" $(BIN)/python -m pytest -n 2 -p no:cacheprovider; \
+	status=$$?; sh scripts/pg-test-server.sh stop; exit $$status
 
 test-fast: venv
 	$(BIN)/python -m pytest -n 2 -m "not browser"

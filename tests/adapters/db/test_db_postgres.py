@@ -1,0 +1,69 @@
+"""The same schema and node service on PostgreSQL (the supported non-default database).
+
+Runs when ``NUMASCOPE_TEST_POSTGRES_URL`` names a server; ``make test`` starts a throwaway one
+with scripts/pg-test-server.sh (CI requires it with ``NUMASCOPE_REQUIRE_POSTGRES=1``).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.engine import make_url
+
+from app.adapters.db.migrate import current_revisions, head_revisions
+from app.web.app import create_app
+from tests.helpers import DB_POD, POD_SCOPE, SMALL, make_settings
+
+URL = os.environ.get("NUMASCOPE_TEST_POSTGRES_URL", "")
+
+
+@pytest.fixture
+def database_url() -> Iterator[str]:
+    """A fresh database on the test server, dropped afterwards."""
+    if not URL:
+        if os.environ.get("NUMASCOPE_REQUIRE_POSTGRES") == "1":
+            pytest.fail("NUMASCOPE_TEST_POSTGRES_URL is not set")
+        pytest.skip("no PostgreSQL server (set NUMASCOPE_TEST_POSTGRES_URL)")
+    name = f"numascope_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def test_migrations_and_nodes_survive_a_restart_on_postgres(
+    database_url: str, tmp_path: Path
+) -> None:
+    settings = make_settings(tmp_path, database_url=database_url)
+    app = create_app(settings)
+    engine = app.state.engine
+    assert engine.dialect.name == "postgresql"
+    assert current_revisions(engine) == head_revisions()
+    tables = set(inspect(engine).get_table_names())
+    assert "alembic_version" in tables and len(tables) > 1
+
+    nodes = app.state.nodes
+    nodes.create("pg-node", SMALL, POD_SCOPE)
+    batch = nodes.admit("pg-node", DB_POD)
+    assert batch.admitted == 1
+    before = str(nodes.snapshot("pg-node").pods[0].pod_cpuset)
+    engine.dispose()
+
+    restarted = create_app(settings).state.nodes
+    assert restarted.names() == ["pg-node"]
+    (pod,) = restarted.snapshot("pg-node").pods
+    assert str(pod.pod_cpuset) == before
+    log = restarted.admissions("pg-node")
+    assert [(e.action, e.namespace, e.name, e.admitted) for e in log] == [
+        ("admit", "prod", "db", True)
+    ]
