@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from app.conformance_kinds.common import Case, cpuset_of, expect_cpuset, expect_equal
+from app.conformance_kinds.common import (
+    Case,
+    cpuset_of,
+    expect_cpuset,
+    expect_equal,
+    expect_fields,
+    topology_of,
+)
 from app.domain.cpumanager.cpu_assignment import (
     CPUAccumulator,
     TakeByTopologyError,
@@ -19,85 +26,43 @@ from app.domain.cpumanager.cpu_assignment import (
     take_by_topology_numa_packed,
 )
 from app.domain.cpuset import CPUSet
-from app.domain.topology import CPUTopology
 
-
-class ConformanceInputError(ValueError):
-    """A case names a fixture or input this handler cannot find."""
-
-
-def _topology(case: Case) -> CPUTopology:
-    name = case.inputs.get("topology")
-    if not isinstance(name, str):
-        raise ConformanceInputError(f"case {case.id}: inputs.topology must name a fixture")
-    fixture = case.fixtures.get(name)
-    if fixture is None:
-        raise ConformanceInputError(f"case {case.id}: unknown topology fixture {name!r}")
-    return CPUTopology.from_fixture(name, fixture)
+Query = Callable[[CPUAccumulator], Any]
 
 
 def _accumulator(case: Case, num_cpus: int = 0) -> CPUAccumulator:
-    return CPUAccumulator(_topology(case), cpuset_of(case.inputs.get("available")), num_cpus)
+    return CPUAccumulator(topology_of(case), cpuset_of(case.inputs.get("available")), num_cpus)
 
 
-def acc_free_sockets(case: Case) -> list[str]:
-    problems: list[str] = []
-    acc = _accumulator(case)
-    expect_equal(
-        problems,
-        "free_sockets_sorted",
-        case.expected["free_sockets_sorted"],
-        sorted(acc.free_sockets()),
-    )
-    return problems
+def _accumulator_kind(queries: dict[str, Query], *, required: bool) -> Callable[[Case], list[str]]:
+    """A handler comparing ``queries`` of the case's fresh accumulator with its expectations
+    (every query must be expected when ``required``, else only those the case names)."""
+
+    def handler(case: Case) -> list[str]:
+        acc = _accumulator(case)
+        problems: list[str] = []
+        actual = {key: query(acc) for key, query in queries.items()}
+        expect_fields(problems, case.expected, actual, required=tuple(queries) if required else ())
+        return problems
+
+    return handler
 
 
-def acc_free_numa_nodes(case: Case) -> list[str]:
-    problems: list[str] = []
-    acc = _accumulator(case)
-    expect_equal(
-        problems,
-        "free_numa_nodes_ordered",
-        case.expected["free_numa_nodes_ordered"],
-        acc.free_numa_nodes(),
-    )
-    return problems
-
-
-def acc_free_sockets_and_numa_nodes(case: Case) -> list[str]:
-    problems: list[str] = []
-    acc = _accumulator(case)
-    if "free_sockets_ordered" in case.expected:
-        expect_equal(
-            problems,
-            "free_sockets_ordered",
-            case.expected["free_sockets_ordered"],
-            acc.free_sockets(),
-        )
-    if "free_numa_nodes_ordered" in case.expected:
-        expect_equal(
-            problems,
-            "free_numa_nodes_ordered",
-            case.expected["free_numa_nodes_ordered"],
-            acc.free_numa_nodes(),
-        )
-    return problems
-
-
-def acc_free_cores(case: Case) -> list[str]:
-    problems: list[str] = []
-    acc = _accumulator(case)
-    expect_equal(
-        problems, "free_cores_ordered", case.expected["free_cores_ordered"], acc.free_cores()
-    )
-    return problems
-
-
-def acc_free_cpus(case: Case) -> list[str]:
-    problems: list[str] = []
-    acc = _accumulator(case)
-    expect_equal(problems, "free_cpus_ordered", case.expected["free_cpus_ordered"], acc.free_cpus())
-    return problems
+acc_free_sockets = _accumulator_kind(
+    {"free_sockets_sorted": lambda acc: sorted(acc.free_sockets())}, required=True
+)
+acc_free_numa_nodes = _accumulator_kind(
+    {"free_numa_nodes_ordered": CPUAccumulator.free_numa_nodes}, required=True
+)
+acc_free_sockets_and_numa_nodes = _accumulator_kind(
+    {
+        "free_sockets_ordered": CPUAccumulator.free_sockets,
+        "free_numa_nodes_ordered": CPUAccumulator.free_numa_nodes,
+    },
+    required=False,
+)
+acc_free_cores = _accumulator_kind({"free_cores_ordered": CPUAccumulator.free_cores}, required=True)
+acc_free_cpus = _accumulator_kind({"free_cpus_ordered": CPUAccumulator.free_cpus}, required=True)
 
 
 def acc_take(case: Case) -> list[str]:
@@ -105,14 +70,12 @@ def acc_take(case: Case) -> list[str]:
     acc = _accumulator(case, int(case.inputs["num_cpus"]))
     for cpus in case.inputs.get("take_sequence") or []:
         acc.take(cpuset_of(cpus))
-    checks: dict[str, Any] = {
+    actual = {
         "is_satisfied": acc.is_satisfied(),
         "is_failed": acc.is_failed(),
         "num_cpus_needed_after": acc.num_cpus_needed,
     }
-    for key, actual in checks.items():
-        if key in case.expected:
-            expect_equal(problems, key, case.expected[key], actual)
+    expect_fields(problems, case.expected, actual)
     return problems
 
 
@@ -131,7 +94,7 @@ def _compare_take(case: Case, run: Callable[[], CPUSet]) -> list[str]:
 
 def take_by_topology_packed(case: Case) -> list[str]:
     inputs = case.inputs
-    topo = _topology(case)
+    topo = topology_of(case)
     return _compare_take(
         case,
         lambda: take_by_topology_numa_packed(
@@ -146,7 +109,7 @@ def take_by_topology_packed(case: Case) -> list[str]:
 
 def take_by_topology_distributed(case: Case) -> list[str]:
     inputs = case.inputs
-    topo = _topology(case)
+    topo = topology_of(case)
     return _compare_take(
         case,
         lambda: take_by_topology_numa_distributed(

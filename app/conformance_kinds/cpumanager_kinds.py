@@ -11,10 +11,20 @@ gates default to on where a case does not set them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from app.conformance_kinds.common import Case, cpuset_of, expect_cpuset, expect_equal
+from app.conformance_kinds.common import (
+    POD_LEVEL_GATES,
+    Case,
+    cpuset_of,
+    expect_cpuset,
+    expect_equal,
+    expect_fields,
+    feature_gates,
+    topology_hint,
+    topology_of,
+)
 from app.domain.admission import AdmissionError, SMTAlignmentError, UnexpectedAdmissionError
 from app.domain.cpumanager.metrics import (
     ASSIGNMENT_POD_EXCLUSIVE,
@@ -34,32 +44,19 @@ from app.domain.cpuset import CPUSet
 from app.domain.pod import Container, Pod, ResourceRequirements, pod_from_conformance
 from app.domain.pod_budget import PodBudgetError
 from app.domain.quantity import Quantity
-from app.domain.topology import CPUTopology
 from app.domain.topologymanager.bitmask import mask_of
 from app.domain.topologymanager.hint import TopologyHint
 
-_OPTION_GATES = {"CPUManagerPolicyAlphaOptions": True, "CPUManagerPolicyBetaOptions": True}
-_POD_LEVEL_GATES = {"PodLevelResources": True, "PodLevelResourceManagers": True}
-
-_topology_cache: dict[tuple[str, int], CPUTopology] = {}
-
-
-def _topology(case: Case) -> CPUTopology:
-    name = case.inputs["topology"]
-    fixture = case.fixtures[name]
-    key = (name, id(fixture))
-    topo = _topology_cache.get(key)
-    if topo is None:
-        topo = CPUTopology.from_fixture(name, fixture)
-        _topology_cache[key] = topo
-    return topo
+# As in the upstream tests: both option-maturity gates on, the pod-level gates on by default.
+_GATES = {
+    "CPUManagerPolicyAlphaOptions": True,
+    "CPUManagerPolicyBetaOptions": True,
+    **POD_LEVEL_GATES,
+}
 
 
 def _gates(inputs: Mapping[str, Any]) -> dict[str, bool]:
-    gates = dict(_OPTION_GATES)
-    gates.update(_POD_LEVEL_GATES)
-    gates.update(inputs.get("feature_gates") or {})
-    return gates
+    return feature_gates(inputs, _GATES)
 
 
 def _policy(case: Case, *, options: bool = True) -> StaticPolicy:
@@ -67,7 +64,7 @@ def _policy(case: Case, *, options: bool = True) -> StaticPolicy:
     i = case.inputs
     reserved = i.get("reserved_cpus")
     return StaticPolicy(
-        _topology(case),
+        topology_of(case),
         int(i.get("num_reserved_cpus", 0)),
         None if reserved is None else cpuset_of(reserved),
         (i.get("options") or {}) if options else {},
@@ -84,10 +81,16 @@ def _state(inputs: Mapping[str, Any]) -> CPUManagerState:
 
 
 def _hint(value: Any) -> TopologyHint | None:
-    if value is None:
-        return None
-    numa = value.get("numa")
-    return TopologyHint(None if numa is None else mask_of(numa), bool(value.get("preferred")))
+    return None if value is None else topology_hint(value)
+
+
+def _attempt(allocate: Callable[[], object]) -> BaseException | None:
+    """Run an allocation; the admission or allocation error it raised, if any."""
+    try:
+        allocate()
+    except (AdmissionError, CPUAllocationError) as exc:
+        return exc
+    return None
 
 
 def _error_value(exc: BaseException | None) -> Any:
@@ -144,10 +147,7 @@ def static_policy_start(case: Case) -> list[str]:
     except (CPUManagerPolicyError, CPUManagerStateError) as exc:
         error = exc.message
     expect_equal(problems, "error", case.expected["error"], error)
-    if "default_cpuset_after" in case.expected:
-        expect_cpuset(
-            problems, "default_cpuset_after", case.expected["default_cpuset_after"], after
-        )
+    expect_fields(problems, case.expected, {"default_cpuset_after": after}, cpusets=True)
     return problems
 
 
@@ -157,17 +157,13 @@ def static_policy_allocate(case: Case) -> list[str]:
     policy = _policy(case)
     state = _state(i)
     pod = pod_from_conformance(i["pod"])
-    outcome: BaseException | None = None
-    try:
-        policy.allocate(state, pod, i["container"], _hint(i.get("topology_hint")))
-    except (AdmissionError, CPUAllocationError) as exc:
-        outcome = exc
+    outcome = _attempt(
+        lambda: policy.allocate(state, pod, i["container"], _hint(i.get("topology_hint")))
+    )
     expect_equal(problems, "error", case.expected["error"], _error_value(outcome))
     cset = state.get_cpu_set(pod.uid, i["container"])
-    if "allocated" in case.expected:
-        expect_equal(problems, "allocated", case.expected["allocated"], cset is not None)
-    if "cpuset" in case.expected:
-        expect_cpuset(problems, "cpuset", case.expected["cpuset"], cset)
+    expect_fields(problems, case.expected, {"allocated": cset is not None})
+    expect_fields(problems, case.expected, {"cpuset": cset}, cpusets=True)
     return problems
 
 
@@ -192,12 +188,12 @@ def static_policy_pod_sequence(case: Case) -> list[str]:
     state = _state(i)
     pod = pod_from_conformance(i["pod"])
     steps = list(i.get("steps") or [])
-    outcome: BaseException | None = None
-    try:
+
+    def allocate_all() -> None:  # like the kubelet, stop at the first container that fails
         for c in (*pod.init_containers, *pod.containers):
             policy.allocate(state, pod, c, None)
-    except (AdmissionError, CPUAllocationError) as exc:
-        outcome = exc  # like the kubelet, stop at the first container that fails
+
+    outcome = _attempt(allocate_all)
     if "error" in case.expected:
         expect_equal(problems, "error", case.expected["error"], _error_value(outcome))
     elif outcome is not None:
@@ -219,10 +215,7 @@ def static_policy_pod_sequence(case: Case) -> list[str]:
             problems.append(f"unknown step {step!r}")
             continue
         policy.remove_container(state, pod.uid, name)
-    if "default_after_remove" in e:
-        expect_cpuset(
-            problems, "default_after_remove", e["default_after_remove"], state.default_cpuset
-        )
+    expect_fields(problems, e, {"default_after_remove": state.default_cpuset}, cpusets=True)
     return problems
 
 
@@ -234,11 +227,8 @@ def static_policy_remove(case: Case) -> list[str]:
     policy.remove_container(state, i["pod_uid"], i["container"])
     e = case.expected
     expect_cpuset(problems, "default_cpuset_after", e["default_cpuset_after"], state.default_cpuset)
-    if "container_removed_from_state" in e:
-        removed = state.get_cpu_set(i["pod_uid"], i["container"]) is None
-        expect_equal(
-            problems, "container_removed_from_state", e["container_removed_from_state"], removed
-        )
+    removed = state.get_cpu_set(i["pod_uid"], i["container"]) is None
+    expect_fields(problems, e, {"container_removed_from_state": removed})
     return problems
 
 
@@ -248,21 +238,14 @@ def static_policy_allocate_pod(case: Case) -> list[str]:
     policy = _policy(case)
     state = _state(i)
     pod = pod_from_conformance(i["pod"])
-    outcome: BaseException | None = None
-    try:
-        policy.allocate_pod(state, pod, _hint(i.get("topology_hint")))
-    except (AdmissionError, CPUAllocationError) as exc:
-        outcome = exc
+    outcome = _attempt(lambda: policy.allocate_pod(state, pod, _hint(i.get("topology_hint"))))
     e = case.expected
     expect_equal(problems, "error", e["error"], _error_value(outcome))
     if "container_assignments" in e:
         _expect_assignments(
             problems, "container_assignments", e["container_assignments"], _assignments_text(state)
         )
-    if "default_cpuset_after" in e:
-        expect_cpuset(
-            problems, "default_cpuset_after", e["default_cpuset_after"], state.default_cpuset
-        )
+    expect_fields(problems, e, {"default_cpuset_after": state.default_cpuset}, cpusets=True)
     metrics = e.get("metrics")
     if metrics:
         m = policy.metrics

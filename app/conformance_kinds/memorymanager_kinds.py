@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from app.conformance_kinds.common import Case, expect_equal
+from app.conformance_kinds.common import (
+    POD_LEVEL_GATES,
+    Case,
+    ConformanceInputError,
+    expect_equal,
+    feature_gates,
+    topology_hint,
+)
 from app.domain.memorymanager.policy_static import MemoryManagerError, NUMANodeInfo, StaticPolicy
 from app.domain.memorymanager.state import (
     Block,
@@ -16,34 +23,21 @@ from app.domain.memorymanager.state import (
     machine_state_from_dict,
 )
 from app.domain.pod import pod_from_conformance
-from app.domain.topologymanager.bitmask import mask_of
 from app.domain.topologymanager.hint import TopologyHint
-
-
-class ConformanceInputError(ValueError):
-    """A case's inputs do not have the documented shape."""
 
 
 def _system_reserved(raw: Mapping[str, Any] | None) -> dict[int, dict[str, int]]:
     return {int(n): {r: int(v) for r, v in res.items()} for n, res in (raw or {}).items()}
 
 
-def _gates(inputs: Mapping[str, Any]) -> dict[str, bool]:
-    gates = inputs.get("feature_gates") or {}
-    return {
-        "PodLevelResources": bool(gates.get("PodLevelResources", True)),
-        "PodLevelResourceManagers": bool(gates.get("PodLevelResourceManagers", True)),
-    }
-
-
 def _policy(inputs: Mapping[str, Any], nodes: tuple[NUMANodeInfo, ...] = ()) -> StaticPolicy:
-    gates = _gates(inputs)
+    gates = feature_gates(inputs, POD_LEVEL_GATES)
     return StaticPolicy(
         nodes,
         _system_reserved(inputs.get("system_reserved")),
         None,
-        pod_level_resources=gates["PodLevelResources"],
-        pod_level_resource_managers=gates["PodLevelResourceManagers"],
+        pod_level_resources=bool(gates["PodLevelResources"]),
+        pod_level_resource_managers=bool(gates["PodLevelResourceManagers"]),
     )
 
 
@@ -87,12 +81,7 @@ def _expected_assignments(raw: Mapping[str, Any]) -> dict[str, dict[str, list[An
 
 
 def _hint(raw: Any) -> TopologyHint:
-    if raw is None:
-        return TopologyHint(None, False)
-    if not isinstance(raw, dict):
-        raise ConformanceInputError(f"topology_hint must be null or a map, got {raw!r}")
-    numa = raw.get("numa")
-    return TopologyHint(None if numa is None else mask_of(numa), bool(raw.get("preferred")))
+    return TopologyHint(None, False) if raw is None else topology_hint(raw)
 
 
 def _normalise_machine_state(raw: Mapping[str, Any]) -> dict[str, Any]:

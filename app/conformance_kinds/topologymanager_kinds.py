@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.conformance_kinds.common import Case, expect_equal
+from app.conformance_kinds.common import Case, ConformanceInputError, expect_equal, topology_hint
 from app.domain.topologymanager.bitmask import mask_of
 from app.domain.topologymanager.hint import ProviderHints, TopologyHint
 from app.domain.topologymanager.numa_info import NUMAInfo
@@ -13,15 +13,11 @@ from app.domain.topologymanager.policy_options import new_policy_options
 from app.domain.topologymanager.topology_manager import new_policy
 
 
-class ConformanceInputError(ValueError):
-    """A case's inputs do not have the documented shape."""
-
-
 def hint_from(d: Any) -> TopologyHint:
+    """A provider's hint: both fields are required here."""
     if not isinstance(d, dict) or "preferred" not in d:
         raise ConformanceInputError(f"a hint must be {{numa, preferred}}, got {d!r}")
-    numa = d.get("numa")
-    return TopologyHint(None if numa is None else mask_of(numa), bool(d["preferred"]))
+    return topology_hint(d, "a hint")
 
 
 def providers_from(raw: Any) -> list[ProviderHints | None]:
