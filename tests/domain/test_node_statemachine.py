@@ -63,6 +63,9 @@ from app.domain.presets import get_preset, parse_topology_spec
 from app.domain.topology import CPUTopology
 from app.domain.topologymanager.bitmask import bits, iterate_bitmasks
 from app.domain.topologymanager.hint import TopologyHint
+from tests.domain.memorymanager.test_mm_calculate_hints_reference import (
+    reference as reference_memory_hints,
+)
 
 PRESETS = (
     "topoSingleSocketHT",
@@ -300,43 +303,6 @@ def check_memory(node: Node) -> None:
         assert total == charged.get(name, 0), f"{name}: reserved {total}, blocks {charged}"
 
 
-def reference_calculate_hints(
-    machine_state: dict[int, Any], requested: dict[str, int]
-) -> dict[str, list[TopologyHint]]:
-    """``calculateHints`` written the plain way (a loop over each mask's nodes), to check the
-    engine's incremental version against."""
-    nodes = sorted(machine_state)
-    min_size = len(nodes)
-    found = []
-
-    def total(mask_nodes: list[int], r: str, attr: str) -> int:
-        out = 0
-        for n in mask_nodes:
-            table = machine_state[n].memory_map.get(r)
-            out += 0 if table is None else getattr(table, attr)
-        return out
-
-    for mask in iterate_bitmasks(nodes):
-        mask_nodes = bits(mask)
-        if any(total(mask_nodes, r, "allocatable") < size for r, size in requested.items()):
-            continue
-        min_size = min(min_size, len(mask_nodes))
-        if len(mask_nodes) == 1 and len(machine_state[mask_nodes[0]].cells) > 1:
-            continue
-        if len(mask_nodes) > 1 and any(
-            machine_state[n].number_of_assignments > 0
-            and (len(machine_state[n].cells) == 1 or sorted(machine_state[n].cells) != mask_nodes)
-            for n in mask_nodes
-        ):
-            continue
-        if any(total(mask_nodes, r, "free") < size for r, size in requested.items()):
-            continue
-        found.append(mask)
-    if not found:
-        return {}
-    return {r: [TopologyHint(m, m.bit_count() == min_size) for m in found] for r in requested}
-
-
 def reference_cpu_hints(
     topology: CPUTopology, available: CPUSet, reusable: CPUSet, request: int, by_socket: bool
 ) -> list[TopologyHint]:
@@ -447,8 +413,8 @@ class NodeMachine(RuleBasedStateMachine):
         probe = pod_from_manifest(
             {"metadata": {"name": "probe"}, "spec": {"containers": [{"name": "c"}]}}
         )
-        assert policy.calculate_hints(machine, probe, requested) == reference_calculate_hints(
-            machine, requested
+        assert policy.calculate_hints(machine, probe, requested) == reference_memory_hints(
+            machine, requested, None
         )
 
     @rule(request=st.integers(1, 12), n_reusable=st.integers(0, 3))

@@ -18,15 +18,8 @@ from app.domain.checkpoint import (
     write_cpu_checkpoint,
     write_memory_checkpoint,
 )
+from tests.domain.checkpoint.ckpt_samples import CPU_STATE
 
-CPU_STATE = CPUCheckpointState.from_dict(
-    {
-        "policyName": "static",
-        "defaultCpuSet": "0-1,8-11",
-        "entries": {"plr": {"gu": "3", "shared": "4-7"}, "classic": {"app": "12-15"}},
-        "podEntries": {"plr": "3-7"},
-    }
-)
 MEM_STATE = MemoryCheckpointState.from_dict(
     {
         "policyName": "Static",

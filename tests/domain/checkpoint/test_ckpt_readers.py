@@ -24,15 +24,8 @@ from app.domain.checkpoint.checksum import text_checksum
 from app.domain.checkpoint.cpu import CPU_V3_T, V3_HEADER, decode_cpu
 from app.domain.checkpoint.gojson import parse
 from app.domain.checkpoint.gospew import sdump_for_hash
+from tests.domain.checkpoint.ckpt_samples import CPU_STATE
 
-CPU_STATE = CPUCheckpointState.from_dict(
-    {
-        "policyName": "static",
-        "defaultCpuSet": "0-1,8-11",
-        "entries": {"plr": {"gu": "3", "shared": "4-7"}, "classic": {"app": "12-15"}},
-        "podEntries": {"plr": "3-7"},
-    }
-)
 CPU_V1_STATE = CPUCheckpointState.from_dict(
     {"policyName": "static", "defaultCpuSet": "0-1", "entries": {"cid-1": "2-3"}}
 )

@@ -6,6 +6,7 @@ import pytest
 
 from app.domain.admission import EmptyPodSharedPoolError
 from app.domain.memorymanager.memory_manager import (
+    MemoryManager,
     MemoryManagerConfigError,
     MemoryReservation,
     get_system_reserved_memory,
@@ -16,7 +17,11 @@ from app.domain.pod import Container, Pod
 from app.domain.topology import CPUInfo, CPUTopology, NUMANodeMemory
 from app.domain.topologymanager.bitmask import mask_of
 from app.domain.topologymanager.hint import TopologyHint
-from app.domain.topologymanager.topology_manager import TopologyManagerConfig, new_manager
+from app.domain.topologymanager.topology_manager import (
+    TopologyManager,
+    TopologyManagerConfig,
+    new_manager,
+)
 from tests.domain.memorymanager.test_mm_helpers import GI, container, pod, policy, started, tables
 
 
@@ -263,18 +268,9 @@ def _topology() -> CPUTopology:
     return CPUTopology(infos, memory=memory)
 
 
-@pytest.mark.parametrize(
-    ("policy_name", "expected"),
-    [
-        pytest.param("restricted", "TopologyAffinityError", id="restricted-rejects-at-hints"),
-        pytest.param(
-            "best-effort", "EmptyPodSharedPoolError", id="best-effort-rejects-at-allocate"
-        ),
-    ],
-)
-def test_empty_shared_pool_rejection_by_policy(policy_name: str, expected: str) -> None:
-    from app.domain.admission import AdmissionError
-
+def _pod_scope_managers(policy_name: str) -> tuple[TopologyManager, MemoryManager]:
+    """A pod-scope topology manager with a started Static memory manager (1 GiB reserved on
+    each NUMA node) as its hint provider."""
     tm = new_manager(
         _topology(), TopologyManagerConfig(policy_name, "pod"), pod_level_resource_managers=True
     )
@@ -291,6 +287,22 @@ def test_empty_shared_pool_rejection_by_policy(policy_name: str, expected: str) 
     )
     mm.start()
     tm.add_hint_provider(mm)
+    return tm, mm
+
+
+@pytest.mark.parametrize(
+    ("policy_name", "expected"),
+    [
+        pytest.param("restricted", "TopologyAffinityError", id="restricted-rejects-at-hints"),
+        pytest.param(
+            "best-effort", "EmptyPodSharedPoolError", id="best-effort-rejects-at-allocate"
+        ),
+    ],
+)
+def test_empty_shared_pool_rejection_by_policy(policy_name: str, expected: str) -> None:
+    from app.domain.admission import AdmissionError
+
+    tm, _ = _pod_scope_managers(policy_name)
     pd = pod("p", container("gu", "2Gi"), SHARED, budget={"cpu": "2", "memory": "2Gi"})
     with pytest.raises(AdmissionError) as exc:
         tm.admit(pd)
@@ -298,24 +310,7 @@ def test_empty_shared_pool_rejection_by_policy(policy_name: str, expected: str) 
 
 
 def test_pod_scope_admission_end_to_end() -> None:
-    tm = new_manager(
-        _topology(),
-        TopologyManagerConfig("single-numa-node", "pod"),
-        pod_level_resource_managers=True,
-    )
-    mm = new_memory_manager(
-        "Static",
-        _topology(),
-        node_allocatable_reservation={"memory": 2 * GI},
-        reserved_memory=[
-            MemoryReservation(0, {"memory": GI}),
-            MemoryReservation(1, {"memory": GI}),
-        ],
-        affinity=tm,
-        pod_level_resource_managers=True,
-    )
-    mm.start()
-    tm.add_hint_provider(mm)
+    tm, mm = _pod_scope_managers("single-numa-node")
     first = pod("a", container("gu", "1Gi"), SHARED, budget={"cpu": "2", "memory": "4Gi"})
     assert tm.admit(first) == {"gu": h([0]), "shared": h([0])}
     second = pod("b", container("gu", "1Gi"), SHARED, budget={"cpu": "2", "memory": "4Gi"})
