@@ -61,7 +61,13 @@ from app.domain.pod_budget import (
 )
 from app.domain.quantity import BINARY_SI, Quantity, canonicalize
 from app.domain.topology import CPUTopology
-from app.domain.topologymanager.bitmask import bits, is_narrower_than, iterate_bitmasks, mask_of
+from app.domain.topologymanager.bitmask import (
+    BitMaskError,
+    bits,
+    is_narrower_than,
+    iterate_bitmasks,
+    mask_of,
+)
 from app.domain.topologymanager.hint import TopologyHint
 from app.domain.topologymanager.scope import Store
 
@@ -244,15 +250,34 @@ def is_affinity_violating_numa_allocations(
     return False
 
 
+def new_bitmask(ids: Iterable[int]) -> int | None:
+    """``bitmask.NewBitMask(ids...)``: ``None`` where upstream gets an error (an id outside
+    0..63)."""
+    try:
+        return mask_of(ids)
+    except BitMaskError:
+        return None
+
+
+def is_numa_affinities_equal(a: Iterable[int], b: Iterable[int]) -> bool:
+    """``isNUMAAffinitiesEqual``: equal bitmasks; false when either cannot be built."""
+    ma, mb = new_bitmask(a), new_bitmask(b)
+    return ma is not None and mb is not None and ma == mb
+
+
 def regenerate_hints(blocks: Sequence[Block], requested: Mapping[str, int]) -> HintMap | None:
-    """``regenerateHints``: one preferred hint per recorded block, ``None`` on any mismatch."""
+    """``regenerateHints``: one preferred hint per recorded block, ``None`` on any mismatch
+    (including a block whose NUMA ids do not make a bitmask)."""
     hints: HintMap = {r: [] for r in requested}
     if len(blocks) != len(requested):
         return None
     for b in blocks:
         if b.type not in requested or b.size != requested[b.type]:
             return None
-        hints[b.type].append(TopologyHint(mask_of(b.numa_affinity), True))
+        mask = new_bitmask(b.numa_affinity)
+        if mask is None:
+            return None
+        hints[b.type].append(TopologyHint(mask, True))
     return hints
 
 
@@ -832,7 +857,7 @@ class StaticPolicy:
                 for i, ib in enumerate(updated):
                     if ib.size == 0 or ib.type != block.type:
                         continue
-                    if mask_of(ib.numa_affinity) != mask_of(block.numa_affinity):
+                    if not is_numa_affinities_equal(ib.numa_affinity, block.numa_affinity):
                         continue
                     if ib.size > remaining:
                         updated[i] = Block(ib.numa_affinity, ib.type, ib.size - remaining)

@@ -13,7 +13,7 @@ MAX_NUMA_ID = 63
 
 
 class BitMaskError(ValueError):
-    """A NUMA id outside 0..63."""
+    """A NUMA id outside 0..63 (upstream ``Add``'s error text)."""
 
 
 def new_mask(*ids: int) -> int:
@@ -25,7 +25,7 @@ def mask_of(ids: Iterable[int]) -> int:
     mask = 0
     for i in ids:
         if not 0 <= i <= MAX_NUMA_ID:
-            raise BitMaskError(f"bit number must be less than 64, got {i}")
+            raise BitMaskError("bit number must be in range 0-63")
         mask |= 1 << i
     return mask
 
