@@ -600,12 +600,25 @@ def _clone_machine_state(ms: Any) -> Any:
 
 
 def _copy_v1_to_v2(src: dict[str, Any], dst: dict[str, Any]) -> None:
+    """1.37 ``migrateV1CheckpointToV2Checkpoint`` (into a fresh V2): clones of every field."""
     dst["PolicyName"] = src["PolicyName"]
     dst["MachineState"] = _clone_machine_state(src["MachineState"])
     dst["Entries"] = {
         pod: {name: list(b or ()) for name, b in (c or {}).items()}
         for pod, c in (src["Entries"] or {}).items()
     }
+
+
+def _migrate_v1_into_failed_v2(src: dict[str, Any], dst: dict[str, Any]) -> None:
+    """1.36 ``migrateV1CheckpointToV2Checkpoint``: into the V2 object whose attempt failed,
+    copying only a non-empty policy name, a non-nil machine state and non-empty entries (the
+    rest, pod entries included, is what that attempt decoded)."""
+    if src["PolicyName"]:
+        dst["PolicyName"] = src["PolicyName"]
+    if src["MachineState"] is not None:
+        dst["MachineState"] = src["MachineState"]
+    if src["Entries"]:
+        dst["Entries"] = src["Entries"]
 
 
 def _restore_memory(
@@ -658,7 +671,7 @@ def load_memory_checkpoint(
                 if err is not None:
                     raise _Fail(err)
                 loaded_as = "V1"
-                _copy_v1_to_v2(v1, v2)
+                _migrate_v1_into_failed_v2(v1, v2)
             state = _restore_memory(
                 reader,
                 v2["PolicyName"],
