@@ -6,6 +6,11 @@ mask is a hint when every reusable CPU lies on a mask node and the reusable CPUs
 available CPUs on the mask nodes cover the request. Hints on the fewest NUMA nodes able to
 hold the request (counting all of the machine's CPUs) are preferred; with ``align-by-socket``
 so are hints spanning the fewest sockets.
+
+A CPU the topology does not know (a stale default set, say) is looked up in Go as
+``CPUDetails[cpu]``, the zero ``CPUInfo``: it counts as a CPU of NUMA node 0. So an unknown
+available CPU adds to every mask holding node 0, and an unknown reusable CPU rules out every
+mask without node 0 (every mask, when the machine has no node 0).
 """
 
 from __future__ import annotations
@@ -24,9 +29,10 @@ class _Table:
     values, shared by every answer), the CPU mask of each NUMA node by bit, and the
     minimal affinity size for each request size."""
 
-    __slots__ = ("masks", "min_sizes", "node_cpus")
+    __slots__ = ("all_mask", "masks", "min_sizes", "node_cpus")
 
     def __init__(self, topology: CPUTopology) -> None:
+        self.all_mask = topology.all_cpus.mask
         self.node_cpus: dict[int, int] = {
             1 << n: topology.cpus_of_numa_node(n).mask for n in topology.numa_node_ids()
         }
@@ -107,6 +113,10 @@ def generate_cpu_topology_hints(
     for bit, cpus in table.node_cpus.items():
         avail_in[bit] = (avail & cpus).bit_count()
         reuse_in[bit] = (reuse & cpus).bit_count() if n_reusable else 0
+    if 1 in avail_in and (avail | reuse) & ~table.all_mask:
+        # Unknown CPUs: Go's zero CPUInfo puts them on NUMA node 0 (bit 1).
+        avail_in[1] += (avail & ~table.all_mask).bit_count()
+        reuse_in[1] += (reuse & ~table.all_mask).bit_count()
     hints: list[TopologyHint] = []
     append = hints.append
     need = request - n_reusable
