@@ -12,11 +12,15 @@ import statistics
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+# Starlette's TestClient nudges towards the httpx2 package; httpx works as it is.
+warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
