@@ -4,7 +4,7 @@
 # Uses Debian's postgresql binaries; installs them with apt when root and missing.
 set -u
 PORT=${NUMASCOPE_PG_PORT:-54329}
-DATA=/tmp/numascope-test-pg
+DATA=${NUMASCOPE_PG_DATA:-/tmp/numascope-test-pg}
 action=${1:-start}
 
 pgbin() {
