@@ -43,24 +43,26 @@ DIR_MODE = 0o755
 class StateFileError(Exception):
     """A state file or directory could not be read or written."""
 
-    def __init__(self, path: str | Path, message: str) -> None:
+    def __init__(self, path: str | Path, message: str, errno: int | None = None) -> None:
         super().__init__(f"{path}: {message}")
         self.path = str(path)
         self.message = message
+        #: The ``errno`` of the failing call (``ENOSPC``, ``EROFS``…), when there was one.
+        self.errno = errno
 
 
 def _describe(err: OSError) -> str:
     return err.strerror or str(err)
 
 
-def _check_name(name: str) -> None:
+def check_name(name: str) -> None:
     if not name or name.startswith(".") or "/" in name or name in ("..",):
         raise StateFileError(name, "a state file name must be a plain name not starting with '.'")
 
 
 def read_file(directory: str | Path, name: str) -> bytes | None:
     """The content of ``directory/name``, or ``None`` when there is no such file."""
-    _check_name(name)
+    check_name(name)
     path = Path(directory) / name
     try:
         size = path.stat().st_size
@@ -77,7 +79,7 @@ def read_file(directory: str | Path, name: str) -> bytes | None:
     except NotADirectoryError:
         raise StateFileError(directory, "is not a directory") from None
     except OSError as err:
-        raise StateFileError(path, f"cannot be read: {_describe(err)}") from None
+        raise StateFileError(path, f"cannot be read: {_describe(err)}", err.errno) from None
 
 
 def list_files(directory: str | Path) -> list[str]:
@@ -91,7 +93,7 @@ def list_files(directory: str | Path) -> list[str]:
     except NotADirectoryError:
         raise StateFileError(d, "is not a directory") from None
     except OSError as err:
-        raise StateFileError(d, f"cannot be listed: {_describe(err)}") from None
+        raise StateFileError(d, f"cannot be listed: {_describe(err)}", err.errno) from None
     return sorted(e.name for e in entries if not e.name.startswith(".") and e.is_file())
 
 
@@ -101,7 +103,7 @@ def _ensure_dir(d: Path) -> None:
     except FileExistsError:
         raise StateFileError(d, "exists and is not a directory") from None
     except OSError as err:
-        raise StateFileError(d, f"cannot be created: {_describe(err)}") from None
+        raise StateFileError(d, f"cannot be created: {_describe(err)}", err.errno) from None
     if not d.is_dir():
         raise StateFileError(d, "exists and is not a directory")
 
@@ -129,40 +131,63 @@ def _fsync_dir(d: Path) -> None:
         os.close(fd)
 
 
+def stage_file(d: Path, name: str, content: bytes | str) -> Path:
+    """A complete, synced temporary file in ``d`` holding ``content`` (to be renamed over
+    ``d/name``); nothing is left behind when it fails."""
+    data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+    try:
+        fd, tmp = _create_temp(d)
+    except OSError as err:
+        raise StateFileError(
+            d, f"cannot create a temporary file: {_describe(err)}", err.errno
+        ) from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as err:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise StateFileError(d / name, f"cannot be written: {_describe(err)}", err.errno) from None
+    return tmp
+
+
+def sync_dir(d: Path) -> None:
+    """``fsync`` the directory so that renames and removals in it are durable."""
+    try:
+        _fsync_dir(d)
+    except OSError as err:
+        raise StateFileError(d, f"cannot be synced: {_describe(err)}", err.errno) from None
+
+
+def replace(tmp: Path, target: Path) -> None:
+    try:
+        os.replace(tmp, target)
+    except OSError as err:
+        raise StateFileError(target, f"cannot be replaced: {_describe(err)}", err.errno) from None
+
+
+def ensure_dir(directory: str | Path) -> Path:
+    d = Path(directory)
+    _ensure_dir(d)
+    return d
+
+
 def write_files(directory: str | Path, files: Mapping[str, bytes | str]) -> None:
     """Atomically replace ``directory/<name>`` by each given content (``str`` is UTF-8)."""
     d = Path(directory)
     for name in files:
-        _check_name(name)
+        check_name(name)
     _ensure_dir(d)
     staged: list[tuple[Path, Path]] = []
     try:
         for name, content in files.items():
-            data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
-            try:
-                fd, tmp = _create_temp(d)
-            except OSError as err:
-                raise StateFileError(
-                    d, f"cannot create a temporary file: {_describe(err)}"
-                ) from None
-            staged.append((tmp, d / name))
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-            except OSError as err:
-                raise StateFileError(d / name, f"cannot be written: {_describe(err)}") from None
+            staged.append((stage_file(d, name, content), d / name))
         for tmp, target in staged:
-            try:
-                os.replace(tmp, target)
-            except OSError as err:
-                raise StateFileError(target, f"cannot be replaced: {_describe(err)}") from None
+            replace(tmp, target)
         staged = []
-        try:
-            _fsync_dir(d)
-        except OSError as err:
-            raise StateFileError(d, f"cannot be synced: {_describe(err)}") from None
+        sync_dir(d)
     finally:
         for tmp, _ in staged:
             with contextlib.suppress(OSError):
@@ -194,7 +219,9 @@ class StateDirLock:
         except NotADirectoryError:
             raise StateFileError(self.directory, "is not a directory") from None
         except OSError as err:
-            raise StateFileError(self.directory, f"cannot be opened: {_describe(err)}") from None
+            raise StateFileError(
+                self.directory, f"cannot be opened: {_describe(err)}", err.errno
+            ) from None
         flags = fcntl.LOCK_EX | (0 if self.blocking else fcntl.LOCK_NB)
         try:
             fcntl.flock(fd, flags)
@@ -203,7 +230,9 @@ class StateDirLock:
             raise StateFileError(self.directory, "is in use by another numascope process") from None
         except OSError as err:
             os.close(fd)
-            raise StateFileError(self.directory, f"cannot be locked: {_describe(err)}") from None
+            raise StateFileError(
+                self.directory, f"cannot be locked: {_describe(err)}", err.errno
+            ) from None
         self._fd = fd
         return self
 

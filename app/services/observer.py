@@ -61,6 +61,7 @@ from app.domain.podresources import (
     ListPodResourcesResponse,
 )
 from app.domain.topology import CPUTopology
+from app.services.node_errors import NodeServiceError, UnknownPodError
 from app.services.node_views import (
     NodeDetail,
     NodeSummary,
@@ -72,7 +73,6 @@ from app.services.node_views import (
     node_topology_view,
     node_url,
 )
-from app.services.nodes import NodeServiceError, UnknownPodError
 from app.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -33,6 +33,7 @@ from starlette.staticfiles import StaticFiles
 from app import __version__
 from app.adapters.db.engine import make_engine
 from app.adapters.db.migrate import upgrade_head
+from app.services.demo import create_demo_nodes
 from app.services.nodes import NodeService
 from app.services.observer import NodeObserver
 from app.services.sockets import PodResourcesSockets
@@ -92,7 +93,7 @@ def create_app(
     # Simulated nodes: definitions and log in the database, state files under state_dir.
     node_service = NodeService(engine, state_dir=settings.state_dir)
     try:
-        node_service.start(demo=settings.demo)
+        node_service.start(seed=create_demo_nodes if settings.demo else None)
     except Exception:
         logging.getLogger("app").exception("the simulated nodes could not be loaded")
     app.state.nodes = node_service

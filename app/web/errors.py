@@ -25,11 +25,13 @@ from starlette.responses import JSONResponse, Response
 
 from app.domain.admission import AdmissionError
 from app.domain.podresources import PodNotFoundError
-from app.services.nodes import (
+from app.services.node_errors import (
     NodeExistsError,
     NodeInputError,
+    NodeUnavailableError,
     PodConflictError,
     ReadOnlyNodeError,
+    StorageFullError,
     UnknownNodeError,
     UnknownPodError,
 )
@@ -52,11 +54,18 @@ ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
     NodeInputError: (422, "Invalid"),
     ReadOnlyNodeError: (409, "Conflict"),
     ObservedNodeUnavailableError: (503, "ServiceUnavailable"),
+    # A change that could not be made durable (rolled back): full disk, read-only, database.
+    StorageFullError: (507, "InsufficientStorage"),
+    NodeUnavailableError: (503, "ServiceUnavailable"),
 }
 
 # 5xx exceptions that are not bugs: a source (the host's sysfs, the observed node's kubelet)
 # could not be read. Their message is shown and no traceback is logged.
-UNAVAILABLE: tuple[type[Exception], ...] = (HostDiscoveryError, ObservedNodeUnavailableError)
+UNAVAILABLE: tuple[type[Exception], ...] = (
+    HostDiscoveryError,
+    ObservedNodeUnavailableError,
+    NodeUnavailableError,
+)
 
 # Kubernetes-style reasons (metav1.StatusReason) for plain HTTP errors.
 HTTP_REASONS: dict[int, str] = {
@@ -75,6 +84,7 @@ HTTP_REASONS: dict[int, str] = {
     500: "InternalError",
     503: "ServiceUnavailable",
     504: "Timeout",
+    507: "InsufficientStorage",
 }
 
 

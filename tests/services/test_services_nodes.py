@@ -19,12 +19,14 @@ from app.services.demo import (
     POD_SCOPE_CONFIG,
     bubble_pod,
     classic_pod,
+    create_demo_nodes,
 )
 from app.services.node_views import PALETTE_SIZE, palette_index, pod_tag
 from app.services.nodes import (
     NodeExistsError,
     NodeInputError,
     NodeService,
+    NodeUnavailableError,
     PodConflictError,
     UnknownNodeError,
     UnknownPodError,
@@ -256,7 +258,7 @@ def test_a_new_service_restores_nodes_from_the_database_and_state_files(
 ) -> None:
     _load_some(small)
     again = NodeService(engine, state_dir=state_dir)
-    again.start(demo=True)  # nodes exist: no demo nodes
+    again.start(seed=create_demo_nodes)  # nodes exist: no demo nodes
     assert again.names() == ["small"]
     assert _state(again, "small") == _state(small, "small")
     summary = again.summary("small")
@@ -275,25 +277,29 @@ def test_without_state_files_the_log_is_replayed(
     again = NodeService(engine, state_dir=state_dir)
     again.start()
     assert _state(again, "small") == _state(small, "small")
-    assert again.summary("small").load_error is None
+    error = again.summary("small").load_error  # the difference is reported
+    assert error == "there were no state files; the node was rebuilt from its log"
     assert (state_dir / "small" / "cpu_manager_state").is_file()  # written again
 
 
-def test_unreadable_state_files_fall_back_to_the_log_and_say_so(
+def test_unreadable_state_files_are_reported_and_never_replaced(
     small: NodeService, engine: Engine, state_dir: Path
 ) -> None:
     _load_some(small)
     (state_dir / "small" / "cpu_manager_state").write_text("{not json")
     again = NodeService(engine, state_dir=state_dir)
     again.start()
-    assert _state(again, "small") == _state(small, "small")
     error = again.summary("small").load_error
     assert error is not None and "could not be restored" in error
+    with pytest.raises(NodeUnavailableError, match="changes are refused"):
+        again.admit("small", classic_pod("more", "batch", "1", "1Gi"))
+    # Nothing rebuilt from the log, nothing moved: the file is as it was.
+    assert (state_dir / "small" / "cpu_manager_state").read_text() == "{not json"
 
 
 def test_demo_nodes_are_created_once(engine: Engine, state_dir: Path) -> None:
     s = NodeService(engine, state_dir=state_dir)
-    s.start(demo=True)
+    s.start(seed=create_demo_nodes)
     assert s.names() == sorted(d.name for d in DEMO_NODES)
     pod_scope = s.summary("demo-pod-scope")
     assert (pod_scope.pods, pod_scope.rejected) == (4, 1)
@@ -309,7 +315,7 @@ def test_demo_nodes_are_created_once(engine: Engine, state_dir: Path) -> None:
     ]  # fmt: skip
     assert s.summary("demo-512").pods >= 10
     again = NodeService(engine, state_dir=state_dir)
-    again.start(demo=True)
+    again.start(seed=create_demo_nodes)
     assert again.names() == s.names()
     assert again.summary("demo-pod-scope").pods == 4
 

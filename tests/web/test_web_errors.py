@@ -170,5 +170,5 @@ def test_bug_is_500_without_internals(err_client: TestClient) -> None:
     assert "<html" in html.text and "secret" not in html.text
 
 
-def test_every_mapped_error_is_4xx_or_503() -> None:
-    assert all(400 <= s < 500 or s == 503 for s, _ in ERROR_STATUS.values())
+def test_every_mapped_error_is_4xx_503_or_507() -> None:
+    assert all(400 <= s < 500 or s in (503, 507) for s, _ in ERROR_STATUS.values())

@@ -1,7 +1,9 @@
 """Database engine and sessions built from a URL (SQLite by default, Postgres by URL).
 
 SQLite connections get ``journal_mode=WAL`` (file databases), ``foreign_keys=ON`` and a busy
-timeout; the folder of a SQLite file is created on demand. Postgres needs the optional
+timeout; the folder of a SQLite file is created on demand. SQLAlchemy (not pysqlite) begins
+SQLite transactions, so that a writer can ask for ``BEGIN IMMEDIATE`` — the database's write lock
+taken at the start, which serialises changes across processes (``immediate_engine``). Postgres needs the optional
 ``postgres`` extra (psycopg); a missing driver is reported as ``DatabaseConfigError``.
 """
 
@@ -19,6 +21,7 @@ from sqlalchemy.pool import StaticPool
 from sqlmodel import Session
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
+IMMEDIATE = "numascope_immediate"
 
 
 class DatabaseConfigError(ValueError):
@@ -47,6 +50,8 @@ def ensure_sqlite_folder(url: URL) -> None:
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any, *, wal: bool) -> None:
+    # pysqlite's own transaction handling defers BEGIN; take it over (see _sqlite_begin).
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     try:
         cursor.execute("PRAGMA foreign_keys=ON")
@@ -89,7 +94,19 @@ def make_engine(url: str | URL, *, echo: bool = False) -> Engine:
             "connect",
             lambda conn, record: _sqlite_pragmas(conn, record, wal=wal),
         )
+        event.listen(engine, "begin", _sqlite_begin)
     return engine
+
+
+def _sqlite_begin(conn: Any) -> None:
+    immediate = conn.get_execution_options().get(IMMEDIATE, False)
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def immediate_engine(engine: Engine) -> Engine:
+    """``engine`` whose transactions take the write lock when they begin (SQLite's
+    ``BEGIN IMMEDIATE``; other databases lock rows with ``SELECT … FOR UPDATE`` instead)."""
+    return engine.execution_options(**{IMMEDIATE: True})
 
 
 @contextmanager

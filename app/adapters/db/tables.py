@@ -8,7 +8,8 @@
   rejection, and the pod manifest (normalised v1 JSON) so that a node without state files
   can be rebuilt by replaying its log. Rows of one submission share a ``batch`` id.
 
-The schema is created by the Alembic revision ``migrations/versions/*_nodes_and_admissions``;
+The schema is created by the Alembic revisions ``migrations/versions/*_nodes_and_admissions``
+and ``*_node_versions`` (``nodes.version``, the change counter workers compare);
 the types are portable (SQLite and PostgreSQL). Timestamps are stored as UTC; SQLite hands
 them back without a zone (``as_utc`` puts it back).
 """
@@ -53,6 +54,10 @@ class NodeRecord(SQLModel, table=True):
     created_at: datetime = Field(
         default_factory=utc_now, sa_column=sa.Column(sa.DateTime(timezone=True), nullable=False)
     )
+    # Incremented by every committed change (revision b2d4f6a80002): workers compare it.
+    version: int = Field(
+        default=0, sa_column=sa.Column(sa.Integer(), nullable=False, server_default="0")
+    )
 
 
 class AdmissionRecord(SQLModel, table=True):
@@ -62,6 +67,7 @@ class AdmissionRecord(SQLModel, table=True):
     __table_args__ = (
         sa.Index("ix_admissions_node_id_id", "node_id", "id"),
         sa.Index("ix_admissions_batch", "batch"),
+        sa.Index("ix_admissions_node_id_action_id", "node_id", "action", "id"),
     )
 
     id: int | None = Field(default=None, primary_key=True)

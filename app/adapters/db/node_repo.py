@@ -1,0 +1,237 @@
+"""Repository of the simulated nodes' tables: definitions, versions and the admission log.
+
+Reads are plain sessions. A change goes through ``write(engine, node_id)``: one transaction that
+first takes the node's write lock — ``BEGIN IMMEDIATE`` on SQLite (the whole database, across
+processes), ``SELECT … FOR UPDATE`` of the node's row on PostgreSQL — so that changes of one node
+through different workers or replicas are serialised, and reads the node's committed
+``version``. The caller appends log rows, bumps the version, writes its state files and then
+``commit``s; leaving the block without a commit rolls everything back.
+
+Dry runs are logged like admissions but only the newest ``DRY_RUN_RETENTION`` of a node are
+kept (trimmed in the transaction that adds one), so they cannot grow the log without bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Engine, delete, func
+from sqlmodel import Session, col, select
+
+from app.adapters.db.engine import immediate_engine
+from app.adapters.db.tables import (
+    ACTION_ADMIT,
+    ACTION_DRY_RUN,
+    ACTION_REMOVE,
+    AdmissionRecord,
+    NodeRecord,
+    as_utc,
+)
+
+#: Dry-run rows kept per node (older ones are deleted when a new one is logged).
+DRY_RUN_RETENTION = 200
+
+
+@dataclass(frozen=True, slots=True)
+class NodeVersion:
+    id: int
+    name: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class LogEvent:
+    """An admission or removal of the log, for replays and reconciliation."""
+
+    action: str
+    admitted: bool
+    uid: str
+    key: str
+    manifest: str
+    at: datetime
+
+
+class NodeWrite:
+    """The open write transaction of one node (``write``)."""
+
+    def __init__(self, session: Session, record: NodeRecord) -> None:
+        self.session = session
+        self.record = record
+        self.committed = False
+
+    @property
+    def version(self) -> int:
+        return int(self.record.version)
+
+    def add(self, records: Sequence[AdmissionRecord]) -> None:
+        for r in records:
+            self.session.add(r)
+        self.session.flush()  # the database refuses bad values here, before any file is written
+
+    def bump(self) -> int:
+        """Increment the node's version (flushed); the new version."""
+        self.record.version = self.version + 1
+        self.session.add(self.record)
+        self.session.flush()
+        return self.version
+
+    def trim_dry_runs(self) -> None:
+        node_id = self.record.id
+        keep = self.session.exec(
+            select(AdmissionRecord.id)
+            .where(col(AdmissionRecord.node_id) == node_id)
+            .where(col(AdmissionRecord.action) == ACTION_DRY_RUN)
+            .order_by(col(AdmissionRecord.id).desc())
+            .offset(DRY_RUN_RETENTION)
+            .limit(1)
+        ).first()
+        if keep is not None:
+            self.session.execute(
+                delete(AdmissionRecord)
+                .where(col(AdmissionRecord.node_id) == node_id)
+                .where(col(AdmissionRecord.action) == ACTION_DRY_RUN)
+                .where(col(AdmissionRecord.id) <= keep)
+            )
+
+    def commit(self) -> None:
+        self.session.commit()
+        self.committed = True
+
+
+@contextmanager
+def write(engine: Engine, node_id: int) -> Iterator[NodeWrite | None]:
+    """The node's write transaction (``None`` when the node no longer exists)."""
+    session = Session(immediate_engine(engine), expire_on_commit=False)
+    try:
+        query = select(NodeRecord).where(col(NodeRecord.id) == node_id)
+        if engine.dialect.name != "sqlite":
+            query = query.with_for_update()
+        record = session.exec(query).first()
+        tx = NodeWrite(session, record) if record is not None else None
+        yield tx
+        if tx is not None and not tx.committed:
+            session.rollback()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+@contextmanager
+def create(engine: Engine, record: NodeRecord) -> Iterator[NodeWrite]:
+    """Insert a node's definition in a write transaction the caller commits."""
+    session = Session(immediate_engine(engine), expire_on_commit=False)
+    try:
+        session.add(record)
+        session.flush()
+        tx = NodeWrite(session, record)
+        yield tx
+        if not tx.committed:
+            session.rollback()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+def versions(engine: Engine) -> dict[str, NodeVersion]:
+    """Every node's id and committed version by name (one small query)."""
+    with Session(engine) as session:
+        rows = session.exec(select(NodeRecord.id, NodeRecord.name, NodeRecord.version)).all()
+    return {name: NodeVersion(int(i), name, int(v)) for i, name, v in rows if i is not None}
+
+
+def node_version(engine: Engine, node_id: int) -> int | None:
+    with Session(engine) as session:
+        v = session.exec(select(NodeRecord.version).where(col(NodeRecord.id) == node_id)).first()
+    return None if v is None else int(v)
+
+
+def definitions(engine: Engine, names: Sequence[str] | None = None) -> list[NodeRecord]:
+    """Node rows (all, or those named), oldest first."""
+    query = select(NodeRecord).order_by(col(NodeRecord.id))
+    if names is not None:
+        query = query.where(col(NodeRecord.name).in_(list(names)))
+    with Session(engine, expire_on_commit=False) as session:
+        rows = list(session.exec(query))
+        for r in rows:
+            session.expunge(r)
+        return rows
+
+
+def rejected_count(engine: Engine, node_id: int) -> int:
+    with Session(engine) as session:
+        n = session.exec(
+            select(func.count())
+            .select_from(AdmissionRecord)
+            .where(col(AdmissionRecord.node_id) == node_id)
+            .where(col(AdmissionRecord.action) == ACTION_ADMIT)
+            .where(col(AdmissionRecord.admitted).is_(False))
+        ).one()
+    return int(n)
+
+
+def events(engine: Engine, node_id: int) -> list[LogEvent]:
+    """The node's admissions and removals, oldest first."""
+    with Session(engine) as session:
+        rows = session.exec(
+            select(AdmissionRecord)
+            .where(col(AdmissionRecord.node_id) == node_id)
+            .where(col(AdmissionRecord.action).in_((ACTION_ADMIT, ACTION_REMOVE)))
+            .order_by(col(AdmissionRecord.id))
+        ).all()
+        return [
+            LogEvent(
+                r.action,
+                r.admitted,
+                r.uid,
+                f"{r.namespace}/{r.name}",
+                r.manifest,
+                as_utc(r.created_at),
+            )
+            for r in rows
+        ]
+
+
+def acknowledged(log: Sequence[LogEvent]) -> dict[str, LogEvent]:
+    """The pods the log says are on the node (admitted and not removed since), by uid, in
+    admission order."""
+    on_node: dict[str, LogEvent] = {}
+    for e in log:
+        if e.action == ACTION_REMOVE:
+            on_node.pop(e.uid, None)
+        elif e.admitted:
+            on_node[e.uid] = e
+    return on_node
+
+
+def log_rows(
+    engine: Engine, node_id: int, *, limit: int, batch: str | None = None
+) -> list[AdmissionRecord]:
+    """The node's log, newest first (or one submission's rows, in order)."""
+    query = select(AdmissionRecord).where(col(AdmissionRecord.node_id) == node_id)
+    if batch is not None:
+        query = query.where(col(AdmissionRecord.batch) == batch).order_by(col(AdmissionRecord.id))
+    else:
+        query = query.order_by(col(AdmissionRecord.id).desc())
+    with Session(engine, expire_on_commit=False) as session:
+        rows = list(session.exec(query.limit(max(1, min(limit, 1000)))))
+        for r in rows:
+            session.expunge(r)
+        return rows
+
+
+def delete_node(engine: Engine, node_id: int) -> bool:
+    """Delete a node and its log in one write transaction; ``False`` if it was gone."""
+    with write(engine, node_id) as tx:
+        if tx is None:
+            return False
+        tx.session.execute(delete(AdmissionRecord).where(col(AdmissionRecord.node_id) == node_id))
+        tx.session.execute(delete(NodeRecord).where(col(NodeRecord.id) == node_id))
+        tx.commit()
+    return True

@@ -1,0 +1,80 @@
+"""Admission helpers of the simulated-node service: conflicts with pods already on the node,
+dry runs of several pods (on a scratch copy, never on the node itself) and the log rows of one
+submission.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+
+from app.adapters.db.tables import ACTION_ADMIT, ACTION_DRY_RUN, AdmissionRecord, utc_now
+from app.domain.node import AdmissionResult
+from app.domain.node_state import NodeStateError, pod_to_manifest, render_state_files, restore_node
+from app.domain.pod import Pod
+from app.services.node_errors import PodConflictError
+from app.services.node_inputs import at, build_engine_node
+from app.services.node_store import Live
+
+
+def log_records(
+    live: Live,
+    batch: str,
+    pods: Sequence[Pod],
+    results: Sequence[AdmissionResult],
+    dry_run: bool,
+) -> list[AdmissionRecord]:
+    now = utc_now()
+    admitted_at = {} if dry_run else live.node.admitted_at
+    return [
+        AdmissionRecord(
+            node_id=live.record_id,
+            batch=batch,
+            action=ACTION_DRY_RUN if dry_run else ACTION_ADMIT,
+            namespace=r.namespace,
+            name=r.name,
+            uid=r.pod_uid,
+            admitted=r.admitted,
+            reason=r.reason,
+            message=r.message,
+            manifest=json.dumps(pod_to_manifest(p), sort_keys=True),
+            # An admitted pod's row carries the node's admission time (replays use it).
+            created_at=at(admitted_at[p.uid]) if p.uid in admitted_at else now,
+        )
+        for p, r in zip(pods, results, strict=True)
+    ]
+
+
+def check_conflicts(live: Live, pods: Sequence[Pod]) -> None:
+    uids: set[str] = set()
+    keys: set[str] = set()
+    for p in pods:
+        if p.uid in live.node.pods or p.uid in uids:
+            raise PodConflictError(
+                f"pod with uid {p.uid} ({p.key}) is already on node {live.definition.name}",
+                "metadata.uid",
+            )
+        if live.node.find_pod(p.key) is not None or p.key in keys:
+            raise PodConflictError(
+                f"pod {p.key} is already on node {live.definition.name}", "metadata.name"
+            )
+        uids.add(p.uid)
+        keys.add(p.key)
+
+
+def dry_run_results(
+    live: Live, pods: Sequence[Pod], clock: Callable[[], float]
+) -> list[AdmissionResult]:
+    if len(pods) == 1:
+        return [live.node.dry_run(pods[0])]
+    # Several pods: admit them in order on a scratch copy restored from the state files.
+    scratch = build_engine_node(live.definition.name, live.topology, live.config, clock)
+    try:
+        restore_node(
+            scratch,
+            render_state_files(live.node),
+            [(p, live.node.admitted_at.get(uid, 0.0)) for uid, p in live.node.pods.items()],
+        )
+    except NodeStateError as err:  # the engine cannot read its own files: a bug
+        raise RuntimeError(f"dry run: cannot copy node {live.definition.name}: {err}") from err
+    return [scratch.admit(p) for p in pods]

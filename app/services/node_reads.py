@@ -1,0 +1,250 @@
+"""The read side of the simulated-node service: the cached views of each node (pages, JSON
+twins, summaries), its admission log, PodResources JSON and Prometheus samples.
+
+``NodeReads`` is the base of ``app.services.nodes.NodeService``; every read first catches up
+with the database (``_refresh``, nodes changed through another worker) and then answers from
+the node's ``NodeViews``, rebuilt only when the node's version changed. ``ObservedNode`` is what
+an observer (``app.services.observer.NodeObserver``) offers to be listed beside the simulated
+nodes: the service only knows this protocol, never the observer's module.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from sqlalchemy import Engine
+
+from app.adapters.db import node_repo
+from app.adapters.db.tables import ACTION_REMOVE, AdmissionRecord, as_utc
+from app.adapters.podresources_json import PodResourcesCache, allocatable_json
+from app.domain.kubelet_config import RELEASES
+from app.domain.podresources import PodNotFoundError
+from app.domain.presets import preset_names
+from app.domain.snapshot import NodeSnapshot
+from app.services.node_errors import UnknownNodeError, UnknownPodError
+from app.services.node_inputs import pod_memory_requests
+from app.services.node_store import Live
+from app.services.node_views import (
+    AdmissionLogEntry,
+    NodeDetail,
+    NodeIndexView,
+    NodeSummary,
+    NodeView,
+    NodeViews,
+    PodView,
+    iso,
+    node_topology_view,
+    pod_url,
+)
+
+log = logging.getLogger(__name__)
+
+
+class ObservedNode(Protocol):
+    """A read-only node listed beside the simulated ones (the observer)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def views(self) -> NodeViews: ...
+    def summary(self) -> NodeSummary: ...
+    def node_view(self) -> NodeView: ...
+    def node_detail(self) -> NodeDetail: ...
+    def pod_view(self, namespace: str, name: str) -> PodView: ...
+    def podresources_list(self) -> dict[str, Any]: ...
+    def podresources_get(self, namespace: str, name: str) -> dict[str, Any]: ...
+    def allocatable(self) -> dict[str, Any]: ...
+    def metric_samples(self) -> Iterable[tuple[str, dict[str, str], float]]: ...
+
+
+class NodeReads(ABC):
+    """Reads of the registry (see the module docstring); state is set by ``NodeService``."""
+
+    engine: Engine
+    _lock: threading.RLock
+    _nodes: dict[str, Live]
+    _observer: ObservedNode | None
+    _podresources: PodResourcesCache
+
+    @abstractmethod
+    def _refresh(self) -> None:
+        """Catch up with the database (``NodeService._refresh``)."""
+
+    def _fresh(self, name: str) -> Live:
+        self._refresh()
+        with self._lock:
+            live = self._nodes.get(name)
+            if live is None:
+                raise UnknownNodeError(name, sorted(self._nodes))
+            return live
+
+    def _observed(self, name: str) -> ObservedNode | None:
+        obs = self._observer
+        return obs if obs is not None and obs.name == name else None
+
+    # -- log -------------------------------------------------------------------------------
+    def _log_entry(self, live: Live, r: AdmissionRecord) -> AdmissionLogEntry:
+        url = None
+        if r.action != ACTION_REMOVE and r.admitted and r.uid in live.node.pods:
+            url = pod_url(live.definition.name, r.namespace, r.name)
+        assert r.id is not None
+        return AdmissionLogEntry(
+            id=r.id,
+            batch=r.batch,
+            action=r.action,
+            namespace=r.namespace,
+            name=r.name,
+            uid=r.uid,
+            admitted=r.admitted,
+            reason=r.reason,
+            message=r.message,
+            at=iso(as_utc(r.created_at)),
+            pod_url=url,
+        )
+
+    def admissions(
+        self, name: str, *, limit: int = 100, batch: str | None = None
+    ) -> list[AdmissionLogEntry]:
+        """The node's log, newest first (or one submission's entries, in order)."""
+        if self._observed(name) is not None:
+            return []  # nothing is ever admitted on an observed node
+        live = self._fresh(name)
+        rows = node_repo.log_rows(self.engine, live.record_id, limit=limit, batch=batch)
+        with self._lock:
+            return [self._log_entry(live, r) for r in rows]
+
+    # -- views -----------------------------------------------------------------------------
+    def _views(self, live: Live) -> NodeViews:
+        if live.views is None or live.views_version != live.version:
+            snapshot = live.node.snapshot()
+            live.views = NodeViews(
+                snapshot,
+                node=live.definition.name,
+                topology=node_topology_view(
+                    live.topology, live.definition.topology, live.definition.topology_kind
+                ),
+                created_at=live.definition.created_at,
+                kubelet_config_text=live.definition.kubelet_config,
+                demo=live.definition.demo,
+                pod_memory_requests={
+                    uid: pod_memory_requests(p) for uid, p in live.node.pods.items()
+                },
+            )
+            live.views_version = live.version
+        return live.views
+
+    def views(self, name: str) -> NodeViews:
+        if (obs := self._observed(name)) is not None:
+            return obs.views()
+        live = self._fresh(name)
+        with self._lock:
+            return self._views(live)
+
+    def snapshot(self, name: str) -> NodeSnapshot:
+        return self.views(name).snapshot
+
+    def _summary(self, live: Live) -> NodeSummary:
+        return self._views(live).summary(rejected=live.rejected, load_error=live.load_error)
+
+    def summary(self, name: str) -> NodeSummary:
+        if (obs := self._observed(name)) is not None:
+            return obs.summary()
+        live = self._fresh(name)
+        with self._lock:
+            return self._summary(live)
+
+    def index(self) -> NodeIndexView:
+        obs = self._observer
+        observed = [obs.summary()] if obs is not None else []
+        self._refresh()
+        with self._lock:
+            summaries = observed + [
+                self._summary(self._nodes[n])
+                for n in sorted(self._nodes)
+                if obs is None or n != obs.name
+            ]
+        return NodeIndexView(nodes=summaries, presets=preset_names(), releases=list(RELEASES))
+
+    def node_view(self, name: str, *, batch: str | None = None, log_limit: int = 20) -> NodeView:
+        if (obs := self._observed(name)) is not None:
+            return obs.node_view()
+        live = self._fresh(name)
+        with self._lock:
+            views = self._views(live)
+            summary = self._summary(live)
+        view = views.node_view(summary)
+        update: dict[str, Any] = {"admissions": self.admissions(name, limit=log_limit)}
+        if batch:
+            update["last_batch"] = self.admissions(name, batch=batch)
+        return view.model_copy(update=update)
+
+    def node_detail(self, name: str) -> NodeDetail:
+        if (obs := self._observed(name)) is not None:
+            return obs.node_detail()
+        live = self._fresh(name)
+        with self._lock:
+            views = self._views(live)
+            summary = self._summary(live)
+        return NodeDetail.of(views.node_view(summary))
+
+    def pod_view(self, name: str, namespace: str, pod_name: str) -> PodView:
+        if (obs := self._observed(name)) is not None:
+            return obs.pod_view(namespace, pod_name)
+        live = self._fresh(name)
+        with self._lock:
+            views = self._views(live)
+            summary = self._summary(live)
+        row = views.pod_row(namespace, pod_name)
+        if row is None:
+            raise UnknownPodError(name, namespace, pod_name)
+        podresources = self._podresources.get_json(views.snapshot, namespace, pod_name)
+        view = views.pod_view(summary, row, podresources)
+        log_rows = [
+            e
+            for e in self.admissions(name, limit=200)
+            if e.uid == row.uid or (e.namespace == namespace and e.name == pod_name)
+        ]
+        return view.model_copy(update={"admissions": log_rows[:20]})
+
+    # -- PodResources ----------------------------------------------------------------------
+    def podresources_list(self, name: str) -> dict[str, Any]:
+        if (obs := self._observed(name)) is not None:
+            return obs.podresources_list()
+        return self._podresources.list_json(self.snapshot(name))
+
+    def podresources_get(self, name: str, namespace: str, pod_name: str) -> dict[str, Any]:
+        if (obs := self._observed(name)) is not None:
+            return obs.podresources_get(namespace, pod_name)
+        snapshot = self.snapshot(name)
+        try:
+            return self._podresources.get_json(snapshot, namespace, pod_name)
+        except PodNotFoundError:
+            raise UnknownPodError(name, namespace, pod_name) from None
+
+    def allocatable(self, name: str) -> dict[str, Any]:
+        if (obs := self._observed(name)) is not None:
+            return obs.allocatable()
+        return allocatable_json(self.snapshot(name))
+
+    # -- metrics ---------------------------------------------------------------------------
+    def metric_samples(self) -> Iterable[tuple[str, dict[str, str], float]]:
+        """Samples of every node for the Prometheus collector (users.md §5.4)."""
+        obs = self._observer
+        if obs is not None:
+            try:
+                yield from obs.metric_samples()
+            except Exception:  # a failing observation must not break the scrape
+                log.exception("observed node %s: no metrics", obs.name)
+        self._refresh()
+        with self._lock:
+            views = [
+                self._views(self._nodes[n])
+                for n in sorted(self._nodes)
+                if obs is None or n != obs.name
+            ]
+        for v in views:
+            yield from v.metric_samples()

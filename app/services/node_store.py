@@ -1,0 +1,328 @@
+"""Persistence of the simulated nodes: loading a node from its state files and its log, and
+making a change durable in both as one unit.
+
+**A change** (``NodeStore.commit``) runs inside the node's database write transaction
+(``app.adapters.db.node_repo.write``: the cross-process lock) and its state directory's
+``StateDirLock``: the log rows are flushed (the database refuses bad values before any file is
+touched), the three files are staged and renamed through the commit journal
+(``app.adapters.statejournal``), then the database commits and the journal is dropped. If any
+step fails the files are rolled back, the transaction too, and the caller puts the engine back
+to the last committed state (``restore_committed``): nothing of the change remains.
+
+**Loading** (``NodeStore.load``), at start and whenever another worker committed a newer
+version: an interrupted write is first finished or undone by the journal against the
+database's version, temporary files of crashed writes are removed, then the node is restored
+from its files. The rule of reconciliation: *the state files are what a kubelet would run on;
+the log records what was acknowledged.* The files are restored as they are; each pod on which
+they and the log disagree is reported in the node's ``load_error`` (shown on its page and in
+its JSON), and no CPU is moved to make them agree. Only a node without any state file is
+rebuilt by replaying its log (nothing is running that could move); files that cannot be
+restored at all leave the node refusing changes (``NodeUnavailableError``) until it is deleted.
+
+``pods.json`` is rendered from per-pod fragments cached by uid, so a change costs the same
+whatever the number of pods already on the node (the bytes equal ``simulation.state_files_of``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from sqlalchemy import Engine
+
+from app.adapters import statefiles, statejournal
+from app.adapters.db import node_repo
+from app.domain.checkpoint.cpu import CPU_FILE_NAME
+from app.domain.checkpoint.memory import MEMORY_FILE_NAME
+from app.domain.kubelet_config import KubeletConfig
+from app.domain.node import Node
+from app.domain.node_state import (
+    PODS_FILE_NAME,
+    PODS_FORMAT,
+    NodeStateError,
+    pod_to_manifest,
+    pods_from_document,
+    render_state_files,
+    restore_node,
+)
+from app.domain.pod import PodManifestError, pod_from_manifest
+from app.domain.topology import CPUTopology
+from app.services import simulation
+from app.services.node_inputs import NodeDefinition, build_engine_node
+from app.services.node_views import NodeViews
+
+log = logging.getLogger(__name__)
+
+STATE_FILES = (CPU_FILE_NAME, MEMORY_FILE_NAME, PODS_FILE_NAME)
+
+
+class Live:
+    """A node of the registry: its definition, engine, committed files and cached views."""
+
+    __slots__ = (
+        "broken",
+        "config",
+        "definition",
+        "files",
+        "fragments",
+        "load_error",
+        "node",
+        "record_id",
+        "rejected",
+        "topology",
+        "version",
+        "views",
+        "views_version",
+    )
+
+    def __init__(
+        self,
+        definition: NodeDefinition,
+        record_id: int,
+        node: Node,
+        topology: CPUTopology,
+        config: KubeletConfig,
+    ) -> None:
+        self.definition = definition
+        self.record_id = record_id
+        self.node = node
+        self.topology = topology
+        self.config = config
+        self.version = 0  # the database version this engine reflects
+        self.views: NodeViews | None = None
+        self.views_version = -1
+        self.rejected = 0
+        self.load_error: str | None = None
+        self.broken: str | None = None  # why changes are refused (unrestorable files)
+        self.files: dict[str, str] | None = None  # the committed state files
+        self.fragments: dict[str, str] = {}  # uid -> the pod's entry in pods.json
+
+
+def pods_json(node: Node, fragments: dict[str, str]) -> str:
+    """``pods.json`` for ``node`` (as ``simulation.state_files_of`` writes it), reusing and
+    updating the cached entry of each pod."""
+    entries = []
+    for uid, pod in node.pods.items():
+        text = fragments.get(uid)
+        if text is None:
+            entry = {"admittedAt": node.admitted_at.get(uid, 0.0), "manifest": pod_to_manifest(pod)}
+            text = "\n".join("    " + line for line in json.dumps(entry, indent=2).splitlines())
+            fragments[uid] = text
+        entries.append(text)
+    for uid in [u for u in fragments if u not in node.pods]:
+        del fragments[uid]
+    head = (
+        f'{{\n  "format": {json.dumps(PODS_FORMAT)},\n  "node": {json.dumps(node.name)},\n'
+        f'  "release": {json.dumps(node.config.release)},\n  "pods": '
+    )
+    body = "[\n" + ",\n".join(entries) + "\n  ]" if entries else "[]"
+    return head + body + "\n}\n"
+
+
+class NodeStore:
+    """Loads nodes and commits their changes (see the module docstring)."""
+
+    def __init__(self, engine: Engine, state_dir: Path | None, clock: Callable[[], float]) -> None:
+        self.engine = engine
+        self.state_dir = state_dir
+        self.clock = clock
+
+    def node_dir(self, name: str) -> Path | None:
+        return None if self.state_dir is None else self.state_dir / name
+
+    def files_of(self, live: Live) -> dict[str, str]:
+        files: dict[str, str] = dict(render_state_files(live.node))
+        files[PODS_FILE_NAME] = pods_json(live.node, live.fragments)
+        return files
+
+    # -- changes ---------------------------------------------------------------------------
+    def commit(self, live: Live, tx: node_repo.NodeWrite, *, write_files: bool = True) -> None:
+        """Bump the version, write the files (when the state changed) and commit, as one unit;
+        on failure everything is rolled back and the error raised (the caller restores the
+        engine with ``restore_committed``)."""
+        version = tx.bump()
+        directory = self.node_dir(live.definition.name)
+        if directory is None or not write_files:
+            tx.commit()
+            if write_files:  # no state directory: keep the committed state in memory only
+                live.files = self.files_of(live)
+            live.version = version
+            return
+        files = self.files_of(live)
+        staged = statejournal.StagedFiles(directory, files, version).prepare()
+        try:
+            staged.apply()
+            tx.commit()
+        except BaseException:
+            staged.rollback()
+            raise
+        staged.finish()
+        live.files = files
+        live.version = version
+
+    def restore_committed(self, live: Live) -> None:
+        """Put the engine back to its last committed state (after a failed change)."""
+        fresh = build_engine_node(live.definition.name, live.topology, live.config, self.clock)
+        try:
+            if live.files is not None:
+                self._restore_files(fresh, live.files)
+            live.node = fresh
+        except (NodeStateError, simulation.SimulationInputError) as err:  # our own files: a bug
+            log.error("node %s: the committed state cannot be restored: %s", live.node.name, err)
+            raise
+        live.fragments.clear()
+        live.views = None
+
+    def _restore_files(self, node: Node, files: dict[str, str]) -> None:
+        gate = node.config.gate("PodLevelResources")
+        pods = pods_from_document(
+            json.loads(files[PODS_FILE_NAME]), pod_level_resources_enabled=gate
+        )
+        restore_node(node, files, pods)
+
+    # -- loading ---------------------------------------------------------------------------
+    def load(self, live: Live, *, locked: bool = False) -> None:
+        """(Re)build ``live``'s engine from its state files (or its log), reconcile the two and
+        set ``version``, ``rejected``, ``files`` and ``load_error`` (``locked``: the caller
+        holds the directory's lock already)."""
+        directory = self.node_dir(live.definition.name)
+        if directory is None:
+            version = node_repo.node_version(self.engine, live.record_id) or 0
+            live.load_error = "; ".join(self._rebuild(live)) or None
+            live.version = version
+            return
+        lock = contextlib.nullcontext() if locked else statefiles.StateDirLock(directory)
+        with lock:
+            version = node_repo.node_version(self.engine, live.record_id) or 0
+            notes: list[str] = []
+            try:
+                done = statejournal.recover(directory, version)
+                if done:
+                    notes.append(done)
+                removed = statejournal.clean_temp_files(directory)
+                if removed:
+                    log.info("node %s: removed %d temporary file(s)", live.definition.name, removed)
+            except statefiles.StateFileError as err:
+                notes.append(f"the state directory could not be recovered: {err}")
+            present = [n for n in _list_files(directory) if n in STATE_FILES]
+            fresh = build_engine_node(live.definition.name, live.topology, live.config, self.clock)
+            live.node = fresh
+            live.fragments.clear()
+            live.views = None
+            live.broken = None
+            if not present:
+                notes += self._rebuild(live)
+                if node_repo.acknowledged(node_repo.events(self.engine, live.record_id)):
+                    notes.append("there were no state files; the node was rebuilt from its log")
+                self._write_rebuilt(live, directory, version, notes)
+            else:
+                try:
+                    simulation.restore_from_dir(fresh, directory)
+                    live.files = self.files_of(live)
+                    notes += self._differences(live)
+                except simulation.SimulationInputError as err:
+                    live.node = build_engine_node(
+                        live.definition.name, live.topology, live.config, self.clock
+                    )
+                    live.broken = (
+                        f"the state files could not be restored ({err}); changes are refused "
+                        "until the node is deleted (nothing was moved)"
+                    )
+                    notes.append(live.broken)
+            live.version = version
+            live.rejected = node_repo.rejected_count(self.engine, live.record_id)
+            live.load_error = "; ".join(notes) or None
+            if notes:
+                log.warning("simulated node %s: %s", live.definition.name, live.load_error)
+
+    def _write_rebuilt(self, live: Live, directory: Path, version: int, notes: list[str]) -> None:
+        files = self.files_of(live)
+        try:
+            statefiles.write_files(directory, files)
+            live.files = files
+        except statefiles.StateFileError as err:
+            notes.append(f"the state files could not be written: {err}")
+
+    def _differences(self, live: Live) -> list[str]:
+        """What the state files and the log disagree on (reported, never resolved)."""
+        acked = node_repo.acknowledged(node_repo.events(self.engine, live.record_id))
+        on_node = live.node.pods
+        out = []
+        for uid, pod in on_node.items():
+            if uid not in acked:
+                out.append(
+                    f"pod {pod.key} ({uid}) holds resources in the state files but its "
+                    "admission was never acknowledged in the log"
+                )
+        for uid, e in acked.items():
+            if uid not in on_node:
+                out.append(
+                    f"pod {e.key} ({uid}) was acknowledged in the log but is not in the state "
+                    "files (a kubelet would not run it)"
+                )
+        return out
+
+    def _rebuild(self, live: Live) -> list[str]:
+        """Admit the pods the log says are on the node, in their order, at their times; what
+        could not be restored."""
+        acked = node_repo.acknowledged(node_repo.events(self.engine, live.record_id))
+        gate = live.config.gate("PodLevelResources")
+        failures = []
+        node = live.node
+        clock = node.clock
+        try:
+            for uid, e in acked.items():
+                try:
+                    pod = pod_from_manifest(
+                        json.loads(e.manifest), pod_level_resources_enabled=gate
+                    )
+                except (ValueError, PodManifestError) as err:
+                    failures.append(f"{uid}: {err}")
+                    continue
+                node.clock = lambda at=e.at: at.timestamp()  # type: ignore[misc]
+                result = node.admit(pod)
+                if not result.admitted:
+                    failures.append(f"{pod.key}: {result.reason}: {result.message}")
+        finally:
+            node.clock = clock
+        live.rejected = node_repo.rejected_count(self.engine, live.record_id)
+        if failures:
+            return ["replaying the admission log did not restore every pod: " + "; ".join(failures)]
+        return []
+
+    # -- files -----------------------------------------------------------------------------
+    def forget_files(self, name: str) -> None:
+        """Remove the state files of a node (and its folder when nothing else is in it)."""
+        directory = self.node_dir(name)
+        if directory is None or not directory.is_dir():
+            return
+        with statefiles.StateDirLock(directory):
+            statejournal.clean_temp_files(directory)
+            for file_name in (*STATE_FILES, statejournal.JOURNAL_NAME):
+                try:
+                    (directory / file_name).unlink(missing_ok=True)
+                except OSError as err:
+                    log.error("cannot remove %s: %s", directory / file_name, err)
+        with contextlib.suppress(OSError):  # not empty (someone else's files) or gone
+            directory.rmdir()
+
+    def probe(self, name: str) -> str | None:
+        """``None`` when the node's state directory takes a write now, else why not."""
+        directory = self.node_dir(name)
+        if directory is None:
+            return None
+        try:
+            statejournal.probe(directory)
+        except statefiles.StateFileError as err:
+            return str(err)
+        return None
+
+
+def _list_files(directory: Path) -> list[str]:
+    try:
+        return statefiles.list_files(directory)
+    except statefiles.StateFileError:
+        return []
