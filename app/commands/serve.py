@@ -1,8 +1,10 @@
 """``numascope serve``: run the dashboard and API with uvicorn.
 
 Flags override the ``NUMASCOPE_*`` environment, which overrides the defaults in
-``app.settings.Settings``. With ``--reload`` uvicorn re-imports the app through the factory
-``app.web.app:make_app``, so the flags are handed over through the environment.
+``app.settings.Settings``. With ``--reload`` or ``--workers N`` (N > 1) uvicorn imports the app
+through the factory ``app.web.app:make_app`` in other processes, so the flags are handed over
+through the environment. The workers share one truth, the database (``app.services.nodes``):
+a change through any of them is seen by all on their next request.
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--reload", action="store_true", help="restart when source files change (development)"
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes (default 1); they share the database, which keeps them in step",
     )
     parser.add_argument(
         "--database-url", default=None, help="SQLAlchemy URL (env NUMASCOPE_DATABASE_URL)"
@@ -127,13 +135,30 @@ def run(args: argparse.Namespace) -> int:
     except ValidationError as err:
         print(f"numascope serve: invalid settings:\n{err}", file=sys.stderr)
         return 2
-    if args.reload:
-        # The reloader imports the factory in a fresh process: pass the flags as env vars.
+    workers = args.workers
+    if workers < 1:
+        print("numascope serve: --workers must be at least 1", file=sys.stderr)
+        return 2
+    if workers > 1 and args.reload:
+        print("numascope serve: --reload runs one worker; drop --workers", file=sys.stderr)
+        return 2
+    if workers > 1 and settings.podresources_dir is not None:
+        print(
+            "numascope serve: --podresources-dir serves one socket per node and needs --workers 1",
+            file=sys.stderr,
+        )
+        return 2
+    if args.reload or workers > 1:
+        # The reloader and the workers import the factory in fresh processes: pass the flags
+        # as env vars.
         for key in OVERRIDES:
             value = getattr(args, key, None)
             if value is not None:
                 text = str(value).lower() if isinstance(value, bool) else str(value)
                 os.environ[f"NUMASCOPE_{key.upper()}"] = text
+    if workers > 1:
+        return _run_workers(settings, workers)
+    if args.reload:
         uvicorn.run(
             FACTORY,
             factory=True,
@@ -157,6 +182,35 @@ def run(args: argparse.Namespace) -> int:
         app,
         host=settings.host,
         port=settings.port,
+        log_level=settings.log_level,
+        proxy_headers=True,
+    )
+    return 0
+
+
+def _run_workers(settings: Settings, workers: int) -> int:
+    """``workers`` uvicorn workers of the factory. The database is migrated and the demo nodes
+    are created here first, once, so that the workers start on a ready database (each worker
+    then loads the nodes from it and follows the others' changes through it)."""
+    import uvicorn
+
+    from app.adapters.db.engine import DatabaseConfigError
+    from app.adapters.db.migrate import MigrationError
+    from app.web.app import create_app
+
+    try:
+        app = create_app(settings)
+    except (DatabaseConfigError, MigrationError) as err:
+        print(f"numascope serve: {err}", file=sys.stderr)
+        return 1
+    app.state.engine.dispose()
+    del app
+    uvicorn.run(
+        FACTORY,
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        workers=workers,
         log_level=settings.log_level,
         proxy_headers=True,
     )

@@ -26,6 +26,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from app.services.node_errors import NodeExistsError
+
 log = logging.getLogger(__name__)
 
 
@@ -381,7 +383,10 @@ def create_demo_nodes(service: NodeRegistry, nodes: tuple[DemoNode, ...] = DEMO_
     for demo in nodes:
         if demo.name in existing:
             continue
-        service.create(demo.name, demo.topology, demo.kubelet_config, demo.release, demo=True)
+        try:
+            service.create(demo.name, demo.topology, demo.kubelet_config, demo.release, demo=True)
+        except NodeExistsError:  # created meanwhile by another process on the same database
+            continue
         for manifest in demo.pods:
             batch = service.admit(demo.name, manifest)
             for r in batch.results:

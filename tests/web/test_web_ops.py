@@ -25,7 +25,10 @@ def test_healthz(client: TestClient) -> None:
 def test_readyz_ready(client: TestClient) -> None:
     r = client.get("/readyz")
     assert r.status_code == 200
-    assert r.json() == {"status": "ready", "checks": {"database": "ok", "migrations": "ok"}}
+    assert r.json() == {
+        "status": "ready",
+        "checks": {"database": "ok", "migrations": "ok", "durability": "ok"},
+    }
 
 
 def test_readyz_unready_when_database_fails(app: FastAPI, tmp_path: Path) -> None:
@@ -97,6 +100,7 @@ def test_readyz_waits_for_the_observed_node(
     assert body["checks"] == {
         "database": "ok",
         "migrations": "ok",
+        "durability": "ok",
         "observation": "ok" if status == 200 else "failed",
     }
     assert observer.calls == calls

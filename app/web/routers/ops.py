@@ -1,6 +1,8 @@
 """Operations endpoints: liveness, readiness and Prometheus metrics.
 
-``/readyz`` checks the database (and reports whether migrations ran at startup); when the app
+``/readyz`` checks the database (and reports whether migrations ran at startup) and that every
+simulated node can be written now (``durability``: its state directory takes a synced write;
+a node that cannot record a change makes the server unready until it can); when the app
 observes the node it runs on it also waits for an observation that read PodResources and the
 state files (users.md §5.5), observing (at most once per TTL) while not ready so that
 readiness probes drive the first observation.
@@ -16,6 +18,7 @@ from sqlalchemy import Engine, text
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from app.services.nodes import NodeService
 from app.services.observer import NodeObserver
 from app.web.metrics import AppMetrics
 
@@ -38,6 +41,16 @@ def _check_database(engine: Engine) -> str | None:
     return None
 
 
+def _check_durability(nodes: NodeService) -> str | None:
+    """``None`` when every simulated node can take a change now (its state directory takes a
+    write, its state was loaded), else which cannot and why."""
+    try:
+        problems = nodes.durability_problems()
+    except Exception as exc:  # a failing check means: not ready
+        return f"durability: {exc.__class__.__name__}: {exc}".splitlines()[0]
+    return ("durability: " + "; ".join(problems)) if problems else None
+
+
 def _check_observation(observer: NodeObserver) -> str | None:
     """``None`` once an observation read every source, else what failed."""
     if observer.ready:
@@ -56,8 +69,8 @@ def _check_observation(observer: NodeObserver) -> str | None:
 @router.get(
     "/readyz",
     name="readyz",
-    summary="Readiness: the database answers, its schema is migrated and (when observing) the "
-    "observed node's sources were read",
+    summary="Readiness: the database answers, its schema is migrated, every simulated node "
+    "can be written and (when observing) the observed node's sources were read",
     responses={503: {"description": "Not ready; the body names the failing checks"}},
 )
 def readyz(request: Request) -> JSONResponse:
@@ -69,6 +82,12 @@ def readyz(request: Request) -> JSONResponse:
         problems.append(db_problem)
     migrated: bool = request.app.state.migrated
     checks["migrations"] = "ok" if migrated else "skipped"
+    nodes = getattr(request.app.state, "nodes", None)
+    if nodes is not None:
+        durability = _check_durability(nodes)
+        checks["durability"] = "ok" if durability is None else "failed"
+        if durability:
+            problems.append(durability)
     observer: NodeObserver | None = getattr(request.app.state, "observer", None)
     if observer is not None:
         observation_problem = _check_observation(observer)
