@@ -95,7 +95,7 @@ def test_inspect_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert [c["field"] for c in doc["checksums"]] == ["checksum", "dataChecksum"]
     assert {c["status"] for c in doc["checksums"]} == {"valid"}
     assert all(c["stored"] == c["computed"] for c in doc["checksums"])
-    assert [v["target"] for v in doc["verdicts"]][-1] == "1.37-gate-on"
+    assert [v["target"] for v in doc["verdicts"]][-1] == "1.38-gate-on"
     assert doc["ok"] is True and doc["problems"] == []
     assert doc["state"]["podEntries"][POD_B][0]["size"] == 2 * 1024**3
 

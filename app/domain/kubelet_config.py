@@ -19,7 +19,7 @@ from typing import Any
 from app.domain.cpuset import CPUSet, CPUSetError
 from app.domain.quantity import Quantity, QuantityError
 
-RELEASES = ("1.35", "1.36", "1.37")
+RELEASES = ("1.35", "1.36", "1.37", "1.38")
 DEFAULT_RELEASE = "1.37"
 
 CPU_POLICIES = ("none", "static")
@@ -28,7 +28,8 @@ TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
 TOPOLOGY_SCOPES = ("container", "pod")
 
 # Defaults of the gates that matter here, per kubelet release (feature gate tables of
-# pkg/features/kube_features.go). PodLevelResourceManagers is beta and off in 1.37.
+# pkg/features/kube_features.go). PodLevelResourceManagers is beta and off in 1.37 and on
+# master (1.38).
 _GATE_DEFAULTS: dict[str, dict[str, bool]] = {
     "1.35": {
         "PodLevelResources": True,
@@ -47,6 +48,15 @@ _GATE_DEFAULTS: dict[str, dict[str, bool]] = {
         "TopologyManagerPolicyAlphaOptions": False,
     },
     "1.37": {
+        "PodLevelResources": True,
+        "PodLevelResourceManagers": False,
+        "CPUManagerPolicyBetaOptions": True,
+        "CPUManagerPolicyAlphaOptions": False,
+        "TopologyManagerPolicyBetaOptions": True,
+        "TopologyManagerPolicyAlphaOptions": False,
+    },
+    # Upstream master as merged (app/domain/releases.py): no gate default changed since 1.37.
+    "1.38": {
         "PodLevelResources": True,
         "PodLevelResourceManagers": False,
         "CPUManagerPolicyBetaOptions": True,

@@ -147,6 +147,7 @@ class Node:
                     config.cpu_manager_policy_options,
                     topology_manager_policy=config.topology_manager_policy,
                     feature_gates=gates,
+                    release=config.release,
                 )
                 self.cpu_state = CPUManagerState()
                 self.cpu_policy.start(self.cpu_state)
@@ -180,6 +181,7 @@ class Node:
                     affinity=self.topology_manager,
                     pod_level_resources=config.gate("PodLevelResources"),
                     pod_level_resource_managers=config.pod_level_resource_managers,
+                    release=config.release,
                 )
                 self.memory.start()
             except (MemoryManagerConfigError, MemoryManagerError) as exc:

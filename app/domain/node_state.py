@@ -33,8 +33,9 @@ manager error: ...``). A missing file is a fresh start (the kubelet writes one).
 changed only when everything passed.
 
 The kubelet's files hold pod UIDs and container names only; the pods themselves are kept
-beside them (``pods_document``/``pods_from_document``: normalised v1 Pod manifests) so that a
-later run knows what it is looking at.
+beside them (``pods_document``/``pods_from_document``: normalised v1 Pod manifests, with the
+machine's topology and the kubelet configuration) so that a later run knows what it is
+looking at.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ from app.domain.memorymanager.policy_static import MemoryManagerError
 from app.domain.memorymanager.state import Block, MemoryManagerState, MemoryTable, NUMANodeState
 from app.domain.node import Node
 from app.domain.pod import Container, Pod, PodManifestError, pod_from_manifest
+from app.domain.topology_record import topology_to_record
 
 __all__ = [
     "CPU_FILE_NAME",
@@ -127,7 +129,7 @@ class StateFileVersions:
 def state_file_versions(config: KubeletConfig) -> StateFileVersions:
     """Which versions the node's kubelet writes (``checkpoints.md`` §12.2)."""
     gate = config.gate(GATE)
-    if config.release == "1.37":
+    if config.release in ("1.37", "1.38"):  # 1.38 (master) writes as 1.37
         return StateFileVersions("V4", "V3", "1.37")
     if config.release == "1.36" and gate:
         return StateFileVersions("V3", "V2", "1.36 pod-level")
@@ -384,6 +386,10 @@ def pods_document(node: Node) -> dict[str, Any]:
         "format": PODS_FORMAT,
         "node": node.name,
         "release": node.config.release,
+        # The machine and the configuration, so that a later kubelet (``numascope restart``)
+        # can start on these files; readers of older records ignore them.
+        "topology": topology_to_record(node.topology),
+        "kubeletConfig": node.config.to_dict(),
         "pods": [
             {"admittedAt": node.admitted_at.get(uid, 0.0), "manifest": pod_to_manifest(pod)}
             for uid, pod in node.pods.items()

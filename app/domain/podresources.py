@@ -43,6 +43,8 @@ from app.domain.snapshot import (
 )
 
 POD_LEVEL_RELEASE = "1.37"
+#: Releases answering by the 1.37 rules (1.38 = upstream master kept them).
+POD_LEVEL_RELEASES = frozenset({"1.37", "1.38"})
 
 
 class PodNotFoundError(LookupError):
@@ -188,7 +190,7 @@ class BuildOptions:
     @classmethod
     def from_snapshot(cls, snapshot: NodeSnapshot) -> BuildOptions:
         config = snapshot.config
-        release_137 = config.release == POD_LEVEL_RELEASE
+        release_137 = config.release in POD_LEVEL_RELEASES
         return cls(
             cpu_static=config.cpu_manager_policy == "static",
             memory_static=config.memory_manager_policy == "Static",

@@ -177,7 +177,7 @@ def parse_targets(value: str | None) -> tuple[Reader, ...]:
             raise CheckpointUsageError(exc.message, "target") from None
         lowered = text.lower().replace("_", "-").replace(" ", "-")
         explicit_gate = lowered.endswith(("-on", "-off"))
-        if reader.release in ("1.36", "1.37") and not explicit_gate:
+        if reader.line in ("1.36", "1.37") and not explicit_gate:
             candidates = [Reader(reader.release, False), Reader(reader.release, True)]
         else:
             candidates = [reader]
@@ -201,7 +201,7 @@ def resolve_target(
         raise CheckpointUsageError(exc.message, "target") from None
     lowered = target.strip().lower().replace("_", "-").replace(" ", "-")
     spelt = lowered.endswith(("-on", "-off"))
-    if reader.release not in ("1.36", "1.37"):
+    if reader.line not in ("1.36", "1.37"):
         if gate or (spelt and lowered.endswith("-on")):
             raise CheckpointUsageError(
                 f"the PodLevelResourceManagers gate does not exist in {reader.label}; it was "
@@ -682,7 +682,7 @@ def convert_file(
                 "the 1.37 format)",
                 "to",
             )
-    if target is not None and info.manager == "memory" and target.release == "1.17":
+    if target is not None and info.manager == "memory" and target.line == "1.17":
         raise CheckpointUsageError("there is no memory manager before 1.21", "release")
     try:
         result = convert(content, version, target, force, manager=info.manager)
@@ -892,7 +892,7 @@ def check_root_dir(
         if content is None:
             checks.append(FileCheck(manager, path.name, str(path), False))
             continue
-        if manager == "memory" and reader.release == "1.17":
+        if manager == "memory" and reader.line == "1.17":
             checks.append(
                 FileCheck(
                     manager,
@@ -933,7 +933,7 @@ def check_root_dir(
             )
         if (
             status == COMPATIBLE_WITH_LOSS
-            and reader.release in ("1.36", "1.37")
+            and reader.line in ("1.36", "1.37")
             and not reader.gate
             and view.report.state is not None
             and view.report.state.pod_entries

@@ -37,7 +37,16 @@ from app.services.checkpoints import (
 from tests.fixtures.checkpoints.generate import POD_A, POD_B, write_huge
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
-ALL = ("1.17", "1.35", "1.36-gate-off", "1.36-gate-on", "1.37-gate-off", "1.37-gate-on")
+ALL = (
+    "1.17",
+    "1.35",
+    "1.36-gate-off",
+    "1.36-gate-on",
+    "1.37-gate-off",
+    "1.37-gate-on",
+    "1.38-gate-off",
+    "1.38-gate-on",
+)
 OK, LOSS, FAIL = "compatible", "compatible-with-loss", "will-fail"
 
 
@@ -153,12 +162,18 @@ def test_resolve_target_errors(target: str, gate: bool | None, match: str) -> No
 # -- inspection --------------------------------------------------------------------------------------
 
 VERDICTS = {
-    ("kubelet-1.35", "cpu_manager_state"): ("V2", (FAIL, OK, OK, OK, OK, OK)),
-    ("kubelet-1.35", "memory_manager_state"): ("V1", (OK, OK, OK, OK, OK, OK)),
-    ("kubelet-1.36-gate-on", "cpu_manager_state"): ("V3", (FAIL, FAIL, FAIL, OK, LOSS, OK)),
-    ("kubelet-1.36-gate-on", "memory_manager_state"): ("V2", (OK, FAIL, FAIL, OK, LOSS, OK)),
-    ("kubelet-1.37", "cpu_manager_state"): ("V4", (FAIL, LOSS, LOSS, LOSS, LOSS, OK)),
-    ("kubelet-1.37", "memory_manager_state"): ("V3", (OK, LOSS, LOSS, LOSS, LOSS, OK)),
+    ("kubelet-1.35", "cpu_manager_state"): ("V2", (FAIL, OK, OK, OK, OK, OK, OK, OK)),
+    ("kubelet-1.35", "memory_manager_state"): ("V1", (OK, OK, OK, OK, OK, OK, OK, OK)),
+    ("kubelet-1.36-gate-on", "cpu_manager_state"): (
+        "V3",
+        (FAIL, FAIL, FAIL, OK, LOSS, OK, LOSS, OK),
+    ),
+    ("kubelet-1.36-gate-on", "memory_manager_state"): (
+        "V2",
+        (OK, FAIL, FAIL, OK, LOSS, OK, LOSS, OK),
+    ),
+    ("kubelet-1.37", "cpu_manager_state"): ("V4", (FAIL, LOSS, LOSS, LOSS, LOSS, OK, LOSS, OK)),
+    ("kubelet-1.37", "memory_manager_state"): ("V3", (OK, LOSS, LOSS, LOSS, LOSS, OK, LOSS, OK)),
 }
 
 

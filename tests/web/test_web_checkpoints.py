@@ -19,11 +19,22 @@ from tests.web.html_helpers import elements, with_attr
 
 MiB = 1024 * 1024
 V3 = (FIXTURES / "kubelet-1.36-gate-on" / "cpu_manager_state").read_bytes()
-TARGET_KEYS = ["1.17", "1.35", "1.36-gate-off", "1.36-gate-on", "1.37-gate-off", "1.37-gate-on"]
+TARGET_KEYS = [
+    "1.17",
+    "1.35",
+    "1.36-gate-off",
+    "1.36-gate-on",
+    "1.37-gate-off",
+    "1.37-gate-on",
+    "1.38-gate-off",
+    "1.38-gate-on",
+]
 V3_VERDICTS = [
     "will-fail",
     "will-fail",
     "will-fail",
+    "compatible",
+    "compatible-with-loss",
     "compatible",
     "compatible-with-loss",
     "compatible",
@@ -88,7 +99,7 @@ def test_page_reports_a_server_file(client: TestClient, kubelet_root: Path) -> N
         "true",
     )
     assert "cpu_manager_state V4 (1.37 family)" in html
-    assert _verdicts(html)[-1] == ("1.37-gate-on", "compatible")
+    assert _verdicts(html)[-1] == ("1.38-gate-on", "compatible")
     checked = [a for a in with_attr(html, "checked", "input") if a.get("name") == "file"]
     assert checked[0]["value"] == "cpu_manager_state"
     # The kubelet's message names the server's root dir.
@@ -317,7 +328,7 @@ def test_api_bad_files_are_reports_not_errors(
     assert r.status_code == 200
     doc = r.json()
     assert (doc["readable"], doc["ok"]) == (readable, ok)
-    assert len(doc["verdicts"]) == 6  # a truncated file's name tells the manager
+    assert len(doc["verdicts"]) == 8  # a truncated file's name tells the manager
 
 
 @pytest.mark.parametrize(

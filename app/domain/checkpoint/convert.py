@@ -78,18 +78,18 @@ class ConversionResult:
 def version_for(manager: str, target: Reader) -> str:
     """The version a kubelet of ``target`` writes (and reads without loss)."""
     if manager == CPU:
-        if target.release == "1.37":
+        if target.line == "1.37":
             return "V4"
-        if target.release == "1.36" and target.gate:
+        if target.line == "1.36" and target.gate:
             return "V3"
-        if target.release == "1.17":
+        if target.line == "1.17":
             return "V1"
         return "V2"
-    if target.release == "1.17":
+    if target.line == "1.17":
         raise ConversionError("there is no memory manager before 1.21: nothing to write")
-    if target.release == "1.37":
+    if target.line == "1.37":
         return "V3"
-    if target.release == "1.36" and target.gate:
+    if target.line == "1.36" and target.gate:
         return "V2"
     return "V1"
 

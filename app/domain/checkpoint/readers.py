@@ -62,8 +62,16 @@ MEMORY = "memory"
 # -- readers ---------------------------------------------------------------------------------------
 
 #: Release families, by the newest release of each.
-RELEASE_FAMILIES = ("1.17", "1.35", "1.36", "1.37")
-_FAMILY_LABEL = {"1.17": "≤1.17", "1.35": "1.18–1.35", "1.36": "1.36", "1.37": "1.37"}
+RELEASE_FAMILIES = ("1.17", "1.35", "1.36", "1.37", "1.38")
+_FAMILY_LABEL = {
+    "1.17": "≤1.17",
+    "1.35": "1.18–1.35",
+    "1.36": "1.36",
+    "1.37": "1.37",
+    "1.38": "1.38",
+}
+#: 1.38 is upstream master: its state_checkpoint.go files read and write as 1.37's.
+_CODE_LINE = {"1.38": "1.37"}
 
 
 def release_family(release: str | float) -> str:
@@ -79,11 +87,12 @@ def release_family(release: str | float) -> str:
         major, minor = int(parts[0]), int(parts[1])
     except (IndexError, ValueError):
         raise CheckpointInputError(
-            f"unknown kubelet release {release!r}; expected e.g. 1.17, 1.35, 1.36 or 1.37"
+            f"unknown kubelet release {release!r}; expected e.g. 1.17, 1.35, 1.36, 1.37 or 1.38"
         ) from None
-    if major != 1 or minor < 1 or minor > 37:
+    if major != 1 or minor < 1 or minor > 38:
         raise CheckpointInputError(
-            f"kubelet release {release!r} is not modelled; supported: 1.x up to 1.37"
+            f"kubelet release {release!r} is not modelled; supported: 1.x up to 1.38 "
+            "(1.38 = upstream master)"
         )
     if minor <= 17:
         return "1.17"
@@ -107,16 +116,21 @@ class Reader:
             object.__setattr__(self, "gate", False)  # the gate does not exist there
 
     @property
+    def line(self) -> str:
+        """The checkpoint code line this release runs (1.38 reads files as 1.37 does)."""
+        return _CODE_LINE.get(self.release, self.release)
+
+    @property
     def label(self) -> str:
         base = _FAMILY_LABEL[self.release]
-        if self.release in ("1.36", "1.37"):
+        if self.line in ("1.36", "1.37"):
             return f"{base} gate {'on' if self.gate else 'off'}"
         return base
 
     @property
     def key(self) -> str:
         """A stable identifier: ``1.17``, ``1.35``, ``1.36-gate-off``..."""
-        if self.release in ("1.36", "1.37"):
+        if self.line in ("1.36", "1.37"):
             return f"{self.release}-gate-{'on' if self.gate else 'off'}"
         return self.release
 
@@ -135,6 +149,8 @@ TARGETS: tuple[Reader, ...] = (
     Reader("1.36", True),
     Reader("1.37", False),
     Reader("1.37", True),
+    Reader("1.38", False),
+    Reader("1.38", True),
 )
 
 
@@ -260,11 +276,11 @@ def _cpu_headers(version: str, reader: Reader) -> tuple[str, ...]:
     if version == "V1":
         return (C.LEGACY_HEADER,)
     if version == "V2":
-        if reader.release in ("1.36", "1.37") and not reader.gate:
+        if reader.line in ("1.36", "1.37") and not reader.gate:
             return (C.V2_HEADER, C.LEGACY_HEADER)
         return (C.LEGACY_HEADER,)
     if version == "V3":
-        if reader.release == "1.37":
+        if reader.line == "1.37":
             return (C.V3_HEADER, C.LEGACY_HEADER)
         return (C.LEGACY_HEADER,)
     raise AssertionError(version)
@@ -275,7 +291,7 @@ _CPU_T = {"V1": C.CPU_V1_T, "V2": C.CPU_V2_T, "V3": C.CPU_V3_T}
 
 def _get_cpu(f: _File, version: str, reader: Reader) -> tuple[dict[str, Any], str | None]:
     """``GetCheckpoint`` for a CPU version; records the attempt."""
-    name = _CPU_NAMES[reader.release].get(version)
+    name = _CPU_NAMES[reader.line].get(version)
     if f.syntax_error is not None:
         obj = C.new_cpu_checkpoint(version)
         err: str | None = f.syntax_error
@@ -446,13 +462,13 @@ def load_cpu_checkpoint(
     f = _File(content)
     loaded_as: str | None = None
     try:
-        if reader.release == "1.17":
+        if reader.line == "1.17":
             v1, err = _get_cpu(f, "V1", reader)
             if err is not None:
                 raise _Fail(err)
             loaded_as = "V1"
             state = _restore_cpu_v1_only(reader, v1)
-        elif reader.release == "1.35":
+        elif reader.line == "1.35":
             v1, err = _get_cpu(f, "V1", reader)
             if err is not None:
                 v1 = {"PolicyName": "", "DefaultCPUSet": "", "Entries": None, "Checksum": 0}
@@ -467,7 +483,7 @@ def load_cpu_checkpoint(
             if merr is not None:
                 raise _Fail(f"error migrating v1 checkpoint state to v2 checkpoint state: {merr}")
             state = _restore_cpu(reader, v2["PolicyName"], v2["DefaultCPUSet"], v2["Entries"], None)
-        elif reader.release == "1.36":
+        elif reader.line == "1.36":
             if not reader.gate:
                 v2, loaded_as = _load_cpu_v2_chain(f, reader, initial_containers)
                 state = _restore_cpu(
@@ -544,7 +560,7 @@ _MEMORY_T = {"V1": M.MEMORY_V1_T, "V2": M.MEMORY_V2_T}
 
 
 def _get_memory(f: _File, version: str, reader: Reader) -> tuple[dict[str, Any], str | None]:
-    name = _MEMORY_NAMES[reader.release].get(version)
+    name = _MEMORY_NAMES[reader.line].get(version)
     if f.syntax_error is not None:
         err: str | None = f.syntax_error
         if version == "V3":
@@ -573,7 +589,7 @@ def _get_memory(f: _File, version: str, reader: Reader) -> tuple[dict[str, Any],
         f.attempts.append(Attempt(version, False, str(jerr)))
         return obj, str(jerr)
     stored = obj["Checksum"]
-    if stored == 0 and reader.release == "1.37":
+    if stored == 0 and reader.line == "1.37":
         f.attempts.append(Attempt(version, True, None, "zero"))
         return obj, None
     if struct_checksum(obj, _MEMORY_T[version], M.LEGACY_HEADER) == stored:
@@ -644,7 +660,7 @@ def load_memory_checkpoint(
 
     Raises ``CheckpointTooLargeError`` above 16 MiB.
     """
-    if reader.release == "1.17":
+    if reader.line == "1.17":
         return LoadResult(
             MEMORY,
             reader,
@@ -655,7 +671,7 @@ def load_memory_checkpoint(
     f = _File(content)
     loaded_as: str | None = None
     try:
-        if reader.release == "1.35" or (reader.release == "1.36" and not reader.gate):
+        if reader.line == "1.35" or (reader.line == "1.36" and not reader.gate):
             v1, err = _get_memory(f, "V1", reader)
             if err is not None:
                 raise _Fail(err)
@@ -663,7 +679,7 @@ def load_memory_checkpoint(
             state = _restore_memory(
                 reader, v1["PolicyName"], v1["MachineState"], v1["Entries"], None
             )
-        elif reader.release == "1.36":
+        elif reader.line == "1.36":
             v2, err = _get_memory(f, "V2", reader)
             loaded_as = "V2"
             if err is not None:

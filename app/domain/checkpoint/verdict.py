@@ -204,17 +204,17 @@ def _verdict(
         )
 
     if info is not None and info.manager == CPU and info.version == "V1":
-        if r.release == "1.37":
+        if r.line == "1.37":
             notes.append(
                 "uncertain: whether 1.37 still falls back to V1 files is not confirmed upstream; "
                 "modelled on the 1.37 loader, whose oldest version is V2"
             )
-        elif r.release != "1.17" and synthetic:
+        elif r.line != "1.17" and synthetic:
             notes.append(
                 "V1 entries are migrated with the runtime's container list: every container ID "
                 "must still exist on the node"
             )
-    if info is not None and info.manager == MEMORY and r.release == "1.36":
+    if info is not None and info.manager == MEMORY and r.line == "1.36":
         notes.append("uncertain: whether 1.36 accepts a zero memory checksum (modelled: no)")
     if not result.accepted:
         verdict = POLICY_MISMATCH if result.policy_mismatch else WILL_FAIL

@@ -1,5 +1,5 @@
 """CPU assignment: the CPU accumulator and take-by-topology (follows
-pkg/kubelet/cm/cpumanager/cpu_assignment.go, v1.37).
+pkg/kubelet/cm/cpumanager/cpu_assignment.go, v1.37 and master as 1.38).
 
 This module decides *which* logical CPUs an exclusive allocation gets once the static policy knows
 *how many* it needs and from which pool. It owns:
@@ -43,11 +43,18 @@ Go's append growth (capacity 0, 1, 2, 4, 8, ...) and the chosen combination is r
 reads it, so the kubelet's decision - including the accounting error it can end in - is the
 one reproduced. It only matters on machines with more than four NUMA nodes.
 
-One deliberate difference from the Go source:
+Per release (``app.domain.releases``):
 
-* Where Go would spin forever handing out a remainder that cannot be placed (unreachable with
-  the group-rounded capacity check), this module stops and reports the kubelet's
-  ``accounting error`` instead.
+* 1.38 (upstream master) counts the capacity of NUMA combinations and remainder subsets in
+  whole CPU groups (kubernetes#140730) - the functions' default. A 1.35-1.37 kubelet checks
+  raw CPU sums and, on a subset whose leftovers are all smaller than a group, loops forever;
+  with ``hang_release`` that case raises ``DistributedAllocationHangError`` (a rejection that
+  says so) and everything else is decided identically.
+* 1.38 orders single CPUs for ``distribute-cpus-across-cores`` round-robin over the cores of
+  each socket (``spread_by_topology``, kubernetes#140766); older releases list a socket's CPUs
+  by id, which only spreads when siblings are numbered apart.
+* Where the final remainder loop could still not progress (it cannot after the checks), this
+  module stops and reports the kubelet's ``accounting error`` instead of spinning.
 
 Everything works on int bitmasks: per-element masks and parent/child pairs are precomputed once
 per topology (a small cache keyed by the topology object), and each accumulator caches its
@@ -70,6 +77,7 @@ __all__ = [
     "CPUAccumulator",
     "CPUAssignmentInputError",
     "CPUSortingStrategy",
+    "DistributedAllocationHangError",
     "TakeByTopologyError",
     "iterate_combinations",
     "standard_deviation",
@@ -346,6 +354,7 @@ class CPUAccumulator:
         "_result",
         "cpu_sorting_strategy",
         "num_cpus_needed",
+        "spread_by_topology",
         "topo",
     )
 
@@ -355,9 +364,11 @@ class CPUAccumulator:
         available: CPUSet,
         num_cpus: int,
         cpu_sorting_strategy: CPUSortingStrategy | str = CPUSortingStrategy.PACKED,
+        spread_by_topology: bool = False,
     ) -> None:
         _check_args(topo, available, num_cpus)
         self.topo = topo
+        self.spread_by_topology = spread_by_topology
         self._ix = _index_of(topo)
         self._avail = available.mask & self._ix.all_mask
         self._result = 0
@@ -528,6 +539,23 @@ class CPUAccumulator:
             out.extend(_bits(sm[s] & av))
         return out
 
+    def sort_available_cpus_spread_by_topology(self) -> list[int]:
+        """1.38 (kubernetes#140766): socket by socket in socket order; within a socket the
+        cores with an available CPU in core order (available count, then id), and their CPUs
+        taken round-robin: the lowest available CPU of every core, then the next one..."""
+        av = self._avail
+        ix = self._ix
+        out: list[int] = []
+        for s in self._socket_order():
+            per_core = [
+                list(_bits(ix.core_mask[c] & av))
+                for c in self._sorted(ix.cores_in_socket.get(s, ()), _CORE)
+            ]
+            depth = max((len(cpus) for cpus in per_core), default=0)
+            for i in range(depth):
+                out.extend(cpus[i] for cpus in per_core if i < len(cpus))
+        return out
+
     # -- free elements --------------------------------------------------------------------------
     def _free(self, order: tuple[int, ...], level: int, want: dict[int, int] | int) -> list[int]:
         """Elements of ``order`` whose available count equals ``want`` (per id, or one value)."""
@@ -556,6 +584,8 @@ class CPUAccumulator:
         """Available CPUs in the order of the accumulator's sorting strategy."""
         if self.cpu_sorting_strategy is CPUSortingStrategy.PACKED:
             return self.sort_available_cpus_packed()
+        if self.spread_by_topology:
+            return self.sort_available_cpus_spread_by_topology()
         return self.sort_available_cpus_spread()
 
     # -- taking steps -----------------------------------------------------------------------------
@@ -687,6 +717,8 @@ def take_by_topology_numa_packed(
     num_cpus: int,
     cpu_sorting_strategy: CPUSortingStrategy | str = CPUSortingStrategy.PACKED,
     prefer_align_by_uncore_cache: bool = False,
+    *,
+    spread_by_topology: bool = False,
 ) -> CPUSet:
     """``num_cpus`` CPUs from ``available``, packed by topology (``takeByTopologyNUMAPacked``).
 
@@ -694,9 +726,10 @@ def take_by_topology_numa_packed(
     second-level elements, then with ``prefer_align_by_uncore_cache`` whole and partial uncore
     caches, whole cores (packed strategy only), and finally single CPUs in strategy order.
     Raises ``TakeByTopologyError`` with the kubelet's text when there are too few CPUs.
+    ``spread_by_topology`` is the 1.38 spread order (kubernetes#140766).
     """
     strategy = _strategy(cpu_sorting_strategy)
-    acc = CPUAccumulator(topo, available, num_cpus, strategy)
+    acc = CPUAccumulator(topo, available, num_cpus, strategy, spread_by_topology)
     if acc.is_satisfied():
         return acc.result
     if acc.is_failed():
@@ -726,11 +759,17 @@ def take_by_topology_numa_packed(
 
 
 def _packed_or_empty(
-    topo: CPUTopology, available: CPUSet, num_cpus: int, strategy: CPUSortingStrategy
+    topo: CPUTopology,
+    available: CPUSet,
+    num_cpus: int,
+    strategy: CPUSortingStrategy,
+    spread_by_topology: bool,
 ) -> CPUSet:
     """Upstream ignores the error of these inner packed calls (``cpus, _ :=``)."""
     try:
-        return take_by_topology_numa_packed(topo, available, num_cpus, strategy, False)
+        return take_by_topology_numa_packed(
+            topo, available, num_cpus, strategy, False, spread_by_topology=spread_by_topology
+        )
     except TakeByTopologyError:
         return CPUSet()
 
@@ -755,20 +794,43 @@ def _numas_in_same_socket(ix: _TopologyIndex, combo: Iterable[int]) -> bool:
     return len(sockets) == 1
 
 
+class DistributedAllocationHangError(TakeByTopologyError):
+    """A kubelet without kubernetes#140730 would loop forever here (1.35-1.37)."""
+
+
+def _hang(remainder: int, g: int, release: str) -> DistributedAllocationHangError:
+    return DistributedAllocationHangError(
+        f"a {release} kubelet never finishes this allocation: takeByTopologyNUMADistributed "
+        f"keeps handing out the remaining {remainder} CPUs in groups of {g} over NUMA nodes "
+        "whose leftovers are smaller than a group, holding the CPU manager lock (upstream "
+        "kubernetes#140730, fixed in 1.38); the simulator rejects the pod instead of hanging"
+    )
+
+
 def _best_remainder_split(
     remainder: int,
     remainder_combo: Sequence[int],
     after: dict[int, int],
     g: int,
+    release: str | None,
 ) -> tuple[float, tuple[int, ...] | None]:
-    """Best balance when handing ``remainder`` out in groups of ``g`` over a subset."""
+    """Best balance when handing ``remainder`` out in groups of ``g`` over a subset.
+
+    ``release`` set: a kubelet without the whole-group check of kubernetes#140730, which
+    checks a subset's raw CPU sum and then spins on a subset whose groups cannot hold the
+    remainder; that is reported as ``DistributedAllocationHangError``.
+    """
     best_balance = _MAX_FLOAT64
     best_subset: GoSlice | None = None
     k = len(remainder_combo)
     while remainder > 0 and k >= 1:
         for subset_slice in go_iterate_combinations(remainder_combo, k):
             subset = subset_slice.values()
+            if release is not None and sum(after[n] for n in subset) < remainder:
+                continue
             if sum(after[n] // g for n in subset) * g < remainder:
+                if release is not None:
+                    raise _hang(remainder, g, release)
                 continue
             left = dict(after)
             rem = remainder
@@ -798,6 +860,7 @@ def _choose_combo(
     num_cpus: int,
     g: int,
     align_by_socket: bool,
+    release: str | None,
 ) -> _Choice:
     ix = acc._ix
     avail_of = {n: acc._numa_count(n) for n in numas}
@@ -813,7 +876,7 @@ def _choose_combo(
             union |= ix.numa_mask[n]
         if (union & acc._avail).bit_count() < num_cpus:
             continue
-        if sum(avail_of[n] // g for n in combo) * g < num_cpus:
+        if release is None and sum(avail_of[n] // g for n in combo) * g < num_cpus:
             continue
 
         distribution = num_cpus // len(combo) // g * g
@@ -835,7 +898,7 @@ def _choose_combo(
             local_balance = standard_deviation(list(after.values()))
         else:
             local_balance, local_remainder = _best_remainder_split(
-                remainder, remainder_combo, after, g
+                remainder, remainder_combo, after, g, release
             )
 
         in_same_socket = align_by_socket and _numas_in_same_socket(ix, combo)
@@ -860,6 +923,9 @@ def take_by_topology_numa_distributed(
     cpu_group_size: int,
     cpu_sorting_strategy: CPUSortingStrategy | str = CPUSortingStrategy.PACKED,
     align_by_socket: bool = False,
+    *,
+    spread_by_topology: bool = False,
+    hang_release: str | None = None,
 ) -> CPUSet:
     """``num_cpus`` CPUs spread evenly over NUMA nodes (``takeByTopologyNUMADistributed``).
 
@@ -870,14 +936,22 @@ def take_by_topology_numa_distributed(
     combination beats any cross-socket one). When no combination fits, or the request is not a
     multiple of the group size, the NUMA-packed algorithm is used. The uncore option never
     applies here.
+
+    Capacity is counted in whole groups (kubernetes#140730, 1.38). ``hang_release`` names an
+    older kubelet (1.35-1.37) whose raw-sum check passes subsets that then loop forever: such
+    a request raises ``DistributedAllocationHangError`` instead; every request that terminates
+    there gets the same CPUs either way.
     """
     strategy = _strategy(cpu_sorting_strategy)
     g = _check_group_size(cpu_group_size)
     _check_args(topo, available, num_cpus)
+    sbt = spread_by_topology
     if num_cpus % g != 0:
-        return take_by_topology_numa_packed(topo, available, num_cpus, strategy, False)
+        return take_by_topology_numa_packed(
+            topo, available, num_cpus, strategy, False, spread_by_topology=sbt
+        )
 
-    acc = CPUAccumulator(topo, available, num_cpus, strategy)
+    acc = CPUAccumulator(topo, available, num_cpus, strategy, sbt)
     if acc.is_satisfied():
         return acc.result
     if acc.is_failed():
@@ -888,7 +962,7 @@ def take_by_topology_numa_distributed(
     min_numas, max_numas = acc.range_numa_nodes_needed_to_satisfy(g)
 
     for k in range(min_numas, max_numas + 1):
-        best = _choose_combo(acc, numas, k, num_cpus, g, align_by_socket)
+        best = _choose_combo(acc, numas, k, num_cpus, g, align_by_socket, hang_release)
         if best.combo is None:
             continue
 
@@ -898,7 +972,7 @@ def take_by_topology_numa_distributed(
             distribution = min(distribution, acc._numa_count(n) // g * g)
         for n in combo:
             pool = CPUSet.from_mask(ix.numa_mask[n] & acc._avail)
-            acc._take_mask(_packed_or_empty(topo, pool, distribution, strategy).mask)
+            acc._take_mask(_packed_or_empty(topo, pool, distribution, strategy, sbt).mask)
 
         remainder = num_cpus - distribution * len(combo)
         while remainder > 0:
@@ -909,7 +983,7 @@ def take_by_topology_numa_distributed(
                 if acc._numa_count(n) < g:
                     continue
                 pool = CPUSet.from_mask(ix.numa_mask[n] & acc._avail)
-                acc._take_mask(_packed_or_empty(topo, pool, g, strategy).mask)
+                acc._take_mask(_packed_or_empty(topo, pool, g, strategy, sbt).mask)
                 remainder -= g
             if remainder == before:  # Go would loop forever here; report the shortfall instead
                 break
@@ -924,4 +998,6 @@ def take_by_topology_numa_distributed(
             )
         return acc.result
 
-    return take_by_topology_numa_packed(topo, available, num_cpus, strategy, False)
+    return take_by_topology_numa_packed(
+        topo, available, num_cpus, strategy, False, spread_by_topology=sbt
+    )

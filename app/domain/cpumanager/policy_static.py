@@ -1,5 +1,7 @@
 """Static CPU manager policy, classic and pod-level (follows
-pkg/kubelet/cm/cpumanager/policy_static.go and the policy-facing parts of cpu_manager.go, v1.37).
+pkg/kubelet/cm/cpumanager/policy_static.go and the policy-facing parts of cpu_manager.go, v1.37;
+release 1.38 = master adds the pod-level restore of kubernetes#141041, ``pod_restore.py``, and
+the take-by-topology changes of ``cpu_assignment.py``, see ``app.domain.releases``).
 
 ``StaticPolicy`` holds configuration (topology, reserved CPUs, options, feature gates) plus the
 two pieces of memory the kubelet's policy keeps: ``cpus_to_reuse`` (init-container CPUs that
@@ -23,6 +25,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Literal
 
+from app.domain import releases
 from app.domain.admission import EmptyPodSharedPoolError, SMTAlignmentError
 from app.domain.cpumanager.cpu_assignment import (
     CPUSortingStrategy,
@@ -43,6 +46,11 @@ from app.domain.cpumanager.metrics import (
     SOURCE_POD,
     CPUManagerMetrics,
 )
+from app.domain.cpumanager.pod_restore import (
+    drop_stale_pod_allocation,
+    restorable_pod_cpus,
+    restore_pod,
+)
 from app.domain.cpumanager.pod_scope import (
     guaranteed_cpus,
     pod_guaranteed_cpus,
@@ -61,6 +69,7 @@ from app.domain.cpumanager.policy_options import (
 )
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
+from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.domain.pod import Container, Pod
 from app.domain.pod_budget import PodBudgetError
 from app.domain.quantity import Quantity
@@ -131,8 +140,15 @@ class StaticPolicy:
         options: StaticPolicyOptions | Mapping[str, str] | None = None,
         topology_manager_policy: str = "none",
         feature_gates: Mapping[str, bool] | None = None,
+        release: str = DEFAULT_RELEASE,
     ) -> None:
         self.feature_gates: dict[str, bool] = dict(feature_gates or {})
+        self.release = release
+        self.restores_pods = releases.has(release, releases.CPU_POD_RESTORE)
+        self.spread_by_topology = releases.has(release, releases.SPREAD_BY_TOPOLOGY)
+        self.hang_release = (
+            None if releases.has(release, releases.DISTRIBUTED_GROUP_CHECK) else release
+        )
         if isinstance(options, StaticPolicyOptions):
             opts = options
         else:
@@ -363,7 +379,13 @@ class StaticPolicy:
             if self.options.distribute_cpus_across_numa:
                 group = self.cpu_group_size if self.options.full_physical_cpus_only else 1
                 return take_by_topology_numa_distributed(
-                    self.topology, available, num_cpus, group, strategy
+                    self.topology,
+                    available,
+                    num_cpus,
+                    group,
+                    strategy,
+                    spread_by_topology=self.spread_by_topology,
+                    hang_release=self.hang_release,
                 )
             return take_by_topology_numa_packed(
                 self.topology,
@@ -371,6 +393,7 @@ class StaticPolicy:
                 num_cpus,
                 strategy,
                 self.options.prefer_align_by_uncore_cache,
+                spread_by_topology=self.spread_by_topology,
             )
         except TakeByTopologyError as exc:
             raise CPUAllocationError(str(exc)) from exc
@@ -444,6 +467,8 @@ class StaticPolicy:
                 self.validate_pod_scope_resources(pod)
             except PodBudgetError:
                 return {RESOURCE_CPU: []}
+            if self.restores_pods and state.get_pod_cpu_set(pod.uid) is not None:
+                return {RESOURCE_CPU: self._restored_pod_hints(state, pod, requested)}
         assigned = EMPTY
         for c in (*pod.init_containers, *pod.containers):
             allocated = state.get_cpu_set(pod.uid, c.name)
@@ -457,6 +482,24 @@ class StaticPolicy:
         available = self.get_available_cpus(state)
         reusable = self.cpus_to_reuse.get(pod.uid, EMPTY) | assigned
         return {RESOURCE_CPU: self.generate_cpu_topology_hints(available, reusable, requested)}
+
+    def _restored_pod_hints(
+        self, state: CPUManagerState, pod: Pod, requested: int
+    ) -> list[TopologyHint]:
+        """1.38 (kubernetes#141041): hints of a pod whose pod-level CPU set is in the state.
+
+        A restorable set gives its own hints (none when its size is not the request); a stale
+        one (overlapping the default set, or container entries with a hole) gives fresh hints
+        over the available CPUs plus the CPUs its release would give back.
+        """
+        restorable = restorable_pod_cpus(state, pod)
+        if restorable is not None:
+            if restorable.size() != requested:
+                return []
+            return self.generate_cpu_topology_hints(restorable, EMPTY, requested)
+        pod_cpus = state.get_pod_cpu_set(pod.uid) or EMPTY
+        available = (self.get_available_cpus(state) | pod_cpus) - self.reserved_cpus
+        return self.generate_cpu_topology_hints(available, EMPTY, requested)
 
     # -- pod-level allocation (§5.5) -----------------------------------------------------
     def allocate_pod(
@@ -474,8 +517,16 @@ class StaticPolicy:
         total = self.pod_guaranteed_cpus(pod)
         if total == 0:
             return
-        snapshot = state.copy()
         m = self.metrics
+        if self.restores_pods and state.get_pod_cpu_set(pod.uid) is not None:
+            restorable = restorable_pod_cpus(state, pod)
+            if restorable is not None:
+                self._restore_pod(state, pod, restorable)
+                return
+            # A stale allocation (an interrupted release or cleanup) goes back to the
+            # default set; the pod is then allocated from scratch.
+            drop_stale_pod_allocation(state, pod)
+        snapshot = state.copy()
         try:
             self._allocate_pod(state, pod, total, hints)
         except Exception:
@@ -483,6 +534,19 @@ class StaticPolicy:
             m.pinning_errors_total += 1
             m.allocation_errors_total[(RESOURCE_CPU, SOURCE_POD)] += 1
             raise
+
+    def _restore_pod(self, state: CPUManagerState, pod: Pod, pod_cpus: CPUSet) -> None:
+        """1.38: keep the restored pod-level allocation, complete what is missing."""
+        m = self.metrics
+        try:
+            computed = restore_pod(
+                state, pod, pod_cpus, self.guaranteed_cpus, self.take_by_topology
+            )
+        except Exception:
+            m.pinning_errors_total += 1
+            m.allocation_errors_total[(RESOURCE_CPU, SOURCE_POD)] += 1
+            raise
+        m.allocations_total[(RESOURCE_CPU, SOURCE_POD)] += len(computed)
 
     def _allocate_pod(
         self,

@@ -210,6 +210,7 @@ def new_memory_manager(
     state: MemoryManagerState | None = None,
     pod_level_resources: bool = True,
     pod_level_resource_managers: bool = False,
+    release: str | None = None,
 ) -> MemoryManager:
     """``NewManager``: build the policy (its configuration errors raised) and the manager."""
     if policy_name == POLICY_TYPE_NONE:
@@ -231,6 +232,7 @@ def new_memory_manager(
             affinity,
             pod_level_resources=pod_level_resources,
             pod_level_resource_managers=pod_level_resource_managers,
+            **({} if release is None else {"release": release}),
         )
     except MemoryManagerError as exc:
         raise MemoryManagerConfigError(exc.message) from None

@@ -1,5 +1,7 @@
 """Static memory manager policy (follows pkg/kubelet/cm/memorymanager/policy_static.go, v1.37,
-the code line with KEP-5526 ``AllocatePod``).
+the code line with KEP-5526 ``AllocatePod``; release 1.38 = master adds kubernetes#141077, a
+restored pod allocation is kept on re-admission, and kubernetes#141070, pod hints regenerated
+from the pod blocks - see ``app.domain.releases``).
 
 The policy holds configuration (the machine's NUMA memory, the per-NUMA system reservation,
 the topology manager's hint store, the pod-level feature gates) and the in-memory
@@ -34,7 +36,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from app.domain import releases
 from app.domain.admission import EmptyPodSharedPoolError
+from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.domain.memorymanager.state import (
     Block,
     MemoryManagerState,
@@ -388,8 +392,12 @@ class StaticPolicy:
         *,
         pod_level_resources: bool = True,
         pod_level_resource_managers: bool = False,
+        release: str = DEFAULT_RELEASE,
     ) -> None:
         """``NewPolicyStatic``: the reserved ``memory`` summed over nodes must be positive."""
+        self.release = release
+        self.restores_pods = releases.has(release, releases.MEMORY_POD_RESTORE)
+        self.pod_hints_from_pod_blocks = releases.has(release, releases.MEMORY_POD_HINTS)
         reserved = {int(n): dict(r) for n, r in (system_reserved or {}).items()}
         total = sum(r.get(RESOURCE_MEMORY, 0) for r in reserved.values())
         if total <= 0:
@@ -708,6 +716,12 @@ class StaticPolicy:
             return {r: [] for r in requested}
         if not requested:
             return None
+        if self.pod_hints_from_pod_blocks and self._pod_level(pod):
+            # 1.38 (kubernetes#141070): a restored pod-level pod's hint comes from its pod
+            # blocks; one container's blocks never match a multi-container pod's request.
+            pod_blocks = state.get_pod_memory_blocks(pod.uid)
+            if pod_blocks is not None:
+                return regenerate_hints(pod_blocks, requested)
         for c in pod.all_containers():
             blocks = state.get_memory_blocks(pod.uid, c.name)
             if blocks is not None:
@@ -905,6 +919,10 @@ class StaticPolicy:
             budget = self.get_pod_requested_resources(pod)
         except MemoryManagerError:
             return  # logged and ignored upstream
+        if self.restores_pods and state.get_pod_memory_blocks(pod.uid) is not None:
+            # 1.38 (kubernetes#141077, fixes #140906): re-admission after a restart keeps the
+            # restored pod allocation; 1.37 reserves it a second time (or rejects the pod).
+            return
         err = self.pod_scope_budget_error(pod)
         if err is not None:
             raise EmptyPodSharedPoolError(err.message)

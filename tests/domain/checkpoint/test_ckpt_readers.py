@@ -375,7 +375,7 @@ def test_reader_parsing(text: str, key: str, label: str) -> None:
     assert reader.key == key and reader.label == label
 
 
-@pytest.mark.parametrize("text", ["2.0", "1.38", "latest", "1"])
+@pytest.mark.parametrize("text", ["2.0", "1.39", "latest", "1"])
 def test_unknown_releases_are_refused(text: str) -> None:
     with pytest.raises(CheckpointInputError, match="release"):
         Reader(text)
@@ -398,6 +398,8 @@ def test_load_result_to_dict_is_json_ready() -> None:
         "1.36 gate on",
         "1.37 gate off",
         "1.37 gate on",
+        "1.38 gate off",
+        "1.38 gate on",
     ]
 
 
@@ -408,3 +410,29 @@ def test_v1_file_with_only_data_reads_as_empty_policy_on_old_releases() -> None:
     assert old.error == 'configured policy "none" differs from state checkpoint policy ""'
     new = load_cpu_checkpoint(text, Reader("1.37", True, "none"))
     assert new.error == "could not load v4 checkpoint: checkpoint is corrupted"
+
+
+@pytest.mark.parametrize("gate", [False, True])
+def test_release_138_reads_every_file_as_137(gate: bool) -> None:
+    """1.38 (upstream master) did not change state_checkpoint.go: same outcome as 1.37."""
+    for make in (*CPU_FILES.values(),):
+        text = make()
+        a = load_cpu_checkpoint(text, Reader("1.38", gate), INITIAL)
+        b = load_cpu_checkpoint(text, Reader("1.37", gate), INITIAL)
+        assert (a.accepted, a.error, a.loaded_as, a.state) == (
+            b.accepted,
+            b.error,
+            b.loaded_as,
+            b.state,
+        )
+    for make in MEM_FILES.values():
+        text = make()
+        a = load_memory_checkpoint(text, Reader("1.38", gate))
+        b = load_memory_checkpoint(text, Reader("1.37", gate))
+        assert (a.accepted, a.error, a.loaded_as, a.state) == (
+            b.accepted,
+            b.error,
+            b.loaded_as,
+            b.state,
+        )
+    assert Reader("1.38", gate).key == f"1.38-gate-{'on' if gate else 'off'}"
