@@ -1,52 +1,59 @@
-"""Discover the host's CPU and memory topology from sysfs, read-only.
+"""Discover the host's CPU and memory topology from sysfs, read-only, as the kubelet does.
 
-Follows google/cadvisor ``utils/sysinfo/sysinfo.go`` (``GetNodesInfo``, ``getCoresInfo``,
-``addCacheInfo``, ``getCPUTopology``) and ``utils/sysfs/sysfs.go`` (``IsCPUOnline``), which
-the kubelet reads through ``MachineInfo``, then pkg/kubelet/cm/cpumanager/topology/topology.go
-``Discover`` (v1.37), so the result is the topology the kubelet itself would build:
+The kubelet takes its topology from cAdvisor's ``MachineInfo.Topology``, built by
+``GetNodesInfo`` in google/cadvisor ``lib/utils/sysinfo/sysinfo.go`` over the readers of
+``lib/utils/sysfs/sysfs.go`` (lib/v0.60.5, the version Kubernetes 1.37 vendors), then turns it
+into CPU details in pkg/kubelet/cm/cpumanager/topology/topology.go ``Discover`` (v1.37). This
+module reads the same files in the same order and tolerates what they tolerate:
 
-* CPUs are the ``devices/system/cpu/cpuN`` directories. A CPU is online when it is listed in
-  ``devices/system/cpu/online`` (no such file: CPU hotplug is off and all are online) and its
-  own ``cpuN/online`` is not ``0``. Offline CPUs are left out and listed in ``offline_cpus``.
-* NUMA nodes are the ``devices/system/node/nodeN`` directories; a node's CPUs are its
-  ``cpulist`` plus its ``cpuN`` links. Online CPUs are grouped into cores per NUMA node by
-  ``(physical_package_id, core_id)`` as cAdvisor does (hardware repeats core ids per socket);
-  when ``core_id`` is missing, ``thread_siblings_list`` groups the threads instead, and a CPU
-  without ``physical_package_id`` is skipped, as cAdvisor skips it.
-* Kubelet rules: core id = the lowest CPU id among the core's threads; uncore cache id = the
-  id of the core's first cache above L2 whose sharing CPU count differs from the node's
-  thread count (cAdvisor files an L3 that spans exactly the NUMA node as a node cache, not an
-  uncore cache); without one, the socket id. A core whose cache files cannot be read also
-  falls back to its socket (cAdvisor gives up on the rest of that node's caches instead).
-* Memory per node: ``MemTotal`` of ``nodeN/meminfo`` (0 when the file is missing),
-  ``nodeN/hugepages/hugepages-<size>kB/nr_hugepages`` and the SLIT row ``nodeN/distance``
-  (kept as the raw list, which the kubelet indexes by node id).
-* No ``node`` directory (a kernel without NUMA): like cAdvisor's ``getCPUTopology``, one
-  pseudo NUMA node per socket, with the socket's id. cAdvisor gives these nodes no memory; we
-  take ``MemTotal`` from ``<root>/../proc/meminfo`` (``/proc/meminfo`` for ``/sys``; 0 when
-  missing) and the pages of ``<root>/kernel/mm/hugepages``, split evenly over the pseudo
-  nodes (all of it on the single node of a one-socket machine).
+* NUMA nodes are the entries ``devices/system/node/node*[0-9]`` (Go's ``filepath.Glob``, so in
+  lexical order: node10 before node2). A node's CPUs are its ``cpu*[0-9]`` links, read through
+  the link; ``cpulist`` is never read (on some ARM kernels it ends in NUL bytes, and firmware
+  bugs can list a CPU under two nodes there).
+* Per CPU, in the node's link order: online when ``devices/system/cpu/online`` is missing or
+  lists it (the CPU's own ``online`` file is not consulted; an unparsable list makes CPUs
+  offline). Then ``topology/core_id`` and ``topology/physical_package_id`` (missing: the CPU is
+  skipped; not an integer: discovery fails), and on s390x ``book_id`` and ``drawer_id`` too
+  (missing: skipped). Threads are grouped into cores by (core id, package id), on s390x also
+  by book and drawer.
+* Caches, per core, of its first thread ``devices/system/cpu/cpuN/cache/index*``: ``id``
+  (not on s390x, where it stays 0), ``size``, ``level``, ``type``, ``shared_cpu_map``. Any
+  failure ends the cache scan of the whole node silently, the cores already seen keep theirs.
+  A cache above L2 shared by exactly the node's thread count (cores x this core's threads) is
+  a node cache; any other above L2 is an uncore cache, and the kubelet's uncore id is the
+  first one's id, else the core's socket id.
+* Per node, after its cores: ``meminfo`` (unreadable: 0 bytes; no ``MemTotal`` line: error),
+  ``hugepages/*/nr_hugepages`` (no directory: none) and ``distance`` (missing: none).
+* No node entries (a kernel without NUMA): every ``devices/system/cpu/cpu*[0-9]`` is grouped by
+  ``physical_package_id`` (missing: skipped) into one pseudo node per package, with the
+  package's id (-1 on s390x). Those nodes get no memory, hugepages or distances, as in
+  cAdvisor. Go iterates a map there; we sort by id.
+* Kubelet rules: core id = the lowest thread id; a CPU found under two nodes belongs to the
+  later one (CPUDetails is a map filled node by node), and ``NumCPUs`` is cAdvisor's thread
+  count (all CPU directories on the no-NUMA path).
 
-The CPU model and flags come from py-cpuinfo, only when asked and when the root is the real
-``/sys`` (it is slow, so the answer is cached). Nothing is ever written.
+The machine is taken as s390x (``runtime.GOARCH`` of its kubelet) when ``arch`` says so, for
+the real ``/sys`` when ``platform.machine()`` does, and for another root when the first CPU
+with a ``topology`` directory has a ``book_id`` or ``drawer_id`` (only s390x kernels write
+them). ``offline_cpus`` lists the CPU directories left out that the online list or their own
+``online`` file mark offline. The CPU model and flags come from py-cpuinfo, only when asked and
+when the root is the real ``/sys`` (cached). Nothing is ever written.
 """
 
 from __future__ import annotations
 
 import os
+import platform
 import re
 import socket
 from functools import lru_cache
-from pathlib import Path
 
-from app.domain.cpuset import CPUSet, CPUSetError
-from app.domain.topology import CPUTopology, NUMANodeMemory, TopologyError, discover
+from app.adapters import sysfs_files as f
+from app.domain.cpuset import CPUSet
+from app.domain.topology import CPUInfo, CPUTopology, NUMANodeMemory, TopologyError
 
-_CPU_DIR = re.compile(r"cpu([0-9]+)\Z")
-_NODE_DIR = re.compile(r"node([0-9]+)\Z")
-_INDEX_DIR = re.compile(r"index([0-9]+)\Z")
-_HUGEPAGES_DIR = re.compile(r"hugepages-([0-9]+)kB\Z")
-_MEMTOTAL = re.compile(r"MemTotal:\s*([0-9]+) kB")
+_CPU_NAME = re.compile(r"cpu([0-9]+)")
+_MEMTOTAL = re.compile(rb"MemTotal:\s*([0-9]+) kB")
 
 REAL_SYSFS = "/sys"
 
@@ -54,124 +61,9 @@ REAL_SYSFS = "/sys"
 class SysfsError(Exception):
     """The sysfs tree cannot be used; ``path`` is the file or directory at fault."""
 
-    def __init__(self, message: str, path: Path | str | None = None) -> None:
+    def __init__(self, message: str, path: os.PathLike[str] | str | None = None) -> None:
         super().__init__(message)
-        self.path = str(path) if path is not None else None
-
-
-# -- small readers -----------------------------------------------------------------------
-
-
-def _read(path: Path) -> str | None:
-    """File content, or None when it does not exist."""
-    try:
-        return path.read_text(encoding="ascii", errors="replace")
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as err:
-        raise SysfsError(f"cannot read {path}: {err.strerror or err}", path) from err
-
-
-def _read_int(path: Path) -> int | None:
-    text = _read(path)
-    if text is None:
-        return None
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise SysfsError(f"{path}: expected an integer, found {text.strip()!r}", path) from None
-
-
-def _read_cpuset(path: Path) -> CPUSet | None:
-    text = _read(path)
-    if text is None:
-        return None
-    try:
-        return CPUSet.parse(text.strip())
-    except CPUSetError as err:
-        raise SysfsError(f"{path}: {err}", path) from None
-
-
-def _numbered_dirs(parent: Path, pattern: re.Pattern[str]) -> dict[int, Path]:
-    try:
-        entries = list(os.scandir(parent))
-    except (FileNotFoundError, NotADirectoryError):
-        return {}
-    except OSError as err:
-        raise SysfsError(f"cannot list {parent}: {err.strerror or err}", parent) from err
-    found: dict[int, Path] = {}
-    for entry in entries:
-        match = pattern.match(entry.name)
-        if match is not None and entry.is_dir():
-            found[int(match.group(1))] = Path(entry.path)
-    return dict(sorted(found.items()))
-
-
-def _count_shared_cpus(index_dir: Path) -> int | None:
-    """CPUs sharing a cache: bits of ``shared_cpu_map`` (as cAdvisor), else ``shared_cpu_list``."""
-    text = _read(index_dir / "shared_cpu_map")
-    if text is not None:
-        try:
-            return sum(int(word, 16).bit_count() for word in text.strip().split(","))
-        except ValueError:
-            raise SysfsError(
-                f"{index_dir / 'shared_cpu_map'}: not a hex CPU mask: {text.strip()!r}",
-                index_dir / "shared_cpu_map",
-            ) from None
-    cpus = _read_cpuset(index_dir / "shared_cpu_list")
-    return None if cpus is None else cpus.size()
-
-
-def _uncore_cache_id(cpu_dir: Path, threads_per_node: int) -> int | None:
-    """Id of the first cache above L2 that is not a node cache, or None (use the socket)."""
-    for index_dir in _numbered_dirs(cpu_dir / "cache", _INDEX_DIR).values():
-        level = _read_int(index_dir / "level")
-        if level is None:
-            return None
-        if level <= 2:
-            continue
-        cache_id = _read_int(index_dir / "id")
-        shared = _count_shared_cpus(index_dir)
-        if cache_id is None or shared is None:
-            return None
-        if shared == threads_per_node:
-            continue  # a node-level cache for cAdvisor
-        return cache_id
-    return None
-
-
-def _hugepages(directory: Path) -> dict[int, int]:
-    pages: dict[int, int] = {}
-    for size_kb, size_dir in _numbered_dirs(directory, _HUGEPAGES_DIR).items():
-        count = _read_int(size_dir / "nr_hugepages")
-        if count is None:
-            raise SysfsError(f"{size_dir / 'nr_hugepages'} is missing", size_dir / "nr_hugepages")
-        pages[size_kb * 1024] = count
-    return pages
-
-
-def _mem_total(path: Path) -> int:
-    """``MemTotal`` of a meminfo file in bytes; 0 when the file is missing (as cAdvisor)."""
-    text = _read(path)
-    if text is None:
-        return 0
-    match = _MEMTOTAL.search(text)
-    if match is None:
-        raise SysfsError(f"{path}: no 'MemTotal: <n> kB' line", path)
-    return int(match.group(1)) * 1024
-
-
-def _distances(path: Path) -> tuple[int, ...]:
-    text = _read(path)
-    if text is None:
-        return ()
-    try:
-        return tuple(int(word) for word in text.split())
-    except ValueError:
-        raise SysfsError(f"{path}: not a list of distances: {text.strip()!r}", path) from None
-
-
-# -- CPU model (py-cpuinfo) ------------------------------------------------------------
+        self.path = os.fspath(path) if path is not None else None
 
 
 @lru_cache(maxsize=1)
@@ -186,58 +78,206 @@ def host_cpu_model_and_flags() -> tuple[str, tuple[str, ...]]:
     return str(info.get("brand_raw", "") or ""), tuple(sorted(info.get("flags", []) or []))
 
 
-# -- discovery -------------------------------------------------------------------------
+def _glob(parent: str, prefix: str) -> list[str]:
+    """Names ``<prefix>*[0-9]`` in ``parent``, sorted as Go's ``filepath.Glob`` sorts them."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return []  # Glob ignores I/O errors
+    return sorted(n for n in names if n.startswith(prefix) and n[-1:].isdigit())
 
 
-class _CPU:
-    __slots__ = ("core_key", "cpu_id", "socket_id")
+class _Core:
+    __slots__ = ("socket_id", "threads", "uncore")
 
-    def __init__(self, cpu_id: int, socket_id: int, core_key: tuple[str, int]) -> None:
-        self.cpu_id = cpu_id
+    def __init__(self, socket_id: int) -> None:
         self.socket_id = socket_id
-        self.core_key = core_key
+        self.threads: list[int] = []
+        self.uncore: int | None = None
 
 
-def _online_cpus(cpu_root: Path, present: dict[int, Path]) -> tuple[list[int], CPUSet]:
-    online_list = _read_cpuset(cpu_root / "online")
-    online: list[int] = []
-    offline: list[int] = []
-    for cpu_id, cpu_dir in present.items():
-        flag = _read(cpu_dir / "online")
-        is_online = (online_list is None or cpu_id in online_list) and (
-            flag is None or flag.strip() != "0"
-        )
-        (online if is_online else offline).append(cpu_id)
-    return online, CPUSet(offline)
+class _Reader:
+    """One discovery pass over one tree."""
+
+    def __init__(self, root: str, s390x: bool) -> None:
+        self.cpu_root = os.path.join(root, "devices", "system", "cpu")
+        self.s390x = s390x
+        online = f.read(os.path.join(self.cpu_root, "online"))
+        self.online = None if online is None else f.OnlineList(online)
+
+    def _id(self, cpu_dir: str, name: str) -> int | None:
+        path = os.path.join(cpu_dir, "topology", name)
+        data = f.read(path)
+        if data is None:
+            return None
+        try:
+            return f.atoi(data, path)
+        except f.FileError:  # name the file itself, not the node's link to its CPU
+            real = os.path.realpath(path)
+            raise f.FileError(f"{real}: expected an integer, found {f.shown(data)}", real) from None
+
+    def _book_drawer(self, cpu_dir: str) -> tuple[bytes, bytes] | None:
+        ids = []
+        for name in ("book_id", "drawer_id"):
+            data = f.read(os.path.join(cpu_dir, "topology", name))
+            if data is None:
+                return None
+            ids.append(f.trim(data))
+        return ids[0], ids[1]
+
+    def cores(self, parent: str, names: list[str]) -> list[_Core]:
+        """``getCoresInfo`` over the CPU entries ``names`` of ``parent``."""
+        cores: dict[tuple[object, ...], _Core] = {}
+        for name in names:
+            match = _CPU_NAME.match(name)
+            if match is None:
+                raise SysfsError(f"unexpected CPU directory name {name!r} in {parent}", parent)
+            cpu_id = int(match.group(1))
+            if self.online is not None and not self.online.is_online(cpu_id):
+                continue
+            cpu_dir = os.path.join(parent, name)
+            core_id = self._id(cpu_dir, "core_id")
+            if core_id is None:
+                continue
+            socket_id = self._id(cpu_dir, "physical_package_id")
+            if socket_id is None:
+                continue
+            key: tuple[object, ...] = (core_id, socket_id)
+            if self.s390x:
+                extra = self._book_drawer(cpu_dir)
+                if extra is None:
+                    continue
+                key += extra
+            core = cores.get(key)
+            if core is None:
+                core = cores[key] = _Core(socket_id)
+            core.threads.append(cpu_id)
+        return list(cores.values())
+
+    def _cache_levels(self, cpu_id: int) -> list[tuple[int, int, int]] | None:
+        """``(level, id, shared cpus)`` per cache index of a CPU; None when one fails."""
+        cache_dir = os.path.join(self.cpu_root, f"cpu{cpu_id}", "cache")
+        try:
+            names = sorted(n for n in os.listdir(cache_dir) if n.startswith("index"))
+        except OSError:
+            return None
+        found = []
+        try:
+            for name in names:
+                index = os.path.join(cache_dir, name)
+                cache_id: int | None = 0
+                if not self.s390x:
+                    data = f.read(os.path.join(index, "id"))
+                    cache_id = None if data is None else f.sscanf_int(data)
+                size = f.read(os.path.join(index, "size"))
+                level_data = f.read(os.path.join(index, "level"))
+                level = None if level_data is None else f.sscanf_int(level_data)
+                kind = f.read(os.path.join(index, "type"))
+                mask = f.read(os.path.join(index, "shared_cpu_map"))
+                cpus = None if mask is None else f.count_mask_bits(mask)
+                if (
+                    cache_id is None
+                    or size is None
+                    or f.sscanf_size_kb(size) is None
+                    or level is None
+                    or kind is None
+                    or cpus is None
+                ):
+                    return None
+                found.append((level, cache_id, cpus))
+        except f.FileError:
+            return None
+        return found
+
+    def add_caches(self, cores: list[_Core]) -> None:
+        """``addCacheInfo``: uncore caches per core; stops at the first unreadable core."""
+        for core in cores:
+            caches = self._cache_levels(core.threads[0])
+            if caches is None:
+                return
+            per_node = len(cores) * len(core.threads)
+            for level, cache_id, cpus in caches:
+                if level > 2 and cpus != per_node and core.uncore is None:
+                    core.uncore = cache_id
 
 
-def _read_cpu(cpu_id: int, cpu_dir: Path) -> _CPU | None:
-    topo_dir = cpu_dir / "topology"
-    socket_id = _read_int(topo_dir / "physical_package_id")
-    if socket_id is None:
-        return None  # cAdvisor skips CPUs without a package id
-    core_id = _read_int(topo_dir / "core_id")
-    if core_id is not None:
-        return _CPU(cpu_id, socket_id, ("core", core_id))
-    siblings = _read_cpuset(topo_dir / "thread_siblings_list")
-    if siblings is None or not siblings:
-        return None
-    return _CPU(cpu_id, socket_id, ("siblings", siblings.min()))
+def _mem_total(node_dir: str) -> int:
+    path = os.path.join(node_dir, "meminfo")
+    try:
+        data = f.read(path)
+    except f.FileError:
+        data = None
+    if data is None:
+        return 0  # "Found node without memory information"
+    match = _MEMTOTAL.search(f.trim(data))
+    if match is None:
+        raise SysfsError(f"{path}: no 'MemTotal: <n> kB' line", path)
+    return int(match.group(1)) * 1024
 
 
-def _cores_of(
-    cpus: list[_CPU], present: dict[int, Path]
-) -> list[tuple[int, list[int], int | None]]:
-    """Group a node's CPUs into cores and find each core's uncore cache."""
-    groups: dict[tuple[int, tuple[str, int]], list[int]] = {}
-    for cpu in sorted(cpus, key=lambda c: c.cpu_id):
-        groups.setdefault((cpu.socket_id, cpu.core_key), []).append(cpu.cpu_id)
-    cores: list[tuple[int, list[int], int | None]] = []
-    for (socket_id, _key), threads in groups.items():
-        threads_per_node = len(groups) * len(threads)
-        uncore = _uncore_cache_id(present[threads[0]], threads_per_node)
-        cores.append((socket_id, threads, uncore))
-    return cores
+def _hugepages(node_dir: str) -> dict[int, int]:
+    directory = os.path.join(node_dir, "hugepages")
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return {}  # hugepages may be disabled
+    pages: dict[int, int] = {}
+    for name in names:
+        parts = name.split("-")
+        size_kb = f.parse_uint(parts[1].split("kB")[0]) if len(parts) > 1 else None
+        if size_kb is None:
+            path = os.path.join(directory, name)
+            raise SysfsError(f"{path}: not a hugepages-<size>kB entry", path)
+        path = os.path.join(directory, name, "nr_hugepages")
+        data = f.read(path)
+        if data is None:
+            raise SysfsError(f"{path} is missing", path)
+        count = f.sscanf_int(data)
+        if count is None or count < 0:
+            raise SysfsError(f"{path}: expected a page count, found {f.shown(data)}", path)
+        pages[size_kb * 1024] = count
+    return pages
+
+
+def _distances(node_dir: str) -> tuple[int, ...]:
+    path = os.path.join(node_dir, "distance")
+    try:
+        data = f.read(path)
+    except f.FileError:
+        data = None
+    if data is None:
+        return ()
+    text = f.trim(data).decode("ascii", errors="replace")
+    row = [f.parse_uint(word) for word in text.split(" ")]
+    if any(d is None for d in row):
+        raise SysfsError(f"{path}: not a list of distances: {text!r}", path)
+    return tuple(d for d in row if d is not None)
+
+
+def _is_s390x(root: str, cpu_root: str, cpu_names: list[str], arch: str | None) -> bool:
+    if arch is not None:
+        return arch == "s390x"
+    if root == REAL_SYSFS:
+        return platform.machine() == "s390x"
+    for name in cpu_names:
+        topo = os.path.join(cpu_root, name, "topology")
+        if os.path.isdir(topo):
+            return any(os.path.exists(os.path.join(topo, n)) for n in ("book_id", "drawer_id"))
+    return False
+
+
+def _offline(reader: _Reader, cpu_names: list[str], found: set[int]) -> CPUSet:
+    offline = []
+    for name in cpu_names:
+        match = _CPU_NAME.match(name)
+        if match is None or int(match.group(1)) in found:
+            continue
+        cpu_id = int(match.group(1))
+        flag = f.read(os.path.join(reader.cpu_root, name, "online"))
+        listed_off = reader.online is not None and not reader.online.is_online(cpu_id)
+        if listed_off or (flag is not None and f.trim(flag) == b"0"):
+            offline.append(cpu_id)
+    return CPUSet(offline)
 
 
 def discover_host(
@@ -245,75 +285,54 @@ def discover_host(
     *,
     use_cpuinfo: bool = True,
     name: str | None = None,
+    arch: str | None = None,
 ) -> CPUTopology:
     """The topology of the machine whose sysfs is mounted at ``sysfs_root``.
 
     ``name`` defaults to the host name for the real ``/sys`` and to ``sysfs:<root>``
-    otherwise. Raises ``SysfsError`` when the tree cannot be used.
+    otherwise; ``arch`` (a Go ``GOARCH``) overrides the s390x detection. Raises
+    ``SysfsError`` when the tree cannot be used.
     """
-    root = Path(os.path.abspath(sysfs_root))
-    if not root.is_dir():
+    root = os.path.abspath(sysfs_root)
+    if not os.path.isdir(root):
         raise SysfsError(f"sysfs root {root} is not a directory", root)
-    cpu_root = root / "devices" / "system" / "cpu"
-    if not cpu_root.is_dir():
+    cpu_root = os.path.join(root, "devices", "system", "cpu")
+    if not os.path.isdir(cpu_root):
         raise SysfsError(f"{cpu_root} is missing; is {root} a sysfs tree?", cpu_root)
-    present = _numbered_dirs(cpu_root, _CPU_DIR)
-    if not present:
+    cpu_names = _glob(cpu_root, "cpu")
+    if not cpu_names:
         raise SysfsError(f"no cpuN directories under {cpu_root}", cpu_root)
+    try:
+        reader = _Reader(root, _is_s390x(root, cpu_root, cpu_names, arch))
+        nodes, memory, num_cpus = _read_nodes(reader, root, cpu_names)
+        offline = _offline(
+            reader, cpu_names, {t for _n, cs in nodes for c in cs for t in c.threads}
+        )
+    except f.FileError as err:
+        raise SysfsError(str(err), err.path) from None
 
-    online, offline = _online_cpus(cpu_root, present)
-    cpus: dict[int, _CPU] = {}
-    for cpu_id in online:
-        cpu = _read_cpu(cpu_id, present[cpu_id])
-        if cpu is not None:
-            cpus[cpu_id] = cpu
-    if not cpus:
+    details: dict[int, CPUInfo] = {}
+    for numa_id, cores in nodes:
+        for core in cores:
+            core_id = min(core.threads)
+            uncore = core.socket_id if core.uncore is None else core.uncore
+            for cpu in core.threads:
+                details[cpu] = CPUInfo(cpu, core_id, core.socket_id, numa_id, uncore)
+    if not details:
         raise SysfsError(
-            f"no online CPU under {cpu_root} has topology/physical_package_id and core_id",
+            f"no online CPU under {cpu_root} has topology/core_id and physical_package_id "
+            "(the kubelet would fail: could not detect number of cpus)",
             cpu_root,
         )
-
-    numa_cores: dict[int, list[tuple[int, list[int], int | None]]] = {}
-    memory: list[NUMANodeMemory] = []
-    node_dirs = _numbered_dirs(root / "devices" / "system" / "node", _NODE_DIR)
-    if node_dirs:
-        for numa_id, node_dir in node_dirs.items():
-            listed = _read_cpuset(node_dir / "cpulist") or CPUSet()
-            linked = CPUSet(_numbered_dirs(node_dir, _CPU_DIR))
-            members = [cpus[c] for c in listed | linked if c in cpus]
-            numa_cores[numa_id] = _cores_of(members, present)
-            memory.append(
-                NUMANodeMemory(
-                    numa_id,
-                    _mem_total(node_dir / "meminfo"),
-                    _hugepages(node_dir / "hugepages"),
-                    _distances(node_dir / "distance"),
-                )
-            )
-    else:
-        by_socket: dict[int, list[_CPU]] = {}
-        for cpu in cpus.values():
-            by_socket.setdefault(cpu.socket_id, []).append(cpu)
-        share = len(by_socket)
-        total = _mem_total(root.parent / "proc" / "meminfo")
-        pages = _hugepages(root / "kernel" / "mm" / "hugepages")
-        for socket_id, members in sorted(by_socket.items()):
-            numa_cores[socket_id] = _cores_of(members, present)
-            memory.append(
-                NUMANodeMemory(
-                    socket_id,
-                    total // share,
-                    {size: n // share for size, n in pages.items()},
-                )
-            )
-
-    is_real = str(root) == REAL_SYSFS
+    is_real = root == REAL_SYSFS
     model, flags = host_cpu_model_and_flags() if use_cpuinfo and is_real else ("", ())
     if name is None:
         name = socket.gethostname() if is_real else f"sysfs:{root}"
     try:
-        return discover(
-            numa_cores,
+        return CPUTopology(
+            details.values(),
+            num_cpus=num_cpus if num_cpus != len(details) else None,
+            num_cores=sum(len(cores) for _n, cores in nodes),
             memory=memory,
             name=name,
             cpu_model=model,
@@ -322,3 +341,42 @@ def discover_host(
         )
     except TopologyError as err:
         raise SysfsError(f"{root}: {err}", root) from None
+
+
+def _read_nodes(
+    reader: _Reader, root: str, cpu_names: list[str]
+) -> tuple[list[tuple[int, list[_Core]]], list[NUMANodeMemory], int]:
+    """``GetNodesInfo``: (node id, cores) in upstream order, memory per node, NumCores."""
+    node_root = os.path.join(root, "devices", "system", "node")
+    node_names = _glob(node_root, "node")
+    nodes: list[tuple[int, list[_Core]]] = []
+    memory: list[NUMANodeMemory] = []
+    if not node_names:
+        by_package: dict[int, list[str]] = {}
+        for name in cpu_names:
+            package = reader._id(os.path.join(reader.cpu_root, name), "physical_package_id")
+            if package is not None:
+                by_package.setdefault(package, []).append(name)
+        for package, names in sorted(by_package.items()):
+            cores = reader.cores(reader.cpu_root, names)
+            reader.add_caches(cores)
+            nodes.append((package, cores))
+            memory.append(NUMANodeMemory(package, 0, {}))
+        return nodes, memory, len(cpu_names)
+    threads = 0
+    for node_name in node_names:
+        digits = re.match(r"node([0-9]*)", node_name)
+        if digits is None or not digits.group(1):
+            raise SysfsError(f"unexpected NUMA node name {node_name!r} in {node_root}", node_root)
+        numa_id = int(digits.group(1))
+        node_dir = os.path.join(node_root, node_name)
+        cores = reader.cores(node_dir, _glob(node_dir, "cpu"))
+        threads += sum(len(c.threads) for c in cores)
+        reader.add_caches(cores)
+        memory.append(
+            NUMANodeMemory(
+                numa_id, _mem_total(node_dir), _hugepages(node_dir), _distances(node_dir)
+            )
+        )
+        nodes.append((numa_id, cores))
+    return nodes, memory, threads

@@ -251,9 +251,12 @@ class CPUTopology:
         return None
 
     def distance(self, a: int, b: int) -> int:
-        """NUMA distance (SLIT); 10 locally and 20 remotely when unknown, as Linux reports."""
+        """NUMA distance (SLIT); 10 locally and 20 remotely when unknown, as Linux reports.
+
+        A row is indexed by node id, so a negative id (s390x's pseudo node -1) has none.
+        """
         mem = self.numa_memory(a)
-        if mem is not None and b < len(mem.distances):
+        if mem is not None and 0 <= b < len(mem.distances):
             return mem.distances[b]
         return 10 if a == b else 20
 

@@ -147,7 +147,9 @@ def test_missing_cache_falls_back_to_socket(tmp_path: Path) -> None:
     assert [i.uncore_cache_id for i in topo.cpu_details.values()] == [0, 0, 1, 1]
 
 
-def test_no_numa_single_socket_uses_proc_meminfo(tmp_path: Path) -> None:
+def test_no_numa_single_socket_gives_one_node_without_memory(tmp_path: Path) -> None:
+    # cAdvisor's getCPUTopology gives pseudo nodes no memory; /proc/meminfo and the global
+    # hugepages are not read for them.
     cpus = [FakeCPU(i, i % 4, 0, None) for i in range(8)]
     fake = FakeSysfs(
         cpus, numa=False, proc_meminfo_kb=16 * KB_PER_GIB, global_hugepages_kb={2048: 100}
@@ -157,21 +159,25 @@ def test_no_numa_single_socket_uses_proc_meminfo(tmp_path: Path) -> None:
     assert topo.cpus_of_numa_node(0) == CPUSet.parse("0-7")
     assert topo.cpus_per_core() == 2
     (mem,) = topo.memory
-    assert mem.memory_bytes == 16 * GIB
-    assert mem.hugepages == {HUGEPAGE_2M: 100}
+    assert (mem.numa_id, mem.memory_bytes, mem.hugepages, mem.distances) == (0, 0, {}, ())
 
 
 def test_no_numa_two_sockets_gives_one_node_per_socket(tmp_path: Path) -> None:
     cpus = [FakeCPU(i, i % 2, 1 + i // 2, None) for i in range(4)]  # sockets 1 and 2
     topo = discover_host(FakeSysfs(cpus, numa=False, proc_meminfo_kb=1000).write(tmp_path))
     assert topo.numa_node_ids() == [1, 2]
-    assert [m.memory_bytes for m in topo.memory] == [500 * 1024, 500 * 1024]
+    assert topo.cpus_of_numa_node(2) == CPUSet([2, 3])
+    assert [m.memory_bytes for m in topo.memory] == [0, 0]
 
 
-def test_no_numa_without_proc_meminfo_has_no_memory(tmp_path: Path) -> None:
-    cpus = [FakeCPU(i, i, 0, None) for i in range(2)]
+def test_no_numa_counts_every_cpu_directory(tmp_path: Path) -> None:
+    # Without NUMA, cAdvisor's NumCores (the kubelet's NumCPUs) is the number of cpuN
+    # directories, offline ones included.
+    cpus = [FakeCPU(i, i, 0, None, online=i != 3) for i in range(4)]
     topo = discover_host(FakeSysfs(cpus, numa=False).write(tmp_path))
-    assert topo.total_memory_bytes() == 0
+    assert topo.all_cpus == CPUSet.parse("0-2")
+    assert (topo.num_cpus, topo.num_cores) == (4, 3)
+    assert topo.offline_cpus == CPUSet([3])
 
 
 def test_memory_only_node_keeps_its_memory(tmp_path: Path) -> None:
@@ -185,16 +191,36 @@ def test_memory_only_node_keeps_its_memory(tmp_path: Path) -> None:
     assert topo.numa_memory(0) is not None
 
 
-def test_cpulist_alone_is_enough(tmp_path: Path) -> None:
+def test_cpulist_is_not_read(tmp_path: Path) -> None:
+    # cAdvisor takes a node's CPUs from its cpuN links only: without links no CPU is found.
     cpus = [FakeCPU(i, i, 0, i // 2) for i in range(4)]
-    topo = discover_host(FakeSysfs(cpus, write_cpu_links=False).write(tmp_path))
-    assert topo.cpus_of_numa_node(1) == CPUSet([2, 3])
+    root = FakeSysfs(cpus, write_cpu_links=False).write(tmp_path)
+    with pytest.raises(SysfsError, match="could not detect number of cpus"):
+        discover_host(root)
 
 
-def test_thread_siblings_used_without_core_id(tmp_path: Path) -> None:
-    topo = discover_host(FakeSysfs(two_socket_ht(True), write_core_id=False).write(tmp_path))
-    assert topo.num_cores == 8
-    assert topo.cpus_of_core(1) == CPUSet([1, 9])
+def test_cpu_without_core_id_is_skipped(tmp_path: Path) -> None:
+    root = FakeSysfs(two_socket_ht(True)).write(tmp_path)
+    (root / "devices/system/cpu/cpu9/topology/core_id").unlink()
+    topo = discover_host(root)
+    assert topo.num_cpus == 15 and 9 not in topo.cpu_details
+    assert topo.cpus_of_core(1) == CPUSet([1])
+
+
+def test_cpu_own_online_file_is_not_consulted(tmp_path: Path) -> None:
+    # IsCPUOnline reads devices/system/cpu/online only.
+    root = FakeSysfs([FakeCPU(i, i, 0, 0) for i in range(4)]).write(tmp_path)
+    (root / "devices/system/cpu/cpu2/online").write_text("0\n")
+    assert discover_host(root).all_cpus == CPUSet.parse("0-3")
+
+
+def test_unparsable_online_list_stops_at_the_bad_range(tmp_path: Path) -> None:
+    # isCPUOnline scans ranges left to right: CPUs in "0-1" are found before the bad range.
+    root = FakeSysfs([FakeCPU(i, i, 0, 0) for i in range(4)]).write(tmp_path)
+    (root / "devices/system/cpu/online").write_text("0-1,x,2-3\n")
+    topo = discover_host(root)
+    assert topo.all_cpus == CPUSet([0, 1])
+    assert topo.offline_cpus == CPUSet([2, 3])
 
 
 @pytest.mark.parametrize(
@@ -243,14 +269,13 @@ def _break(path: Path, text: str | None) -> None:
     ("relative", "text", "message"),
     [
         ("devices/system/cpu/cpu1/topology/core_id", "abc\n", "core_id: expected an integer"),
-        ("devices/system/cpu/online", "0-x\n", "devices/system/cpu/online"),
-        ("devices/system/node/node0/cpulist", "3-1\n", "node0/cpulist"),
+        ("devices/system/cpu/cpu8/topology/physical_package_id", "-\n", "expected an integer"),
         ("devices/system/node/node1/meminfo", "garbage\n", "no 'MemTotal"),
         ("devices/system/node/node1/distance", "10 far\n", "not a list of distances"),
         ("devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages", "x", "expected"),
-        ("devices/system/cpu/cpu0/cache/index3/shared_cpu_map", "zz\n", "not a hex CPU mask"),
+        ("devices/system/node/node1/hugepages/hugepages-2048kB/nr_hugepages", None, "missing"),
     ],
-    ids=["core-id", "online", "cpulist", "meminfo", "distance", "hugepages", "cpu-map"],
+    ids=["core-id", "package-id", "meminfo", "distance", "hugepages", "hugepages-nr"],
 )
 def test_malformed_files_are_named(tmp_path: Path, relative: str, text: str, message: str) -> None:
     root = FakeSysfs(two_socket_ht(False)).write(tmp_path)
@@ -283,11 +308,14 @@ def test_no_topology_information(tmp_path: Path) -> None:
         discover_host(root)
 
 
-def test_cpu_in_two_nodes(tmp_path: Path) -> None:
+def test_cpu_linked_under_two_nodes_belongs_to_the_later(tmp_path: Path) -> None:
+    # The kubelet's CPUDetails is a map filled node by node: the later node wins, and
+    # cAdvisor's thread count (NumCPUs) counts the CPU twice.
     root = FakeSysfs([FakeCPU(i, i, 0, i) for i in range(2)]).write(tmp_path)
-    (root / "devices/system/node/node1/cpulist").write_text("0-1\n")
-    with pytest.raises(SysfsError, match="cpus provided are not unique"):
-        discover_host(root)
+    (root / "devices/system/node/node1/cpu0").symlink_to("../../cpu/cpu0")
+    topo = discover_host(root)
+    assert topo.cpus_of_numa_node(1) == CPUSet([0, 1])
+    assert topo.num_numa_nodes == 1 and topo.num_cpus == 3
 
 
 def test_real_sysfs_uses_cpuinfo_once(monkeypatch: pytest.MonkeyPatch) -> None:
