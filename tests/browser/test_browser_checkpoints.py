@@ -28,6 +28,8 @@ EXPECTED = {
     "1.36 gate on": "compatible",
     "1.37 gate off": "compatible-with-loss",
     "1.37 gate on": "compatible",
+    "1.38 gate off": "compatible-with-loss",
+    "1.38 gate on": "compatible",
 }
 
 
