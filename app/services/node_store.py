@@ -50,6 +50,7 @@ from app.domain.node_state import (
 )
 from app.domain.pod import PodManifestError, pod_from_manifest
 from app.domain.topology import CPUTopology
+from app.domain.topology_record import topology_to_record
 from app.services import simulation
 from app.services.node_inputs import NodeDefinition, build_engine_node
 from app.services.node_views import NodeViews
@@ -101,6 +102,9 @@ class Live:
         self.fragments: dict[str, str] = {}  # uid -> the pod's entry in pods.json
 
 
+_PODS_MARK = "\x00pods\x00"
+
+
 def pods_json(node: Node, fragments: dict[str, str]) -> str:
     """``pods.json`` for ``node`` (as ``simulation.state_files_of`` writes it), reusing and
     updating the cached entry of each pod."""
@@ -114,12 +118,18 @@ def pods_json(node: Node, fragments: dict[str, str]) -> str:
         entries.append(text)
     for uid in [u for u in fragments if u not in node.pods]:
         del fragments[uid]
-    head = (
-        f'{{\n  "format": {json.dumps(PODS_FORMAT)},\n  "node": {json.dumps(node.name)},\n'
-        f'  "release": {json.dumps(node.config.release)},\n  "pods": '
-    )
+    # The rest of the document (machine, configuration) as pods_document gives it, with the
+    # cached pod entries spliced in where its empty list stands.
+    doc = {
+        "format": PODS_FORMAT,
+        "node": node.name,
+        "release": node.config.release,
+        "topology": topology_to_record(node.topology),
+        "kubeletConfig": node.config.to_dict(),
+        "pods": _PODS_MARK,
+    }
     body = "[\n" + ",\n".join(entries) + "\n  ]" if entries else "[]"
-    return head + body + "\n}\n"
+    return json.dumps(doc, indent=2).replace(json.dumps(_PODS_MARK), body, 1) + "\n"
 
 
 class NodeStore:

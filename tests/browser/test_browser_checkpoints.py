@@ -123,6 +123,6 @@ def test_the_form_works_without_javascript(browser: Any, base_url: str) -> None:
         "cpu_manager_state V3 (1.36 pod-level family)"
     )
     rows = page.locator('#verdict-table tr[data-verdict="policy-mismatch"]')
-    expect(rows).to_have_count(3)  # the releases that read the file, each with policy none
+    expect(rows).to_have_count(5)  # the releases that read the file, each with policy none
     expect(page.locator("#ckpt-policy")).to_have_value("none")
     context.close()
