@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-HOST ?= 127.0.0.1
-PORT ?= 8000
+# `make run HOST=… PORT=…` passes flags; otherwise `serve` reads NUMASCOPE_HOST/NUMASCOPE_PORT
+# (defaults 127.0.0.1:8000), so the environment is honoured.
+HOST ?=
+PORT ?=
 SHARED ?= ../shared
 
 .PHONY: venv run test test-fast lint format bench conformance proto browser-deps clean
@@ -18,7 +20,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: venv
-	$(BIN)/numascope serve --host $(HOST) --port $(PORT)
+	$(BIN)/numascope serve $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT))
 
 browser-deps:
 	@sh scripts/ensure-chromium.sh

@@ -124,7 +124,7 @@ def cmd_list(args: argparse.Namespace, out: TextIO | None = None) -> int:
             response = client.list()
     except PodResourcesClientError as exc:
         print(f"numascope podresources list: {exc}", file=sys.stderr)
-        return 1
+        return 2 if exc.input_error else 1
     if args.json:
         out.write(json.dumps(message_to_dict(response), indent=2) + "\n")
     else:

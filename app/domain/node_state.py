@@ -120,7 +120,9 @@ class StateFileVersions:
 
     @property
     def memory_label(self) -> str:
-        return f"memory_manager_state {self.memory} ({self.family} family)"
+        # The memory manager came with 1.21: its V1 family starts there (as the inspector says).
+        family = self.family.replace("1.18–1.35", "1.21–1.35")
+        return f"memory_manager_state {self.memory} ({family} family)"
 
     def to_dict(self) -> dict[str, str]:
         return {"cpu": self.cpu, "memory": self.memory, "family": self.family}

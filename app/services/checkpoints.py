@@ -280,7 +280,7 @@ def _content_tables(state: Any) -> tuple[Table, ...]:
             tables.append(
                 Table(
                     "entries",
-                    "Entries (container → exclusive CPUs)",
+                    "Entries (container → CPUs: its exclusive slice, or its pod shared pool)",
                     ("Pod UID", "Container", "CPUs", "Count"),
                     rows,
                     (False, False, False, True),

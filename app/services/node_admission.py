@@ -49,14 +49,16 @@ def check_conflicts(live: Live, pods: Sequence[Pod]) -> None:
     uids: set[str] = set()
     keys: set[str] = set()
     for p in pods:
+        # The name first: a manifest without a uid gets one derived from its name, so a
+        # second submission of it is a name clash, not a uid the user never wrote.
+        if live.node.find_pod(p.key) is not None or p.key in keys:
+            raise PodConflictError(
+                f"pod {p.key} is already on node {live.definition.name}", "metadata.name"
+            )
         if p.uid in live.node.pods or p.uid in uids:
             raise PodConflictError(
                 f"pod with uid {p.uid} ({p.key}) is already on node {live.definition.name}",
                 "metadata.uid",
-            )
-        if live.node.find_pod(p.key) is not None or p.key in keys:
-            raise PodConflictError(
-                f"pod {p.key} is already on node {live.definition.name}", "metadata.name"
             )
         uids.add(p.uid)
         keys.add(p.key)

@@ -53,6 +53,7 @@ from app.adapters.db.tables import (
 from app.adapters.podresources_json import PodResourcesCache
 from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.domain.node_state import pod_to_manifest
+from app.services.simulation import state_files_of
 from app.services.node_admission import check_conflicts, dry_run_results, log_records
 from app.services.node_errors import (
     DatabaseRefusedError,
@@ -180,6 +181,21 @@ class NodeService(NodeReads):
 
     def definition(self, name: str) -> NodeDefinition:
         return self._fresh(name).definition
+
+    def state_files(self, name: str) -> dict[str, str]:
+        """A simulated node's state directory as its kubelet would write it now (file name ->
+        text: ``cpu_manager_state``, ``memory_manager_state``, ``pods.json``)."""
+        if self._observed(name) is not None:
+            raise ReadOnlyNodeError(name, "render state files for it (download the kubelet's)")
+        live = self._fresh(name)
+        with self._lock:
+            return state_files_of(live.node)
+
+    def log_node_id(self, name: str) -> int:
+        """The database id of a simulated node (``node_id`` of its admission log rows)."""
+        if self._observed(name) is not None:
+            raise UnknownNodeError(name, self.simulated_names())
+        return self._fresh(name).record_id
 
     def node_dir(self, name: str) -> Path | None:
         return self.store.node_dir(name)

@@ -42,7 +42,7 @@ from app.settings import Settings
 from app.web.errors import install_error_handlers
 from app.web.metrics import AppMetrics, MetricsMiddleware, NodesCollector
 from app.web.rendering import STATIC_DIR, make_templates
-from app.web.routers import api_nodes, checkpoints, nodes, ops, topologies
+from app.web.routers import api_nodes, checkpoints, nodes, ops, topologies, workflow
 
 SWAGGER_UI_VERSION = "5.35.0"
 
@@ -120,7 +120,9 @@ def create_app(
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.include_router(ops.router)
     app.include_router(nodes.pages)  # before topologies: "/" is the nodes page when there are nodes
+    app.include_router(workflow.pages)  # explain, history, downloads, confirm, undo, glossary
     app.include_router(api_nodes.api)
+    app.include_router(workflow.api)
     app.include_router(topologies.api)
     app.include_router(topologies.pages)
     app.include_router(checkpoints.pages)

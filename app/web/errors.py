@@ -25,6 +25,7 @@ from starlette.responses import JSONResponse, Response
 
 from app.domain.admission import AdmissionError
 from app.domain.podresources import PodNotFoundError
+from app.services.history import UnknownEntryError
 from app.services.node_errors import (
     NodeExistsError,
     NodeInputError,
@@ -37,6 +38,7 @@ from app.services.node_errors import (
 )
 from app.services.observer import ObservedNodeUnavailableError
 from app.services.topologies import HostDiscoveryError, UnknownTopologyError
+from app.services.undo import NothingToUndoError
 from app.web.rendering import render, wants_fragment
 
 log = logging.getLogger(__name__)
@@ -57,6 +59,8 @@ ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
     # A change that could not be made durable (rolled back): full disk, read-only, database.
     StorageFullError: (507, "InsufficientStorage"),
     NodeUnavailableError: (503, "ServiceUnavailable"),
+    UnknownEntryError: (404, "NotFound"),
+    NothingToUndoError: (409, "Conflict"),
 }
 
 # 5xx exceptions that are not bugs: a source (the host's sysfs, the observed node's kubelet)

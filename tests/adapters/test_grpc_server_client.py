@@ -400,7 +400,8 @@ def test_cli_list_through_main(
 
 
 def test_cli_list_missing_socket(sock_dir: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cmd.cmd_list(_list_args(os.path.join(sock_dir, "none.sock"), False)) == 1
+    # A socket that does not exist is an input error (README: exit 2).
+    assert cmd.cmd_list(_list_args(os.path.join(sock_dir, "none.sock"), False)) == 2
     assert "not found" in capsys.readouterr().err
 
 

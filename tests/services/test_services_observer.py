@@ -494,10 +494,11 @@ def test_form_posts_to_the_observed_node_are_409_pages(client: TestClient) -> No
     r = client.post(f"/nodes/{NODE}/admissions", data={"manifest": demo.CLASSIC_POD})
     assert r.status_code == 409 and "text/html" in r.headers["content-type"]
     assert "observed node (read-only)" in r.text
-    r = client.post(f"/nodes/{NODE}/pods/ml/training/remove")
-    assert r.status_code == 409
-    r = client.post(f"/nodes/{NODE}/delete")
-    assert r.status_code == 409
+    for data in ({}, {"confirm": "yes"}):
+        r = client.post(f"/nodes/{NODE}/pods/ml/training/remove", data=data)
+        assert r.status_code == 409
+        r = client.post(f"/nodes/{NODE}/delete", data=data)
+        assert r.status_code == 409
 
 
 def test_observed_pod_pages(client: TestClient) -> None:

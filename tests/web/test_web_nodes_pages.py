@@ -132,10 +132,20 @@ def test_create_form_errors_come_back_inline(
     assert f'value="{form["name"]}"' in r.text.replace("&#34;", '"')
 
 
+YES = {"confirm": "yes"}
+
+
 def test_delete_form_then_303(node_client: TestClient) -> None:
+    # One click changes nothing: an unconfirmed POST goes to the confirmation page.
     r = node_client.post("/nodes/small/delete", follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/nodes/small/delete"
+    assert node_client.get("/nodes/small").status_code == 200
+    page = node_client.get("/nodes/small/delete")
+    assert page.status_code == 200 and 'name="confirm" value="yes"' in page.text
+    r = node_client.post("/nodes/small/delete", data={"confirm": "yes"}, follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == "/nodes"
     assert node_client.get("/nodes/small").status_code == 404
+    assert node_client.post("/nodes/small/delete").status_code == 404
 
 
 # -- the node page --------------------------------------------------------------------------------
@@ -324,13 +334,16 @@ def test_a_pod_already_there_is_a_conflict_inline(node_client: TestClient) -> No
 
 def test_remove_form(node_client: TestClient) -> None:
     r = node_client.post("/nodes/small/pods/prod/db/remove", follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/nodes/small/pods/prod/db/remove"
+    assert node_client.get("/nodes/small/pods/prod/db").status_code == 200  # still there
+    r = node_client.post("/nodes/small/pods/prod/db/remove", data=YES, follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == "/nodes/small#pods"
     page = node_client.get("/nodes/small").text
     assert {c["data-pool"] for c in cpu_cells(page)} == {"reserved", "node-shared"}
     node_client.post("/nodes/small/admissions", data={"manifest": DB_POD})
-    r = node_client.post("/nodes/small/pods/prod/db/remove", headers=HX)
+    r = node_client.post("/nodes/small/pods/prod/db/remove", data=YES, headers=HX)
     assert r.status_code == 200 and "Removed pod <strong>prod/db</strong>" in r.text
-    assert node_client.post("/nodes/small/pods/prod/db/remove").status_code == 404
+    assert node_client.post("/nodes/small/pods/prod/db/remove", data=YES).status_code == 404
 
 
 # -- the pod page -------------------------------------------------------------------------------------

@@ -42,13 +42,23 @@ DEFAULT_MAX_RECEIVE = 16 * 1024 * 1024
 
 
 class PodResourcesClientError(Exception):
-    """A PodResources call failed; ``code`` is the gRPC status name when there was a call."""
+    """A PodResources call failed; ``code`` is the gRPC status name when there was a call.
+    ``input_error`` marks a bad address (no such socket, not a socket, not a unix endpoint):
+    the caller's input, not a kubelet problem (the CLI exits 2 for it)."""
 
-    def __init__(self, message: str, *, code: str | None = None, details: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        details: str = "",
+        input_error: bool = False,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.code = code
         self.details = details
+        self.input_error = input_error
 
 
 def socket_path(address: str) -> str:
@@ -60,12 +70,15 @@ def socket_path(address: str) -> str:
     elif "://" in address:
         raise PodResourcesClientError(
             f"unsupported PodResources endpoint {address!r}: use a unix socket path "
-            "(unix:///var/lib/kubelet/pod-resources/kubelet.sock)"
+            "(unix:///var/lib/kubelet/pod-resources/kubelet.sock)",
+            input_error=True,
         )
     else:
         path = address
     if not path:
-        raise PodResourcesClientError(f"PodResources endpoint {address!r} names no path")
+        raise PodResourcesClientError(
+            f"PodResources endpoint {address!r} names no path", input_error=True
+        )
     return path
 
 
@@ -76,7 +89,8 @@ def check_socket(path: str, timeout: float = DEFAULT_TIMEOUT) -> None:
     except FileNotFoundError:
         raise PodResourcesClientError(
             f"PodResources socket {path} not found: is the kubelet running, and is its "
-            "pod-resources directory mounted (mount the directory, not the socket file)?"
+            "pod-resources directory mounted (mount the directory, not the socket file)?",
+            input_error=True,
         ) from None
     except PermissionError:
         raise PodResourcesClientError(
@@ -84,7 +98,7 @@ def check_socket(path: str, timeout: float = DEFAULT_TIMEOUT) -> None:
             "run as root (UID 0) or get read access to the directory"
         ) from None
     if not stat.S_ISSOCK(st.st_mode):
-        raise PodResourcesClientError(f"{path} is not a unix socket")
+        raise PodResourcesClientError(f"{path} is not a unix socket", input_error=True)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(timeout)
         try:

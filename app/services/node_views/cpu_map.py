@@ -125,6 +125,7 @@ def build_map(
     memory: dict[int, NodeNumaMemoryView] | None = None,
     focus: str | None = None,
     numa_nodes: Sequence[int] | None = None,
+    focus_pools: Sequence[Pool] = (),
 ) -> NodeMapView:
     """The map of the whole node, or (``numa_nodes``) of some of its NUMA nodes."""
     topo = snapshot.topology
@@ -147,9 +148,10 @@ def build_map(
         cpus=cpus.size(),
         cpu_map=full,
         cells=cells,
-        legend=owners.legend(focus),
+        legend=owners.legend(focus, focus_pools),
         memory=mem,
         focus=focus,
+        focus_pools=list(focus_pools),
     )
 
 

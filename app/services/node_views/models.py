@@ -122,8 +122,11 @@ class NodeMapView(_View):
     cells: dict[int, CpuCell]
     legend: list[LegendEntry]
     memory: dict[int, NodeNumaMemoryView]
-    # The pod the map is about (``namespace/name``); other owners are drawn dimmed.
+    # The pod the map is about (``namespace/name``); other owners are drawn dimmed, except the
+    # pools the pod's own containers run in (``node-shared``, and ``reserved`` when the
+    # kubelet's default cpuset includes the reserved CPUs).
     focus: str | None = None
+    focus_pools: list[Pool] = Field(default=[], exclude_if=lambda v: not v)
 
 
 class NumaPoolRow(_View):
@@ -147,8 +150,11 @@ class ContainerRow(_View):
     isolation: str
     pool: Pool
     tag: str = ""
-    # The CPUs the container runs on: its slice, its pod's shared pool or the node shared pool.
+    # The CPUs the container runs on: its slice, its pod's shared pool or the node shared pool
+    # (for ``host`` isolation the kubelet's default cpuset, which also holds the reserved CPUs
+    # unless strict-cpu-reservation is on: those are ``also_reserved``).
     runs_on: CpuSetView
+    also_reserved: CpuSetView | None = Field(default=None, exclude_if=lambda v: v is None)
     cpu_request_milli: int
     cpu_limit_milli: int
     memory: list[MemoryBlockView]
@@ -322,6 +328,8 @@ class BudgetPart(_View):
     containers: list[str]
     cpus: CpuSetView
     memory: dict[str, int]
+    # node-shared: the reserved CPUs its containers also run on (see ContainerRow).
+    also_reserved: CpuSetView | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class PodView(_View):

@@ -205,12 +205,42 @@ class Owners:
             exclusive=totals["exclusive"],
         )
 
-    def legend(self, focus: str | None = None) -> list[LegendEntry]:
+    def legend(
+        self, focus: str | None = None, focus_pools: Sequence[Pool] = ()
+    ) -> list[LegendEntry]:
         by_owner: dict[str, int] = {}
         for cpu, (_pool, owner, *_rest) in self.owner_of.items():
             by_owner[owner] = by_owner.get(owner, 0) | (1 << cpu)
         entries: list[LegendEntry] = []
         reserved = CPUSet.from_mask(by_owner.get(OWNER_RESERVED, 0))
+        if focus is not None and "reserved" in focus_pools:
+            in_default = reserved & self.snapshot.default_cpuset
+            entries.append(
+                LegendEntry(
+                    owner=OWNER_RESERVED,
+                    pool="reserved",
+                    tag="R",
+                    label=(
+                        "reserved CPUs: not allocatable, but in the kubelet's default cpuset "
+                        "(no strict-cpu-reservation), so this pod's node-shared containers "
+                        "run on them too"
+                    ),
+                    cpus=str(in_default),
+                    count=in_default.size(),
+                )
+            )
+        if focus is not None and "node-shared" in focus_pools:
+            node_shared = self.cpus_of("node-shared")
+            entries.append(
+                LegendEntry(
+                    owner=OWNER_NODE_SHARED,
+                    pool="node-shared",
+                    tag="",
+                    label="node shared pool (this pod's containers with isolation host)",
+                    cpus=str(node_shared),
+                    count=node_shared.size(),
+                )
+            )
         if focus is None:
             entries.append(
                 LegendEntry(

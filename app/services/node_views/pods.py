@@ -24,6 +24,7 @@ def container_row(
     snapshot: NodeSnapshot, owners: Owners, key: str, c: ContainerAllocation
 ) -> ContainerRow:
     pool, runs_on = container_pool(snapshot, c)
+    reserved_too = runs_on & snapshot.reserved_cpus if pool == "node-shared" else CPUSet()
     return ContainerRow(
         name=c.name,
         kind=c.kind,
@@ -33,6 +34,7 @@ def container_row(
             (key, c.name), owners.pod_tags[key] if pool == "pod-shared" else ""
         ),
         runs_on=CpuSetView.of(runs_on),
+        also_reserved=CpuSetView.of(reserved_too) if reserved_too else None,
         cpu_request_milli=c.cpu_request_milli,
         cpu_limit_milli=c.cpu_limit_milli,
         memory=[MemoryBlockView.of(b) for b in c.memory],

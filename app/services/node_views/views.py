@@ -207,15 +207,23 @@ class NodeViews:
                 )
             )
         node_shared = [c.name for c in p.containers if c.isolation == "host"]
+        focus_pools: list[Pool] = []
+        # One meaning of "node shared pool" everywhere (the node page's set); the reserved
+        # CPUs a host container also runs on are named as such.
+        reserved_too = self.snapshot.default_cpuset & self.snapshot.reserved_cpus
         if node_shared:
+            focus_pools.append("node-shared")
+            if reserved_too:
+                focus_pools.append("reserved")
             parts.append(
                 BudgetPart(
                     part="node-shared",
                     label="node shared pool",
                     tag="",
                     containers=node_shared,
-                    cpus=CpuSetView.of(self.snapshot.default_cpuset),
+                    cpus=CpuSetView.of(self.owners.cpus_of("node-shared")),
                     memory={},
+                    also_reserved=CpuSetView.of(reserved_too) if reserved_too else None,
                 )
             )
         numa = row.numa_nodes or self.snapshot.topology.numa_node_ids()
@@ -227,6 +235,7 @@ class NodeViews:
             memory=self.memory,
             focus=row.key,
             numa_nodes=numa,
+            focus_pools=focus_pools,
         )
         return PodView(
             node=summary,

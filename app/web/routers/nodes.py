@@ -22,14 +22,19 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from app.domain.kubelet_config import DEFAULT_RELEASE
-from app.services.node_views import NodeIndexView, NodeView, PodView, node_url
+from app.services.history import placements
+from app.services.node_views import NodeIndexView, NodeView, PodView, node_url, pod_url
 from app.services.nodes import (
     AdmissionBatch,
     NodeInputError,
     NodeService,
     NodeServiceError,
     PodConflictError,
+    ReadOnlyNodeError,
+    UnknownPodError,
 )
+from app.services.rejections import latest_rejection
+from app.services.undo import last_removal
 from app.web.deps import TopologyIndexViewDep
 from app.web.rendering import render, wants_fragment
 
@@ -201,18 +206,40 @@ def node_json(view: NodeViewDep) -> NodeView:
 
 
 @pages.get("/nodes/{node}", name="node", include_in_schema=False)
-def node_page(request: Request, view: NodeViewDep) -> HTMLResponse:
+def node_page(request: Request, service: NodeServiceDep, view: NodeViewDep) -> HTMLResponse:
     return render(
         request,
         "pages/node.html",
         view,
         fragment="fragments/_cpu_map.html",
-        context={"form_text": SAMPLE_POD},
+        context={
+            "form_text": SAMPLE_POD,
+            "undo": last_removal(service, view.summary.name),
+            "placements": placements(service, view.summary.name, view.last_batch),
+        },
     )
 
 
+def _check_changeable(service: NodeService, node: str, action: str) -> None:
+    """Unknown nodes are 404 and observed ones 409 before any confirmation step."""
+    observer = service.observer
+    if observer is not None and observer.name == node:
+        raise ReadOnlyNodeError(node, action)
+    service.definition(node)
+
+
+# Destructive forms act only when confirmed (``confirm=yes`` from the confirmation page of
+# app.web.routers.workflow); an unconfirmed POST is sent to that page and changes nothing.
+Confirm = Annotated[str, Form()]
+
+
 @pages.post("/nodes/{node}/delete", name="delete_node_form", include_in_schema=False)
-def delete_node_form(request: Request, service: NodeServiceDep, node: NodeName) -> Response:
+def delete_node_form(
+    request: Request, service: NodeServiceDep, node: NodeName, confirm: Confirm = ""
+) -> Response:
+    if confirm != "yes":
+        _check_changeable(service, node, "delete it")
+        return _see_other(request, f"{node_url(node)}/delete")
     service.delete(node)
     return _see_other(request, "/nodes")
 
@@ -236,6 +263,8 @@ def _admit_answer(
         "removed": removed,
         "oob": htmx,
         "dry_run": batch.dry_run if batch else False,
+        "placements": placements(service, node, view.last_batch),
+        "undo": last_removal(service, node),
     }
     if htmx:
         return render(request, "fragments/_admit_form.html", view, context=context)
@@ -275,7 +304,11 @@ def remove_pod_form(
     node: NodeName,
     namespace: Namespace,
     name: PodName,
+    confirm: Confirm = "",
 ) -> Response:
+    if confirm != "yes":
+        _check_changeable(service, node, "remove its pods")
+        return _see_other(request, f"{pod_url(node, namespace, name)}/remove")
     service.remove_pod(node, namespace, name)
     if wants_fragment(request):
         return _admit_answer(
@@ -297,7 +330,17 @@ def pod_json(view: PodViewDep) -> PodView:
 
 
 @pages.get("/nodes/{node}/pods/{namespace}/{name}", name="pod", include_in_schema=False)
-def pod_page(request: Request, view: PodViewDep) -> HTMLResponse:
+def pod_page(
+    request: Request, service: NodeServiceDep, node: NodeName, namespace: Namespace, name: PodName
+) -> Response:
+    try:
+        view = service.pod_view(node, namespace, name)
+    except UnknownPodError:
+        # A pod the kubelet rejected has no page of its own: its last attempt explains why.
+        entry = latest_rejection(service, node, namespace, name)
+        if entry is None:
+            raise
+        return _see_other(request, f"{node_url(node)}/admissions/{entry}")
     return render(request, "pages/pod.html", view, fragment="fragments/_cpu_map.html")
 
 

@@ -1,0 +1,216 @@
+"""A page per rejected admission attempt: the numbers behind the kubelet's verdict.
+
+The node's state at decision time is rebuilt by replaying its admission log up to the
+rejected entry (``app.services.history``), so the explanation survives reloads and restarts
+and needs no snapshot stored with the attempt. ``app.domain.explain`` then computes the free
+CPUs and memory per NUMA node, each hint provider's hints, the merged hint and the smallest
+changes that would have fitted. The replayed verdict is checked against the logged one; a
+difference (a log edited by hand, state files restored from elsewhere) is shown, not hidden.
+"""
+
+from __future__ import annotations
+
+import yaml
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from app.adapters.db.tables import ACTION_DRY_RUN, ACTION_REMOVE
+from app.domain.explain import explain_rejection
+from app.domain.topologymanager.hint import TopologyHint
+from app.services.history import (
+    Builder,
+    LogRow,
+    UnknownEntryError,
+    find_row,
+    log_rows,
+    replay,
+)
+from app.services.node_views import iso, node_url
+from app.services.nodes import NodeService
+
+_REASON_HINTS = {
+    "SMTAlignmentError": (
+        "full-pcpus-only: the request is not a multiple of the hardware threads per core, or "
+        "there are not enough free whole cores."
+    ),
+    "EmptyPodSharedPoolError": (
+        "The exclusive containers take the whole pod budget, so the shared containers would "
+        "have no CPUs or memory left."
+    ),
+    "UnexpectedAdmissionError": (
+        "An allocation failed after the hints were merged, e.g. not enough free CPUs or memory "
+        "where the hint points."
+    ),
+}
+
+
+def reason_hint(reason: str, policy: str, pod_level: bool) -> str:
+    """What a reason means for this pod (the pod-level text only for a pod budget)."""
+    if reason == "TopologyAffinityError":
+        if pod_level:
+            return (
+                f"The topology manager (policy {policy}) found no NUMA placement it accepts "
+                "for the pod budget. With pod-level resources the providers give no hint "
+                "either when the budget leaves no CPUs or memory for the shared containers, "
+                "or when an init container does not fit the budget: compare the free "
+                "numbers below with the budget before suspecting the node."
+            )
+        return (
+            f"The topology manager (policy {policy}) found no NUMA placement it accepts: no "
+            "set of NUMA nodes the policy allows had enough free CPUs and memory for the "
+            "request."
+        )
+    return _REASON_HINTS.get(reason, "")
+
+
+class _View(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+
+class NumaFreeView(_View):
+    numa_node: int
+    cpus: int
+    free_cpus: str
+    free_cpu_count: int
+    free_memory: dict[str, int]
+    enough_cpus: bool  # this NUMA node alone has the CPUs the pod asks for
+    enough_memory: bool  # … and the memory
+
+
+class ProviderHintsView(_View):
+    provider: str
+    # resource -> hint texts; None: no preference; []: no possible placement
+    resources: dict[str, list[str] | None]
+
+
+class UnitView(_View):
+    unit: str
+    providers: list[ProviderHintsView]
+    merged: str
+    admit: bool
+    error: str = ""
+
+
+class SuggestionView(_View):
+    kind: str
+    text: str
+
+
+class RejectionView(_View):
+    node: str
+    node_url: str
+    entry: int
+    at: str
+    action: str
+    pod: str
+    reason: str
+    message: str
+    hint: str
+    manifest_yaml: str
+    policy: str
+    scope: str
+    pod_level: bool
+    requested_cpus: int
+    requested_memory: dict[str, int]
+    numa: list[NumaFreeView]
+    units: list[UnitView]
+    replayed_reason: str
+    replay_matches: bool
+    suggestions: list[SuggestionView]
+    before_url: str  # the CPU map just before the attempt
+
+
+def hint_text(h: TopologyHint) -> str:
+    numa = h.numa_ids()
+    where = "any NUMA node (no affinity)" if numa is None else "NUMA " + ",".join(map(str, numa))
+    return f"{where}{' · preferred' if h.preferred else ''}"
+
+
+def explain_entry(service: NodeService, node: str, entry: int) -> RejectionView:
+    """The explanation of rejected log entry ``entry`` of ``node``."""
+    rows = log_rows(service, node)
+    row = find_row(rows, node, entry)
+    if row.admitted or row.action == ACTION_REMOVE:
+        raise UnknownEntryError(node, entry, "rejected admission")
+    builder = Builder(service, node)
+    batch = row.batch if row.action == ACTION_DRY_RUN else ""
+    state = replay(builder, rows, before=row.id, batch=batch)
+    pod = builder.pod(row)
+    ex = explain_rejection(state, pod, row.manifest, builder)
+    need_mem = ex.requested_memory
+    numa = [
+        NumaFreeView(
+            numa_node=n.numa_node,
+            cpus=n.cpus,
+            free_cpus=str(n.free_cpus),
+            free_cpu_count=n.free_cpus.size(),
+            free_memory=n.free_memory,
+            enough_cpus=n.free_cpus.size() >= ex.requested_cpus,
+            enough_memory=all(n.free_memory.get(k, 0) >= v for k, v in need_mem.items())
+            if n.free_memory
+            else True,
+        )
+        for n in ex.numa
+    ]
+    units = [
+        UnitView(
+            unit=u.unit,
+            providers=[
+                ProviderHintsView(
+                    provider=p.provider,
+                    resources={
+                        res: None if hs is None else [hint_text(h) for h in hs]
+                        for res, hs in p.hints.items()
+                    },
+                )
+                for p in u.providers
+            ],
+            merged=hint_text(u.merged),
+            admit=u.admit,
+            error=u.error,
+        )
+        for u in ex.units
+    ]
+    base = node_url(node)
+    _, reason, _message = ex.verdict
+    return RejectionView(
+        node=node,
+        node_url=base,
+        entry=row.id,
+        at=iso(row.at),
+        action=row.action,
+        pod=row.key,
+        reason=row.reason,
+        message=row.message,
+        hint=reason_hint(row.reason, ex.policy, ex.pod_level),
+        manifest_yaml=yaml.safe_dump(row.manifest, sort_keys=False),
+        policy=ex.policy,
+        scope=ex.scope,
+        pod_level=ex.pod_level,
+        requested_cpus=ex.requested_cpus,
+        requested_memory=need_mem,
+        numa=numa,
+        units=units,
+        replayed_reason=reason,
+        replay_matches=(not ex.verdict[0]) and reason == row.reason,
+        suggestions=[SuggestionView(kind=s.kind, text=s.text) for s in ex.suggestions],
+        before_url=f"{base}/history/{_previous_change(rows, row.id)}",
+    )
+
+
+def _previous_change(rows: list[LogRow], entry: int) -> int:
+    prev = 0
+    for r in rows:
+        if r.id >= entry:
+            break
+        if r.changes_node:
+            prev = r.id
+    return prev
+
+
+def latest_rejection(service: NodeService, node: str, namespace: str, name: str) -> int | None:
+    """The id of the newest rejected attempt of ``namespace/name`` on ``node``, if any."""
+    for r in reversed(log_rows(service, node)):
+        if r.namespace == namespace and r.name == name and r.action != ACTION_REMOVE:
+            return None if r.admitted else r.id
+    return None

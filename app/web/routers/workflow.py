@@ -1,0 +1,294 @@
+"""The SRE's workflow around a node: explain, go back in time, take away, undo, reset, words.
+
+Pages (each with its JSON twin, same path + ``.json``, from one loader):
+
+* ``/nodes/{node}/admissions/{entry}`` — a rejected attempt explained (``services.rejections``);
+* ``/nodes/{node}/history`` — the node's timeline; ``/nodes/{node}/history/{entry}`` — its CPU
+  map right after an entry (0: as created); ``/nodes/{node}/diff?from=A&to=B`` — what moved;
+* ``/nodes/{node}/state-files.zip``, ``/pods.yaml``, ``/pools.csv`` — downloads;
+* ``/nodes/{node}/delete`` and ``/nodes/{node}/pods/{ns}/{name}/remove`` (GET) — the
+  confirmation step of the destructive forms: their POSTs act only with ``confirm=yes``, so one
+  click never changes anything, with or without JavaScript;
+* ``POST /nodes/{node}/undo`` — take back the last removal; ``/demo/restore`` (GET confirm,
+  POST act) — put the demo nodes back; API twins under ``/api/v1``;
+* ``/glossary`` — the words of the legends; ``/favicon.ico`` — the SVG icon.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Path, Query
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+
+from app.services import downloads, history, rejections, undo
+from app.services.history import DiffView, HistoryPointView, HistoryView
+from app.services.node_views import node_url, pod_url
+from app.services.rejections import RejectionView
+from app.web.rendering import STATIC_DIR, render
+from app.web.routers.nodes import Namespace, NodeName, NodeServiceDep, PodName
+
+pages = APIRouter(tags=["workflow"])
+api = APIRouter(prefix="/api/v1", tags=["workflow"])
+
+Entry = Annotated[int, Path(description="Admission log entry id (0: the node as created)", ge=0)]
+CONFIRM = "yes"
+
+
+def _see_other(request: Request, path: str) -> RedirectResponse:
+    root = request.scope.get("root_path", "").rstrip("/")
+    return RedirectResponse(root + path, status_code=303)
+
+
+# -- words and icon ------------------------------------------------------------------------
+
+
+@pages.get("/glossary", name="glossary", include_in_schema=False)
+def glossary(request: Request) -> HTMLResponse:
+    return render(request, "pages/glossary.html", None)
+
+
+@pages.get("/favicon.ico", name="favicon", include_in_schema=False)
+def favicon() -> FileResponse:
+    return FileResponse(
+        STATIC_DIR / "favicon.svg",
+        media_type="image/svg+xml",
+        headers={"Cache-Control": "public, max-age=86400"},
+    )
+
+
+# -- explain -------------------------------------------------------------------------------
+
+
+@pages.get(
+    "/nodes/{node}/admissions/{entry}.json",
+    name="rejection_json",
+    summary="A rejected admission attempt explained (JSON twin)",
+)
+def rejection_json(service: NodeServiceDep, node: NodeName, entry: Entry) -> RejectionView:
+    return rejections.explain_entry(service, node, entry)
+
+
+@pages.get("/nodes/{node}/admissions/{entry}", name="rejection", include_in_schema=False)
+def rejection_page(
+    request: Request, service: NodeServiceDep, node: NodeName, entry: Entry
+) -> HTMLResponse:
+    return render(request, "pages/rejection.html", rejections.explain_entry(service, node, entry))
+
+
+# -- history -------------------------------------------------------------------------------
+
+
+@pages.get("/nodes/{node}/history.json", name="history_json", summary="A node's timeline")
+def history_json(service: NodeServiceDep, node: NodeName) -> HistoryView:
+    return history.timeline(service, node)
+
+
+@pages.get("/nodes/{node}/history", name="history", include_in_schema=False)
+def history_page(request: Request, service: NodeServiceDep, node: NodeName) -> HTMLResponse:
+    return render(request, "pages/history.html", history.timeline(service, node))
+
+
+@pages.get(
+    "/nodes/{node}/history/{entry}.json",
+    name="history_point_json",
+    summary="A node's CPU map right after a log entry (replayed)",
+)
+def history_point_json(service: NodeServiceDep, node: NodeName, entry: Entry) -> HistoryPointView:
+    return history.map_at(service, node, entry)
+
+
+@pages.get("/nodes/{node}/history/{entry}", name="history_point", include_in_schema=False)
+def history_point_page(
+    request: Request, service: NodeServiceDep, node: NodeName, entry: Entry
+) -> HTMLResponse:
+    return render(request, "pages/history_point.html", history.map_at(service, node, entry))
+
+
+FromEntry = Annotated[int, Query(alias="from", ge=0, description="Earlier log entry id (0: empty)")]
+ToEntry = Annotated[int, Query(alias="to", ge=0, description="Later log entry id")]
+
+
+@pages.get("/nodes/{node}/diff.json", name="diff_json", summary="What changed between entries")
+def diff_json(service: NodeServiceDep, node: NodeName, a: FromEntry, b: ToEntry) -> DiffView:
+    return history.diff(service, node, a, b)
+
+
+@pages.get("/nodes/{node}/diff", name="diff", include_in_schema=False)
+def diff_page(
+    request: Request, service: NodeServiceDep, node: NodeName, a: FromEntry, b: ToEntry
+) -> HTMLResponse:
+    return render(request, "pages/diff.html", history.diff(service, node, a, b))
+
+
+# -- downloads -----------------------------------------------------------------------------
+
+
+def _attachment(body: bytes | str, media_type: str, filename: str) -> Response:
+    return Response(
+        body,
+        media_type=media_type,
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
+
+
+@pages.get(
+    "/nodes/{node}/state-files.zip",
+    name="download_state_files",
+    summary="The node's state directory as its kubelet would have written it (zip)",
+    response_class=Response,
+)
+def download_state_files(service: NodeServiceDep, node: NodeName) -> Response:
+    return _attachment(
+        downloads.state_files_zip(service, node), "application/zip", f"{node}-state-files.zip"
+    )
+
+
+@pages.get(
+    "/nodes/{node}/pods.yaml",
+    name="download_pods",
+    summary="The node's pods as v1 Pod manifests (multi-document YAML)",
+    response_class=Response,
+)
+def download_pods(service: NodeServiceDep, node: NodeName) -> Response:
+    return _attachment(
+        downloads.pods_yaml(service, node), "application/yaml; charset=utf-8", f"{node}-pods.yaml"
+    )
+
+
+@pages.get(
+    "/nodes/{node}/pools.csv",
+    name="download_pools",
+    summary="The node's CPU pools per NUMA node (CSV)",
+    response_class=Response,
+)
+def download_pools(service: NodeServiceDep, node: NodeName) -> Response:
+    return _attachment(
+        downloads.pools_csv(service, node), "text/csv; charset=utf-8", f"{node}-pools.csv"
+    )
+
+
+# -- confirmations -------------------------------------------------------------------------
+
+
+def _confirm(
+    request: Request,
+    *,
+    title: str,
+    question: str,
+    consequences: str,
+    action: str,
+    button: str,
+    back: str,
+) -> HTMLResponse:
+    context = {
+        "title": title,
+        "question": question,
+        "consequences": consequences,
+        "action": action,
+        "button": button,
+        "back": back,
+        "confirm_value": CONFIRM,
+    }
+    return render(request, "pages/confirm.html", None, context=context)
+
+
+@pages.get("/nodes/{node}/delete", name="confirm_delete_node", include_in_schema=False)
+def confirm_delete_node(request: Request, service: NodeServiceDep, node: NodeName) -> HTMLResponse:
+    summary = service.summary(node)
+    return _confirm(
+        request,
+        title=f"Delete node {node}?",
+        question=f"Delete the simulated node {node}?",
+        consequences=(
+            f"Its definition, its admission log and its state files go, with its "
+            f"{summary.pods} pod{'' if summary.pods == 1 else 's'}. This cannot be undone"
+            + ("; a demo node comes back with “Restore the demo nodes”." if summary.demo else ".")
+        ),
+        action=str(request.app.url_path_for("delete_node_form", node=node)),
+        button=f"Delete node {node}",
+        back=node_url(node),
+    )
+
+
+@pages.get(
+    "/nodes/{node}/pods/{namespace}/{name}/remove",
+    name="confirm_remove_pod",
+    include_in_schema=False,
+)
+def confirm_remove_pod(
+    request: Request, service: NodeServiceDep, node: NodeName, namespace: Namespace, name: PodName
+) -> HTMLResponse:
+    service.pod_view(node, namespace, name)  # 404 for a pod that is not there
+    return _confirm(
+        request,
+        title=f"Remove pod {namespace}/{name}?",
+        question=f"Remove pod {namespace}/{name} from node {node}?",
+        consequences=(
+            "All its containers go and their CPUs and memory return to the node. You can undo "
+            "this from the node page until something else is logged there."
+        ),
+        action=str(
+            request.app.url_path_for("remove_pod_form", node=node, namespace=namespace, name=name)
+        ),
+        button=f"Remove pod {namespace}/{name}",
+        back=pod_url(node, namespace, name),
+    )
+
+
+# -- undo and reset ------------------------------------------------------------------------
+
+
+@pages.post("/nodes/{node}/undo", name="undo_form", include_in_schema=False)
+def undo_form(request: Request, service: NodeServiceDep, node: NodeName) -> Response:
+    batch = undo.undo_last_removal(service, node)
+    return _see_other(request, f"{node_url(node)}?batch={batch.batch}#admit")
+
+
+@api.post(
+    "/nodes/{node}/undo",
+    name="api_undo",
+    summary="Take back the node's last pod removal (admit that pod again)",
+    responses={409: {"description": "The newest log entry is not a removal"}},
+)
+def api_undo(service: NodeServiceDep, node: NodeName) -> dict[str, Any]:
+    return undo.undo_last_removal(service, node).to_dict()
+
+
+@pages.get("/demo/restore", name="confirm_restore_demo", include_in_schema=False)
+def confirm_restore_demo(request: Request) -> HTMLResponse:
+    return _confirm(
+        request,
+        title="Restore the demo nodes?",
+        question="Restore the demo nodes as shipped?",
+        consequences=(
+            "Every demo node is deleted if it exists, whatever was admitted or removed there, "
+            "and created again with its demo pods. Your own nodes are not touched."
+        ),
+        action=str(request.app.url_path_for("restore_demo_form")),
+        button="Restore the demo nodes",
+        back="/nodes",
+    )
+
+
+@pages.post("/demo/restore", name="restore_demo_form", include_in_schema=False)
+def restore_demo_form(
+    request: Request, service: NodeServiceDep, confirm: Annotated[str, Form()] = ""
+) -> Response:
+    if confirm != CONFIRM:
+        return _see_other(request, "/demo/restore")
+    undo.restore_demo_nodes(service)
+    return _see_other(request, "/nodes")
+
+
+@api.post(
+    "/demo/restore",
+    name="api_restore_demo",
+    summary="Delete and re-create the demo nodes with their pods",
+)
+def api_restore_demo(service: NodeServiceDep) -> dict[str, Any]:
+    return {"restored": undo.restore_demo_nodes(service)}
+
+
+__all__ = ["CONFIRM", "api", "pages"]
