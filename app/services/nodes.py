@@ -53,7 +53,6 @@ from app.adapters.db.tables import (
 from app.adapters.podresources_json import PodResourcesCache
 from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.domain.node_state import pod_to_manifest
-from app.services.simulation import state_files_of
 from app.services.node_admission import check_conflicts, dry_run_results, log_records
 from app.services.node_errors import (
     DatabaseRefusedError,
@@ -83,6 +82,7 @@ from app.services.node_inputs import (
 from app.services.node_reads import NodeReads, ObservedNode
 from app.services.node_store import STATE_FILES, Live, NodeStore
 from app.services.node_views import AdmissionLogEntry
+from app.services.simulation import state_files_of
 
 log = logging.getLogger(__name__)
 

@@ -16,6 +16,7 @@ from app.services.node_views.models import (
     NodeMapView,
     NodeNumaMemoryView,
     NumaPoolRow,
+    Pool,
 )
 from app.services.node_views.owners import (
     Owners,

@@ -5,7 +5,7 @@ map's cells and legend, and the small helpers every node view uses (URLs, times)
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from urllib.parse import quote
 

@@ -27,6 +27,7 @@ from app.services.node_views.models import (
     ObservationView,
     PodRow,
     PodView,
+    Pool,
 )
 from app.services.node_views.owners import (
     Owners,
