@@ -167,7 +167,9 @@ def test_pod_scope_node_map_rejection_admission_and_breakdown(
     expect(page.locator('#cpu-map [data-cpu][data-owner="shop/checkout/api"]')).to_have_count(4)
     screenshot(page, "pod-shop-checkout")
 
-    # Removing it (a plain form: POST, then 303 back to the node) frees its CPUs.
+    # Removing it asks first (one click changes nothing), then frees its CPUs.
+    page.get_by_role("button", name="Remove pod shop/checkout").click()
+    page.wait_for_url(f"{base_url}/nodes/{NODE}/pods/shop/checkout/remove*")
     page.get_by_role("button", name="Remove pod shop/checkout").click()
     page.wait_for_url(f"{base_url}/nodes/{NODE}#pods")
     expect(page.locator('#cpu-map [data-cpu][data-owner^="shop/"]')).to_have_count(0)

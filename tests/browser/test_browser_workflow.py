@@ -1,0 +1,98 @@
+"""The SRE workflow in Debian's chromium: a 390 px phone (nav wraps, no page wider than the
+viewport), confirmations (one click changes nothing), the rejected pod's page reached from the
+log, the placement after Dry run, history and diff. Screenshots in test-artifacts/."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from tests.helpers import make_settings
+
+if TYPE_CHECKING:
+    from tests.browser.conftest import LiveServer, Screenshots
+
+pytestmark = pytest.mark.browser
+
+NODE = "demo-pod-scope"
+SMALL_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: tiny, namespace: shop}
+spec:
+  containers:
+  - name: a
+    resources: {requests: {cpu: "2", memory: 1Gi}, limits: {cpu: "2", memory: 1Gi}}
+"""
+
+
+@pytest.fixture(scope="module")
+def served(
+    tmp_path_factory: pytest.TempPathFactory, live_server: Callable[..., LiveServer]
+) -> LiveServer:
+    return live_server(make_settings(tmp_path_factory.mktemp("browser-wf"), demo=True))
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/nodes",
+        f"/nodes/{NODE}",
+        f"/nodes/{NODE}/pods/frontend/web",
+        f"/nodes/{NODE}/history",
+        "/glossary",
+        "/checkpoints",
+    ],
+)
+def test_phone_width(browser: Any, served: LiveServer, screenshot: Screenshots, path: str) -> None:
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    try:
+        page.goto(served.url + path)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, f"{path} is {width}px wide"
+        nav = page.locator(".site-header a", has_text="Metrics")
+        box = nav.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= 390
+        screenshot(page, "phone" + path.replace("/", "-"), full_page=False)
+    finally:
+        page.close()
+
+
+def test_confirm_rejection_page_and_placement(
+    page: Any, page_errors: list[str], served: LiveServer, screenshot: Screenshots
+) -> None:
+    from playwright.sync_api import expect
+
+    base = served.url
+    page.goto(f"{base}/nodes/{NODE}")
+    # Delete asks first: the click opens a confirmation page and the node stays.
+    page.get_by_role("button", name=f"Delete node {NODE}…").click()
+    page.wait_for_url(f"{base}/nodes/{NODE}/delete*")  # a GET form: "?" at the end
+    screenshot(page, "confirm-delete")
+    page.get_by_role("link", name="Cancel").click()
+    page.wait_for_url(f"{base}/nodes/{NODE}")
+
+    # The rejected demo pod's log row leads to its explanation.
+    page.locator(".admissions-table a.explain-link").first.click()
+    expect(page.locator("h1")).to_contain_text("ml/empty-shared-pool")
+    expect(page.locator(".numa-free-table tbody tr")).to_have_count(4)
+    expect(page.locator("#what-would-fit li").first).to_contain_text("instead of")
+    screenshot(page, "rejection-page")
+    page.reload()
+    expect(page.locator("#hints .unit-hints")).to_have_count(1)
+
+    # Dry run answers with where the pod would go.
+    page.goto(f"{base}/nodes/{NODE}")
+    page.locator("#manifest").fill(SMALL_POD)
+    page.get_by_role("button", name="Dry run").click()
+    expect(page.locator(".placement")).to_contain_text("Would get CPUs")
+    screenshot(page.locator("#admit"), "dry-run-placement")
+
+    # History and a diff between the creation and the last change.
+    page.goto(f"{base}/nodes/{NODE}/history")
+    page.get_by_role("button", name="Compare").click()
+    expect(page.locator(".diff-table tr[data-change='added']")).to_have_count(4)
+    screenshot(page, "diff")
+    assert page_errors == []
