@@ -8,10 +8,10 @@ the environment. Tests build their own ``Settings(...)`` instead of patching ``o
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import AliasChoices, Field, ValidationInfo, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 LogLevel = Literal["critical", "error", "warning", "info", "debug", "trace"]
 
@@ -80,9 +80,34 @@ class Settings(BaseSettings):
     )
     demo: bool = Field(default=True, description="Load the demo simulated nodes at startup.")
     log_level: LogLevel = Field(default="info", description="Log level of the server.")
+    allowed_hosts: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(),
+        description="Host header values answered besides localhost, 127.0.0.1, ::1 and the "
+        "bind address (comma-separated; '.example.org' matches subdomains, '*' anything): "
+        "the Service name or pod IP of an agent behind a Service.",
+    )
+    hint_search_budget: int = Field(
+        default=5_000_000,
+        ge=1,
+        description="Most topology-hint combinations one admission may examine; beyond it the "
+        "server refuses to start the search (422) instead of running for minutes.",
+    )
+    cpu_time_budget: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds a CPU-heavy request (inspection, hint search) may run off the event "
+        "loop before it is answered with 503.",
+    )
     migrate_on_startup: bool = Field(
         default=True, description="Run 'alembic upgrade head' when the app starts."
     )
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _split_hosts(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(h.strip() for h in value.split(",") if h.strip())
+        return value
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -47,9 +47,25 @@ def make_settings(tmp: Path, **overrides: Any) -> Settings:
         "cpuinfo": False,
         "state_dir": tmp / "nodes",
         "demo": False,
+        # Starlette's TestClient sends "Host: testserver" (app.web.guard's allow-list).
+        "allowed_hosts": ("testserver",),
     }
     values.update(overrides)
     return Settings(**values)
+
+
+#: The CSRF token the test clients present, as a browser would after loading a page.
+TEST_CSRF_TOKEN = "test-csrf-token-0123456789abcdef"
+
+
+def act_as_browser(client: Any) -> Any:
+    """Give a TestClient the CSRF cookie and header of a browser that loaded a page (the
+    guard of ``app.web.guard`` refuses form POSTs without them)."""
+    from app.web.csrf import HEADER, cookie_name
+
+    client.cookies.set(cookie_name(""), TEST_CSRF_TOKEN)
+    client.headers[HEADER] = TEST_CSRF_TOKEN
+    return client
 
 
 @contextmanager

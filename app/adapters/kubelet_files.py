@@ -11,19 +11,23 @@ from typing import Any
 
 import yaml
 
+from app.adapters.safe_yaml import load_yaml
 from app.domain.kubelet_config import (
     DEFAULT_RELEASE,
     KubeletConfig,
     KubeletConfigError,
     kubelet_config_from_dict,
 )
+from app.domain.limits import InputLimitError
 
 MAX_CONFIG_BYTES = 1024 * 1024
 
 
 def parse_kubelet_config_text(text: str, release: str = DEFAULT_RELEASE) -> KubeletConfig:
     try:
-        obj: Any = yaml.safe_load(text) if text.strip() else {}
+        obj: Any = load_yaml(text, "KubeletConfiguration") if text.strip() else {}
+    except InputLimitError as exc:
+        raise KubeletConfigError("KubeletConfiguration", exc.detail) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -144,6 +144,11 @@ class CPUSetError(ValueError):
         self.detail = detail
 
 
+def _cut(text: str, keep: int = 40) -> str:
+    """``text`` shortened for a message (a 5,000-digit id is not worth repeating)."""
+    return text if len(text) <= keep else f"{text[:keep]}… ({len(text)} characters)"
+
+
 def _atoi(text: str, item: str, part: str) -> int:
     # Go's strconv.Atoi accepts an optional sign; a '-' sign can never reach here
     # because the item was already split on '-'.
@@ -151,7 +156,11 @@ def _atoi(text: str, item: str, part: str) -> int:
         if part == "":
             raise CPUSetError(text, f"empty number in element {item!r}")
         raise CPUSetError(text, f"{part!r} in element {item!r} is not a CPU id")
-    value = int(part)
+    digits = part.lstrip("+").lstrip("0") or "0"
+    if len(digits) > 6:
+        # Larger than MAX_CPU_ID whatever the digits; int() would refuse 4,300 of them.
+        raise CPUSetError(_cut(text), f"CPU id {_cut(part)} is larger than {MAX_CPU_ID}")
+    value = int(digits)
     if value > MAX_CPU_ID:
         raise CPUSetError(text, f"CPU id {value} is larger than {MAX_CPU_ID}")
     return value

@@ -282,7 +282,13 @@ def parse_topology_spec(spec: str) -> CPUTopology:
                 raise TopologySpecError(
                     f"{key}={text!r} is not a non-negative integer", key=key, value=text
                 )
-            ints[key] = int(text)
+            if len(text.lstrip("0")) > 12:  # beyond every range below (and int()'s limit)
+                raise TopologySpecError(
+                    f"{key}={text[:20]}… ({len(text)} digits) is out of range",
+                    key=key,
+                    value=text[:20],
+                )
+            ints[key] = int(text.lstrip("0") or "0")
     for key in _REQUIRED_KEYS:
         if key not in values:
             raise TopologySpecError(f"the topology spec needs {key}", key=key)

@@ -23,7 +23,6 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from fastapi.openapi.docs import get_swagger_ui_html
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from starlette.requests import Request
@@ -40,6 +39,7 @@ from app.services.sockets import PodResourcesSockets
 from app.services.topologies import TopologyService
 from app.settings import Settings
 from app.web.errors import install_error_handlers
+from app.web.guard import RequestGuard
 from app.web.metrics import AppMetrics, MetricsMiddleware, NodesCollector
 from app.web.rendering import STATIC_DIR, make_templates
 from app.web.routers import api_nodes, checkpoints, nodes, ops, topologies, workflow
@@ -115,6 +115,8 @@ def create_app(
         else None
     )
 
+    # Host, cross-site, body and CSRF checks (app.web.guard); metrics stay outermost.
+    app.add_middleware(RequestGuard, bind_host=settings.host, allowed_hosts=settings.allowed_hosts)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     install_error_handlers(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
@@ -130,14 +132,18 @@ def create_app(
 
     @app.get("/docs", include_in_schema=False, name="docs")
     def swagger_ui(request: Request) -> HTMLResponse:
+        # Our own page (not get_swagger_ui_html): its start-up script is a static file, so
+        # the page runs under the same CSP as every other (script-src 'self').
         root = request.scope.get("root_path", "").rstrip("/")
-        base = f"{root}/static/vendor/swagger-ui-{SWAGGER_UI_VERSION}"
-        return get_swagger_ui_html(
-            openapi_url=f"{root}{app.openapi_url}",
-            title="Numascope API",
-            swagger_js_url=f"{base}/swagger-ui-bundle.js",
-            swagger_css_url=f"{base}/swagger-ui.css",
-            swagger_favicon_url=f"{root}/static/favicon.svg",
+        templates = request.app.state.templates
+        return templates.TemplateResponse(
+            request,
+            "docs.html",
+            {
+                "openapi_url": f"{root}{app.openapi_url}",
+                "swagger_base": f"{root}/static/vendor/swagger-ui-{SWAGGER_UI_VERSION}",
+                "root": root,
+            },
         )
 
     return app

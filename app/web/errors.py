@@ -22,6 +22,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Match
 
 from app.domain.admission import AdmissionError
 from app.domain.podresources import PodNotFoundError
@@ -190,6 +191,23 @@ def _validation_info(exc: RequestValidationError) -> ErrorInfo:
     return ErrorInfo(422, "Invalid", "; ".join(parts), field)
 
 
+_METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def allowed_methods(request: Request) -> str:
+    """Every method some route serves on this path (asked of the router, method by method).
+    Starlette's own 405 names only the first route that matched the path, so a path with a
+    GET page and a POST form said ``GET``."""
+    methods = []
+    for method in _METHOD_ORDER:
+        probe = {**request.scope, "method": method}
+        for route in request.app.router.routes:
+            if route.matches(probe)[0] == Match.FULL:
+                methods.append(method)
+                break
+    return ", ".join(methods)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Register the handlers on ``app``; called once by ``create_app``."""
 
@@ -206,8 +224,8 @@ def install_error_handlers(app: FastAPI) -> None:
         else:
             message = str(exc.detail)
             links = ()
-        if exc.headers and "Allow" in exc.headers:
-            request.state.allow = exc.headers["Allow"]
+        if status == 405:
+            request.state.allow = allowed_methods(request) or (exc.headers or {}).get("Allow")
         return error_response(request, ErrorInfo(status, reason, message, None, links))
 
     async def on_validation_error(request: Request, exc: Exception) -> Response:

@@ -19,6 +19,7 @@ from starlette.templating import Jinja2Templates
 
 from app import __version__
 from app.domain import units
+from app.web import csrf
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES_DIR = PROJECT_ROOT / "templates"
@@ -76,6 +77,9 @@ def make_templates(directory: Path = TEMPLATES_DIR) -> Jinja2Templates:
     env.globals["htmx_path"] = HTMX_STATIC_PATH
     env.globals["htmx_version"] = HTMX_VERSION
     env.globals["app_version"] = __version__
+    # Every POST form carries {{ csrf_field() }} (app.web.csrf, checked by app.web.guard).
+    env.globals["csrf_field"] = csrf.csrf_field
+    env.globals["csrf_token"] = csrf.csrf_token
     return templates
 
 

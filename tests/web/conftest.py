@@ -15,7 +15,7 @@ from app.services.nodes import NodeService
 from app.settings import Settings
 from app.web.app import create_app
 from tests.fixtures.sysfs import FakeCPU, FakeSysfs, fake_sysfs_from_topology
-from tests.helpers import make_settings
+from tests.helpers import act_as_browser, make_settings
 
 # The fake host: two sockets, one NUMA node each, 2 cores x 2 threads per socket, plus a
 # memory-only NUMA node 2 (CXL-like) and 2Mi hugepages on node 0.
@@ -66,7 +66,7 @@ def nodes(app: FastAPI) -> NodeService:
 @pytest.fixture
 def client(app: FastAPI) -> Iterator[TestClient]:
     with TestClient(app) as c:
-        yield c
+        yield act_as_browser(c)
 
 
 @pytest.fixture

@@ -19,6 +19,8 @@ from tests.web.html_helpers import elements, with_attr
 
 MiB = 1024 * 1024
 V3 = (FIXTURES / "kubelet-1.36-gate-on" / "cpu_manager_state").read_bytes()
+OCTETS = "application/octet-stream"
+JSON = {"Content-Type": "application/json"}
 TARGET_KEYS = [
     "1.17",
     "1.35",
@@ -72,7 +74,8 @@ def test_page_shows_the_upload_form_and_the_server_files(
     form = next(a for t, a in elements(html) if t == "form" and a.get("id") == "checkpoint-upload")
     assert form["method"] == "post" and form["enctype"] == "multipart/form-data"
     assert form["hx-post"] == "/checkpoints" and form["hx-target"] == "#checkpoint-result"
-    assert [a["name"] for a in with_attr(html, "name", "input")][:2] == ["file", "policy"]
+    names = [a["name"] for a in with_attr(html, "name", "input")]
+    assert names[:3] == ["csrf_token", "file", "policy"]
     files = [a["data-kubelet-file"] for a in with_attr(html, "data-kubelet-file")]
     assert files == ["cpu_manager_state", "memory_manager_state", "cpu_manager_state.bak"]
     assert str(kubelet_root) in html
@@ -337,10 +340,20 @@ def test_api_bad_files_are_reports_not_errors(
         ({"content": b""}, 422, "Invalid", "file"),
         ({"data": {"policy": "static"}, "files": {"other": ("x", b"1")}}, 422, "Invalid", "file"),
         ({"files": {"file": ("f", b"")}}, 422, "Invalid", "file"),
-        ({"content": b"0" * (16 * MiB + 1)}, 413, "RequestEntityTooLarge", "file"),
+        (
+            {"content": b"0" * (16 * MiB + 1), "headers": {"Content-Type": OCTETS}},
+            413,
+            "RequestEntityTooLarge",
+            "file",
+        ),
         ({"files": {"file": ("f", b"0" * (16 * MiB + 1))}}, 413, "RequestEntityTooLarge", "file"),
-        ({"content": V3, "params": {"target": "2.0"}}, 422, "Invalid", "target"),
-        ({"content": V3, "params": {"manager": "disk"}}, 422, "Invalid", "manager"),
+        ({"content": V3, "params": {"target": "2.0"}, "headers": JSON}, 422, "Invalid", "target"),
+        (
+            {"content": V3, "params": {"manager": "disk"}, "headers": JSON},
+            422,
+            "Invalid",
+            "manager",
+        ),
     ],
     ids=[
         "empty-body",
@@ -367,7 +380,9 @@ def test_api_too_big_without_a_content_length(client: TestClient) -> None:
         for _ in range(17):
             yield b"0" * MiB
 
-    r = client.post("/api/v1/checkpoints/inspect", content=chunks())
+    r = client.post(
+        "/api/v1/checkpoints/inspect", content=chunks(), headers={"Content-Type": OCTETS}
+    )
     assert r.status_code == 413
     assert "16 MiB" in r.json()["error"]["message"]
 

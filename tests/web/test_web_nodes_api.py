@@ -147,15 +147,30 @@ def test_dry_run_keeps_nothing(api: TestClient) -> None:
         pytest.param(lambda: {"json": json.loads(json.dumps(_pod_dict()))}, id="json-pod"),
         pytest.param(lambda: {"json": {"manifest": DB_POD}}, id="json-manifest"),
         pytest.param(
-            lambda: {"content": DB_POD, "headers": {"Content-Type": "text/plain"}}, id="text"
+            lambda: {"content": DB_POD, "headers": {"Content-Type": "application/yaml"}},
+            id="yaml",
         ),
-        pytest.param(lambda: {"content": DB_POD}, id="no-content-type"),
     ],
 )
 def test_admit_accepts_json_pods_and_manifest_text(api: TestClient, send: object) -> None:
     r = api.post("/api/v1/nodes/small/pods", **send())  # type: ignore[operator]
     assert r.status_code == 201, r.text
     assert [p["key"] for p in api.get("/api/v1/nodes/small").json()["pods"]] == ["prod/db"]
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"Content-Type": "text/plain"}, {}, {"Content-Type": "application/x-www-form-urlencoded"}],
+    ids=["text-plain", "no-content-type", "form"],
+)
+def test_admit_refuses_bodies_a_foreign_page_could_send(
+    api: TestClient, headers: dict[str, str]
+) -> None:
+    # The "simple" requests of a no-cors fetch or a form: never admitted (issue 13, point 6).
+    r = api.post("/api/v1/nodes/small/pods", content=DB_POD, headers=headers)
+    assert r.status_code == 415, r.text
+    assert r.json()["error"]["field"] == "Content-Type"
+    assert api.get("/api/v1/nodes/small").json()["pods"] == []
 
 
 def _pod_dict() -> dict[str, object]:

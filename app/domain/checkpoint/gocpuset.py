@@ -28,7 +28,11 @@ class GoCPUSetError(ValueError):
 def _atoi(text: str) -> int:
     if not _ATOI.match(text):
         raise GoCPUSetError(f"strconv.Atoi: parsing {go_quote(text)}: invalid syntax")
-    v = int(text)
+    if len(text.lstrip("+-").lstrip("0")) > 19:
+        # Beyond int64 whatever the digits (and beyond int()'s 4,300-digit limit).
+        raise GoCPUSetError(f"strconv.Atoi: parsing {go_quote(text)}: value out of range")
+    sign, digits = (text[0], text[1:]) if text[0] in "+-" else ("", text)
+    v = int(sign + (digits.lstrip("0") or "0"))
     if not -_INT64_MAX - 1 <= v <= _INT64_MAX:
         raise GoCPUSetError(f"strconv.Atoi: parsing {go_quote(text)}: value out of range")
     return v

@@ -446,16 +446,17 @@ _DIGITS = re.compile(r"[+-]?[0-9]+\Z")
 
 def parse_int64(text: str) -> int | None:
     """``strconv.ParseInt(text, 10, 64)``, ``None`` on any error."""
-    if not _DIGITS.match(text):
-        return None
-    v = int(text)
+    if not _DIGITS.match(text) or len(text.lstrip("+-").lstrip("0")) > 19:
+        return None  # also keeps int() clear of its 4,300-digit limit
+    sign, digits = (text[0], text[1:]) if text[0] in "+-" else ("", text)
+    v = int(sign + (digits.lstrip("0") or "0"))
     return v if _INT64_MIN <= v <= _INT64_MAX else None
 
 
 def _parse_uint64(text: str) -> int | None:
-    if not _DIGITS.match(text) or text[0] in "+-":
+    if not _DIGITS.match(text) or text[0] in "+-" or len(text.lstrip("0")) > 20:
         return None
-    v = int(text)
+    v = int(text.lstrip("0") or "0")
     return v if v <= _UINT64_MAX else None
 
 

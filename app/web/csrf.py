@@ -1,0 +1,141 @@
+"""CSRF tokens for the HTML forms (double-submit cookie), and the ``csrf_field()`` Jinja global.
+
+Every form of the dashboard works without JavaScript (POST, then 303), so a cross-site page
+could post one too; ``app.web.guard`` refuses such requests by their ``Origin`` and
+``Sec-Fetch-Site`` headers, and a form must also carry a token:
+
+* the first response of a browser session sets a random token in the cookie
+  ``numascope_csrf_<port>`` (``SameSite=Strict``, ``HttpOnly``; the port is part of the name
+  because cookies are shared by every port of a host, so two servers on ``localhost`` would
+  otherwise overwrite each other's token);
+* every form includes ``{{ csrf_field() }}``, a hidden ``csrf_token`` input with the same value;
+* a form POST (any unsafe request outside ``/api/``) is accepted only when the submitted value
+  (the ``csrf_token`` field, or an ``X-CSRF-Token`` header for scripts) equals the cookie.
+
+A foreign page can neither read the cookie nor set it, so it cannot produce a matching pair.
+No server-side secret is needed, so several worker processes accept each other's tokens.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from typing import Any
+from urllib.parse import parse_qsl
+
+from jinja2 import pass_context
+from jinja2.runtime import Context
+from markupsafe import Markup, escape
+from python_multipart.multipart import MultipartParseError, MultipartParser, parse_options_header
+
+FIELD = "csrf_token"
+HEADER = "x-csrf-token"
+STATE_KEY = "csrf_token"
+_COOKIE_PREFIX = "numascope_csrf_"
+_TOKEN_BYTES = 32
+
+
+def cookie_name(port: str) -> str:
+    return f"{_COOKIE_PREFIX}{port or 'default'}"
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(_TOKEN_BYTES)
+
+
+def usable(token: str | None) -> bool:
+    """A cookie value we could have issued (anything else is replaced)."""
+    return token is not None and 20 <= len(token) <= 100 and token.isascii()
+
+
+def matches(expected: str | None, given: str | None) -> bool:
+    if not usable(expected) or given is None:
+        return False
+    assert expected is not None
+    return hmac.compare_digest(expected.encode(), given.encode("utf-8", "replace"))
+
+
+def set_cookie_header(name: str, token: str, path: str = "/") -> tuple[bytes, bytes]:
+    value = f"{name}={token}; Path={path}; SameSite=Strict; HttpOnly"
+    return b"set-cookie", value.encode("latin-1")
+
+
+def token_from_body(content_type: str, body: bytes) -> str | None:
+    """The ``csrf_token`` field of a urlencoded or multipart form body (``None``: absent)."""
+    ctype, params = parse_options_header(content_type)
+    if ctype == b"application/x-www-form-urlencoded":
+        try:
+            text = body.decode("latin-1")
+        except UnicodeDecodeError:  # pragma: no cover - latin-1 decodes every byte
+            return None
+        for key, value in parse_qsl(text, keep_blank_values=True, max_num_fields=1000):
+            if key == FIELD:
+                return value
+        return None
+    if ctype == b"multipart/form-data" and params.get(b"boundary"):
+        return _multipart_token(params[b"boundary"], body)
+    return None
+
+
+def _multipart_token(boundary: bytes, body: bytes) -> str | None:
+    found: dict[str, Any] = {"name": None, "value": None, "data": bytearray()}
+    header = {"field": bytearray(), "value": bytearray()}
+
+    def on_part_begin() -> None:
+        found["name"] = None
+        found["data"] = bytearray()
+
+    def on_header_field(data: bytes, start: int, end: int) -> None:
+        header["field"] += data[start:end]
+
+    def on_header_value(data: bytes, start: int, end: int) -> None:
+        header["value"] += data[start:end]
+
+    def on_header_end() -> None:
+        if bytes(header["field"]).lower() == b"content-disposition":
+            _, params = parse_options_header(bytes(header["value"]))
+            name = params.get(b"name")
+            found["name"] = name.decode("latin-1") if name is not None else None
+        header["field"], header["value"] = bytearray(), bytearray()
+
+    def on_part_data(data: bytes, start: int, end: int) -> None:
+        if found["name"] == FIELD and len(found["data"]) <= 200:
+            found["data"] += data[start:end]
+
+    def on_part_end() -> None:
+        if found["name"] == FIELD and found["value"] is None:
+            found["value"] = bytes(found["data"]).decode("utf-8", "replace")
+
+    parser = MultipartParser(
+        boundary,
+        {
+            "on_part_begin": on_part_begin,
+            "on_header_field": on_header_field,
+            "on_header_value": on_header_value,
+            "on_header_end": on_header_end,
+            "on_part_data": on_part_data,
+            "on_part_end": on_part_end,
+        },
+    )
+    try:
+        parser.write(body)
+        parser.finalize()
+    except MultipartParseError:
+        pass  # the route reports the malformed body; a token found so far still counts
+    value: str | None = found["value"]
+    return value
+
+
+@pass_context
+def csrf_field(context: Context) -> Markup:
+    """``{{ csrf_field() }}``: the hidden input every POST form of the dashboard carries."""
+    request = context["request"]
+    token = getattr(request.state, STATE_KEY, None) or ""
+    return Markup(f'<input type="hidden" name="{FIELD}" value="{escape(token)}">')
+
+
+@pass_context
+def csrf_token(context: Context) -> str:
+    """``{{ csrf_token() }}``: the bare token (for ``hx-headers`` on elements outside forms)."""
+    request = context["request"]
+    return str(getattr(request.state, STATE_KEY, None) or "")

@@ -1,0 +1,116 @@
+"""Bounded decoding (app.adapters.safe_yaml, app.domain.limits): YAML alias bombs, deep
+nesting and huge numbers end in InputLimitError before the decoder explodes (issue 13, points
+4 and 8), in manifests, kubelet configurations and the cpuset/topology parsers."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from app.adapters.kubelet_files import parse_kubelet_config_text
+from app.adapters.manifests import ManifestLimitError, parse_pod_manifests
+from app.adapters.safe_yaml import load_yaml, load_yaml_all, loads_json
+from app.domain.checkpoint.gocpuset import GoCPUSetError, parse_go_cpuset
+from app.domain.cpuset import CPUSet, CPUSetError
+from app.domain.kubelet_config import KubeletConfigError
+from app.domain.limits import InputLimitError, check_tree
+from app.domain.presets import TopologySpecError, parse_topology_spec
+
+
+def alias_bomb_pods() -> str:
+    """A List whose items expand to 10**6 pods through nine levels of aliases."""
+    pod = (
+        "&p {apiVersion: v1, kind: Pod, metadata: {name: p, namespace: d}, "
+        "spec: {containers: [{name: c}]}}"
+    )
+    lines = [f"a0: &a0 [{pod}, *p, *p, *p, *p, *p, *p, *p, *p, *p]"]
+    for i in range(1, 6):
+        refs = ", ".join([f"*a{i - 1}"] * 10)
+        lines.append(f"a{i}: &a{i} [{refs}]")
+    lines.append("kind: List\nitems: *a5")
+    return "\n".join(lines) + "\n"
+
+
+BOMB = alias_bomb_pods()
+
+
+def test_the_bomb_is_small_and_refused_fast() -> None:
+    assert len(BOMB) < 700
+    started = time.perf_counter()
+    with pytest.raises(ManifestLimitError) as err:
+        parse_pod_manifests(BOMB)
+    assert time.perf_counter() - started < 1.0
+    assert err.value.field == "manifest"
+    assert "aliases are expanded" in str(err.value)
+
+
+def test_aliases_within_the_limit_still_work() -> None:
+    docs = load_yaml_all("- &x {a: 1}\n- *x\n- <<: *x\n  b: 2\n")
+    assert docs == [[{"a": 1}, {"a": 1}, {"a": 1, "b": 2}]]
+
+
+def test_recursive_alias_is_refused() -> None:
+    with pytest.raises(InputLimitError, match="refers to itself"):
+        load_yaml("a: &a [*a]")
+
+
+@pytest.mark.parametrize("levels", [65, 1000, 10_000])
+def test_deep_nesting(levels: int) -> None:
+    flow = "[" * levels + "]" * levels
+    with pytest.raises(InputLimitError, match="nested deeper than 64"):
+        load_yaml(f"a: {flow}")
+    with pytest.raises(InputLimitError, match="nested deeper than 64"):
+        loads_json(f'{{"a": {flow}}}')
+    with pytest.raises(ManifestLimitError):
+        parse_pod_manifests(f"a: {flow}")
+
+
+def test_nesting_of_64_levels_is_fine() -> None:
+    assert load_yaml("[" * 63 + "]" * 63) is not None
+
+
+def test_huge_numbers() -> None:
+    big = "7" * 5000
+    with pytest.raises(InputLimitError, match="5000 digits"):
+        load_yaml(f"n: {big}")
+    with pytest.raises(InputLimitError, match="5000 digits"):
+        loads_json(f'{{"n": {big}}}')
+    with pytest.raises(InputLimitError):
+        load_yaml("n: " + ":".join(["59"] * 200))  # sexagesimal
+    assert loads_json(f'{{"s": "{big}"}}') == {"s": big}  # strings may hold digits
+
+
+def test_check_tree_is_iterative() -> None:
+    deep: list[object] = []
+    cur = deep
+    for _ in range(5000):
+        nxt: list[object] = []
+        cur.append(nxt)
+        cur = nxt
+    with pytest.raises(InputLimitError):
+        check_tree("doc", deep)
+
+
+def test_kubelet_configuration_limits() -> None:
+    with pytest.raises(KubeletConfigError, match="nested deeper"):
+        parse_kubelet_config_text("evictionHard: " + "[" * 1000 + "]" * 1000)
+    with pytest.raises(KubeletConfigError, match="digits"):
+        parse_kubelet_config_text("maxPods: " + "1" * 5000)
+
+
+def test_cpusets_with_huge_ids() -> None:
+    big = "1" * 5000
+    for text in (big, f"0-{big}", f"{big}-{big}", "0" * 5000 + "1"):
+        if text.lstrip("0") == "1":
+            assert CPUSet.parse(text) == CPUSet([1])
+            continue
+        with pytest.raises(CPUSetError, match="larger than"):
+            CPUSet.parse(text)
+        with pytest.raises(GoCPUSetError, match="value out of range"):
+            parse_go_cpuset(text)
+
+
+def test_topology_spec_with_huge_numbers() -> None:
+    with pytest.raises(TopologySpecError, match="out of range"):
+        parse_topology_spec(f"sockets={'1' * 5000},cores_per_numa=2")
