@@ -30,6 +30,8 @@ from app.services.nodes import NodeService, NodeUnavailableError, StorageFullErr
 from app.web.app import create_app
 from tests.helpers import POD_SCOPE, SMALL, make_settings
 
+YAML = {"Content-Type": "application/yaml"}
+
 
 def _mount(*args: str) -> None:
     subprocess.run(["mount", *args], check=True, capture_output=True)
@@ -114,7 +116,7 @@ def test_a_full_disk_gives_507_and_keeps_nothing(
     service.create("small", SMALL, POD_SCOPE)
     assert (
         client.post(
-            "/api/v1/nodes/small/pods", content=classic_pod("a", "x", "1", "1Gi")
+            "/api/v1/nodes/small/pods", headers=YAML, content=classic_pod("a", "x", "1", "1Gi")
         ).status_code
         == 201
     )
@@ -123,7 +125,9 @@ def test_a_full_disk_gives_507_and_keeps_nothing(
 
     _fill(state_dir)
     for i in range(3):
-        r = client.post("/api/v1/nodes/small/pods", content=classic_pod(f"b{i}", "x", "1", "1Gi"))
+        r = client.post(
+            "/api/v1/nodes/small/pods", headers=YAML, content=classic_pod(f"b{i}", "x", "1", "1Gi")
+        )
         assert r.status_code == 507, r.text
         error = r.json()["error"]
         assert error["reason"] == "InsufficientStorage"
@@ -144,7 +148,9 @@ def test_a_full_disk_gives_507_and_keeps_nothing(
 
     (state_dir / "filler").unlink()
     assert client.get("/readyz").status_code == 200
-    r = client.post("/api/v1/nodes/small/pods", content=classic_pod("c", "x", "1", "1Gi"))
+    r = client.post(
+        "/api/v1/nodes/small/pods", headers=YAML, content=classic_pod("c", "x", "1", "1Gi")
+    )
     assert r.status_code == 201
 
 
@@ -155,14 +161,16 @@ def test_a_read_only_state_dir_gives_503_and_keeps_nothing(
     client = TestClient(app)
     service: NodeService = app.state.nodes
     service.create("small", SMALL, POD_SCOPE)
-    client.post("/api/v1/nodes/small/pods", content=classic_pod("a", "x", "1", "1Gi"))
+    client.post("/api/v1/nodes/small/pods", headers=YAML, content=classic_pod("a", "x", "1", "1Gi"))
     node_dir = tmp_path / "nodes" / "small"
     before = (_state(service, "small"), _files(node_dir), _admissions(service, "small"))
     _mount("--bind", str(node_dir), str(node_dir))
     mounts.append(node_dir)
     _mount("-o", "remount,ro,bind", str(node_dir))
 
-    r = client.post("/api/v1/nodes/small/pods", content=classic_pod("b", "x", "2", "1Gi"))
+    r = client.post(
+        "/api/v1/nodes/small/pods", headers=YAML, content=classic_pod("b", "x", "2", "1Gi")
+    )
     assert r.status_code == 503, r.text
     assert r.json()["error"]["reason"] == "ServiceUnavailable"
     assert "Read-only file system" in r.json()["error"]["message"]
@@ -176,7 +184,7 @@ def test_a_read_only_state_dir_gives_503_and_keeps_nothing(
     assert client.get("/readyz").status_code == 200
     assert (
         client.post(
-            "/api/v1/nodes/small/pods", content=classic_pod("b", "x", "2", "1Gi")
+            "/api/v1/nodes/small/pods", headers=YAML, content=classic_pod("b", "x", "2", "1Gi")
         ).status_code
         == 201
     )
@@ -187,7 +195,7 @@ def test_a_failing_database_gives_503_and_keeps_nothing(tmp_path: Path) -> None:
     client = TestClient(app)
     service: NodeService = app.state.nodes
     service.create("small", SMALL, POD_SCOPE)
-    client.post("/api/v1/nodes/small/pods", content=classic_pod("a", "x", "1", "1Gi"))
+    client.post("/api/v1/nodes/small/pods", headers=YAML, content=classic_pod("a", "x", "1", "1Gi"))
     node_dir = tmp_path / "nodes" / "small"
     before = (_state(service, "small"), _files(node_dir), _admissions(service, "small"))
 
@@ -196,7 +204,9 @@ def test_a_failing_database_gives_503_and_keeps_nothing(tmp_path: Path) -> None:
 
     event.listen(app.state.engine, "commit", refuse)
     try:
-        r = client.post("/api/v1/nodes/small/pods", content=classic_pod("b", "x", "2", "1Gi"))
+        r = client.post(
+            "/api/v1/nodes/small/pods", headers=YAML, content=classic_pod("b", "x", "2", "1Gi")
+        )
         assert r.status_code == 503, r.text
         assert "the database refused the change: disk I/O error" in r.json()["error"]["message"]
         assert client.delete("/api/v1/nodes/small/pods/x/a").status_code == 503
@@ -208,7 +218,7 @@ def test_a_failing_database_gives_503_and_keeps_nothing(tmp_path: Path) -> None:
     assert _admissions(service, "small") == before[2]
     assert (
         client.post(
-            "/api/v1/nodes/small/pods", content=classic_pod("b", "x", "2", "1Gi")
+            "/api/v1/nodes/small/pods", headers=YAML, content=classic_pod("b", "x", "2", "1Gi")
         ).status_code
         == 201
     )

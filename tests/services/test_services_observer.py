@@ -33,7 +33,9 @@ from app.services.observer import NodeObserver, ObservedNodeUnavailableError, ob
 from app.settings import Settings
 from app.web.app import create_app
 from tests.fixtures.sysfs import fake_sysfs_from_topology
-from tests.helpers import make_settings
+from tests.helpers import act_as_browser, make_settings
+
+YAML = {"Content-Type": "application/yaml"}
 
 NODE = "worker-1"
 GHOST = "0b5e7c1d-dead-4bee-8000-00000000beef"
@@ -201,7 +203,7 @@ def test_observing_writes_nothing_under_the_kubelet_root(host: Host) -> None:
             "/metrics",
         ):
             assert client.get(url).status_code == 200, url
-        client.post(f"/api/v1/nodes/{NODE}/pods", content=demo.CLASSIC_POD)
+        client.post(f"/api/v1/nodes/{NODE}/pods", headers=YAML, content=demo.CLASSIC_POD)
     assert tree_state(host.root) == before
 
 
@@ -386,7 +388,7 @@ def test_observer_without_topology_raises_unavailable(host: Host) -> None:
 @pytest.fixture
 def client(host: Host) -> Iterator[TestClient]:
     with TestClient(create_app(host.settings(observe=True))) as c:
-        yield c
+        yield act_as_browser(c)
 
 
 def test_nodes_page_lists_the_observed_node_first(client: TestClient) -> None:
@@ -473,8 +475,8 @@ def test_observed_podresources_api_is_the_kubelets_answer(client: TestClient, ho
 @pytest.mark.parametrize(
     ("method", "url", "kw"),
     [
-        pytest.param("post", f"/api/v1/nodes/{NODE}/pods", {"content": demo.CLASSIC_POD}, id="admit"),
-        pytest.param("post", f"/api/v1/nodes/{NODE}/pods?dryRun=true", {"content": demo.CLASSIC_POD}, id="dry-run"),
+        pytest.param("post", f"/api/v1/nodes/{NODE}/pods", {"content": demo.CLASSIC_POD, "headers": YAML}, id="admit"),
+        pytest.param("post", f"/api/v1/nodes/{NODE}/pods?dryRun=true", {"content": demo.CLASSIC_POD, "headers": YAML}, id="dry-run"),
         pytest.param("delete", f"/api/v1/nodes/{NODE}/pods/ml/training", {}, id="remove-pod"),
         pytest.param("delete", f"/api/v1/nodes/{NODE}", {}, id="delete-node"),
     ],

@@ -19,6 +19,8 @@ from app.services.sockets import PodResourcesSockets, SocketDirError
 from app.web.app import create_app
 from tests.helpers import make_settings
 
+YAML = {"Content-Type": "application/yaml"}
+
 CONFIG = demo.CONTAINER_SCOPE_CONFIG
 TOPOLOGY = "topoDualSocketHT"
 
@@ -114,7 +116,7 @@ def test_app_lifespan_opens_and_removes_the_sockets(tmp_path: Path, sock_dir: Pa
         assert r.status_code == 201
         sock = sock_dir / "demo-a.sock"
         assert pods_of(sock) == []
-        client.post("/api/v1/nodes/demo-a/pods", content=demo.GUARANTEED_TWO_POD)
+        client.post("/api/v1/nodes/demo-a/pods", headers=YAML, content=demo.GUARANTEED_TWO_POD)
         assert pods_of(sock) == ["batch/guaranteed-two"]
         assert client.delete("/api/v1/nodes/demo-a").status_code == 204
         assert not sock.exists()
