@@ -86,18 +86,6 @@ class Settings(BaseSettings):
         "bind address (comma-separated; '.example.org' matches subdomains, '*' anything): "
         "the Service name or pod IP of an agent behind a Service.",
     )
-    hint_search_budget: int = Field(
-        default=5_000_000,
-        ge=1,
-        description="Most topology-hint combinations one admission may examine; beyond it the "
-        "server refuses to start the search (422) instead of running for minutes.",
-    )
-    cpu_time_budget: float = Field(
-        default=30.0,
-        gt=0,
-        description="Seconds a CPU-heavy request (inspection, hint search) may run off the event "
-        "loop before it is answered with 503.",
-    )
     migrate_on_startup: bool = Field(
         default=True, description="Run 'alembic upgrade head' when the app starts."
     )
