@@ -13,7 +13,7 @@ import yaml
 from fastapi.testclient import TestClient
 
 from app.web.app import create_app
-from tests.helpers import make_settings
+from tests.helpers import act_as_browser, make_settings
 
 NODE = "demo-pod-scope"
 YES = {"confirm": "yes"}
@@ -31,7 +31,7 @@ spec:
 @pytest.fixture
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     with TestClient(create_app(make_settings(tmp_path_factory.mktemp("wf"), demo=True))) as c:
-        yield c
+        yield act_as_browser(c)
 
 
 def _rejected(c: TestClient) -> dict:
