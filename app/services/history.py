@@ -26,14 +26,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
-from sqlmodel import col, select
 
-from app.adapters.db.engine import session_scope
+from app.adapters.db import node_repo
 from app.adapters.db.tables import (
     ACTION_ADMIT,
     ACTION_DRY_RUN,
     ACTION_REMOVE,
-    AdmissionRecord,
     as_utc,
 )
 from app.domain.cpuset import CPUSet
@@ -90,29 +88,22 @@ class LogRow:
 
 def log_rows(service: NodeService, node: str) -> list[LogRow]:
     """Every log entry of a simulated node, oldest first."""
-    node_id = service.log_node_id(node)
-    with session_scope(service.engine) as session:
-        rows = session.exec(
-            select(AdmissionRecord)
-            .where(col(AdmissionRecord.node_id) == node_id)
-            .order_by(col(AdmissionRecord.id))
-        ).all()
-        return [
-            LogRow(
-                id=r.id or 0,
-                batch=r.batch,
-                action=r.action,
-                namespace=r.namespace,
-                name=r.name,
-                uid=r.uid,
-                admitted=r.admitted,
-                reason=r.reason,
-                message=r.message,
-                manifest=json.loads(r.manifest),
-                at=as_utc(r.created_at),
-            )
-            for r in rows
-        ]
+    return [
+        LogRow(
+            id=r.id or 0,
+            batch=r.batch,
+            action=r.action,
+            namespace=r.namespace,
+            name=r.name,
+            uid=r.uid,
+            admitted=r.admitted,
+            reason=r.reason,
+            message=r.message,
+            manifest=json.loads(r.manifest),
+            at=as_utc(r.created_at),
+        )
+        for r in node_repo.history(service.engine, service.log_node_id(node))
+    ]
 
 
 def find_row(rows: Sequence[LogRow], node: str, entry: int) -> LogRow:

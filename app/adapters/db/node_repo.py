@@ -198,6 +198,17 @@ def events(engine: Engine, node_id: int) -> list[LogEvent]:
         ]
 
 
+def history(engine: Engine, node_id: int) -> list[AdmissionRecord]:
+    """Every row of the node's log (dry runs included), oldest first."""
+    query = (
+        select(AdmissionRecord)
+        .where(col(AdmissionRecord.node_id) == node_id)
+        .order_by(col(AdmissionRecord.id))
+    )
+    with Session(engine, expire_on_commit=False) as session:
+        return list(session.exec(query))
+
+
 def acknowledged(log: Sequence[LogEvent]) -> dict[str, LogEvent]:
     """The pods the log says are on the node (admitted and not removed since), by uid, in
     admission order."""

@@ -213,55 +213,23 @@ class Owners:
             by_owner[owner] = by_owner.get(owner, 0) | (1 << cpu)
         entries: list[LegendEntry] = []
         reserved = CPUSet.from_mask(by_owner.get(OWNER_RESERVED, 0))
-        if focus is not None and "reserved" in focus_pools:
-            in_default = reserved & self.snapshot.default_cpuset
-            entries.append(
-                LegendEntry(
-                    owner=OWNER_RESERVED,
-                    pool="reserved",
-                    tag="R",
-                    label=(
-                        "reserved CPUs: not allocatable, but in the kubelet's default cpuset "
-                        "(no strict-cpu-reservation), so this pod's node-shared containers "
-                        "run on them too"
-                    ),
-                    cpus=str(in_default),
-                    count=in_default.size(),
-                )
-            )
-        if focus is not None and "node-shared" in focus_pools:
-            node_shared = self.cpus_of("node-shared")
-            entries.append(
-                LegendEntry(
-                    owner=OWNER_NODE_SHARED,
-                    pool="node-shared",
-                    tag="",
-                    label="node shared pool (this pod's containers with isolation host)",
-                    cpus=str(node_shared),
-                    count=node_shared.size(),
-                )
-            )
+        node_shared = self.cpus_of("node-shared")
         if focus is None:
-            entries.append(
-                LegendEntry(
-                    owner=OWNER_RESERVED,
-                    pool="reserved",
-                    tag="R",
-                    label="reserved for the system (not allocatable)",
-                    cpus=str(reserved),
-                    count=reserved.size(),
-                )
+            reserved_label = "reserved for the system (not allocatable)"
+            shared_label = "node shared pool (BestEffort, Burstable and non-integral containers)"
+        else:
+            # A pod's page lists only the node-wide pools its containers run on.
+            reserved = reserved & self.snapshot.default_cpuset
+            reserved_label = (
+                "reserved CPUs: not allocatable, but in the kubelet's default cpuset "
+                "(no strict-cpu-reservation), so this pod's node-shared containers run on them too"
             )
-            node_shared = self.cpus_of("node-shared")
+            shared_label = "node shared pool (this pod's containers with isolation host)"
+        if focus is None or "reserved" in focus_pools:
+            entries.append(_pool_entry(OWNER_RESERVED, "reserved", "R", reserved_label, reserved))
+        if focus is None or "node-shared" in focus_pools:
             entries.append(
-                LegendEntry(
-                    owner=OWNER_NODE_SHARED,
-                    pool="node-shared",
-                    tag="",
-                    label="node shared pool (BestEffort, Burstable and non-integral containers)",
-                    cpus=str(node_shared),
-                    count=node_shared.size(),
-                )
+                _pool_entry(OWNER_NODE_SHARED, "node-shared", "", shared_label, node_shared)
             )
         for p in self.snapshot.pods:
             key = f"{p.namespace}/{p.name}"
@@ -308,3 +276,10 @@ class Owners:
                     )
                 )
         return entries
+
+
+def _pool_entry(owner: str, pool: Pool, tag: str, label: str, cpus: CPUSet) -> LegendEntry:
+    """A legend entry of one of the node-wide pools (reserved, node shared)."""
+    return LegendEntry(
+        owner=owner, pool=pool, tag=tag, label=label, cpus=str(cpus), count=cpus.size()
+    )
