@@ -317,8 +317,15 @@ class ObservedNode:
     def ready(self) -> bool:
         """A snapshot was built and both PodResources and the state files could be read."""
         pr = self.source(SOURCE_PODRESOURCES)
+        return self.serving and pr is not None and pr.ok
+
+    @property
+    def serving(self) -> bool:
+        """A snapshot was built from readable state files: the node's pages, CPU map and
+        checkpoint verdicts answer. PodResources is optional for this (its routes say why they
+        cannot answer), so a missing socket alone does not make the agent unready."""
         cp = self.source(SOURCE_CHECKPOINT)
-        return self.snapshot is not None and pr is not None and pr.ok and cp is not None and cp.ok
+        return self.snapshot is not None and cp is not None and cp.ok
 
     @property
     def stale_uids(self) -> frozenset[str]:

@@ -320,7 +320,7 @@ class NodeObserver:
                 self._cached = self._build(observed)
                 self._at = now
                 self.observations += 1
-                if observed.ready:
+                if observed.serving:
                     self.ready = True
                 self._count(observed)
             return self._cached
@@ -330,6 +330,11 @@ class NodeObserver:
             log.debug("observed node %s: %s: %s", self.name, source, message)
             if self.on_error is not None and source in METRIC_SOURCES:
                 self.on_error(source)
+
+    def latest(self) -> ObservedNode | None:
+        """The latest observation made, without observing (``None`` before the first)."""
+        cached = self._cached
+        return None if cached is None else cached.observed
 
     def current(self) -> ObservedNode:
         """The latest observation (observing again when it is older than ``ttl``)."""

@@ -346,7 +346,8 @@ def test_observer_caches_for_its_ttl_and_counts_errors(host: Host) -> None:
     second = obs.current()
     assert second is not first and obs.observations == 2
     assert counted == ["podresources", "podresources"]
-    assert not obs.ready
+    assert obs.ready  # the state files were read; the socket is reported, not waited for
+    assert not second.ready and second.serving
     obs.refresh()
     assert obs.observations == 3
 
@@ -556,16 +557,18 @@ def test_checksum_metric_turns_0_for_a_corrupt_file(host: Host) -> None:
     assert sample(text, "numascope_source_errors_total", source="checkpoint")[1] >= 1
 
 
-def test_readyz_waits_for_podresources(host: Host) -> None:
+def test_readyz_ready_with_only_the_socket_missing(host: Host) -> None:
+    # The state files were read: the agent serves its map and verdicts and says the socket is gone.
     settings = host.settings(observe=True, podresources_socket=str(host.base / "absent.sock"))
     with TestClient(create_app(settings)) as client:
         r = client.get("/readyz")
-        assert r.status_code == 503
+        assert r.status_code == 200
         body = r.json()
-        assert body["status"] == "unready" and body["checks"]["observation"] == "failed"
+        assert body["status"] == "ready" and body["checks"]["observation"] == "ok"
+        assert body["checks"]["podresources"] == "unavailable"
         assert body["checks"]["database"] == "ok"
-        assert body["error"]["reason"] == "ServiceUnavailable"
-        assert "podresources" in body["error"]["message"]
+        (warning,) = body["warnings"]
+        assert warning.startswith("podresources: ") and "absent.sock" in warning
         assert r.headers["cache-control"] == "no-store"
         # PodResources routes say why they cannot answer; the page still shows the files
         r = client.get(f"/api/v1/nodes/{NODE}/podresources")

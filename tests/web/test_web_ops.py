@@ -60,6 +60,9 @@ class FakeObserver:
         self.raises = raises
         self.calls = 0
 
+    def latest(self) -> FakeObserver | None:
+        return self if self.calls else None
+
     def current(self) -> FakeObserver:
         self.calls += 1
         if self.raises is not None:
@@ -82,6 +85,13 @@ class FakeObserver:
         ),
         pytest.param(FakeObserver(), 503, "observation: not ready", 1, id="not-ready"),
         pytest.param(
+            FakeObserver(becomes_ready=True, errors=(("podresources", "socket not found"),)),
+            200,
+            None,
+            1,
+            id="only-the-socket-missing",
+        ),
+        pytest.param(
             FakeObserver(raises=RuntimeError("boom")),
             503,
             "observation: RuntimeError",
@@ -97,14 +107,19 @@ def test_readyz_waits_for_the_observed_node(
     r = TestClient(app).get("/readyz")
     assert r.status_code == status
     body = r.json()
+    socket_failed = any(source == "podresources" for source, _ in observer.errors)
     assert body["checks"] == {
         "database": "ok",
         "migrations": "ok",
         "durability": "ok",
         "observation": "ok" if status == 200 else "failed",
+        "podresources": "unavailable" if socket_failed else "ok",
     }
     assert observer.calls == calls
-    if message is None:
+    if message is None and socket_failed:
+        assert body["warnings"] == ["podresources: socket not found"]
+        assert body["status"] == "ready"
+    elif message is None:
         assert body == {"status": "ready", "checks": body["checks"]}
     else:
         assert body["status"] == "unready"

@@ -3,9 +3,10 @@
 ``/readyz`` checks the database (and reports whether migrations ran at startup) and that every
 simulated node can be written now (``durability``: its state directory takes a synced write;
 a node that cannot record a change makes the server unready until it can); when the app
-observes the node it runs on it also waits for an observation that read PodResources and the
-state files (users.md §5.5), observing (at most once per TTL) while not ready so that
-readiness probes drive the first observation.
+observes the node it runs on it also waits for an observation that read the state files,
+observing (at most once per TTL) while not ready so that readiness probes drive the first
+observation. The kubelet's PodResources socket is reported (``checks.podresources``,
+``warnings``) but does not make the agent unready: its pages and verdicts come from the files.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from sqlalchemy import Engine, text
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from app.domain.observed import SOURCE_PODRESOURCES
 from app.services.nodes import NodeService
 from app.services.observer import NodeObserver
 from app.web.metrics import AppMetrics
@@ -52,7 +54,7 @@ def _check_durability(nodes: NodeService) -> str | None:
 
 
 def _check_observation(observer: NodeObserver) -> str | None:
-    """``None`` once an observation read every source, else what failed."""
+    """``None`` once an observation read the state files (a snapshot was built), else what failed."""
     if observer.ready:
         return None
     try:
@@ -66,6 +68,17 @@ def _check_observation(observer: NodeObserver) -> str | None:
     return "observation: " + ("; ".join(errors) or "not ready")
 
 
+def _check_podresources(observer: NodeObserver) -> str | None:
+    """``None`` while the kubelet's PodResources socket answers, else why not. Reported but not
+    blocking: the node's pages, map and verdicts come from the state files, and an agent whose
+    socket mount is missing should still be reachable to say so."""
+    observed = observer.latest()
+    if observed is None:
+        return None  # nothing observed yet: the observation check says so
+    errors = [message for source, message in observed.errors if source == SOURCE_PODRESOURCES]
+    return ("podresources: " + "; ".join(errors)) if errors else None
+
+
 @router.get(
     "/readyz",
     name="readyz",
@@ -76,6 +89,7 @@ def _check_observation(observer: NodeObserver) -> str | None:
 def readyz(request: Request) -> JSONResponse:
     checks: dict[str, str] = {}
     problems: list[str] = []
+    warnings: list[str] = []
     db_problem = _check_database(request.app.state.engine)
     checks["database"] = "ok" if db_problem is None else "failed"
     if db_problem:
@@ -94,13 +108,22 @@ def readyz(request: Request) -> JSONResponse:
         checks["observation"] = "ok" if observation_problem is None else "failed"
         if observation_problem:
             problems.append(observation_problem)
+        socket_problem = _check_podresources(observer)
+        checks["podresources"] = "ok" if socket_problem is None else "unavailable"
+        if socket_problem:
+            warnings.append(socket_problem)
     if not problems:
-        return JSONResponse({"status": "ready", "checks": checks})
+        ready: dict[str, Any] = {"status": "ready", "checks": checks}
+        if warnings:
+            ready["warnings"] = warnings
+        return JSONResponse(ready, headers={"Cache-Control": "no-store"})
     body: dict[str, Any] = {
         "status": "unready",
         "checks": checks,
         "error": {"reason": "ServiceUnavailable", "message": "; ".join(problems)},
     }
+    if warnings:
+        body["warnings"] = warnings
     return JSONResponse(body, status_code=503, headers={"Cache-Control": "no-store"})
 
 
