@@ -435,3 +435,22 @@ def test_downgrade_to_1_36_gate_off(
         assert '"data"' not in (d / "cpu_manager_state").read_text()  # rewritten as V2
     else:
         assert code == 2 and outcome in err
+
+
+@pytest.mark.parametrize(
+    ("meta", "needle"),
+    [
+        ("{name: a/b}", 'metadata.name: Invalid value: "a/b": a lowercase RFC 1123 subdomain'),
+        ("{name: web, namespace: Prod}", 'metadata.namespace: Invalid value: "Prod": '),
+        ("{name: web, uid: ../x}", 'metadata.uid: Invalid value: "../x": a pod UID must'),
+    ],
+    ids=["pod-name", "namespace", "uid"],
+)
+def test_bad_names_exit_2_with_the_api_servers_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], meta: str, needle: str
+) -> None:
+    manifest = f"apiVersion: v1\nkind: Pod\nmetadata: {meta}\nspec:\n  containers: [{{name: c}}]\n"
+    f = _write(tmp_path, "pods.yaml", manifest)
+    code, out, err = run(capsys, *base(), f)
+    assert code == 2 and out == ""
+    assert f"{f}: {needle}" in err and "Traceback" not in err

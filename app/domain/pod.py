@@ -15,7 +15,8 @@ What is here:
   formula of ``AggregateContainerRequests``) and ``pod_requests``;
 * ``pod_from_conformance`` (conformance README §2.4, taken as given: no defaulting, like the
   pods upstream unit tests build) and ``pod_from_manifest`` (a decoded v1 Pod: API-server
-  defaulting of requests from limits, container and pod level, then a little validation).
+  defaulting of requests from limits, container and pod level, then a little validation:
+  names as the API server checks them, see ``app.domain.k8s_names``).
 
 Manifest defaulting follows ``SetDefaults_Pod``: a container's missing request defaults to its
 limit; with ``PodLevelResources`` on, ``defaultHugePagePodLimits`` then ``defaultPodRequests``.
@@ -32,10 +33,11 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
+from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.domain import k8s_names
 from app.domain.quantity import ZERO, Quantity, QuantityError, go_quote
 
 RESOURCE_CPU = "cpu"
@@ -692,12 +694,22 @@ def _validate_requirements(res: ResourceRequirements, path: str) -> None:
             )
 
 
+def _names(check: Callable[..., None], *args: str) -> None:
+    """Run a ``k8s_names`` check; its error as a ``PodManifestError`` of the same field."""
+    try:
+        check(*args)
+    except k8s_names.InvalidNameError as err:
+        raise PodManifestError(err.field, err.detail) from None
+
+
 def pod_from_manifest(obj: Mapping[str, Any], *, pod_level_resources_enabled: bool = True) -> Pod:
     """A ``Pod`` from a decoded Kubernetes v1 Pod object (API-server defaulting applied).
 
     ``kind``/``apiVersion`` must be ``Pod``/``v1`` when given. Unknown fields are ignored.
     A missing ``metadata.uid`` gets ``synthetic_uid(namespace, name)``; a missing name uses
-    ``metadata.generateName`` plus the start of that uid.
+    ``metadata.generateName`` plus the start of that uid. Names are checked as the API server
+    checks them (``app.domain.k8s_names``: the pod name a DNS-1123 subdomain, the namespace
+    and every container name a DNS-1123 label, the uid a safe path segment), with its messages.
     """
     obj = _expect_mapping(obj, "", optional=False)
     kind = obj.get("kind")
@@ -716,16 +728,25 @@ def pod_from_manifest(obj: Mapping[str, Any], *, pod_level_resources_enabled: bo
     )
     name = meta.get("name")
     uid = meta.get("uid")
+    raw_generate = meta.get("generateName")
+    generate = (
+        ""
+        if raw_generate is None
+        else _expect_str(raw_generate, "metadata.generateName", allow_empty=True)
+    )
+    if generate:
+        _names(k8s_names.check_generate_name, generate)
     if name in (None, ""):
-        generate = meta.get("generateName")
-        if generate in (None, ""):
-            raise PodManifestError("metadata.name", "Required value")
-        generate = _expect_str(generate, "metadata.generateName")
+        if not generate:
+            _names(k8s_names.check_pod_name, "")
         if uid in (None, ""):
             uid = synthetic_uid(namespace, generate)
         name = generate + _expect_str(uid, "metadata.uid").replace("-", "")[:5]
     name = _expect_str(name, "metadata.name")
+    _names(k8s_names.check_pod_name, name)
+    _names(k8s_names.check_namespace, namespace)
     uid = synthetic_uid(namespace, name) if uid in (None, "") else _expect_str(uid, "metadata.uid")
+    _names(k8s_names.check_uid, uid)
 
     spec = _expect_mapping(obj.get("spec"), "spec", optional=False)
     raw_containers = _expect_list(spec.get("containers"), "spec.containers")
@@ -737,8 +758,11 @@ def pod_from_manifest(obj: Mapping[str, Any], *, pod_level_resources_enabled: bo
         policy = None
         if init and c.get("restartPolicy") is not None:
             policy = _expect_str(c.get("restartPolicy"), f"{path}.restartPolicy")
+        cname = c.get("name")
+        cname = "" if cname is None else _expect_str(cname, f"{path}.name", allow_empty=True)
+        _names(k8s_names.check_container_name, cname, f"{path}.name")
         built = Container(
-            name=_expect_str(c.get("name"), f"{path}.name"),
+            name=cname,
             resources=_requirements(c.get("resources"), f"{path}.resources", trim=True),
             restart_policy=policy,
         )

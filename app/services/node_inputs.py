@@ -5,7 +5,6 @@ one submission did (``AdmissionBatch``, the API's answer).
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from typing import Any
 from app.adapters.db.tables import NodeRecord, as_utc, utc_now
 from app.adapters.kubelet_files import parse_kubelet_config_text
 from app.adapters.manifests import parse_pod_manifests
+from app.domain import k8s_names
 from app.domain.kubelet_config import DEFAULT_RELEASE, RELEASES, KubeletConfig, KubeletConfigError
 from app.domain.node import AdmissionResult, Node
 from app.domain.pod import Pod, PodManifestError, is_hugepage_resource_name
@@ -25,8 +25,6 @@ from app.services.node_views import AdmissionLogEntry, pod_url
 
 MAX_MANIFEST_BYTES = 1024 * 1024
 MAX_CONFIG_BYTES = 1024 * 1024
-MAX_NAME_LENGTH = 253
-_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,17 +107,12 @@ def _allocation_dict(r: AdmissionResult) -> dict[str, Any]:
 
 
 def check_node_name(name: str) -> str:
-    if not isinstance(name, str) or not name:
+    if not isinstance(name, str):
         raise NodeInputError("name: Required value", "name")
-    if len(name) > MAX_NAME_LENGTH:
-        raise NodeInputError(f"name: must be no more than {MAX_NAME_LENGTH} characters", "name")
-    if not _NAME_RE.match(name):
-        raise NodeInputError(
-            f"name: Invalid value: {name!r}: a lowercase RFC 1123 subdomain must consist of "
-            "lower case alphanumeric characters, '-' or '.', and must start and end with an "
-            "alphanumeric character",
-            "name",
-        )
+    try:
+        k8s_names.check_subdomain(name, "name")
+    except k8s_names.InvalidNameError as err:
+        raise NodeInputError(str(err), "name") from None
     if name.endswith(".json"):
         raise NodeInputError(
             f"name: Invalid value: {name!r}: must not end in '.json' (the pages' JSON twins "

@@ -606,7 +606,7 @@ def test_uid_namespace_and_generate_name() -> None:
         (
             manifest({"containers": [{"image": "x"}]}),
             "spec.containers[0].name",
-            "expected a string, got null",
+            "Required value",
         ),
         (
             manifest({"containers": [{"name": True}]}),
