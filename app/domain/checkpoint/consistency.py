@@ -3,7 +3,7 @@
 
 The CPU checks mirror the static policy's start-up validation (``validateState`` of
 pkg/kubelet/cm/cpumanager/policy_static.go, spec ``allocation.md`` §2.3) and go further
-(overlaps between pods, pod entries vs their containers). The memory checks mirror the Static
+(overlaps between pods, grouped per CPU by ``overlaps``; pod entries vs their containers). The memory checks mirror the Static
 policy's machine-state validation (``allocation.md`` §3.5): per node and resource
 ``free + reserved == allocatable``; per NUMA group and resource the reserved memory equals the
 assigned blocks (pod-level pods count their pod blocks instead of their containers');
@@ -25,6 +25,7 @@ from app.domain.checkpoint.content import file_content
 from app.domain.checkpoint.detect import CPU, MEMORY, detect_tree, parse_checkpoint_text
 from app.domain.checkpoint.errors import CheckpointError
 from app.domain.checkpoint.findings import Issue, checksum_reports
+from app.domain.checkpoint.overlaps import left_out_message, overlap_message, shared_cpu_groups
 from app.domain.cpuset import CPUSet
 from app.domain.topology import CPUTopology
 
@@ -127,18 +128,11 @@ def _check_cpu(
         by_pod[pod] = by_pod.get(pod, CPUSet()) | cset
     for pod, cset in pod_entries.items():
         by_pod[pod] = by_pod.get(pod, CPUSet()) | cset
-    pods = sorted(by_pod)
-    for i, a in enumerate(pods):
-        for b in pods[i + 1 :]:
-            both = by_pod[a] & by_pod[b]
-            if both:
-                out.append(
-                    Issue(
-                        "overlapping-exclusive",
-                        ERROR,
-                        f"pods {a} and {b} both hold CPUs {both}",
-                    )
-                )
+    groups, left_out = shared_cpu_groups(by_pod)
+    for cpus, holders in groups:
+        out.append(Issue("overlapping-exclusive", ERROR, overlap_message(cpus, holders)))
+    if left_out:
+        out.append(Issue("overlapping-exclusive", ERROR, left_out_message(left_out)))
     for pod, name, cset in owners:
         if cset & default:
             out.append(
@@ -343,20 +337,26 @@ def _check_memory(state: M.MemoryCheckpointState, topology: CPUTopology | None) 
                     f"assignments account for {want}",
                 )
             )
-    for group in _groups((b for _, b in blocks), ms):
+    groups = _groups((b for _, b in blocks), ms)
+    # A block's NUMA nodes are all in one group (they were joined): sum the assigned bytes
+    # per (group, resource) in one pass instead of a pass over every block per group.
+    group_of = {n: i for i, group in enumerate(groups) for n in group}
+    assigned_in: dict[tuple[int, str], int] = {}
+    types_in: dict[int, set[str]] = {}
+    for _, b in blocks:
+        g = group_of.get(next(iter(b.numa_affinity), -1))
+        if g is not None:  # no NUMA, or only one the machine state does not know: no group
+            assigned_in[(g, b.type)] = assigned_in.get((g, b.type), 0) + b.size
+            types_in.setdefault(g, set()).add(b.type)
+    for gi, group in enumerate(groups):
         resources = sorted(
-            {r for n in group if n in ms for r in ms[n].memory_map}
-            | {b.type for _, b in blocks if set(b.numa_affinity) <= group and b.numa_affinity}
+            {r for n in group if n in ms for r in ms[n].memory_map} | types_in.get(gi, set())
         )
         for res in resources:
             reserved = sum(
                 ms[n].memory_map[res].reserved for n in group if n in ms and res in ms[n].memory_map
             )
-            assigned = sum(
-                b.size
-                for _, b in blocks
-                if b.type == res and b.numa_affinity and set(b.numa_affinity) <= group
-            )
+            assigned = assigned_in.get((gi, res), 0)
             if reserved != assigned:
                 nodes = ",".join(map(str, sorted(group)))
                 out.append(
