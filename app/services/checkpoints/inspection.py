@@ -1,0 +1,256 @@
+"""Inspecting one state file: a path, an upload, or a file of the server's kubelet root dir.
+
+The report is computed by ``app.domain.checkpoint`` (version detection, checksums, reader
+models per release, verdicts) plus its consistency findings (``check_consistency``: linear in
+the file, CPUs held by several pods grouped per CPU and capped) and content tables.
+
+Inspection (``inspect_content``, ``inspect_path``, ``inspect_kubelet_file``) never raises for
+bad file content: truncated, hostile or non-JSON text and files over 16 MiB give a report whose
+verdicts say so. It raises ``CheckpointUsageError`` for bad arguments (unknown manager or
+target) and ``CheckpointFileError`` when a path cannot be read at all (missing, permission).
+Files are read through ``app.adapters.kubelet`` (read-only, 16 MiB cap).
+
+It is CPU work on untrusted input: the web routes run it off the event loop
+(``anyio.to_thread``) so that ``/healthz`` and other requests keep being answered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.adapters.kubelet import (
+    MAX_FILE_BYTES,
+    KubeletDirError,
+    KubeletFile,
+    KubeletFileTooLargeError,
+    KubeletRootDir,
+    manager_for_name,
+    read_capped,
+)
+from app.domain.checkpoint import (
+    POLICY_MISMATCH,
+    TARGETS,
+    CheckpointTooLargeError,
+    InspectionReport,
+    Issue,
+    Reader,
+    check_consistency,
+    inspect,
+)
+from app.services.checkpoints.errors import (
+    CheckpointFileError,
+)
+from app.services.checkpoints.tables import Table, content_tables
+
+MANAGERS = ("cpu", "memory")
+# Consistency issues that ``inspect`` already reports in its own words.
+DUPLICATE_CODES = frozenset({"unreadable-file", "checksum-invalid", "content-error"})
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class InspectionView:
+    """One inspected file: the domain's report plus the file's consistency findings, where it
+    came from, and tables of its content."""
+
+    source: str
+    report: InspectionReport
+    consistency: tuple[Issue, ...] = ()
+    configured_policy: str | None = None
+    targets: tuple[Reader, ...] = TARGETS
+    tables: tuple[Table, ...] = ()
+
+    @property
+    def issues(self) -> tuple[Issue, ...]:
+        merged = list(self.report.issues) + list(self.consistency)
+        return tuple(sorted(merged, key=lambda i: SEVERITY_ORDER.get(i.severity, 3)))
+
+    @property
+    def problems(self) -> list[str]:
+        """Why this file is a problem (empty: it is not). Used for exit codes."""
+        out: list[str] = []
+        r = self.report
+        if not r.readable:
+            out.append(f"unreadable: {r.error}")
+        for c in r.checksums:
+            if c.status == "invalid":
+                out.append(f"{c.field} invalid: stored {c.stored}, computed {c.computed}")
+        for issue in self.issues:
+            if issue.severity == "error" and issue.code not in ("checksum-invalid", "unreadable"):
+                out.append(f"{issue.code}: {issue.message}")
+        if self.configured_policy is not None and any(
+            v.verdict == POLICY_MISMATCH for v in r.verdicts
+        ):
+            out.append(
+                f"policy mismatch: the file's policy is {r.policy_name!r}, configured "
+                f"{self.configured_policy!r}"
+            )
+        return out
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        """The domain's ``InspectionReport`` dict, plus ``source``, ``configuredPolicy`` and the
+        consistency issues merged into ``issues``."""
+        out = self.report.to_dict()
+        out["source"] = self.source
+        out["configuredPolicy"] = self.configured_policy
+        out["targets"] = [t.key for t in self.targets]
+        out["issues"] = [i.to_dict() for i in self.issues]
+        out["ok"] = self.ok
+        out["problems"] = self.problems
+        return out
+
+
+def _too_large_report(size: int, manager: str | None) -> InspectionReport:
+    message = CheckpointTooLargeError(size).message
+    return InspectionReport(
+        readable=False,
+        size=size,
+        manager=manager,
+        issues=(Issue("too-large", "error", message),),
+        error=message,
+    )
+
+
+def inspect_content(
+    content: bytes | str,
+    *,
+    source: str,
+    manager: str | None = None,
+    policy: str | None = None,
+    targets: Sequence[Reader] = TARGETS,
+    size: int | None = None,
+    state_dir: str | None = None,
+    live_pod_uids: Sequence[str] | None = None,
+) -> InspectionView:
+    """Inspect a state file's bytes. ``source`` names it (a path, an upload's file name); a
+    name like ``cpu_manager_state.bak`` tells the manager when the content does not.
+    ``size`` is the real size when ``content`` was cut at the 16 MiB cap; ``state_dir`` is the
+    kubelet root dir the kubelet's start-up message names (default ``/var/lib/kubelet``);
+    ``live_pod_uids`` (the pods the node knows) adds ``stale-entry`` issues."""
+    targets = tuple(targets)
+    data = content.encode("utf-8", "surrogatepass") if isinstance(content, str) else content
+    real_size = size if size is not None else len(data)
+    hint = manager if manager is not None else manager_for_name(source)
+    if real_size > MAX_FILE_BYTES:
+        return InspectionView(source, _too_large_report(real_size, hint), (), policy, targets)
+    extra: dict[str, Any] = {"state_dir": state_dir} if state_dir is not None else {}
+    report = inspect(data, manager, configured_policy=policy, targets=targets, **extra)
+    if not report.readable and manager is None and hint is not None:
+        # A truncated or hostile file has no keys to tell the manager: its name does.
+        report = inspect(data, hint, configured_policy=policy, targets=targets, **extra)
+    consistency: tuple[Issue, ...] = ()
+    tables: tuple[Table, ...] = ()
+    if report.readable and report.manager is not None:
+        found = (
+            check_consistency(cpu=data, live_pod_uids=live_pod_uids)
+            if report.manager == "cpu"
+            else check_consistency(memory=data, live_pod_uids=live_pod_uids)
+        )
+        consistency = tuple(i for i in found if i.code not in DUPLICATE_CODES)
+        if report.state is not None:
+            tables = content_tables(report.state)
+    return InspectionView(source, report, consistency, policy, targets, tables)
+
+
+def read_source(path: str | Path) -> tuple[bytes | None, int | None]:
+    """(content, None), or (None, size) when the file is above the cap."""
+    try:
+        return read_capped(path), None
+    except KubeletFileTooLargeError as exc:
+        return None, exc.size
+    except KubeletDirError as exc:
+        raise CheckpointFileError(exc.message, "file") from None
+
+
+def inspect_path(
+    path: str | Path,
+    *,
+    manager: str | None = None,
+    policy: str | None = None,
+    targets: Sequence[Reader] = TARGETS,
+) -> InspectionView:
+    """Inspect a file on disk (read-only). ``CheckpointFileError`` when it cannot be read;
+    a file over 16 MiB gives an unreadable report, not an exception."""
+    content, too_large = read_source(path)
+    if content is None:
+        assert too_large is not None
+        return inspect_content(
+            b"", source=str(path), manager=manager, policy=policy, targets=targets, size=too_large
+        )
+    return inspect_content(
+        content, source=str(path), manager=manager, policy=policy, targets=targets
+    )
+
+
+# -- the server's kubelet root dir (the inspector page) ------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class KubeletFilesView:
+    """The state files of the server's kubelet root dir that the inspector can open."""
+
+    root: str
+    available: bool
+    problem: str | None
+    files: tuple[KubeletFile, ...]
+
+    @property
+    def state_files(self) -> tuple[KubeletFile, ...]:
+        return tuple(f for f in self.files if f.kind != "config")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "available": self.available,
+            "problem": self.problem,
+            "files": [f.to_dict() for f in self.state_files],
+        }
+
+
+def kubelet_files(root: str | Path) -> KubeletFilesView:
+    """List the root dir's state files and copies (never raises for a missing dir)."""
+    d = KubeletRootDir(root)
+    try:
+        d.check()
+        files = tuple(d.files())
+    except KubeletDirError as exc:
+        return KubeletFilesView(str(root), False, exc.message, ())
+    return KubeletFilesView(str(root), True, None, files)
+
+
+def inspect_kubelet_file(
+    root: str | Path,
+    name: str,
+    *,
+    policy: str | None = None,
+    targets: Sequence[Reader] = TARGETS,
+) -> InspectionView:
+    """Inspect ``name`` (a state file or a copy of one) of the kubelet root dir, read-only.
+    ``CheckpointFileError`` when there is no such file or it cannot be read."""
+    d = KubeletRootDir(root)
+    manager = manager_for_name(name)
+    try:
+        content = d.read(name)
+    except KubeletFileTooLargeError as exc:
+        return inspect_content(
+            b"", source=str(d.path / name), manager=manager, policy=policy, targets=targets,
+            size=exc.size,
+        )  # fmt: skip
+    except KubeletDirError as exc:
+        raise CheckpointFileError(exc.message, "name") from None
+    return inspect_content(
+        content,
+        source=str(d.path / name),
+        manager=manager,
+        policy=policy,
+        targets=targets,
+        state_dir=str(d.path),
+        live_pod_uids=d.pod_uids(),
+    )

@@ -1,0 +1,338 @@
+"""Checking a kubelet root dir before an upgrade or downgrade.
+
+``check_root_dir`` models one kubelet release (``Reader``) starting on the directory: each
+state file is read as that release would, with the policies of the kubelet configuration when
+one is found (``--kubelet-config-file`` or ``<root>/config.yaml``), the pair is checked for
+consistency (and, when ``<root>/pods/`` exists, for entries of pods the node no longer has:
+``stale-entry``), and for a file the release would refuse or read with loss the conversions that
+rescue it are tried (the version the release writes itself and, when different, the newest
+version, which older releases read through its inline part).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.adapters.kubelet import (
+    KubeletDirError,
+    KubeletFileTooLargeError,
+    KubeletRootDir,
+)
+from app.adapters.kubelet_files import parse_kubelet_config_text
+from app.domain.checkpoint import (
+    COMPATIBLE,
+    COMPATIBLE_WITH_LOSS,
+    POLICY_MISMATCH,
+    WILL_FAIL,
+    CheckpointError,
+    Issue,
+    Reader,
+    TargetVerdict,
+    check_consistency,
+    convert,
+    version_for,
+)
+from app.domain.kubelet_config import RELEASES, KubeletConfig, KubeletConfigError
+from app.services.checkpoints.arguments import (
+    resolve_target,
+)
+from app.services.checkpoints.errors import (
+    CheckpointFileError,
+    CheckpointUsageError,
+)
+from app.services.checkpoints.inspection import (
+    DUPLICATE_CODES,
+    MANAGERS,
+    SEVERITY_ORDER,
+    InspectionView,
+    inspect_content,
+)
+
+# -- checking a kubelet root dir ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Rescue:
+    """A conversion that makes the file readable by the target release."""
+
+    to_version: str
+    verdict: str
+    lost: tuple[str, ...]
+    notes: tuple[str, ...]
+    command: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "toVersion": self.to_version,
+            "verdict": self.verdict,
+            "lost": list(self.lost),
+            "notes": list(self.notes),
+            "command": self.command,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class FileCheck:
+    """One state file of the root dir against the target release."""
+
+    manager: str
+    name: str
+    path: str
+    present: bool
+    view: InspectionView | None = None
+    verdict: TargetVerdict | None = None
+    rescues: tuple[Rescue, ...] = ()
+    advice: tuple[str, ...] = ()
+
+    @property
+    def status(self) -> str:
+        if not self.present:
+            return "missing"
+        if self.verdict is None:
+            return WILL_FAIL
+        return self.verdict.verdict
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("missing", COMPATIBLE)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "manager": self.manager,
+            "name": self.name,
+            "path": self.path,
+            "present": self.present,
+            "status": self.status,
+            "verdict": self.verdict.to_dict() if self.verdict is not None else None,
+            "report": self.view.to_dict() if self.view is not None else None,
+            "rescues": [r.to_dict() for r in self.rescues],
+            "advice": list(self.advice),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DirCheck:
+    """A kubelet root dir checked for one target release."""
+
+    root: str
+    target: Reader
+    gate_source: str
+    config_path: str | None
+    config_problem: str | None
+    policies: dict[str, str | None]
+    files: tuple[FileCheck, ...]
+    issues: tuple[Issue, ...] = ()
+    pod_uids: tuple[str, ...] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return all(f.ok for f in self.files) and not any(i.severity == "error" for i in self.issues)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "target": self.target.to_dict(),
+            "gateSource": self.gate_source,
+            "kubeletConfig": self.config_path,
+            "kubeletConfigProblem": self.config_problem,
+            "policies": dict(self.policies),
+            "ok": self.ok,
+            "files": [f.to_dict() for f in self.files],
+            "issues": [i.to_dict() for i in self.issues],
+            "podUids": list(self.pod_uids) if self.pod_uids is not None else None,
+        }
+
+
+def _load_config(
+    d: KubeletRootDir, release: str
+) -> tuple[KubeletConfig | None, str | None, str | None]:
+    """(config, its path, the problem with it). An explicit file that cannot be read raises."""
+    path = d.config_path()
+    if path is None:
+        return None, None, None
+    try:
+        text = d.read_config_text()
+    except KubeletDirError as exc:
+        if d.config_file is not None:
+            raise CheckpointFileError(exc.message, "kubelet-config-file") from None
+        return None, str(path), exc.message
+    if text is None:
+        return None, None, None
+    family = release if release in RELEASES else RELEASES[0]
+    try:
+        return parse_kubelet_config_text(text, family), str(path), None
+    except KubeletConfigError as exc:
+        problem = f"{path}: {exc}"
+        if d.config_file is not None:
+            raise CheckpointUsageError(problem, "kubelet-config-file") from None
+        return None, str(path), problem
+
+
+def _rescue_versions(manager: str, target: Reader, current: str | None) -> list[str]:
+    newest = "V4" if manager == "cpu" else "V3"
+    out = []
+    for v in (version_for(manager, target), newest):
+        if v != current and v not in out:
+            out.append(v)
+    return out
+
+
+def _rescues(
+    path: Path, content: bytes, manager: str, target: Reader, view: InspectionView
+) -> tuple[Rescue, ...]:
+    current = view.report.version.version if view.report.version is not None else None
+    found: list[Rescue] = []
+    for version in _rescue_versions(manager, target, current):
+        try:
+            result = convert(content, version, target, False, manager=manager)
+        except CheckpointError:
+            continue
+        if result.verdict is None or result.verdict.verdict not in (
+            COMPATIBLE,
+            COMPATIBLE_WITH_LOSS,
+        ):
+            continue
+        p = shlex.quote(str(path))
+        command = (
+            f"numascope checkpoint convert {p} --to {version} --release {target.key} --out {p}"
+        )
+        found.append(Rescue(version, result.verdict.verdict, result.lost, result.notes, command))
+    return tuple(found)
+
+
+def check_root_dir(
+    root: str | Path,
+    target: str,
+    *,
+    gate: bool | None = None,
+    config_file: str | Path | None = None,
+) -> DirCheck:
+    """What a kubelet of ``target`` does with the state files of ``root`` (read-only)."""
+    d = KubeletRootDir(root, config_file=config_file)
+    try:
+        d.check()
+    except KubeletDirError as exc:
+        raise CheckpointFileError(exc.message, "dir") from None
+    pre = resolve_target(target, gate, None)[0]
+    config, config_path, config_problem = _load_config(d, pre.release)
+    reader, gate_source = resolve_target(target, gate, config)
+    policies: dict[str, str | None] = {
+        "cpu": config.cpu_manager_policy if config is not None else None,
+        "memory": config.memory_manager_policy if config is not None else None,
+    }
+    contents: dict[str, bytes | None] = {}
+    checks: list[FileCheck] = []
+    for manager in MANAGERS:
+        path = d.state_path(manager)
+        try:
+            content = d.read_state(manager)
+            too_large = None
+        except KubeletFileTooLargeError as exc:
+            content, too_large = b"", exc.size
+        except KubeletDirError as exc:
+            raise CheckpointFileError(exc.message, "dir") from None
+        contents[manager] = content if too_large is None else None
+        if content is None:
+            checks.append(FileCheck(manager, path.name, str(path), False))
+            continue
+        if manager == "memory" and reader.line == "1.17":
+            checks.append(
+                FileCheck(
+                    manager,
+                    path.name,
+                    str(path),
+                    True,
+                    advice=("a ≤1.17 kubelet has no memory manager and ignores this file",),
+                    verdict=TargetVerdict(
+                        reader.key, reader.label, reader.release, reader.gate, COMPATIBLE
+                    ),
+                )
+            )
+            continue
+        view = inspect_content(
+            content,
+            source=str(path),
+            manager=manager,
+            policy=policies[manager],
+            targets=(reader,),
+            size=too_large,
+            state_dir=str(d.path),
+        )
+        verdict = view.report.verdict_for(reader.key)
+        rescues: tuple[Rescue, ...] = ()
+        advice: list[str] = []
+        status = verdict.verdict if verdict is not None else WILL_FAIL
+        if status in (WILL_FAIL, COMPATIBLE_WITH_LOSS) and too_large is None:
+            rescues = _rescues(path, content, manager, reader, view)
+        if status == POLICY_MISMATCH:
+            advice.append(
+                "the configured policy differs from the file's: a policy change needs the "
+                "documented recovery (drain, stop the kubelet, move the file aside, start)"
+            )
+        elif status == WILL_FAIL and not rescues:
+            advice.append(
+                "no conversion rescues this file (corrupted or unreadable): drain the node, stop "
+                f"the kubelet, move {path.name} aside (e.g. to {path.name}.bak), start the kubelet"
+            )
+        if (
+            status == COMPATIBLE_WITH_LOSS
+            and reader.line in ("1.36", "1.37")
+            and not reader.gate
+            and view.report.state is not None
+            and view.report.state.pod_entries
+        ):
+            advice.append(
+                "the file holds pod-level entries that this kubelet ignores with "
+                "PodLevelResourceManagers off; enabling the gate keeps them"
+            )
+        if rescues:
+            advice.append(
+                "convert only while the kubelet is stopped; a running kubelet rewrites the file "
+                "at its next state change, a starting one in its own newest format"
+            )
+        checks.append(
+            FileCheck(
+                manager,
+                path.name,
+                str(path),
+                True,
+                view,
+                verdict,
+                rescues,
+                tuple(advice),
+            )
+        )
+    issues: list[Issue] = []
+    uids = d.pod_uids()
+    pod_uids = tuple(uids) if uids is not None else None
+    if config_problem is not None:
+        issues.append(Issue("kubelet-config-unreadable", "warning", config_problem))
+    cpu_bytes, mem_bytes = contents.get("cpu"), contents.get("memory")
+    if cpu_bytes is not None or mem_bytes is not None:
+        reserved = config.reserved_system_cpus if config is not None else None
+        strict = (
+            config is not None
+            and config.cpu_manager_policy_options.get("strict-cpu-reservation") == "true"
+        )
+        found = check_consistency(
+            cpu=cpu_bytes,
+            memory=mem_bytes,
+            reserved_cpus=reserved,
+            strict_reservation=strict,
+            live_pod_uids=pod_uids,
+        )
+        issues.extend(i for i in found if i.code not in DUPLICATE_CODES)
+    return DirCheck(
+        str(d.path),
+        reader,
+        gate_source,
+        config_path,
+        config_problem,
+        policies,
+        tuple(checks),
+        tuple(sorted(issues, key=lambda i: SEVERITY_ORDER.get(i.severity, 3))),
+        pod_uids,
+    )
