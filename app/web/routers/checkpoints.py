@@ -17,6 +17,13 @@ Faces of one loader (``app.services.checkpoints``):
   ``configuredPolicy``, ``targets``, ``ok`` and ``problems``; consistency findings are merged
   into ``issues``.
 
+Inspection is CPU work on untrusted bytes: the upload routes run it, and the rendering of its
+answer, in a worker thread (``anyio.to_thread``, at most two at a time), so the event loop
+keeps answering other requests (``/healthz`` within a second while a 600 KB hostile file is
+inspected, tested against a real server); the ``GET`` routes are synchronous and run in the
+thread pool anyway. The findings are linear in the file (CPUs held by several pods grouped per
+CPU, the list capped with a count), so the answer stays small.
+
 Uploads are read as a stream into memory and never reach the disk (Starlette's form parser
 would spool files above 1 MiB to a temporary file, so the body is parsed here with
 python-multipart's streaming parser). Reading stops one byte past 16 MiB: 413 with a clear
@@ -31,9 +38,12 @@ responses (its default ``responseHandling``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+import anyio
+import anyio.to_thread
 from fastapi import APIRouter, Query
 from python_multipart.multipart import MultipartParseError, MultipartParser, parse_options_header
 from starlette.requests import Request
@@ -65,6 +75,8 @@ _MULTIPART_OVERHEAD = 64 * 1024
 _MAX_FIELD_BYTES = 1024
 _MAX_FIELDS = 16
 FORM_FIELDS = ("manager", "policy", "target")
+
+T = TypeVar("T")
 
 pages = APIRouter(tags=["checkpoints"])
 api = APIRouter(prefix="/api/v1", tags=["checkpoints"])
@@ -208,6 +220,22 @@ def _inspect_upload(upload: Upload, query: dict[str, str | None]) -> InspectionV
     )
 
 
+# Inspections share two worker threads: many concurrent uploads queue here instead of taking
+# every thread of the pool that the synchronous routes run on.
+_INSPECTIONS = anyio.CapacityLimiter(2)
+
+
+async def off_loop(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in an inspection worker thread: the event loop keeps answering other
+    requests (``/healthz``) while a large file is inspected and its answer rendered."""
+    return await anyio.to_thread.run_sync(fn, *args, limiter=_INSPECTIONS)
+
+
+def _api_answer(upload: Upload, query: dict[str, str | None]) -> JSONResponse:
+    view = _inspect_upload(upload, query)
+    return JSONResponse(view.to_dict(), headers={"Cache-Control": "no-store"})
+
+
 def _error_info(exc: CheckpointServiceError) -> ErrorInfo:
     if isinstance(exc, UploadTooLargeError):
         return ErrorInfo(413, "RequestEntityTooLarge", exc.message, exc.field)
@@ -313,10 +341,10 @@ async def checkpoints_upload(request: Request, settings: SettingsDep) -> HTMLRes
     try:
         upload = await read_upload(request)
         form = {k: upload.fields.get(k, "") for k in FORM_FIELDS}
-        result = _inspect_upload(upload, {})
+        result = await off_loop(_inspect_upload, upload, {})
     except CheckpointServiceError as exc:
         return _render_page(request, InspectorPage(kubelet, None, _error_info(exc), form))
-    return _render_page(request, InspectorPage(kubelet, result, None, form))
+    return await off_loop(_render_page, request, InspectorPage(kubelet, result, None, form))
 
 
 _UPLOAD_BODY = {
@@ -365,10 +393,10 @@ async def api_checkpoints_inspect(
 ) -> Response:
     try:
         upload = await read_upload(request)
-        view = _inspect_upload(upload, {"manager": manager, "policy": policy, "target": target})
+        query = {"manager": manager, "policy": policy, "target": target}
+        return await off_loop(_api_answer, upload, query)
     except CheckpointServiceError as exc:
         return error_response(request, _error_info(exc))
-    return JSONResponse(view.to_dict(), headers={"Cache-Control": "no-store"})
 
 
 __all__ = [

@@ -1,0 +1,117 @@
+"""The inspector on a hostile upload, against a real ``numascope serve`` process: thousands of
+entries holding CPU 0 give one capped finding, and ``/healthz`` keeps answering within a
+second while such an upload is being inspected (inspection runs in a worker thread)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.domain.checkpoint import CPUCheckpointState, write_cpu_checkpoint
+from app.domain.checkpoint.overlaps import MAX_LISTED_PODS
+from app.domain.cpuset import CPUSet
+
+ROOT = Path(__file__).resolve().parents[2]
+JSON = {"Content-Type": "application/json"}
+
+
+def hostile(pods: int) -> bytes:
+    entries = {str(uuid.UUID(int=i)): {"app": CPUSet.parse("0")} for i in range(pods)}
+    return write_cpu_checkpoint(
+        CPUCheckpointState("static", CPUSet.parse("1-3"), entries), "v2"
+    ).encode()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    tmp = tmp_path_factory.mktemp("serve")
+    port = _free_port()
+    env = {
+        **os.environ,
+        "NUMASCOPE_DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite'}",
+        "NUMASCOPE_STATE_DIR": str(tmp / "nodes"),
+        "NUMASCOPE_SYSFS_ROOT": str(tmp / "no-sysfs"),
+        "NUMASCOPE_CPUINFO": "false",
+        "NUMASCOPE_LOG_LEVEL": "warning",
+    }
+    cmd = [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    proc = subprocess.Popen([*cmd, "--no-demo"], cwd=ROOT, env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"{base}/healthz", timeout=2)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None, "numascope serve exited"
+                assert time.monotonic() < deadline, "numascope serve did not answer in 60 s"
+                time.sleep(0.1)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_two_thousand_entries_on_cpu_0_give_one_finding(server: str) -> None:
+    r = httpx.post(
+        f"{server}/api/v1/checkpoints/inspect", content=hostile(2000), headers=JSON, timeout=120
+    )
+    assert r.status_code == 200
+    assert len(r.content) < 1_000_000  # was 578 MB: one finding per pair of pods
+    found = [i for i in r.json()["issues"] if i["code"] == "overlapping-exclusive"]
+    assert len(found) == 1
+    assert found[0]["message"].startswith("2000 pods all hold CPUs 0: ")
+    assert found[0]["message"].endswith(f" and {2000 - MAX_LISTED_PODS} more")
+
+
+def test_healthz_answers_within_a_second_during_a_large_inspection(server: str) -> None:
+    body = hostile(12000)  # about 600 KB: seconds of inspection
+    done = threading.Event()
+    answer: list[httpx.Response] = []
+
+    def upload() -> None:
+        try:
+            with httpx.Client(timeout=300) as c:
+                answer.append(
+                    c.post(f"{server}/api/v1/checkpoints/inspect", content=body, headers=JSON)
+                )
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=upload)
+    started = time.monotonic()
+    worker.start()
+    probes: list[float] = []
+    with httpx.Client(timeout=30) as probe:
+        while not done.is_set():
+            t0 = time.monotonic()
+            assert probe.get(f"{server}/healthz").status_code == 200
+            probes.append(time.monotonic() - t0)
+            done.wait(0.05)
+    worker.join()
+    elapsed = time.monotonic() - started
+    assert answer and answer[0].status_code == 200
+    # The probes ran while the upload was in flight, and none waited for it.
+    assert len(probes) >= 5, (elapsed, probes)
+    assert max(probes) < 1.0, probes
