@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import uuid
 from pathlib import Path
 
 import pytest
 
 from app.cli import main
-from app.domain.checkpoint import inspect
+from app.domain.checkpoint import CPUCheckpointState, inspect, write_cpu_checkpoint
+from app.domain.cpuset import CPUSet
 from tests.fixtures.checkpoints.generate import HERE, POD_B, fixtures, write_huge
 
 F = HERE
@@ -360,3 +362,23 @@ def test_check_never_writes(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
     run(capsys, "check", str(root), "--target", "1.35")
     run(capsys, "inspect", str(root / "cpu_manager_state"))
     assert {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in root.iterdir()} == before
+
+
+def test_inspect_two_thousand_entries_on_cpu_0_prints_one_capped_finding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 13: this file used to print one line per pair of pods (1,999,000 of them).
+    entries = {str(uuid.UUID(int=i)): {"app": CPUSet.parse("0")} for i in range(2000)}
+    state = CPUCheckpointState("static", CPUSet.parse("1-3"), entries)
+    f = tmp_path / "cpu_manager_state"
+    f.write_text(write_cpu_checkpoint(state, "v2"))
+    code, out, _ = run(capsys, "inspect", str(f), "--json")
+    assert code == 1
+    report = json.loads(out)
+    found = [i for i in report["issues"] if i["code"] == "overlapping-exclusive"]
+    assert [i["message"].split(":")[0] for i in found] == ["2000 pods all hold CPUs 0"]
+    code, out, _ = run(capsys, "inspect", str(f))
+    assert code == 1
+    lines = [line for line in out.splitlines() if line.startswith("  error    overlapping-")]
+    assert len(lines) == 1 and lines[0].endswith(" and 1990 more")
+    assert len(out.splitlines()) < 2000 + 100  # the entries table, one line per entry
