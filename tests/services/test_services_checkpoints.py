@@ -596,3 +596,24 @@ def test_stale_entries_from_the_pods_dir(tmp_path: Path) -> None:
     view = inspect_kubelet_file(root, "cpu_manager_state")
     assert [i.code for i in view.issues] == ["stale-entry"]
     assert check.to_dict()["podUids"] == [POD_A]
+
+
+def test_a_file_with_too_many_members_gets_a_report_not_a_decoding() -> None:
+    from app.domain.checkpoint import CPUCheckpointState, write_cpu_checkpoint
+    from app.domain.cpuset import CPUSet
+    from app.services.checkpoints import MAX_INSPECT_MEMBERS, TOO_MANY_MEMBERS
+
+    entries = {f"pod-{i}": {"c": CPUSet([i % 8])} for i in range(MAX_INSPECT_MEMBERS // 2 + 1)}
+    text = write_cpu_checkpoint(CPUCheckpointState("static", CPUSet(), entries), "v2")
+    view = inspect_content(text, source="cpu_manager_state")
+    assert not view.report.readable and view.report.manager == "cpu"
+    assert [i.code for i in view.report.issues] == [TOO_MANY_MEMBERS]
+    assert (
+        view.report.error is not None and "the inspector reads at most 25000" in view.report.error
+    )
+    assert not view.ok and [i.code for i in view.issues] == [TOO_MANY_MEMBERS]
+    assert view.tables == ()
+    # One member fewer than the limit is inspected in full.
+    fewer = dict(list(entries.items())[:-3])
+    text = write_cpu_checkpoint(CPUCheckpointState("static", CPUSet(), fewer), "v2")
+    assert inspect_content(text, source="cpu_manager_state").report.readable

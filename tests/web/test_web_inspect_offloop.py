@@ -20,6 +20,7 @@ import pytest
 from app.domain.checkpoint import CPUCheckpointState, write_cpu_checkpoint
 from app.domain.checkpoint.overlaps import MAX_LISTED_PODS
 from app.domain.cpuset import CPUSet
+from app.services.checkpoints import MAX_INSPECT_MEMBERS
 
 ROOT = Path(__file__).resolve().parents[2]
 JSON = {"Content-Type": "application/json"}
@@ -86,7 +87,7 @@ def test_two_thousand_entries_on_cpu_0_give_one_finding(server: str) -> None:
 
 
 def test_healthz_answers_within_a_second_during_a_large_inspection(server: str) -> None:
-    body = hostile(12000)  # about 600 KB: seconds of inspection
+    body = hostile(11000)  # about 560 KB, 22,000 members: seconds of inspection
     done = threading.Event()
     answer: list[httpx.Response] = []
 
@@ -115,3 +116,16 @@ def test_healthz_answers_within_a_second_during_a_large_inspection(server: str) 
     # The probes ran while the upload was in flight, and none waited for it.
     assert len(probes) >= 5, (elapsed, probes)
     assert max(probes) < 1.0, probes
+
+
+def test_more_members_than_the_inspector_reads_is_413_before_decoding(server: str) -> None:
+    body = hostile(MAX_INSPECT_MEMBERS // 2 + 1)  # two members per entry
+    t0 = time.monotonic()
+    r = httpx.post(f"{server}/api/v1/checkpoints/inspect", content=body, headers=JSON, timeout=60)
+    assert r.status_code == 413
+    error = r.json()["error"]
+    assert error["reason"] == "RequestEntityTooLarge" and error["field"] == "file"
+    assert error["message"].startswith(
+        f"the file has {MAX_INSPECT_MEMBERS + 6} JSON object members"
+    )
+    assert time.monotonic() - t0 < 5  # refused before the readers run (they would take seconds)

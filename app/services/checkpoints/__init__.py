@@ -32,9 +32,12 @@ from app.services.checkpoints.errors import (
     ConversionRefusedError,
     EmptyUploadError,
     UploadTooLargeError,
+    UploadTooManyMembersError,
 )
 from app.services.checkpoints.inspection import (
     MANAGERS,
+    MAX_INSPECT_MEMBERS,
+    TOO_MANY_MEMBERS,
     InspectionView,
     KubeletFilesView,
     inspect_content,
@@ -47,6 +50,8 @@ from app.services.checkpoints.tables import Table
 
 __all__ = [
     "MANAGERS",
+    "MAX_INSPECT_MEMBERS",
+    "TOO_MANY_MEMBERS",
     "CheckpointFileError",
     "CheckpointServiceError",
     "CheckpointUsageError",
@@ -60,6 +65,7 @@ __all__ = [
     "Rescue",
     "Table",
     "UploadTooLargeError",
+    "UploadTooManyMembersError",
     "backup_name",
     "check_root_dir",
     "convert_file",

@@ -41,6 +41,14 @@ class UploadTooLargeError(CheckpointServiceError):
         self.size = size
 
 
+class UploadTooManyMembersError(CheckpointServiceError):
+    """An uploaded file has more JSON object members than the inspector reads (its report's
+    ``too-many-members`` issue, as the upload's error)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "file")
+
+
 class EmptyUploadError(CheckpointServiceError):
     """No file, or an empty one, was uploaded."""
 

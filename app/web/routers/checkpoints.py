@@ -19,7 +19,7 @@ Faces of one loader (``app.services.checkpoints``):
 
 Inspection is CPU work on untrusted bytes: the upload routes run it, and the rendering of its
 answer, in a worker thread (``anyio.to_thread``, at most two at a time), so the event loop
-keeps answering other requests (``/healthz`` within a second while a 600 KB hostile file is
+keeps answering other requests (``/healthz`` within a second while a 560 KB hostile file is
 inspected, tested against a real server); the ``GET`` routes are synchronous and run in the
 thread pool anyway. The findings are linear in the file (CPUs held by several pods grouped per
 CPU, the list capped with a count), so the answer stays small.
@@ -27,7 +27,9 @@ CPU, the list capped with a count), so the answer stays small.
 Uploads are read as a stream into memory and never reach the disk (Starlette's form parser
 would spool files above 1 MiB to a temporary file, so the body is parsed here with
 python-multipart's streaming parser). Reading stops one byte past 16 MiB: 413 with a clear
-message. No file, or an empty one: 422. A file that is not a checkpoint is not an error of the
+message; so does a file of more than 25,000 JSON object members (``MAX_INSPECT_MEMBERS``,
+counted before any decoding; a server's own kubelet file gets a ``too-many-members`` report
+instead). No file, or an empty one: 422. A file that is not a checkpoint is not an error of the
 request: its report says so (``readable: false``, will-fail verdicts).
 
 Errors of the API are ``{"error": {"reason", "message", "field"?}}`` (``app.web.errors``).
@@ -51,6 +53,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from app.domain.checkpoint import TARGETS
 from app.services.checkpoints import (
+    TOO_MANY_MEMBERS,
     CheckpointFileError,
     CheckpointServiceError,
     CheckpointUsageError,
@@ -58,6 +61,7 @@ from app.services.checkpoints import (
     InspectionView,
     KubeletFilesView,
     UploadTooLargeError,
+    UploadTooManyMembersError,
     inspect_content,
     inspect_kubelet_file,
     kubelet_files,
@@ -211,13 +215,16 @@ def _inspect_upload(upload: Upload, query: dict[str, str | None]) -> InspectionV
     targets = parse_targets(arg("target"))
     if upload.content is None or not upload.content:
         raise EmptyUploadError()
-    return inspect_content(
+    view = inspect_content(
         upload.content,
         source=upload.filename or "uploaded file",
         manager=manager,
         policy=policy,
         targets=targets,
     )
+    if view.report.issues and view.report.issues[0].code == TOO_MANY_MEMBERS:
+        raise UploadTooManyMembersError(view.report.issues[0].message)
+    return view
 
 
 # Inspections share two worker threads: many concurrent uploads queue here instead of taking
@@ -237,7 +244,7 @@ def _api_answer(upload: Upload, query: dict[str, str | None]) -> JSONResponse:
 
 
 def _error_info(exc: CheckpointServiceError) -> ErrorInfo:
-    if isinstance(exc, UploadTooLargeError):
+    if isinstance(exc, UploadTooLargeError | UploadTooManyMembersError):
         return ErrorInfo(413, "RequestEntityTooLarge", exc.message, exc.field)
     if isinstance(exc, CheckpointFileError):
         return ErrorInfo(404, "NotFound", exc.message, exc.field)
@@ -379,7 +386,7 @@ _UPLOAD_BODY = {
     "the kubelet's error text, the content, and issues. Nothing is written anywhere.",
     openapi_extra={"requestBody": _UPLOAD_BODY},
     responses={
-        413: {"description": "The file is larger than 16 MiB"},
+        413: {"description": "The file is larger than 16 MiB or has more than 25,000 members"},
         422: {"description": "No file or an empty one; unknown manager or target"},
     },
 )
