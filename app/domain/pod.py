@@ -50,6 +50,7 @@ QOS_BEST_EFFORT = "BestEffort"
 QOS_CLASSES = (QOS_GUARANTEED, QOS_BURSTABLE, QOS_BEST_EFFORT)
 
 CONTAINER_RESTART_POLICY_ALWAYS = "Always"
+MAX_GENERATED_PREFIX = 63 - 5  # maxNameLength - randomLength of the API server's generator
 
 # Resources GetPodQOS looks at, in the order resourceQOS walks them (a set upstream; the
 # answer does not depend on the order).
@@ -707,7 +708,8 @@ def pod_from_manifest(obj: Mapping[str, Any], *, pod_level_resources_enabled: bo
 
     ``kind``/``apiVersion`` must be ``Pod``/``v1`` when given. Unknown fields are ignored.
     A missing ``metadata.uid`` gets ``synthetic_uid(namespace, name)``; a missing name uses
-    ``metadata.generateName`` plus the start of that uid. Names are checked as the API server
+    ``metadata.generateName`` (its first 58 characters, as the API server's generator keeps)
+    plus the start of that uid. Names are checked as the API server
     checks them (``app.domain.k8s_names``: the pod name a DNS-1123 subdomain, the namespace
     and every container name a DNS-1123 label, the uid a safe path segment), with its messages.
     """
@@ -741,7 +743,10 @@ def pod_from_manifest(obj: Mapping[str, Any], *, pod_level_resources_enabled: bo
             _names(k8s_names.check_pod_name, "")
         if uid in (None, ""):
             uid = synthetic_uid(namespace, generate)
-        name = generate + _expect_str(uid, "metadata.uid").replace("-", "")[:5]
+        # SimpleNameGenerator (apiserver/pkg/storage/names/generate.go): at most 58
+        # characters of the prefix, then 5 more (random upstream; from the uid here).
+        suffix = _expect_str(uid, "metadata.uid").replace("-", "")[:5]
+        name = generate[:MAX_GENERATED_PREFIX] + suffix
     name = _expect_str(name, "metadata.name")
     _names(k8s_names.check_pod_name, name)
     _names(k8s_names.check_namespace, namespace)

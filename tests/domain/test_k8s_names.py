@@ -204,3 +204,9 @@ def test_restart_records_with_a_bad_name_are_refused_naming_the_entry() -> None:
     )
     doc["pods"] = doc["pods"][:1]
     assert [p.name for p, _ in pods_from_document(doc)] == ["web"]
+
+
+def test_a_long_generate_name_is_cut_like_the_api_servers_generator() -> None:
+    prefix = "a" * 100 + "-"
+    pod = pod_from_manifest(_pod({"generateName": prefix, "uid": "0123456789ab"}))
+    assert pod.name == "a" * 58 + "01234"
