@@ -25,7 +25,12 @@ from app.domain.checkpoint.content import file_content
 from app.domain.checkpoint.detect import CPU, MEMORY, detect_tree, parse_checkpoint_text
 from app.domain.checkpoint.errors import CheckpointError
 from app.domain.checkpoint.findings import Issue, checksum_reports
-from app.domain.checkpoint.overlaps import left_out_message, overlap_message, shared_cpu_groups
+from app.domain.checkpoint.overlaps import (
+    cap_repeated,
+    left_out_message,
+    overlap_message,
+    shared_cpu_groups,
+)
 from app.domain.cpuset import CPUSet
 from app.domain.topology import CPUTopology
 
@@ -89,7 +94,7 @@ def check_consistency(
             issues.extend(_stale(pods, live, M.MEMORY_FILE_NAME))
     if cpu_state is not None and mem_state is not None:
         issues.extend(_check_pair(cpu_state, mem_state, topology))
-    return issues
+    return cap_repeated(issues)
 
 
 def _stale(pods: Sequence[str], live: set[str], name: str) -> list[Issue]:
@@ -133,6 +138,7 @@ def _check_cpu(
         out.append(Issue("overlapping-exclusive", ERROR, overlap_message(cpus, holders)))
     if left_out:
         out.append(Issue("overlapping-exclusive", ERROR, left_out_message(left_out)))
+    default_text = str(default)  # once: every overlap below quotes it
     for pod, name, cset in owners:
         if cset & default:
             out.append(
@@ -140,7 +146,7 @@ def _check_cpu(
                     "container-overlaps-default",
                     ERROR,
                     f'pod: {pod}, container: {name} cpuset: "{cset}" overlaps with default '
-                    f'cpuset "{default}"',
+                    f'cpuset "{default_text}"',
                 )
             )
     for pod, cset in sorted(pod_entries.items()):
@@ -149,7 +155,7 @@ def _check_cpu(
                 Issue(
                     "pod-entry-overlaps-default",
                     ERROR,
-                    f'pod {pod}: pod cpuset "{cset}" overlaps with default cpuset "{default}"',
+                    f'pod {pod}: pod cpuset "{cset}" overlaps with default cpuset "{default_text}"',
                 )
             )
         pod_containers = state.entries.get(pod)

@@ -10,6 +10,12 @@ up to ``MAX_LISTED_PODS`` pods, ``2000 pods all hold CPUs 0: A, B, ... and 1990 
 At most ``MAX_OVERLAP_FINDINGS`` groups are reported (lowest CPUs first); one more finding
 then counts the groups left out.
 
+Findings repeated once per entry whose text quotes a set that may be long (the default cpuset
+in ``container-overlaps-default``, a NUMA group in ``cells-mismatch``) are capped the same way
+(``cap_repeated``): at most ``MAX_REPEATED_FINDINGS`` of a code, then one finding that counts
+the rest, so the answer stays linear in the file (12,000 containers quoting a 190 KB default
+cpuset would otherwise make 2 GB of text).
+
 How: a sweep over the runs of every pod's CPU set (sorted run boundaries; the number of runs
 is bounded by the file's text, a run's width is not, so nothing walks CPU by CPU). Between
 two boundaries the set of holders is the same; it is identified by the holder count and a
@@ -23,10 +29,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 
+from app.domain.checkpoint.findings import Issue
 from app.domain.cpuset import CPUSet
 
 MAX_LISTED_PODS = 10
 MAX_OVERLAP_FINDINGS = 100
+MAX_REPEATED_FINDINGS = 100
+# Codes whose message quotes a set shared by all of them (see the module docstring).
+REPEATED_CODES = ("container-overlaps-default", "pod-entry-overlaps-default", "cells-mismatch")
 _MOD = 1 << 64
 
 
@@ -89,3 +99,27 @@ def left_out_message(left_out: int) -> str:
         f"{left_out} more groups of CPUs are held by more than one pod (only the first "
         f"{MAX_OVERLAP_FINDINGS} groups are listed)"
     )
+
+
+def cap_repeated(issues: list[Issue]) -> list[Issue]:
+    """``issues`` with at most ``MAX_REPEATED_FINDINGS`` of each ``REPEATED_CODES`` code, the
+    rest counted by one more finding of that code, placed after its last listed one."""
+    counts: dict[str, int] = {}
+    out: list[Issue] = []
+    for issue in issues:
+        if issue.code in REPEATED_CODES:
+            seen = counts.get(issue.code, 0)
+            counts[issue.code] = seen + 1
+            if seen >= MAX_REPEATED_FINDINGS:
+                continue
+        out.append(issue)
+    for code, seen in counts.items():
+        if seen > MAX_REPEATED_FINDINGS:
+            last = max(i for i, issue in enumerate(out) if issue.code == code)
+            severity = out[last].severity
+            more = seen - MAX_REPEATED_FINDINGS
+            text = (
+                f"{more} more {code} findings (only the first {MAX_REPEATED_FINDINGS} are listed)"
+            )
+            out.insert(last + 1, Issue(code, severity, text))
+    return out

@@ -8,9 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.domain.checkpoint import CPUCheckpointState, check_consistency, write_cpu_checkpoint
+from app.domain.checkpoint.findings import Issue
 from app.domain.checkpoint.overlaps import (
     MAX_LISTED_PODS,
     MAX_OVERLAP_FINDINGS,
+    MAX_REPEATED_FINDINGS,
+    cap_repeated,
     overlap_message,
     shared_cpu_groups,
 )
@@ -104,3 +107,35 @@ def test_containers_of_one_pod_may_share() -> None:
     )
     assert shared_cpu_groups({"a": CPUSet.parse("1-2")}) == ([], 0)
     assert not [i for i in check_consistency(cpu=state) if i.code == "overlapping-exclusive"]
+
+
+def test_findings_quoting_the_default_cpuset_are_capped_with_a_count() -> None:
+    # Every other CPU id in the default set: a 190 KB text each finding would quote.
+    default = CPUSet(range(0, MAX_CPU_ID + 1, 2))
+    entries = {f"pod-{i:05d}": {"c": CPUSet([2 * (i % 100)])} for i in range(3000)}
+    issues = check_consistency(cpu=CPUCheckpointState("static", default, entries))
+    found = [i for i in issues if i.code == "container-overlaps-default"]
+    assert len(found) == MAX_REPEATED_FINDINGS + 1
+    assert found[0].message.startswith('pod: pod-00000, container: c cpuset: "0" overlaps with')
+    assert found[-1].message == (
+        f"{3000 - MAX_REPEATED_FINDINGS} more container-overlaps-default findings (only the "
+        f"first {MAX_REPEATED_FINDINGS} are listed)"
+    )
+    assert sum(len(i.message) for i in issues) < 30_000_000  # was 3,000 x 190 KB = 570 MB
+
+
+def test_cap_keeps_other_codes_and_order() -> None:
+    issues = [Issue("stale-entry", "warning", f"s{i}") for i in range(MAX_REPEATED_FINDINGS + 5)]
+    issues += [
+        Issue("cells-mismatch", "warning", f"c{i}") for i in range(MAX_REPEATED_FINDINGS + 2)
+    ]
+    issues.append(Issue("empty-default-set", "error", "e"))
+    capped = cap_repeated(issues)
+    assert [i.message for i in capped if i.code == "stale-entry"] == [
+        f"s{i}" for i in range(MAX_REPEATED_FINDINGS + 5)
+    ]
+    cells = [i.message for i in capped if i.code == "cells-mismatch"]
+    assert cells[:-1] == [f"c{i}" for i in range(MAX_REPEATED_FINDINGS)]
+    assert cells[-1].startswith("2 more cells-mismatch findings")
+    assert capped[-1].code == "empty-default-set" and capped[-2].code == "cells-mismatch"
+    assert cap_repeated(capped[:10]) == capped[:10]
