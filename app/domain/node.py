@@ -286,6 +286,15 @@ class Node:
         pod = self.find_pod(key)
         if pod is None:
             raise NodeError(f"pod {key} is not on node {self.name}", "pod")
+        self.release_resources(pod)
+        del self.pods[pod.uid]
+        self.admitted_at.pop(pod.uid, None)
+        return pod
+
+    def release_resources(self, pod: Pod) -> None:
+        """Give back what the managers hold for ``pod``, admitted or not (a pod rejected when
+        the kubelet restarts leaves its checkpointed entries: the managers' stale-state
+        cleanup returns them, as this does)."""
         for container in pod.all_containers():
             if self.cpu_policy is not None:
                 self.cpu_policy.remove_container(self.cpu_state, pod.uid, container.name)
@@ -299,9 +308,6 @@ class Node:
             if isinstance(reusable, dict):
                 reusable.pop(pod.uid, None)
         self.topology_manager.remove_pod(pod.uid)
-        del self.pods[pod.uid]
-        self.admitted_at.pop(pod.uid, None)
-        return pod
 
     # -- views -------------------------------------------------------------------------
     def _container_allocation(

@@ -75,6 +75,7 @@ __all__ = [
     "PODS_FORMAT",
     "NodeStateError",
     "StateFileVersions",
+    "check_pod_list",
     "cpu_checkpoint_state",
     "cpu_manager_state_from_checkpoint",
     "memory_checkpoint_state",
@@ -84,6 +85,7 @@ __all__ = [
     "pods_from_document",
     "render_state_files",
     "restore_node",
+    "start_managers",
     "state_file_versions",
 ]
 
@@ -286,18 +288,19 @@ def _restore_memory(
     return live, set(stored.entries) | set(stored.pod_entries or {})
 
 
-def restore_node(
+def start_managers(
     node: Node,
     files: Mapping[str, str | bytes | None],
-    pods: Sequence[tuple[Pod, float]] = (),
+    known_uids: set[str],
     state_dir: str = "",
 ) -> None:
-    """Restore ``node`` (freshly built, nothing admitted) from its state files and pods.
+    """Start the node's CPU and memory managers on ``files`` as its kubelet release does
+    (reader, then ``Start`` validation; CPU manager first) and keep their states, without
+    registering any pod (a restarting kubelet re-admits its pods afterwards).
 
     ``files`` maps ``cpu_manager_state``/``memory_manager_state`` to their content (``None`` or
-    absent: no file, a fresh start). ``pods`` are the admitted pods with their admission
-    times. Every pod the state files name must be among them. Raises ``NodeStateError``;
-    the node is changed only on success.
+    absent: no file, a fresh start); every pod the files name must be in ``known_uids``.
+    Raises ``NodeStateError``; the node is changed only on success.
     """
     if node.pods:
         raise NodeStateError("state can only be restored into a node without pods", "pods")
@@ -312,7 +315,22 @@ def restore_node(
     if memory_content is not None:
         memory_state, uids = _restore_memory(node, memory_content, state_dir)
         referenced |= uids
+    unknown = sorted(referenced - known_uids)
+    if unknown:
+        raise NodeStateError(
+            f"the state files hold assignments of pod uid {unknown[0]}, which is not among the "
+            f"recorded pods ({PODS_FILE_NAME}); the state and the pod list disagree",
+            "pods",
+        )
+    if cpu_state is not None and node.cpu_policy is not None:
+        node.cpu_policy.start(cpu_state)  # validated above; sets the metrics gauges
+        node.cpu_state = cpu_state
+    if memory_state is not None and node.memory is not None:
+        node.memory.state = memory_state
 
+
+def check_pod_list(pods: Sequence[tuple[Pod, float]]) -> dict[str, tuple[Pod, float]]:
+    """The recorded pods by uid; a uid or a name listed twice raises ``NodeStateError``."""
     by_uid: dict[str, tuple[Pod, float]] = {}
     keys: set[str] = set()
     for pod, admitted_at in pods:
@@ -322,19 +340,25 @@ def restore_node(
             raise NodeStateError(f"pod {pod.key} is listed twice", "pods")
         by_uid[pod.uid] = (pod, admitted_at)
         keys.add(pod.key)
-    unknown = sorted(referenced - set(by_uid))
-    if unknown:
-        raise NodeStateError(
-            f"the state files hold assignments of pod uid {unknown[0]}, which is not among the "
-            f"recorded pods ({PODS_FILE_NAME}); the state and the pod list disagree",
-            "pods",
-        )
+    return by_uid
 
-    if cpu_state is not None and node.cpu_policy is not None:
-        node.cpu_policy.start(cpu_state)  # validated above; sets the metrics gauges
-        node.cpu_state = cpu_state
-    if memory_state is not None and node.memory is not None:
-        node.memory.state = memory_state
+
+def restore_node(
+    node: Node,
+    files: Mapping[str, str | bytes | None],
+    pods: Sequence[tuple[Pod, float]] = (),
+    state_dir: str = "",
+) -> None:
+    """Restore ``node`` (freshly built, nothing admitted) from its state files and pods.
+
+    ``files`` as for ``start_managers``; ``pods`` are the admitted pods with their admission
+    times. Every pod the state files name must be among them. Raises ``NodeStateError``;
+    the node is changed only on success.
+    """
+    if node.pods:
+        raise NodeStateError("state can only be restored into a node without pods", "pods")
+    by_uid = check_pod_list(pods)
+    start_managers(node, files, set(by_uid), state_dir)
     for uid, (pod, admitted_at) in by_uid.items():
         node.pods[uid] = pod
         node.admitted_at[uid] = admitted_at

@@ -1,0 +1,344 @@
+"""A kubelet restart rehearsed on a node's state files: a kubelet of one release starts on the
+files another (or the same) release wrote, and re-admits the node's pods.
+
+What happens, in the kubelet's order (pkg/kubelet/cm/container_manager_linux.go ``Start``,
+cpumanager/cpu_manager.go ``Start``/``Allocate``, memorymanager/memory_manager.go
+``Start``/``Allocate``, pkg/kubelet/kubelet.go ``HandlePodAdditions``):
+
+1. the CPU manager, then the memory manager, read their file with the release's reader and
+   validate it (``node_state.start_managers``; the release reader models are
+   ``app.domain.checkpoint.readers``). A refusal stops the kubelet: ``started`` is false,
+   ``error`` the kubelet's text, ``recovery`` the documented way out (kubelet docs "Changing
+   the CPU Manager Policy": drain, remove the state files, restart);
+2. the pods come back through admission in their admission order. Both managers skip a
+   container whose assignment is already in the state ("container already present in
+   state, skipping"), so container-level assignments are *kept*; a pod-level CPU set or memory
+   allocation is *restored* only by releases carrying kubernetes#141041 / kubernetes#141077
+   (``app.domain.releases``), while 1.36/1.37 allocate such a pod anew from what is free
+   (``reallocated``, or ``rejected`` when it no longer fits);
+3. a rejected pod is not active: the stale-state cleanup that each manager's ``Allocate``
+   runs first (``removeStaleState``) gives its checkpointed CPUs and memory back before the
+   next pod is admitted (``Node.release_resources``).
+
+``lost`` lists what the release's reader dropped from the files, in the inspector's words
+(``verdict.py``: ``podEntries[UID] (cpuSet 2-5)``, ...). Before/after CPU sets are the state
+files' entries (``None`` when a container has none: it runs in a shared pool).
+
+Outcomes per pod: ``rejected`` (admission failed); ``reallocated`` (an entry found in the
+files changed, or the pod held nothing there and was given exclusive resources now);
+``restored`` (a pod-level allocation found in the files was restored as it was, missing
+container entries computed inside it); ``kept`` otherwise (everything found is unchanged).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from app.domain import releases
+from app.domain.checkpoint import CPU_FILE_NAME, MEMORY_FILE_NAME, inspect
+from app.domain.checkpoint import cpu as C
+from app.domain.checkpoint import memory as M
+from app.domain.checkpoint.readers import Reader
+from app.domain.cpuset import CPUSet
+from app.domain.kubelet_config import KubeletConfig
+from app.domain.node import Node
+from app.domain.node_state import GATE, NodeStateError, check_pod_list, start_managers
+from app.domain.pod import Pod
+from app.domain.topology import CPUTopology
+
+KEPT = "kept"
+RESTORED = "restored"
+REALLOCATED = "reallocated"
+REJECTED = "rejected"
+OUTCOMES = (KEPT, RESTORED, REALLOCATED, REJECTED)
+
+#: A memory block as compared here: (NUMA affinity, resource, bytes).
+BlockKey = tuple[tuple[int, ...], str, int]
+
+
+class RestartInputError(ValueError):
+    """The files and the pod record cannot describe one node (not a kubelet decision)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def recovery_steps(state_dir: str, release: str) -> tuple[str, ...]:
+    """The documented way to start a kubelet that refuses its state files."""
+    where = f"{state_dir.rstrip('/')}/" if state_dir else ""
+    return (
+        "drain the node (kubectl drain NODE --ignore-daemonsets)",
+        "stop the kubelet",
+        f"remove {where}{CPU_FILE_NAME} and {where}{MEMORY_FILE_NAME}",
+        f"start the kubelet (release {release}): it writes new state files and admits the "
+        "node's pods afresh",
+        "uncordon the node (kubectl uncordon NODE)",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerRestart:
+    name: str
+    before: CPUSet | None
+    after: CPUSet | None
+    memory_before: tuple[BlockKey, ...] = ()
+    memory_after: tuple[BlockKey, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "before": _text(self.before),
+            "after": _text(self.after),
+            "memory": {"before": _blocks(self.memory_before), "after": _blocks(self.memory_after)},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PodRestart:
+    uid: str
+    namespace: str
+    name: str
+    outcome: str
+    reason: str = ""
+    message: str = ""
+    budget_before: CPUSet | None = None
+    budget_after: CPUSet | None = None
+    memory_before: tuple[BlockKey, ...] = ()
+    memory_after: tuple[BlockKey, ...] = ()
+    containers: tuple[ContainerRestart, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pod": self.key,
+            "uid": self.uid,
+            "outcome": self.outcome,
+            "reason": self.reason or None,
+            "message": self.message or None,
+            "podBudget": {"before": _text(self.budget_before), "after": _text(self.budget_after)},
+            "podMemory": {
+                "before": _blocks(self.memory_before),
+                "after": _blocks(self.memory_after),
+            },
+            "containers": [c.to_dict() for c in self.containers],
+        }
+
+
+@dataclass(slots=True)
+class RestartResult:
+    """What the restarted kubelet did; ``node`` is the node it runs (``None`` if it did not
+    start)."""
+
+    release: str
+    gates: dict[str, bool]
+    started: bool
+    error: str | None = None
+    recovery: tuple[str, ...] = ()
+    lost: tuple[str, ...] = ()
+    pods: tuple[PodRestart, ...] = ()
+    node: Node | None = None
+    previous_release: str | None = None
+
+    @property
+    def all_kept(self) -> bool:
+        return (
+            self.started and not self.lost and all(p.outcome in (KEPT, RESTORED) for p in self.pods)
+        )
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.all_kept else 1
+
+    def counts(self) -> dict[str, int]:
+        out = dict.fromkeys(OUTCOMES, 0)
+        for p in self.pods:
+            out[p.outcome] += 1
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "release": self.release,
+            "previousRelease": self.previous_release,
+            "featureGates": dict(self.gates),
+            "started": self.started,
+            "error": self.error,
+            "recovery": list(self.recovery),
+            "lost": list(self.lost),
+            "summary": self.counts(),
+            "pods": [p.to_dict() for p in self.pods],
+        }
+
+
+def _text(s: CPUSet | None) -> str | None:
+    return None if s is None else str(s)
+
+
+def _blocks(blocks: Sequence[BlockKey]) -> list[dict[str, Any]]:
+    return [{"numaAffinity": list(n), "type": t, "size": size} for n, t, size in blocks]
+
+
+def _keys(blocks: Sequence[Any] | None) -> tuple[BlockKey, ...]:
+    return tuple((tuple(b.numa_affinity), b.type, b.size) for b in blocks or ())
+
+
+# -- what the files hold ----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Before:
+    cpu: C.CPUCheckpointState | None = None
+    memory: M.MemoryCheckpointState | None = None
+
+    def cpus(self, uid: str, name: str) -> CPUSet | None:
+        return None if self.cpu is None else self.cpu.entries.get(uid, {}).get(name)
+
+    def budget(self, uid: str) -> CPUSet | None:
+        return None if self.cpu is None else (self.cpu.pod_entries or {}).get(uid)
+
+    def memory_of(self, uid: str, name: str) -> tuple[BlockKey, ...]:
+        return () if self.memory is None else _keys(self.memory.entries.get(uid, {}).get(name))
+
+    def pod_memory(self, uid: str) -> tuple[BlockKey, ...]:
+        return () if self.memory is None else _keys((self.memory.pod_entries or {}).get(uid))
+
+
+def _read_before(
+    files: Mapping[str, str | bytes | None], reader: Reader, config: KubeletConfig, state_dir: str
+) -> tuple[_Before, list[str]]:
+    """The files' own content (whatever the release makes of it) and what the release's reader
+    drops from it."""
+    before = _Before()
+    lost: list[str] = []
+    policies = {
+        CPU_FILE_NAME: config.cpu_manager_policy,
+        MEMORY_FILE_NAME: config.memory_manager_policy,
+    }
+    for name in (CPU_FILE_NAME, MEMORY_FILE_NAME):
+        content = files.get(name)
+        if content is None:
+            continue
+        report = inspect(
+            content,
+            name,
+            configured_policy=policies[name],
+            targets=(reader.with_policy(policies[name]),),
+            state_dir=state_dir or "/var/lib/kubelet",
+        )
+        if isinstance(report.state, C.CPUCheckpointState):
+            before.cpu = report.state
+        elif isinstance(report.state, M.MemoryCheckpointState):
+            before.memory = report.state
+        for verdict in report.verdicts:
+            lost.extend(f"{name}: {text}" for text in verdict.lost)
+    return before, lost
+
+
+# -- the restart ----------------------------------------------------------------------------
+
+
+def restart_node(
+    topology: CPUTopology,
+    config: KubeletConfig,
+    files: Mapping[str, str | bytes | None],
+    pods: Sequence[tuple[Pod, float]],
+    *,
+    state_dir: str = "",
+    name: str = "simulated",
+    previous_release: str | None = None,
+    clock: Callable[[], float] | None = None,
+) -> RestartResult:
+    """Start a kubelet of ``config.release`` on ``files`` and re-admit ``pods`` (admission
+    order, with their admission times). Raises ``KubeletConfigError`` for a configuration
+    the node cannot take and ``RestartInputError`` when the files and the pods disagree."""
+    node = (
+        Node(name, topology, config) if clock is None else Node(name, topology, config, clock=clock)
+    )
+    release = config.release
+    gates = {g: config.gate(g) for g in ("PodLevelResources", GATE)}
+    try:
+        by_uid = check_pod_list(pods)
+    except NodeStateError as err:
+        raise RestartInputError(err.message) from None
+    reader = Reader(release, config.gate(GATE))
+    before, lost = _read_before(files, reader, config, state_dir)
+    result = RestartResult(release, gates, False, previous_release=previous_release)
+    try:
+        start_managers(node, files, set(by_uid), state_dir)
+    except NodeStateError as err:
+        if err.manager == "pods":
+            raise RestartInputError(err.message) from None
+        result.error = err.message
+        result.recovery = recovery_steps(state_dir, release)
+        result.lost = tuple(lost)
+        return result
+    result.started = True
+    result.lost = tuple(lost)
+    result.node = node
+    order = sorted(by_uid.values(), key=lambda item: item[1])  # stable: record order on ties
+    result.pods = tuple(_readmit(node, pod, at, before) for pod, at in order)
+    return result
+
+
+def _readmit(node: Node, pod: Pod, admitted_at: float, before: _Before) -> PodRestart:
+    answer = node.admit(pod)
+    if answer.admitted:
+        node.admitted_at[pod.uid] = admitted_at  # admitted before the restart
+    else:
+        node.release_resources(pod)  # removeStaleState before the next Allocate
+    containers = []
+    for c in (*pod.init_containers, *pod.containers):
+        after = node.cpu_state.get_cpu_set(pod.uid, c.name) if answer.admitted else None
+        mem_after: tuple[BlockKey, ...] = ()
+        if answer.admitted and node.memory is not None:
+            mem_after = _keys(node.memory.state.get_memory_blocks(pod.uid, c.name))
+        containers.append(
+            ContainerRestart(
+                c.name,
+                before.cpus(pod.uid, c.name),
+                after,
+                before.memory_of(pod.uid, c.name),
+                mem_after,
+            )
+        )
+    budget_after = node.cpu_state.get_pod_cpu_set(pod.uid) if answer.admitted else None
+    pod_mem_after: tuple[BlockKey, ...] = ()
+    if answer.admitted and node.memory is not None:
+        pod_mem_after = _keys(node.memory.state.get_pod_memory_blocks(pod.uid))
+    restart = PodRestart(
+        pod.uid,
+        pod.namespace,
+        pod.name,
+        REJECTED,
+        answer.reason,
+        answer.message,
+        before.budget(pod.uid),
+        budget_after,
+        before.pod_memory(pod.uid),
+        pod_mem_after,
+        tuple(containers),
+    )
+    if not answer.admitted:
+        return restart
+    return replace(restart, outcome=_outcome(restart, node.config.release))
+
+
+def _outcome(p: PodRestart, release: str) -> str:
+    pairs: list[tuple[Any, Any]] = [(p.budget_before, p.budget_after)]
+    pairs.append((p.memory_before or None, p.memory_after or None))
+    for c in p.containers:
+        pairs.append((c.before, c.after))
+        pairs.append((c.memory_before or None, c.memory_after or None))
+    if any(b is not None and a != b for b, a in pairs):
+        return REALLOCATED
+    if all(b is None for b, _ in pairs) and any(a is not None for _, a in pairs):
+        return REALLOCATED  # nothing in the files: allocated afresh
+    restores = (
+        p.budget_before is not None and releases.has(release, releases.CPU_POD_RESTORE)
+    ) or (bool(p.memory_before) and releases.has(release, releases.MEMORY_POD_RESTORE))
+    return RESTORED if restores else KEPT
