@@ -218,10 +218,19 @@ class Node:
         """The answer ``admit`` would give, without keeping anything."""
         return self._admit(pod, commit=False)
 
-    def _admit(self, pod: Pod, *, commit: bool) -> AdmissionResult:
+    def readmit(self, pod: Pod, admitted_at: float) -> AdmissionResult:
+        """Admit a pod again after a kubelet restart, keeping its admission time. The caller
+        vouches that the pods it re-admits are distinct (a checked record), which spares the
+        name scan of ``admit``; the answer carries no allocation view."""
+        result = self._admit(pod, commit=True, checked=True)
+        if result.admitted:
+            self.admitted_at[pod.uid] = admitted_at
+        return result
+
+    def _admit(self, pod: Pod, *, commit: bool, checked: bool = False) -> AdmissionResult:
         if pod.uid in self.pods:
             raise NodeError(f"pod with uid {pod.uid} is already admitted", "metadata.uid")
-        if self.find_pod(pod.key) is not None:
+        if not checked and self.find_pod(pod.key) is not None:
             raise NodeError(f"pod {pod.key} is already admitted", "metadata.name")
 
         saved = self._save()
@@ -242,7 +251,7 @@ class Node:
                 False, pod.uid, pod.namespace, pod.name, wrapped.reason, wrapped.message
             )
         now = self.clock()
-        allocation = self._pod_allocation(pod, now)
+        allocation = None if checked else self._pod_allocation(pod, now)
         if commit:
             self.pods[pod.uid] = pod
             self.admitted_at[pod.uid] = now

@@ -48,6 +48,7 @@ from app.domain.checkpoint import (
     CPU_FILE_NAME,
     MEMORY_FILE_NAME,
     CPUCheckpointState,
+    LoadResult,
     MemoryCheckpointState,
     Reader,
     load_cpu_checkpoint,
@@ -249,7 +250,7 @@ def memory_manager_state_from_checkpoint(state: MemoryCheckpointState) -> Memory
 
 def _restore_cpu(
     node: Node, content: str | bytes, state_dir: str
-) -> tuple[CPUManagerState | None, set[str]]:
+) -> tuple[CPUManagerState | None, set[str], LoadResult]:
     result = load_cpu_checkpoint(
         content, _reader(node.config, node.config.cpu_manager_policy), state_dir=state_dir
     )
@@ -258,18 +259,18 @@ def _restore_cpu(
     stored = result.state
     pods = set(stored.entries) | set(stored.pod_entries or {})
     if node.cpu_policy is None:
-        return None, set()  # policy none: Start does nothing with the state
+        return None, set(), result  # policy none: Start does nothing with the state
     live = cpu_manager_state_from_checkpoint(stored)
     try:
         node.cpu_policy.validate_state(live)
     except CPUManagerStateError as err:
         raise NodeStateError(f"start cpu manager error: {err.message}", "cpu") from None
-    return live, pods
+    return live, pods, result
 
 
 def _restore_memory(
     node: Node, content: str | bytes, state_dir: str
-) -> tuple[MemoryManagerState | None, set[str]]:
+) -> tuple[MemoryManagerState | None, set[str], LoadResult]:
     result = load_memory_checkpoint(
         content, _reader(node.config, node.config.memory_manager_policy), state_dir=state_dir
     )
@@ -279,13 +280,13 @@ def _restore_memory(
         )
     stored = result.state
     if node.memory is None or node.config.memory_manager_policy != "Static":
-        return None, set()
+        return None, set(), result
     live = memory_manager_state_from_checkpoint(stored)
     try:
         node.memory.policy.start(live)
     except MemoryManagerError as err:
         raise NodeStateError(f"start memory manager error: {err.message}", "memory") from None
-    return live, set(stored.entries) | set(stored.pod_entries or {})
+    return live, set(stored.entries) | set(stored.pod_entries or {}), result
 
 
 def start_managers(
@@ -293,27 +294,31 @@ def start_managers(
     files: Mapping[str, str | bytes | None],
     known_uids: set[str],
     state_dir: str = "",
-) -> None:
+) -> dict[str, LoadResult]:
     """Start the node's CPU and memory managers on ``files`` as its kubelet release does
     (reader, then ``Start`` validation; CPU manager first) and keep their states, without
     registering any pod (a restarting kubelet re-admits its pods afterwards).
 
     ``files`` maps ``cpu_manager_state``/``memory_manager_state`` to their content (``None`` or
     absent: no file, a fresh start); every pod the files name must be in ``known_uids``.
-    Raises ``NodeStateError``; the node is changed only on success.
+    Returns what the release's reader made of each file present. Raises ``NodeStateError``;
+    the node is changed only on success.
     """
     if node.pods:
         raise NodeStateError("state can only be restored into a node without pods", "pods")
     cpu_state: CPUManagerState | None = None
     memory_state: MemoryManagerState | None = None
     referenced: set[str] = set()
+    loaded: dict[str, LoadResult] = {}
     cpu_content = files.get(CPU_FILE_NAME)
     if cpu_content is not None:
-        cpu_state, uids = _restore_cpu(node, cpu_content, state_dir)
+        cpu_state, uids, loaded[CPU_FILE_NAME] = _restore_cpu(node, cpu_content, state_dir)
         referenced |= uids
     memory_content = files.get(MEMORY_FILE_NAME)
     if memory_content is not None:
-        memory_state, uids = _restore_memory(node, memory_content, state_dir)
+        memory_state, uids, loaded[MEMORY_FILE_NAME] = _restore_memory(
+            node, memory_content, state_dir
+        )
         referenced |= uids
     unknown = sorted(referenced - known_uids)
     if unknown:
@@ -327,6 +332,7 @@ def start_managers(
         node.cpu_state = cpu_state
     if memory_state is not None and node.memory is not None:
         node.memory.state = memory_state
+    return loaded
 
 
 def check_pod_list(pods: Sequence[tuple[Pod, float]]) -> dict[str, tuple[Pod, float]]:

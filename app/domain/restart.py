@@ -40,11 +40,17 @@ from app.domain import releases
 from app.domain.checkpoint import CPU_FILE_NAME, MEMORY_FILE_NAME, inspect
 from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
-from app.domain.checkpoint.readers import Reader
+from app.domain.checkpoint.readers import LoadResult, Reader
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfig
 from app.domain.node import Node
-from app.domain.node_state import GATE, NodeStateError, check_pod_list, start_managers
+from app.domain.node_state import (
+    GATE,
+    NodeStateError,
+    check_pod_list,
+    start_managers,
+    state_file_versions,
+)
 from app.domain.pod import Pod
 from app.domain.topology import CPUTopology
 
@@ -208,34 +214,56 @@ class _Before:
         return () if self.memory is None else _keys((self.memory.pod_entries or {}).get(uid))
 
 
+#: Formats that carry pod-level entries (a gate-off reader ignores them).
+_POD_FORMATS = {CPU_FILE_NAME: ("V3", "V4"), MEMORY_FILE_NAME: ("V2", "V3")}
+
+
+def _reads_everything(name: str, result: LoadResult, config: KubeletConfig) -> bool:
+    """Whether the release read the file in the format it writes itself, so that what it read
+    is the file's whole content (nothing to ask the inspector)."""
+    versions = state_file_versions(config)
+    own = versions.cpu if name == CPU_FILE_NAME else versions.memory
+    return result.loaded_as == own and (config.gate(GATE) or own not in _POD_FORMATS[name])
+
+
 def _read_before(
-    files: Mapping[str, str | bytes | None], reader: Reader, config: KubeletConfig, state_dir: str
+    files: Mapping[str, str | bytes | None],
+    loaded: Mapping[str, LoadResult],
+    config: KubeletConfig,
+    state_dir: str,
 ) -> tuple[_Before, list[str]]:
-    """The files' own content (whatever the release makes of it) and what the release's reader
-    drops from it."""
+    """The files' own content (whatever the release makes of it) and what the release's
+    reader drops from it (the inspector's verdict for the release)."""
     before = _Before()
     lost: list[str] = []
     policies = {
         CPU_FILE_NAME: config.cpu_manager_policy,
         MEMORY_FILE_NAME: config.memory_manager_policy,
     }
+    reader = Reader(config.release, config.gate(GATE))
     for name in (CPU_FILE_NAME, MEMORY_FILE_NAME):
         content = files.get(name)
         if content is None:
             continue
-        report = inspect(
-            content,
-            name,
-            configured_policy=policies[name],
-            targets=(reader.with_policy(policies[name]),),
-            state_dir=state_dir or "/var/lib/kubelet",
-        )
-        if isinstance(report.state, C.CPUCheckpointState):
-            before.cpu = report.state
-        elif isinstance(report.state, M.MemoryCheckpointState):
-            before.memory = report.state
-        for verdict in report.verdicts:
-            lost.extend(f"{name}: {text}" for text in verdict.lost)
+        result = loaded.get(name)
+        state: Any = None
+        if result is not None and _reads_everything(name, result, config):
+            state = result.state
+        else:
+            report = inspect(
+                content,
+                name,
+                configured_policy=policies[name],
+                targets=(reader.with_policy(policies[name]),),
+                state_dir=state_dir or "/var/lib/kubelet",
+            )
+            state = report.state
+            for verdict in report.verdicts:
+                lost.extend(f"{name}: {text}" for text in verdict.lost)
+        if isinstance(state, C.CPUCheckpointState):
+            before.cpu = state
+        elif isinstance(state, M.MemoryCheckpointState):
+            before.memory = state
     return before, lost
 
 
@@ -265,18 +293,17 @@ def restart_node(
         by_uid = check_pod_list(pods)
     except NodeStateError as err:
         raise RestartInputError(err.message) from None
-    reader = Reader(release, config.gate(GATE))
-    before, lost = _read_before(files, reader, config, state_dir)
     result = RestartResult(release, gates, False, previous_release=previous_release)
     try:
-        start_managers(node, files, set(by_uid), state_dir)
+        loaded = start_managers(node, files, set(by_uid), state_dir)
     except NodeStateError as err:
         if err.manager == "pods":
             raise RestartInputError(err.message) from None
         result.error = err.message
         result.recovery = recovery_steps(state_dir, release)
-        result.lost = tuple(lost)
+        result.lost = tuple(_read_before(files, {}, config, state_dir)[1])
         return result
+    before, lost = _read_before(files, loaded, config, state_dir)
     result.started = True
     result.lost = tuple(lost)
     result.node = node
@@ -286,10 +313,8 @@ def restart_node(
 
 
 def _readmit(node: Node, pod: Pod, admitted_at: float, before: _Before) -> PodRestart:
-    answer = node.admit(pod)
-    if answer.admitted:
-        node.admitted_at[pod.uid] = admitted_at  # admitted before the restart
-    else:
+    answer = node.readmit(pod, admitted_at)
+    if not answer.admitted:
         node.release_resources(pod)  # removeStaleState before the next Allocate
     containers = []
     for c in (*pod.init_containers, *pod.containers):
