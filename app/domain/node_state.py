@@ -292,7 +292,7 @@ def _restore_memory(
 def start_managers(
     node: Node,
     files: Mapping[str, str | bytes | None],
-    known_uids: set[str],
+    known_uids: set[str] | None,
     state_dir: str = "",
 ) -> dict[str, LoadResult]:
     """Start the node's CPU and memory managers on ``files`` as its kubelet release does
@@ -300,7 +300,8 @@ def start_managers(
     registering any pod (a restarting kubelet re-admits its pods afterwards).
 
     ``files`` maps ``cpu_manager_state``/``memory_manager_state`` to their content (``None`` or
-    absent: no file, a fresh start); every pod the files name must be in ``known_uids``.
+    absent: no file, a fresh start); every pod the files name must be in ``known_uids``
+    (``None``: not checked, the pods are not known).
     Returns what the release's reader made of each file present. Raises ``NodeStateError``;
     the node is changed only on success.
     """
@@ -320,7 +321,7 @@ def start_managers(
             node, memory_content, state_dir
         )
         referenced |= uids
-    unknown = sorted(referenced - known_uids)
+    unknown = [] if known_uids is None else sorted(referenced - known_uids)
     if unknown:
         raise NodeStateError(
             f"the state files hold assignments of pod uid {unknown[0]}, which is not among the "

@@ -274,7 +274,7 @@ def restart_node(
     topology: CPUTopology,
     config: KubeletConfig,
     files: Mapping[str, str | bytes | None],
-    pods: Sequence[tuple[Pod, float]],
+    pods: Sequence[tuple[Pod, float]] | None,
     *,
     state_dir: str = "",
     name: str = "simulated",
@@ -282,7 +282,8 @@ def restart_node(
     clock: Callable[[], float] | None = None,
 ) -> RestartResult:
     """Start a kubelet of ``config.release`` on ``files`` and re-admit ``pods`` (admission
-    order, with their admission times). Raises ``KubeletConfigError`` for a configuration
+    order, with their admission times; ``None``: the pods' specs are not known, only the
+    start-up is rehearsed). Raises ``KubeletConfigError`` for a configuration
     the node cannot take and ``RestartInputError`` when the files and the pods disagree."""
     node = (
         Node(name, topology, config) if clock is None else Node(name, topology, config, clock=clock)
@@ -290,12 +291,12 @@ def restart_node(
     release = config.release
     gates = {g: config.gate(g) for g in ("PodLevelResources", GATE)}
     try:
-        by_uid = check_pod_list(pods)
+        by_uid = check_pod_list(pods or ())
     except NodeStateError as err:
         raise RestartInputError(err.message) from None
     result = RestartResult(release, gates, False, previous_release=previous_release)
     try:
-        loaded = start_managers(node, files, set(by_uid), state_dir)
+        loaded = start_managers(node, files, None if pods is None else set(by_uid), state_dir)
     except NodeStateError as err:
         if err.manager == "pods":
             raise RestartInputError(err.message) from None

@@ -80,6 +80,7 @@ from app.services.node_inputs import (
     resolve_topology,
 )
 from app.services.node_reads import NodeReads, ObservedNode
+from app.services.node_restart import NodeRestarts, Rehearsal
 from app.services.node_store import STATE_FILES, Live, NodeStore
 from app.services.node_views import AdmissionLogEntry
 from app.services.simulation import state_files_of
@@ -98,6 +99,7 @@ __all__ = [
     "NodeUnavailableError",
     "PodConflictError",
     "ReadOnlyNodeError",
+    "Rehearsal",
     "StorageFullError",
     "UnknownNodeError",
     "UnknownPodError",
@@ -110,8 +112,9 @@ __all__ = [
 ]
 
 
-class NodeService(NodeReads):
-    """The simulated nodes of one process. Thread-safe."""
+class NodeService(NodeReads, NodeRestarts):
+    """The simulated nodes of one process. Thread-safe. Restarts under another kubelet
+    release: ``NodeRestarts.restart``."""
 
     def __init__(
         self,
@@ -241,9 +244,20 @@ class NodeService(NodeReads):
                 for record in node_repo.definitions(self.engine, new):
                     if self._add(record):
                         events.append(("created", record.name))
-            for name, live in self._nodes.items():
-                if current[name].version != live.version:
-                    self._reload(live)
+            changed = [n for n, live in self._nodes.items() if current[n].version != live.version]
+            if changed:
+                # A restart through another worker may have changed the release too.
+                records = {r.name: r for r in node_repo.definitions(self.engine, changed)}
+                for name in changed:
+                    live, redefined = self._nodes[name], records.get(name)
+                    if redefined is not None and (
+                        redefined.release != live.definition.release
+                        or redefined.kubelet_config != live.definition.kubelet_config
+                    ):
+                        del self._nodes[name]
+                        self._add(redefined)
+                    else:
+                        self._reload(live)
         for event, name in events:
             self._notify(event, name)
 

@@ -293,6 +293,20 @@ class NodeObserver:
     def _default_observe(self, settings: Settings) -> ObservedNode:
         return observe_node(settings, name=self.name)
 
+    def state_file_copies(self) -> tuple[dict[str, bytes | None], str]:
+        """The kubelet's two state files as they are now, read into memory (``None``: absent
+        or unreadable), and its root dir: a copy a restart rehearsal may work on."""
+        root = KubeletRootDir(
+            self.settings.kubelet_root, config_file=self.settings.kubelet_config_file
+        )
+        copies: dict[str, bytes | None] = {}
+        for manager in ("cpu", "memory"):
+            try:
+                copies[root.state_path(manager).name] = root.read_state(manager)
+            except KubeletDirError:
+                copies[root.state_path(manager).name] = None
+        return copies, str(root.path)
+
     # -- observing -----------------------------------------------------------------------
     def _current(self) -> _Cached:
         with self._lock:

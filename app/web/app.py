@@ -42,7 +42,7 @@ from app.web.errors import install_error_handlers
 from app.web.guard import RequestGuard
 from app.web.metrics import AppMetrics, MetricsMiddleware, NodesCollector
 from app.web.rendering import STATIC_DIR, make_templates
-from app.web.routers import api_nodes, checkpoints, nodes, ops, topologies, workflow
+from app.web.routers import api_nodes, checkpoints, nodes, ops, restart, topologies, workflow
 
 SWAGGER_UI_VERSION = "5.35.0"
 
@@ -124,6 +124,8 @@ def create_app(
     app.include_router(nodes.pages)  # before topologies: "/" is the nodes page when there are nodes
     app.include_router(workflow.pages)  # explain, history, downloads, confirm, undo, glossary
     app.include_router(api_nodes.api)
+    app.include_router(restart.api)
+    app.include_router(restart.pages)
     app.include_router(workflow.api)
     app.include_router(topologies.api)
     app.include_router(topologies.pages)

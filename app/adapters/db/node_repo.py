@@ -78,6 +78,14 @@ class NodeWrite:
         self.session.flush()
         return self.version
 
+    def redefine(self, *, release: str, kubelet_config: str) -> None:
+        """Change the node's release and configuration (a kubelet restarted under another
+        release), in this transaction."""
+        self.record.release = release
+        self.record.kubelet_config = kubelet_config
+        self.session.add(self.record)
+        self.session.flush()
+
     def trim_dry_runs(self) -> None:
         node_id = self.record.id
         keep = self.session.exec(

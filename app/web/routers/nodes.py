@@ -205,6 +205,18 @@ def node_json(view: NodeViewDep) -> NodeView:
     return view
 
 
+NOT_FOUND_NODE: dict[int | str, dict[str, Any]] = {404: {"description": "No such node"}}
+
+
+def node_page_context(service: NodeService, view: NodeView) -> dict[str, Any]:
+    """What the node page needs beside its view (the restart panel's route renders it too)."""
+    return {
+        "form_text": SAMPLE_POD,
+        "undo": last_removal(service, view.summary.name),
+        "placements": placements(service, view.summary.name, view.last_batch),
+    }
+
+
 @pages.get("/nodes/{node}", name="node", include_in_schema=False)
 def node_page(request: Request, service: NodeServiceDep, view: NodeViewDep) -> HTMLResponse:
     return render(
@@ -212,11 +224,7 @@ def node_page(request: Request, service: NodeServiceDep, view: NodeViewDep) -> H
         "pages/node.html",
         view,
         fragment="fragments/_cpu_map.html",
-        context={
-            "form_text": SAMPLE_POD,
-            "undo": last_removal(service, view.summary.name),
-            "placements": placements(service, view.summary.name, view.last_batch),
-        },
+        context=node_page_context(service, view),
     )
 
 

@@ -1,0 +1,278 @@
+"""Kubelet restarts, upgrades and downgrades rehearsed on the dashboard's nodes (the use case
+behind ``POST /api/v1/nodes/{node}/restart`` and the node page's rehearsal panel).
+
+A simulated node's committed state files and pods go through ``app.domain.restart`` under the
+chosen release and gate, on a fresh engine: the node itself is untouched by a rehearsal (dry
+run, or a kubelet that does not start). **Applying** one makes the node run that release from
+then on, as one durable change (``NodeService._change``): the definition's release (and its
+configuration when the gate was changed) in the database, the restarted engine, its state
+files in the release's formats, and a ``remove`` log row for each pod the restarted kubelet
+rejected (it no longer runs; the log and the files keep agreeing).
+
+An **observed** node is only ever rehearsed on a copy, in memory: its kubelet's files are read
+with the chosen release's reader and start-up validation, but its pods' specs are not known
+here (PodResources reports assignments, not requests), so no pod is re-admitted and the answer
+says so; nothing is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from app.adapters.db import node_repo
+from app.adapters.db.tables import ACTION_REMOVE, AdmissionRecord, utc_now
+from app.domain.kubelet_config import (
+    RELEASES,
+    KubeletConfig,
+    KubeletConfigError,
+    kubelet_config_from_dict,
+)
+from app.domain.node import Node
+from app.domain.node_state import GATE, pod_to_manifest
+from app.domain.restart import REJECTED, RestartInputError, RestartResult, restart_node
+from app.services.node_errors import NodeInputError, NodeUnavailableError, ReadOnlyNodeError
+from app.services.node_inputs import parse_config, pod_memory_requests
+from app.services.node_store import Live, NodeStore
+from app.services.node_views import NodeMapView, NodeViews, node_topology_view
+
+#: The first release that knows the PodLevelResourceManagers gate.
+_GATE_SINCE = "1.36"
+
+
+@dataclass(frozen=True, slots=True)
+class Rehearsal:
+    """A restart of one node: the kubelet's answer, the CPU map before and after."""
+
+    node: str
+    result: RestartResult
+    dry_run: bool
+    applied: bool
+    before: NodeMapView
+    after: NodeMapView | None
+    observed: bool = False
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"node": self.node}
+        out.update(self.result.to_dict())
+        out.update(
+            {
+                "dryRun": self.dry_run,
+                "applied": self.applied,
+                "observed": self.observed,
+                "note": self.note,
+            }
+        )
+        return out
+
+
+def _gate_known(release: str) -> bool:
+    return RELEASES.index(release) >= RELEASES.index(_GATE_SINCE)
+
+
+def _check_release(release: str) -> None:
+    if release not in RELEASES:
+        raise NodeInputError(
+            f"release: unsupported kubelet release {release!r}; use one of {', '.join(RELEASES)}",
+            "release",
+        )
+
+
+def config_with_gate(base: dict[str, Any], release: str, gate: bool) -> KubeletConfig:
+    """``base`` (KubeletConfiguration spelling) for ``release`` with ``PodLevelResourceManagers``
+    set to ``gate`` (left out where the release does not know the gate and ``gate`` is false);
+    ``base`` is updated in place."""
+    gates = dict(base.get("featureGates") or {})
+    if gate or _gate_known(release):
+        gates[GATE] = gate
+    else:
+        gates.pop(GATE, None)
+    base.pop("featureGates", None)
+    if gates:
+        base["featureGates"] = gates
+    try:
+        return kubelet_config_from_dict(base, release)
+    except KubeletConfigError as err:
+        field = "podLevelResourceManagers" if err.field == f"featureGates.{GATE}" else err.field
+        raise NodeInputError(f"{field}: {err.message}", field) from None
+
+
+def restart_config(
+    text: str, current_release: str, release: str, gate: bool | None
+) -> tuple[KubeletConfig, str]:
+    """The node's configuration for ``release`` and the text to keep: the definition's own
+    text, or (``gate`` given) the configuration with the gate set (``config_with_gate``)."""
+    _check_release(release)
+    if gate is None:
+        return parse_config(text, release), text
+    base = parse_config(text, current_release).to_dict()
+    config = config_with_gate(base, release, gate)
+    return config, json.dumps(base, indent=2) + "\n"
+
+
+OBSERVED_NOTE = (
+    "an observed node is rehearsed on a copy of its kubelet's state files, in memory: the "
+    "release's reader and start-up validation run, but the pods' specs are not known here "
+    "(PodResources reports assignments, not requests), so no pod is re-admitted; nothing "
+    "was written"
+)
+
+
+class NodeRestarts(ABC):
+    """The restart use case of ``NodeService`` (which provides the registry, see there)."""
+
+    store: NodeStore
+    _lock: Any
+
+    @abstractmethod
+    def _refresh(self) -> None: ...
+    @abstractmethod
+    def _live(self, name: str) -> Live: ...
+    @abstractmethod
+    def _views(self, live: Live) -> NodeViews: ...
+    @abstractmethod
+    def _observed(self, name: str) -> Any: ...
+    @abstractmethod
+    def _change(
+        self, live: Live, action: str
+    ) -> contextlib.AbstractContextManager[node_repo.NodeWrite]: ...
+
+    def restart(
+        self,
+        name: str,
+        release: str,
+        *,
+        dry_run: bool = False,
+        pod_level_resource_managers: bool | None = None,
+    ) -> Rehearsal:
+        """Restart node ``name`` under ``release`` (see the module docstring). Raises
+        ``NodeInputError`` (422) for a release or configuration the kubelet would refuse,
+        ``ReadOnlyNodeError`` (409) for applying on an observed node."""
+        gate = pod_level_resource_managers
+        observed = self._observed(name)
+        if observed is not None:
+            if not dry_run:
+                raise ReadOnlyNodeError(name, "restart its kubelet (rehearse with dryRun=true)")
+            return self._rehearse_observed(observed, release, gate)
+        self._refresh()
+        with self._lock:
+            live = self._live(name)
+            if live.broken is not None:
+                raise NodeUnavailableError(f"the restart of node {name!r}: {live.broken}")
+            config, text = restart_config(
+                live.definition.kubelet_config, live.config.release, release, gate
+            )
+            files = self.store.files_of(live)
+            pods = [(p, live.node.admitted_at.get(uid, 0.0)) for uid, p in live.node.pods.items()]
+            directory = self.store.node_dir(name)
+            try:
+                result = restart_node(
+                    live.topology,
+                    config,
+                    files,
+                    pods,
+                    state_dir=str(directory) if directory is not None else "",
+                    name=name,
+                    previous_release=live.config.release,
+                    clock=live.node.clock,
+                )
+            except RestartInputError as err:  # our own committed files: a bug
+                raise NodeUnavailableError(f"the restart of node {name!r}: {err.message}") from err
+            except KubeletConfigError as err:
+                raise NodeInputError(
+                    f"kubeletConfig.{err.field}: {err.message}", err.field
+                ) from None
+            before = self._views(live).map
+            after = None if result.node is None else self._map_of(live, result.node, text)
+            applied = False
+            if not dry_run and result.started and result.node is not None:
+                self._apply(live, result, config, text)
+                applied = True
+            return Rehearsal(name, result, dry_run, applied, before, after)
+
+    def _map_of(self, live: Live, node: Node, text: str) -> NodeMapView:
+        views = NodeViews(
+            node.snapshot(),
+            node=live.definition.name,
+            topology=node_topology_view(
+                live.topology, live.definition.topology, live.definition.topology_kind
+            ),
+            created_at=live.definition.created_at,
+            kubelet_config_text=text,
+            demo=live.definition.demo,
+            pod_memory_requests={uid: pod_memory_requests(p) for uid, p in node.pods.items()},
+        )
+        return views.map
+
+    def _apply(self, live: Live, result: RestartResult, config: KubeletConfig, text: str) -> None:
+        assert result.node is not None
+        with self._change(live, "the restart") as tx:
+            batch = str(uuid.uuid4())
+            rows = [
+                AdmissionRecord(
+                    node_id=live.record_id,
+                    batch=batch,
+                    action=ACTION_REMOVE,
+                    namespace=p.namespace,
+                    name=p.name,
+                    uid=p.uid,
+                    admitted=True,
+                    manifest=json.dumps(pod_to_manifest(pod), sort_keys=True),
+                    created_at=utc_now(),
+                )
+                for p in result.pods
+                if p.outcome == REJECTED and (pod := live.node.pods.get(p.uid)) is not None
+            ]
+            tx.redefine(release=config.release, kubelet_config=text)
+            if rows:
+                tx.add(rows)
+            with _swapped(live, result.node, config, text):
+                self.store.commit(live, tx)
+
+    def _rehearse_observed(self, observed: Any, release: str, gate: bool | None) -> Rehearsal:
+        _check_release(release)
+        views: NodeViews = observed.views()
+        snapshot = views.snapshot
+        base = snapshot.config.to_dict()
+        if gate is None:
+            gate = snapshot.config.gate(GATE)
+        config = config_with_gate(base, release, gate)
+        files, state_dir = observed.state_file_copies()
+        try:
+            result = restart_node(
+                snapshot.topology,
+                config,
+                files,
+                None,
+                state_dir=state_dir,
+                name=observed.name,
+                previous_release=snapshot.config.release,
+            )
+        except KubeletConfigError as err:
+            raise NodeInputError(f"kubeletConfig.{err.field}: {err.message}", err.field) from None
+        return Rehearsal(
+            observed.name, result, True, False, views.map, None, observed=True, note=OBSERVED_NOTE
+        )
+
+
+@contextlib.contextmanager
+def _swapped(live: Live, node: Node, config: KubeletConfig, text: str) -> Iterator[None]:
+    """Put the restarted engine and definition in ``live``; back as they were on failure (so
+    that the caller restores the engine the committed files belong to)."""
+    saved = (live.node, live.config, live.definition)
+    live.node, live.config = node, config
+    live.definition = replace(live.definition, release=config.release, kubelet_config=text)
+    live.fragments.clear()
+    live.views = None
+    try:
+        yield
+    except BaseException:
+        live.node, live.config, live.definition = saved
+        live.fragments.clear()
+        raise

@@ -1,0 +1,109 @@
+"""Kubelet restart rehearsals on the dashboard: ``POST /api/v1/nodes/{node}/restart`` and the
+node page's panel (``POST /nodes/{node}/restart``), both answered by
+``NodeService.restart`` (``app.services.node_restart``).
+
+The API answers the rehearsal as JSON (the document of ``numascope restart --json`` plus
+``node``, ``dryRun``, ``applied``, ``observed`` and ``note``), 200 whatever the kubelet did:
+a kubelet that does not start or a rejected pod is the answer, not an HTTP error. A bad
+release or gate is 422 naming the parameter; applying on an observed node is 409.
+
+The panel's form works without JavaScript (the node page comes back with the rehearsal in
+it); with htmx only the panel is swapped, and after an applied restart the page's map, pools
+and pods table follow out of band.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Query
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
+from app.domain.kubelet_config import RELEASES
+from app.services.nodes import NodeInputError, Rehearsal
+from app.web.rendering import render, wants_fragment
+from app.web.routers.nodes import NOT_FOUND_NODE, NodeName, NodeServiceDep, node_page_context
+
+api = APIRouter(prefix="/api/v1", tags=["nodes"])
+pages = APIRouter(tags=["nodes"])
+
+
+@api.post(
+    "/nodes/{node}/restart",
+    name="api_restart",
+    summary="Rehearse (or apply) a kubelet restart under another release",
+    responses={
+        **NOT_FOUND_NODE,
+        409: {"description": "Applying a restart on an observed node (dry runs only)"},
+        422: {"description": "Unknown release, or a configuration the release refuses"},
+    },
+)
+def api_restart(
+    node: NodeName,
+    service: NodeServiceDep,
+    release: Annotated[str, Query(description=f"Kubelet release: {', '.join(RELEASES)}")],
+    dry_run: Annotated[
+        bool, Query(alias="dryRun", description="Rehearse only: the node keeps its release")
+    ] = False,
+    gate: Annotated[
+        bool | None,
+        Query(
+            alias="podLevelResourceManagers",
+            description="The PodLevelResourceManagers gate of the restarted kubelet (default: "
+            "the node's configuration)",
+        ),
+    ] = None,
+) -> dict[str, Any]:
+    return service.restart(
+        node, release, dry_run=dry_run, pod_level_resource_managers=gate
+    ).to_dict()
+
+
+def _gate_choice(value: str) -> bool | None:
+    if value in ("", "keep"):
+        return None
+    if value in ("on", "off"):
+        return value == "on"
+    raise NodeInputError(
+        f"podLevelResourceManagers: expected on, off or keep, got {value!r}",
+        "podLevelResourceManagers",
+    )
+
+
+@pages.post("/nodes/{node}/restart", name="restart_form", include_in_schema=False)
+def restart_form(
+    request: Request,
+    service: NodeServiceDep,
+    node: NodeName,
+    release: Annotated[str, Form()] = "",
+    gate: Annotated[str, Form()] = "keep",
+    action: Annotated[str, Form()] = "rehearse",
+) -> HTMLResponse:
+    rehearsal: Rehearsal | None = None
+    error: NodeInputError | None = None
+    try:
+        rehearsal = service.restart(
+            node, release, dry_run=action != "apply", pod_level_resource_managers=_gate_choice(gate)
+        )
+    except NodeInputError as err:
+        error = err
+    view = service.node_view(node)
+    applied = rehearsal is not None and rehearsal.applied
+    context = {
+        "rehearsal": rehearsal,
+        "restart_error": error,
+        "restart_release": release,
+        "restart_gate": gate,
+        "oob": applied,
+    }
+    if wants_fragment(request):
+        return render(request, "fragments/_restart_panel.html", view, context=context)
+    context.update(node_page_context(service, view))
+    return render(
+        request,
+        "pages/node.html",
+        view,
+        status_code=422 if error is not None else 200,
+        context=context,
+    )

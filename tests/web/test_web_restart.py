@@ -1,0 +1,206 @@
+"""Restart rehearsals on the dashboard: ``POST /api/v1/nodes/{node}/restart`` (dry run and
+applied, on a simulated node), the node page's panel (with and without htmx), and errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.domain.checkpoint import detect_version
+from app.services.nodes import NodeService
+from app.settings import Settings
+from tests.helpers import DB_POD, POD_SCOPE, SMALL
+
+YAML = {"Content-Type": "application/yaml"}
+
+
+@pytest.fixture
+def node(client: TestClient) -> TestClient:
+    r = client.post(
+        "/api/v1/nodes",
+        json={"name": "small", "topology": SMALL, "kubeletConfig": POD_SCOPE, "release": "1.37"},
+    )
+    assert r.status_code == 201, r.text
+    r = client.post("/api/v1/nodes/small/pods", content=DB_POD, headers=YAML)
+    assert r.status_code == 201, r.text
+    return client
+
+
+def state_dir(settings: Settings) -> Path:
+    assert settings.state_dir is not None
+    return Path(settings.state_dir) / "small"
+
+
+def files(d: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir()) if p.is_file()}
+
+
+def test_dry_run_answers_and_changes_nothing(node: TestClient, settings: Settings) -> None:
+    before = files(state_dir(settings))
+    r = node.post("/api/v1/nodes/small/restart?release=1.38&dryRun=true")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["node"] == "small" and body["dryRun"] is True and body["applied"] is False
+    assert body["started"] is True and body["previousRelease"] == "1.37"
+    [pod] = body["pods"]
+    assert pod["pod"] == "prod/db" and pod["outcome"] == "restored"
+    assert pod["podBudget"]["before"] == pod["podBudget"]["after"]
+    assert files(state_dir(settings)) == before
+    assert node.get("/api/v1/nodes/small").json()["summary"]["release"] == "1.37"
+
+
+def test_same_release_rejects_the_pod_level_pod(node: TestClient) -> None:
+    body = node.post("/api/v1/nodes/small/restart?release=1.37&dryRun=true").json()
+    assert [p["outcome"] for p in body["pods"]] == ["rejected"]
+    assert body["pods"][0]["reason"] == "TopologyAffinityError"
+
+
+def test_a_kubelet_that_does_not_start(node: TestClient, settings: Settings) -> None:
+    before = files(state_dir(settings))
+    r = node.post("/api/v1/nodes/small/restart?release=1.36&podLevelResourceManagers=true")
+    assert r.status_code == 200
+    body = r.json()
+    assert body["started"] is False and body["applied"] is False
+    assert body["error"].startswith("start ") and body["recovery"]
+    assert any(t.startswith("cpu_manager_state: podEntries[") for t in body["lost"])
+    assert files(state_dir(settings)) == before
+
+
+def test_apply_switches_the_release_and_writes_its_formats(
+    node: TestClient, settings: Settings, nodes: NodeService
+) -> None:
+    r = node.post("/api/v1/nodes/small/restart?release=1.38")
+    assert r.status_code == 200 and r.json()["applied"] is True
+    detail = node.get("/api/v1/nodes/small").json()
+    assert detail["summary"]["release"] == "1.38"
+    assert [p["name"] for p in detail["pods"]] == ["db"]
+    d = state_dir(settings)
+    assert json.loads((d / "pods.json").read_text())["release"] == "1.38"
+    assert detect_version((d / "cpu_manager_state").read_text(), "cpu").version == "V4"
+    # The database says 1.38 too: a fresh service (another worker) loads the node as 1.38.
+    fresh = NodeService(nodes.engine, state_dir=Path(settings.state_dir or ""))
+    fresh.start()
+    assert fresh.definition("small").release == "1.38"
+    assert fresh.node_view("small").summary.load_error is None
+    # Admitting after the restart uses the 1.38 engine.
+    r = node.post(
+        "/api/v1/nodes/small/pods?dryRun=true",
+        content=DB_POD.replace("name: db", "name: db2"),
+        headers=YAML,
+    )
+    assert r.status_code == 200
+
+
+def test_apply_removes_the_pods_the_restarted_kubelet_rejects(
+    node: TestClient, settings: Settings, nodes: NodeService
+) -> None:
+    body = node.post("/api/v1/nodes/small/restart?release=1.37").json()
+    assert body["applied"] is True and body["pods"][0]["outcome"] == "rejected"
+    assert node.get("/api/v1/nodes/small").json()["pods"] == []
+    log = node.get("/api/v1/nodes/small/admissions").json()
+    assert log["admissions"][0]["action"] == "remove" and log["admissions"][0]["name"] == "db"
+    fresh = NodeService(nodes.engine, state_dir=Path(settings.state_dir or ""))
+    fresh.start()
+    assert fresh.node_view("small").summary.load_error is None  # log and files agree
+
+
+def test_other_worker_picks_up_the_new_release(
+    node: TestClient, settings: Settings, nodes: NodeService
+) -> None:
+    other = NodeService(nodes.engine, state_dir=Path(settings.state_dir or ""))
+    other.start()
+    assert other.definition("small").release == "1.37"
+    node.post("/api/v1/nodes/small/restart?release=1.38")
+    assert other.definition("small").release == "1.38"
+    assert other.node_view("small").summary.load_error is None
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("release=1.34", "release"),
+        ("release=1.35&podLevelResourceManagers=true", "podLevelResourceManagers"),
+        ("release=1.35", "PodLevelResourceManagers"),
+        ("", "release"),
+    ],
+    ids=["unknown-release", "gate-unknown-in-1.35", "recorded-gate-in-1.35", "missing-release"],
+)
+def test_bad_parameters_are_422_naming_them(
+    node: TestClient, settings: Settings, query: str, field: str
+) -> None:
+    before = files(state_dir(settings))
+    r = node.post(f"/api/v1/nodes/small/restart?{query}")
+    assert r.status_code == 422, r.text
+    error = r.json()["error"]
+    assert field in (error.get("field") or "") + error["message"]
+    assert files(state_dir(settings)) == before
+
+
+def test_downgrade_to_135_with_the_gate_off(node: TestClient) -> None:
+    body = node.post(
+        "/api/v1/nodes/small/restart?release=1.35&podLevelResourceManagers=false&dryRun=true"
+    ).json()
+    assert body["release"] == "1.35" and body["featureGates"]["PodLevelResourceManagers"] is False
+    # 1.35 reads the files' inline V2/V1 parts: the pod's memory is in the machine state but
+    # in no container entry it reads, so the memory manager's Start refuses.
+    assert body["started"] is False and body["pods"] == []
+    assert body["error"] == (
+        "start memory manager error: [memorymanager] the expected machine state is different "
+        "from the real one"
+    )
+
+
+def test_unknown_node_is_404(client: TestClient) -> None:
+    r = client.post("/api/v1/nodes/nope/restart?release=1.38")
+    assert r.status_code == 404
+
+
+# -- the panel ----------------------------------------------------------------------------
+
+
+def test_node_page_has_the_panel(node: TestClient) -> None:
+    html = node.get("/nodes/small").text
+    assert 'id="restart"' in html and "Rehearse a kubelet restart, upgrade or downgrade" in html
+    assert 'name="release"' in html and 'value="1.38" selected' in html
+
+
+def test_panel_rehearsal_without_javascript(node: TestClient) -> None:
+    r = node.post("/nodes/small/restart", data={"release": "1.38", "gate": "on"})
+    assert r.status_code == 200
+    html = r.text
+    assert 'id="restart-before"' in html and 'id="restart-after"' in html
+    assert 'data-pod="prod/db" data-outcome="restored"' in html
+    assert "dry run: nothing kept" in html
+
+
+def test_panel_with_htmx_swaps_the_panel_only(node: TestClient) -> None:
+    r = node.post(
+        "/nodes/small/restart",
+        data={"release": "1.36", "gate": "on"},
+        headers={"HX-Request": "true"},
+    )
+    assert r.status_code == 200
+    html = r.text
+    assert html.lstrip().startswith("{#") is False and '<section id="restart"' in html
+    assert 'data-started="false"' in html and "Recovery" in html
+    assert 'id="cpu-map"' not in html  # nothing applied: the page's map stays
+
+
+def test_panel_apply_with_htmx_updates_the_map(node: TestClient) -> None:
+    r = node.post(
+        "/nodes/small/restart",
+        data={"release": "1.38", "gate": "on", "action": "apply"},
+        headers={"HX-Request": "true"},
+    )
+    assert 'data-applied="true"' in r.text
+    assert 'id="cpu-map"' in r.text and 'hx-swap-oob="true"' in r.text
+    assert node.get("/api/v1/nodes/small").json()["summary"]["release"] == "1.38"
+
+
+def test_panel_bad_gate_is_inline(node: TestClient) -> None:
+    r = node.post("/nodes/small/restart", data={"release": "1.38", "gate": "maybe"})
+    assert r.status_code == 422
+    assert "expected on, off or keep" in r.text
