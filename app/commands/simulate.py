@@ -3,7 +3,7 @@
 ::
 
     numascope simulate --topology PRESET|SPEC --kubelet-config FILE
-                       [--release 1.35|1.36|1.37] [--state-dir DIR] [--dry-run] [--json]
+                       [--release 1.35|1.36|1.37|1.38] [--state-dir DIR] [--dry-run] [--json]
                        [--remove NAMESPACE/NAME]... [POD.yaml ... | -]
 
 ``--topology`` is a preset name or a spec string (anything containing ``=``). Pods are admitted

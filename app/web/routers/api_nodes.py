@@ -52,7 +52,10 @@ class NodeCreate(BaseModel):
         default="",
         description="KubeletConfiguration as YAML/JSON text or as a JSON object",
     )
-    release: str = Field(default=DEFAULT_RELEASE, description="Kubelet release: 1.35, 1.36, 1.37")
+    release: str = Field(
+        default=DEFAULT_RELEASE,
+        description="Kubelet release: 1.35, 1.36, 1.37, 1.38 (upstream master)",
+    )
 
 
 class AdmissionLog(BaseModel):
