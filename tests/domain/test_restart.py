@@ -1,0 +1,142 @@
+"""``app.domain.restart``: properties of a kubelet restart on the files its own release wrote
+(nothing moves, the same bytes are written again), outcomes per pod, rejected pods' CPUs
+returned, and the start-up refusal's shape."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from app.adapters.kubelet_files import parse_kubelet_config_text
+from app.adapters.manifests import parse_pod_manifests
+from app.domain.kubelet_config import RELEASES
+from app.domain.node import Node
+from app.domain.node_state import render_state_files
+from app.domain.presets import get_preset
+from app.domain.restart import KEPT, REJECTED, RESTORED, RestartInputError, restart_node
+from app.services.demo import bubble_pod, classic_pod
+from tests.helpers import POD_SCOPE, SMALL
+
+CLASSIC = """\
+cpuManagerPolicy: static
+memoryManagerPolicy: Static
+topologyManagerPolicy: single-numa-node
+kubeReserved: {cpu: "1", memory: 1Gi}
+systemReserved: {memory: 1Gi}
+reservedMemory:
+- numaNode: 0
+  limits: {memory: 2148Mi}
+"""
+
+SHAPES = st.lists(
+    st.tuples(st.sampled_from(["bubble", "classic", "burstable"]), st.integers(1, 3)),
+    min_size=1,
+    max_size=6,
+)
+
+
+def manifest(i: int, shape: str, n: int, pod_level: bool) -> str:
+    if shape == "bubble" and pod_level:
+        return bubble_pod(f"b{i}", "apps", n + 1, {"main": n}, ("side",))
+    if shape == "burstable":
+        return (
+            f"metadata: {{name: w{i}, namespace: web}}\n"
+            "spec: {containers: [{name: c, resources: {requests: {cpu: 100m}}}]}\n"
+        )
+    return classic_pod(f"c{i}", "telco", str(n), "1Gi")
+
+
+def filled(config_text: str, release: str, shapes: list[tuple[str, int]]) -> Node:
+    config = parse_kubelet_config_text(config_text, release)
+    node = Node("n", get_preset(SMALL), config, clock=lambda: 1.0)
+    for i, (shape, n) in enumerate(shapes):
+        for pod in parse_pod_manifests(manifest(i, shape, n, config.pod_level_resource_managers)):
+            node.admit(pod)
+    return node
+
+
+def restart_same(node: Node, release: str | None = None) -> tuple[object, dict[str, str]]:
+    files = render_state_files(node)
+    config = node.config
+    if release is not None:
+        config = parse_kubelet_config_text(
+            POD_SCOPE if config.pod_level_resource_managers else CLASSIC, release
+        )
+    pods = [(p, node.admitted_at[uid]) for uid, p in node.pods.items()]
+    return restart_node(node.topology, config, files, pods, name="n"), files
+
+
+@pytest.mark.parametrize("release", RELEASES)
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shapes=SHAPES)
+def test_container_level_restart_keeps_everything_and_rewrites_the_same_bytes(
+    release: str, shapes: list[tuple[str, int]]
+) -> None:
+    node = filled(CLASSIC, release, shapes)
+    result, files = restart_same(node)
+    assert result.started and result.lost == ()  # type: ignore[attr-defined]
+    assert {p.outcome for p in result.pods} <= {KEPT}  # type: ignore[attr-defined]
+    assert render_state_files(result.node) == files  # type: ignore[attr-defined]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shapes=SHAPES)
+def test_138_restores_its_own_pod_level_pods_byte_for_byte(shapes: list[tuple[str, int]]) -> None:
+    node = filled(POD_SCOPE, "1.38", shapes)
+    result, files = restart_same(node)
+    assert result.started and result.exit_code == 0  # type: ignore[attr-defined]
+    outcomes = {p.uid: p.outcome for p in result.pods}  # type: ignore[attr-defined]
+    for uid in node.pods:
+        want = RESTORED if node.cpu_state.get_pod_cpu_set(uid) is not None else KEPT
+        assert outcomes[uid] == want
+    assert render_state_files(result.node) == files  # type: ignore[attr-defined]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shapes=SHAPES)
+def test_137_rejections_give_every_cpu_back(shapes: list[tuple[str, int]]) -> None:
+    """1.37 allocates pod-level pods anew after a restart; whatever it rejects leaves nothing
+    behind, and the CPUs still add up to the machine."""
+    node = filled(POD_SCOPE, "1.37", shapes)
+    result, _ = restart_same(node)
+    after = result.node  # type: ignore[attr-defined]
+    state = after.cpu_state
+    for p in result.pods:  # type: ignore[attr-defined]
+        if p.outcome == REJECTED:
+            assert p.uid not in after.pods
+            assert p.uid not in state.assignments and state.get_pod_cpu_set(p.uid) is None
+            assert after.memory.state.get_pod_memory_blocks(p.uid) is None
+    held = [c for e in state.assignments.values() for c in e.values()]
+    held += [c for c in state.pod_entries.values()]
+    union = state.default_cpuset.union(*held)
+    assert union.is_subset_of(node.topology.all_cpus)
+
+
+def test_upgrade_to_138_restores_what_137_wrote() -> None:
+    node = filled(POD_SCOPE, "1.37", [("bubble", 2), ("classic", 2), ("burstable", 1)])
+    result, _ = restart_same(node, "1.38")
+    assert [p.outcome for p in result.pods] == [RESTORED, KEPT, KEPT]  # type: ignore[attr-defined]
+    assert result.exit_code == 0  # type: ignore[attr-defined]
+
+
+def test_recorded_pods_must_cover_the_files() -> None:
+    node = filled(POD_SCOPE, "1.38", [("bubble", 2), ("classic", 1)])
+    files = render_state_files(node)
+    first = next(iter(node.pods.values()))
+    with pytest.raises(RestartInputError, match="not among the recorded pods"):
+        restart_node(node.topology, node.config, files, [(first, 0.0)])
+    twice = [(first, 0.0), (first, 1.0)]
+    with pytest.raises(RestartInputError, match="listed twice"):
+        restart_node(node.topology, node.config, files, twice)
+
+
+def test_a_refused_start_keeps_no_node_and_names_the_steps() -> None:
+    node = filled(POD_SCOPE, "1.38", [("bubble", 2)])
+    files = render_state_files(node)
+    files["cpu_manager_state"] = files["cpu_manager_state"][:-5]  # truncated
+    result = restart_node(node.topology, node.config, files, [], state_dir="/var/lib/kubelet")
+    assert not result.started and result.node is None and result.pods == ()
+    assert result.error is not None and result.error.startswith("start cpu manager error: ")
+    assert "/var/lib/kubelet/cpu_manager_state" in result.recovery[2]
+    assert result.exit_code == 1
