@@ -14,7 +14,14 @@ from app.domain.kubelet_config import RELEASES
 from app.domain.node import Node
 from app.domain.node_state import render_state_files
 from app.domain.presets import get_preset
-from app.domain.restart import KEPT, REJECTED, RESTORED, RestartInputError, restart_node
+from app.domain.restart import (
+    KEPT,
+    REJECTED,
+    RESTORED,
+    RestartInputError,
+    RestartResult,
+    restart_node,
+)
 from app.services.demo import bubble_pod, classic_pod
 from tests.helpers import POD_SCOPE, SMALL
 
@@ -56,7 +63,7 @@ def filled(config_text: str, release: str, shapes: list[tuple[str, int]]) -> Nod
     return node
 
 
-def restart_same(node: Node, release: str | None = None) -> tuple[object, dict[str, str]]:
+def restart_same(node: Node, release: str | None = None) -> tuple[RestartResult, dict[str, str]]:
     files = render_state_files(node)
     config = node.config
     if release is not None:
@@ -75,9 +82,9 @@ def test_container_level_restart_keeps_everything_and_rewrites_the_same_bytes(
 ) -> None:
     node = filled(CLASSIC, release, shapes)
     result, files = restart_same(node)
-    assert result.started and result.lost == ()  # type: ignore[attr-defined]
-    assert {p.outcome for p in result.pods} <= {KEPT}  # type: ignore[attr-defined]
-    assert render_state_files(result.node) == files  # type: ignore[attr-defined]
+    assert result.started and result.lost == ()
+    assert {p.outcome for p in result.pods} <= {KEPT}
+    assert result.node is not None and render_state_files(result.node) == files
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -85,12 +92,12 @@ def test_container_level_restart_keeps_everything_and_rewrites_the_same_bytes(
 def test_138_restores_its_own_pod_level_pods_byte_for_byte(shapes: list[tuple[str, int]]) -> None:
     node = filled(POD_SCOPE, "1.38", shapes)
     result, files = restart_same(node)
-    assert result.started and result.exit_code == 0  # type: ignore[attr-defined]
-    outcomes = {p.uid: p.outcome for p in result.pods}  # type: ignore[attr-defined]
+    assert result.started and result.exit_code == 0
+    outcomes = {p.uid: p.outcome for p in result.pods}
     for uid in node.pods:
         want = RESTORED if node.cpu_state.get_pod_cpu_set(uid) is not None else KEPT
         assert outcomes[uid] == want
-    assert render_state_files(result.node) == files  # type: ignore[attr-defined]
+    assert result.node is not None and render_state_files(result.node) == files
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -100,9 +107,10 @@ def test_137_rejections_give_every_cpu_back(shapes: list[tuple[str, int]]) -> No
     behind, and the CPUs still add up to the machine."""
     node = filled(POD_SCOPE, "1.37", shapes)
     result, _ = restart_same(node)
-    after = result.node  # type: ignore[attr-defined]
+    after = result.node
+    assert after is not None and after.memory is not None
     state = after.cpu_state
-    for p in result.pods:  # type: ignore[attr-defined]
+    for p in result.pods:
         if p.outcome == REJECTED:
             assert p.uid not in after.pods
             assert p.uid not in state.assignments and state.get_pod_cpu_set(p.uid) is None
@@ -116,8 +124,8 @@ def test_137_rejections_give_every_cpu_back(shapes: list[tuple[str, int]]) -> No
 def test_upgrade_to_138_restores_what_137_wrote() -> None:
     node = filled(POD_SCOPE, "1.37", [("bubble", 2), ("classic", 2), ("burstable", 1)])
     result, _ = restart_same(node, "1.38")
-    assert [p.outcome for p in result.pods] == [RESTORED, KEPT, KEPT]  # type: ignore[attr-defined]
-    assert result.exit_code == 0  # type: ignore[attr-defined]
+    assert [p.outcome for p in result.pods] == [RESTORED, KEPT, KEPT]
+    assert result.exit_code == 0
 
 
 def test_recorded_pods_must_cover_the_files() -> None:
