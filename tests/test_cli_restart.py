@@ -175,6 +175,8 @@ def test_text_report(pod_level: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "not written (dry run)" in out
     rows = [line.split() for line in out.splitlines()]
     assert ["ml/bubble", "restored", "(pod", "budget)", "2,4,8,10"] in rows
+    assert "CPUs per NUMA node after the restart" in out
+    assert ["all", "0-11", "0", "3,5-6,9,11", "1,4,7,10", "2,8"] in rows
     code, out, _ = restart(capsys, pod_level, "--release", "1.36", "--dry-run")
     assert "The kubelet does not start" in out and "Recovery" in out
     assert "Lost by the reader" in out

@@ -35,6 +35,7 @@ from app.domain.kubelet_config import (
     KubeletConfigError,
     kubelet_config_from_dict,
 )
+from app.domain.node import Node
 from app.domain.node_state import (
     CPU_FILE_NAME,
     MEMORY_FILE_NAME,
@@ -46,7 +47,7 @@ from app.domain.node_state import (
 from app.domain.restart import RestartInputError, RestartResult, restart_node
 from app.domain.topology import CPUTopology
 from app.domain.topology_record import TopologyRecordError, topology_from_record
-from app.services.simulation import SimulationInputError, load_config, state_files_of
+from app.services.simulation import CPUPools, SimulationInputError, load_config, state_files_of
 
 FORMAT = "numascope-restart/1"
 
@@ -324,7 +325,24 @@ def render_text(outcome: RestartOutcome) -> str:
                 rows.append(("", "", c.name, _change(c.before, c.after), ""))
         if rows:
             lines += _table(("POD", "OUTCOME", "CONTAINER", "CPUS BEFORE -> AFTER", "REASON"), rows)
+    if r.node is not None:
+        lines += ["", "CPUs per NUMA node after the restart", *_numa_rows(r.node)]
     return "\n".join(lines) + "\n"
+
+
+def _numa_rows(node: Node) -> list[str]:
+    """The pools per NUMA node, as ``simulate`` prints them."""
+    topo = node.topology
+    pools = CPUPools.of(node.snapshot())
+    rows: list[tuple[str, ...]] = []
+    for n, cpus in [*((str(n), topo.cpus_of_numa_node(n)) for n in topo.numa_node_ids()),
+                    ("all", topo.all_cpus)]:  # fmt: skip
+        part = pools.restricted_to(cpus)
+        rows.append(
+            (n, str(cpus) or "-", *(str(s) or "-" for s in (
+                part.reserved, part.node_shared, part.pod_shared, part.exclusive)))
+        )  # fmt: skip
+    return _table(("NUMA", "CPUS", "RESERVED", "NODE SHARED", "POD SHARED", "EXCLUSIVE"), rows)
 
 
 def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
