@@ -111,6 +111,12 @@ def restart_config(
     _check_release(release)
     if gate is None:
         return parse_config(text, release), text
+    try:
+        same = parse_config(text, release)
+    except NodeInputError:
+        same = None
+    if same is not None and same.gate(GATE) == gate:
+        return same, text  # the gate as chosen already: the user's text (and comments) stay
     base = parse_config(text, current_release).to_dict()
     config = config_with_gate(base, release, gate)
     return config, json.dumps(base, indent=2) + "\n"

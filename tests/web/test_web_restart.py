@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.domain.checkpoint import detect_version
+from app.services.node_restart import restart_config
 from app.services.nodes import NodeService
 from app.settings import Settings
 from tests.helpers import DB_POD, POD_SCOPE, SMALL
@@ -204,3 +205,20 @@ def test_panel_bad_gate_is_inline(node: TestClient) -> None:
     r = node.post("/nodes/small/restart", data={"release": "1.38", "gate": "maybe"})
     assert r.status_code == 422
     assert "expected on, off or keep" in r.text
+
+
+def test_apply_keeps_the_configuration_text_unless_the_gate_changes(
+    node: TestClient, nodes: NodeService
+) -> None:
+    node.post("/api/v1/nodes/small/restart?release=1.38&podLevelResourceManagers=true")
+    assert nodes.definition("small").release == "1.38"
+    assert nodes.definition("small").kubelet_config == POD_SCOPE  # comments and all
+    config, text = restart_config(POD_SCOPE, "1.38", "1.37", False)
+    assert not config.gate("PodLevelResourceManagers")
+    assert json.loads(text)["featureGates"] == {
+        "PodLevelResources": True,
+        "PodLevelResourceManagers": False,
+    }
+    config, text = restart_config(POD_SCOPE, "1.38", "1.35", False)
+    assert "PodLevelResourceManagers" not in json.loads(text)["featureGates"]
+    assert config.release == "1.35"
