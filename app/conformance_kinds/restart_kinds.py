@@ -10,7 +10,9 @@ order; absent: the pods are not known, only the start-up runs) and ``state_dir``
 Expected (each optional): ``started``; ``error`` (exact, ``""`` when it started) or
 ``error_contains`` (a text or a list of texts); ``lost``; ``pods`` (uid -> ``outcome``,
 ``pod_cpuset`` and ``containers`` name -> CPU set or ``null``); ``default_cpuset`` of the
-restarted CPU manager; ``written`` (file -> the version the release writes).
+restarted CPU manager; ``written`` (file -> the version the release writes);
+``written_cpu_state`` (the ``cpu_manager_state`` it writes, read back in the normalised form of
+README §4.2).
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from app.conformance_kinds.common import (
     expect_equal,
     topology_of,
 )
+from app.domain.checkpoint import inspect
 from app.domain.kubelet_config import KubeletConfigError, kubelet_config_from_dict
-from app.domain.node_state import state_file_versions
+from app.domain.node_state import render_state_files, state_file_versions
 from app.domain.pod import pod_from_conformance
 from app.domain.restart import restart_node
 
@@ -81,6 +84,19 @@ def kubelet_restart(case: Case) -> list[str]:
     if "default_cpuset" in expected:
         actual = None if node is None else node.cpu_state.default_cpuset
         expect_cpuset(problems, "default_cpuset", expected["default_cpuset"], actual)
+    want_state = expected.get("written_cpu_state")
+    if want_state is not None:
+        if node is None:
+            problems.append("written_cpu_state: the kubelet did not start, nothing was written")
+        else:
+            text = render_state_files(node)["cpu_manager_state"]
+            state = inspect(text, "cpu").state
+            expect_equal(
+                problems,
+                "written_cpu_state",
+                want_state,
+                None if state is None else state.to_dict(),
+            )
     written = expected.get("written")
     if written:
         versions = state_file_versions(config)
