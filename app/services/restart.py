@@ -153,8 +153,13 @@ def build_config(
             raise RestartUsageError(
                 f"{gate}: {err.message}", source="--feature-gates", field=err.field
             ) from None
+        hint = ""
+        if source.endswith(PODS_FILE_NAME):
+            hint = (
+                f" (the recorded configuration; give --kubelet-config FILE for kubelet {release})"
+            )
         raise RestartUsageError(
-            f"{err.field}: {err.message}", source=source, field=err.field
+            f"{err.field}: {err.message}{hint}", source=source, field=err.field
         ) from None
 
 
