@@ -171,36 +171,59 @@ class NodeRestarts(ABC):
             live = self._live(name)
             if live.broken is not None:
                 raise NodeUnavailableError(f"the restart of node {name!r}: {live.broken}")
-            config, text = restart_config(
-                live.definition.kubelet_config, live.config.release, release, gate
+            if dry_run:
+                before = self._views(live).map
+                result, _, text = self._compute(live, release, gate)
+                return Rehearsal(name, result, True, False, before, self._after(live, result, text))
+            with self._change(live, "the restart") as tx:
+                # In the write transaction: the engine is the committed one, whatever another
+                # worker did since the refresh (a redefinition is not merged: retry).
+                record = tx.record
+                if (record.release, record.kubelet_config) != (
+                    live.definition.release,
+                    live.definition.kubelet_config,
+                ):
+                    raise NodeUnavailableError(
+                        f"the restart of node {name!r}: the node was redefined through another "
+                        "worker meanwhile; try again"
+                    )
+                before = self._views(live).map
+                result, config, text = self._compute(live, release, gate)
+                applied = result.started and result.node is not None
+                if applied:
+                    self._apply(live, tx, result, config, text)
+            return Rehearsal(name, result, False, applied, before, self._after(live, result, text))
+
+    def _compute(
+        self, live: Live, release: str, gate: bool | None
+    ) -> tuple[RestartResult, KubeletConfig, str]:
+        """The restart of ``live``'s committed files and pods (its engine is not touched)."""
+        name = live.definition.name
+        config, text = restart_config(
+            live.definition.kubelet_config, live.config.release, release, gate
+        )
+        files = self.store.files_of(live)
+        pods = [(p, live.node.admitted_at.get(uid, 0.0)) for uid, p in live.node.pods.items()]
+        directory = self.store.node_dir(name)
+        try:
+            result = restart_node(
+                live.topology,
+                config,
+                files,
+                pods,
+                state_dir=str(directory) if directory is not None else "",
+                name=name,
+                previous_release=live.config.release,
+                clock=live.node.clock,
             )
-            files = self.store.files_of(live)
-            pods = [(p, live.node.admitted_at.get(uid, 0.0)) for uid, p in live.node.pods.items()]
-            directory = self.store.node_dir(name)
-            try:
-                result = restart_node(
-                    live.topology,
-                    config,
-                    files,
-                    pods,
-                    state_dir=str(directory) if directory is not None else "",
-                    name=name,
-                    previous_release=live.config.release,
-                    clock=live.node.clock,
-                )
-            except RestartInputError as err:  # our own committed files: a bug
-                raise NodeUnavailableError(f"the restart of node {name!r}: {err.message}") from err
-            except KubeletConfigError as err:
-                raise NodeInputError(
-                    f"kubeletConfig.{err.field}: {err.message}", err.field
-                ) from None
-            before = self._views(live).map
-            after = None if result.node is None else self._map_of(live, result.node, text)
-            applied = False
-            if not dry_run and result.started and result.node is not None:
-                self._apply(live, result, config, text)
-                applied = True
-            return Rehearsal(name, result, dry_run, applied, before, after)
+        except RestartInputError as err:  # our own committed files: a bug
+            raise NodeUnavailableError(f"the restart of node {name!r}: {err.message}") from err
+        except KubeletConfigError as err:
+            raise NodeInputError(f"kubeletConfig.{err.field}: {err.message}", err.field) from None
+        return result, config, text
+
+    def _after(self, live: Live, result: RestartResult, text: str) -> NodeMapView | None:
+        return None if result.node is None else self._map_of(live, result.node, text)
 
     def _map_of(self, live: Live, node: Node, text: str) -> NodeMapView:
         views = NodeViews(
@@ -216,30 +239,38 @@ class NodeRestarts(ABC):
         )
         return views.map
 
-    def _apply(self, live: Live, result: RestartResult, config: KubeletConfig, text: str) -> None:
+    def _apply(
+        self,
+        live: Live,
+        tx: node_repo.NodeWrite,
+        result: RestartResult,
+        config: KubeletConfig,
+        text: str,
+    ) -> None:
+        """Inside the node's write transaction: the new definition, a removal row per pod the
+        restarted kubelet rejected, the restarted engine and its files, as one commit."""
         assert result.node is not None
-        with self._change(live, "the restart") as tx:
-            batch = str(uuid.uuid4())
-            rows = [
-                AdmissionRecord(
-                    node_id=live.record_id,
-                    batch=batch,
-                    action=ACTION_REMOVE,
-                    namespace=p.namespace,
-                    name=p.name,
-                    uid=p.uid,
-                    admitted=True,
-                    manifest=json.dumps(pod_to_manifest(pod), sort_keys=True),
-                    created_at=utc_now(),
-                )
-                for p in result.pods
-                if p.outcome == REJECTED and (pod := live.node.pods.get(p.uid)) is not None
-            ]
-            tx.redefine(release=config.release, kubelet_config=text)
-            if rows:
-                tx.add(rows)
-            with _swapped(live, result.node, config, text):
-                self.store.commit(live, tx)
+        batch = str(uuid.uuid4())
+        rows = [
+            AdmissionRecord(
+                node_id=live.record_id,
+                batch=batch,
+                action=ACTION_REMOVE,
+                namespace=p.namespace,
+                name=p.name,
+                uid=p.uid,
+                admitted=True,
+                manifest=json.dumps(pod_to_manifest(pod), sort_keys=True),
+                created_at=utc_now(),
+            )
+            for p in result.pods
+            if p.outcome == REJECTED and (pod := live.node.pods.get(p.uid)) is not None
+        ]
+        tx.redefine(release=config.release, kubelet_config=text)
+        if rows:
+            tx.add(rows)
+        with _swapped(live, result.node, config, text):
+            self.store.commit(live, tx)
 
     def _rehearse_observed(self, observed: Any, release: str, gate: bool | None) -> Rehearsal:
         _check_release(release)

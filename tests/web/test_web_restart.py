@@ -222,3 +222,19 @@ def test_apply_keeps_the_configuration_text_unless_the_gate_changes(
     config, text = restart_config(POD_SCOPE, "1.38", "1.35", False)
     assert "PodLevelResourceManagers" not in json.loads(text)["featureGates"]
     assert config.release == "1.35"
+
+
+def test_apply_works_on_the_committed_state_of_another_worker(
+    node: TestClient, settings: Settings, nodes: NodeService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker whose engine fell behind (it did not refresh) restarts what is committed: the
+    pod another worker admitted meanwhile is re-admitted too, nothing of it is lost."""
+    other = NodeService(nodes.engine, state_dir=Path(settings.state_dir or ""))
+    other.start()
+    monkeypatch.setattr(other, "_refresh", lambda: None)  # behind from here on
+    second = DB_POD.replace("name: db", "name: db2")
+    assert node.post("/api/v1/nodes/small/pods", content=second, headers=YAML).status_code == 201
+    rehearsal = other.restart("small", "1.38")
+    assert rehearsal.applied
+    assert sorted(p.key for p in rehearsal.result.pods) == ["prod/db", "prod/db2"]
+    assert [p["name"] for p in node.get("/api/v1/nodes/small").json()["pods"]] == ["db", "db2"]
