@@ -86,6 +86,12 @@ class Settings(BaseSettings):
         "bind address (comma-separated; '.example.org' matches subdomains, '*' anything): "
         "the Service name or pod IP of an agent behind a Service.",
     )
+    watch_interval: float = Field(
+        default=5.0,
+        ge=0.2,
+        le=3600.0,
+        description="Seconds between a node page's checks for changes (live refresh).",
+    )
     migrate_on_startup: bool = Field(
         default=True, description="Run 'alembic upgrade head' when the app starts."
     )

@@ -83,6 +83,12 @@ class NodeReads(ABC):
                 raise UnknownNodeError(name, sorted(self._nodes))
             return live
 
+    def version_token(self, name: str) -> str:
+        """``<record id>-<version>`` of a simulated node: changes with every change to it,
+        through any worker (``app.services.watch``)."""
+        live = self._fresh(name)
+        return f"{live.record_id}-{live.version}"
+
     def _observed(self, name: str) -> ObservedNode | None:
         obs = self._observer
         return obs if obs is not None and obs.name == name else None

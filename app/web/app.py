@@ -42,7 +42,16 @@ from app.web.errors import install_error_handlers
 from app.web.guard import RequestGuard
 from app.web.metrics import AppMetrics, MetricsMiddleware, NodesCollector
 from app.web.rendering import STATIC_DIR, make_templates
-from app.web.routers import api_nodes, checkpoints, nodes, ops, restart, topologies, workflow
+from app.web.routers import (
+    api_nodes,
+    checkpoints,
+    nodes,
+    ops,
+    restart,
+    topologies,
+    watch,
+    workflow,
+)
 
 SWAGGER_UI_VERSION = "5.35.0"
 
@@ -127,6 +136,7 @@ def create_app(
     app.include_router(restart.api)
     app.include_router(restart.pages)
     app.include_router(workflow.api)
+    app.include_router(watch.api)  # a node page's live refresh
     app.include_router(topologies.api)
     app.include_router(topologies.pages)
     app.include_router(checkpoints.pages)

@@ -35,6 +35,7 @@ from app.services.nodes import (
 )
 from app.services.rejections import latest_rejection
 from app.services.undo import last_removal
+from app.services.watch import WatchState, watch_state
 from app.web.deps import TopologyIndexViewDep
 from app.web.rendering import render, wants_fragment
 
@@ -116,7 +117,15 @@ def pod_view(
     return service.pod_view(node, namespace, name)
 
 
+def node_watch_state(service: NodeServiceDep, node: NodeName) -> WatchState:
+    # A dependency of the node page listed before its view: read first, the token can only be
+    # older than what the page shows, so a change in between costs one extra refresh, never
+    # a missed one.
+    return watch_state(service, node)
+
+
 NodeIndexViewDep = Annotated[NodeIndexView, Depends(node_index_view)]
+WatchStateDep = Annotated[WatchState, Depends(node_watch_state)]
 NodeViewDep = Annotated[NodeView, Depends(node_view)]
 PodViewDep = Annotated[PodView, Depends(pod_view)]
 
@@ -218,13 +227,19 @@ def node_page_context(service: NodeService, view: NodeView) -> dict[str, Any]:
 
 
 @pages.get("/nodes/{node}", name="node", include_in_schema=False)
-def node_page(request: Request, service: NodeServiceDep, view: NodeViewDep) -> HTMLResponse:
+def node_page(
+    request: Request, service: NodeServiceDep, watch: WatchStateDep, view: NodeViewDep
+) -> HTMLResponse:
     return render(
         request,
         "pages/node.html",
         view,
         fragment="fragments/_cpu_map.html",
-        context=node_page_context(service, view),
+        context={
+            **node_page_context(service, view),
+            "watch": watch,
+            "watch_interval": request.app.state.settings.watch_interval,
+        },
     )
 
 
