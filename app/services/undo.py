@@ -62,11 +62,16 @@ def undo_last_removal(service: NodeService, node: str) -> AdmissionBatch:
 
 
 def restore_demo_nodes(service: NodeService, nodes: tuple[DemoNode, ...] = DEMO_NODES) -> list[str]:
-    """Delete and re-create every demo node; the names restored, in order."""
+    """Delete and re-create every demo node; the names restored, in order (a node the user
+    made under a demo name is theirs: it is kept, and left out of the answer)."""
     existing = set(service.simulated_names())
+    kept = set()
     for demo in nodes:
-        # A node the user made under a demo name is theirs: it is kept (and the demo skipped).
-        if demo.name in existing and service.definition(demo.name).demo:
+        if demo.name not in existing:
+            continue
+        if service.definition(demo.name).demo:
             service.delete(demo.name)
+        else:
+            kept.add(demo.name)
     create_demo_nodes(service, nodes)
-    return [d.name for d in nodes]
+    return [d.name for d in nodes if d.name not in kept]
