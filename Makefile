@@ -24,6 +24,7 @@ run: venv
 
 browser-deps:
 	@sh scripts/ensure-chromium.sh
+	@sh scripts/ensure-axe.sh
 
 lint: venv
 	$(BIN)/ruff check app tests bench migrations

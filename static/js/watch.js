@@ -104,6 +104,7 @@
       var swapped = swap(doc, !own);
       // The fetched page's own token was read before its view: never newer than what it shows.
       if (fresh && fresh.dataset.watchToken) token = fresh.dataset.watchToken;
+      box.dataset.watchToken = token;
       if (!own) {
         var at = clock(new Date());
         box.dataset.changedAt = at;

@@ -1,6 +1,6 @@
-"""The SRE workflow in Debian's chromium: a 390 px phone (nav wraps, no page wider than the
-viewport), confirmations (one click changes nothing), the rejected pod's page reached from the
-log, the placement after Dry run, history and diff. Screenshots in test-artifacts/."""
+"""The SRE workflow in Debian's chromium: confirmations (one click changes nothing), the
+rejected pod's page reached from the log, the placement after Dry run, history and diff.
+Every page at a 390 px phone width: test_browser_a11y.py. Screenshots in test-artifacts/."""
 
 from __future__ import annotations
 
@@ -33,31 +33,6 @@ def served(
     tmp_path_factory: pytest.TempPathFactory, live_server: Callable[..., LiveServer]
 ) -> LiveServer:
     return live_server(make_settings(tmp_path_factory.mktemp("browser-wf"), demo=True))
-
-
-@pytest.mark.parametrize(
-    "path",
-    [
-        "/nodes",
-        f"/nodes/{NODE}",
-        f"/nodes/{NODE}/pods/frontend/web",
-        f"/nodes/{NODE}/history",
-        "/glossary",
-        "/checkpoints",
-    ],
-)
-def test_phone_width(browser: Any, served: LiveServer, screenshot: Screenshots, path: str) -> None:
-    page = browser.new_page(viewport={"width": 390, "height": 844})
-    try:
-        page.goto(served.url + path)
-        width = page.evaluate("document.documentElement.scrollWidth")
-        assert width <= 390, f"{path} is {width}px wide"
-        nav = page.locator(".site-header a", has_text="Metrics")
-        box = nav.bounding_box()
-        assert box is not None and box["x"] + box["width"] <= 390
-        screenshot(page, "phone" + path.replace("/", "-"), full_page=False)
-    finally:
-        page.close()
 
 
 def test_confirm_rejection_page_and_placement(
