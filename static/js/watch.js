@@ -42,6 +42,11 @@
     stateEl.textContent = text;
   }
 
+  function liveText() {
+    var changed = box.dataset.changedAt;
+    return changed ? "Live · changed at " + changed : "Live";
+  }
+
   function schedule(delay) {
     clearTimeout(timer);
     timer = null;
@@ -49,7 +54,7 @@
   }
 
   function clock(date) {
-    return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+    return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
   }
 
   // The element to focus again after a swap: the same CPU cell, or the same id.
@@ -61,8 +66,11 @@
     return el.id ? "#" + CSS.escape(el.id) : null;
   }
 
+  var refocus = []; // [region, selector] pairs to focus again once the swap is announced
+
   function swap(doc, flash) {
     var swapped = [];
+    refocus = [];
     regions.forEach(function (id) {
       var old = document.getElementById(id);
       var fresh = doc.getElementById(id);
@@ -76,10 +84,7 @@
       var node = document.importNode(fresh, true);
       old.replaceWith(node);
       if (window.htmx) window.htmx.process(node);
-      if (key) {
-        var target = node.querySelector(key) || (node.matches(key) ? node : null);
-        if (target) target.focus({ preventScroll: true });
-      }
+      if (key) refocus.push([node, key]);
       if (flash) {
         node.classList.add("watch-changed");
         setTimeout(function () { node.classList.remove("watch-changed"); }, 2000);
@@ -110,7 +115,13 @@
         box.dataset.changedAt = at;
         announce.textContent = "The node changed; the page was updated at " + at + ".";
       }
+      // Other scripts (the map's keyboard support) set the new regions up first, then the
+      // focus goes back where it was.
       document.dispatchEvent(new CustomEvent("numascope:refreshed", { detail: { regions: swapped } }));
+      refocus.forEach(function (pair) {
+        var target = pair[0].matches(pair[1]) ? pair[0] : pair[0].querySelector(pair[1]);
+        if (target) target.focus({ preventScroll: true });
+      });
     });
   }
 
@@ -133,11 +144,11 @@
     }).then(function () {
       failures = 0;
       confirmedAt = Date.now();
-      var changed = box.dataset.changedAt;
-      setState("live", changed ? "Live · changed at " + changed : "Live");
+      if (!paused) setState("live", liveText());
     }).catch(function (err) {
       failures += 1;
-      if (err.message === "gone") setState("gone", "This node no longer exists; updates stopped");
+      if (paused) setState("paused", "Paused");
+      else if (err.message === "gone") setState("gone", "This node no longer exists; updates stopped");
       else if (err.message === "unavailable") setState("error", "The node cannot be read now; retrying");
       else setState("error", "Not updating: the server does not answer; retrying");
     }).then(function () {
@@ -156,7 +167,7 @@
       clearTimeout(timer);
       setState("paused", "Paused");
     } else {
-      setState("live", "Live");
+      setState("live", liveText());
       check();
     }
   });
