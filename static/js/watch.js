@@ -66,6 +66,29 @@
     return el.id ? "#" + CSS.escape(el.id) : null;
   }
 
+  // What the user typed or chose in a region's fields (a filter, a search box) is kept across
+  // a swap and applied again (an "input" event, which is what such fields listen to).
+  function typedFields(region) {
+    var out = [];
+    region.querySelectorAll("input[id], input[name], select[id], select[name], textarea[id], textarea[name]").forEach(function (f) {
+      var changed = f.type === "checkbox" || f.type === "radio" ? f.checked !== f.defaultChecked : f.value !== f.defaultValue;
+      if (f.tagName === "SELECT") changed = Array.prototype.some.call(f.options, function (o) { return o.selected !== o.defaultSelected; });
+      if (f.type === "radio" && !f.id) return; // a group's member is known by its id only
+      if (changed) out.push({ key: f.id ? "#" + CSS.escape(f.id) : '[name="' + CSS.escape(f.name) + '"]', value: f.value, checked: f.checked });
+    });
+    return out;
+  }
+
+  function restoreFields(region, typed) {
+    typed.forEach(function (t) {
+      var f = region.querySelector(t.key);
+      if (!f) return;
+      if (f.type === "checkbox" || f.type === "radio") f.checked = t.checked;
+      else f.value = t.value;
+      f.dispatchEvent(new Event("input", { bubbles: true }));
+    });
+  }
+
   var refocus = []; // [region, selector] pairs to focus again once the swap is announced
 
   function swap(doc, flash) {
@@ -81,8 +104,10 @@
         var twin = fresh.querySelector("#" + CSS.escape(d.id));
         if (twin) twin.open = true;
       });
+      var typed = typedFields(old);
       var node = document.importNode(fresh, true);
       old.replaceWith(node);
+      restoreFields(node, typed);
       if (window.htmx) window.htmx.process(node);
       if (key) refocus.push([node, key]);
       if (flash) {
