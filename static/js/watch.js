@@ -4,6 +4,8 @@
 // page is fetched again and the regions named in data-watch-regions are swapped in place, so
 // the scroll position, the admission form and anything typed stay as they are. Polling waits
 // while the tab is hidden or the user paused it, and backs off while the server is away.
+// Plain fetch rather than hx-trigger="every": htmx would swap a 304's empty body, and one
+// check must be able to replace several regions of a page htmx fragments do not cover.
 (function () {
   "use strict";
   var box = document.getElementById("watch");

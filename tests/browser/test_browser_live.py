@@ -185,3 +185,19 @@ def test_simulated_node_follows_other_clients_but_not_itself(
     expect(page.locator('#pods tr[data-pod="shop/extra"]')).to_have_count(0, timeout=15000)
     expect(announce).to_contain_text("The node changed")
     assert page_errors == []
+
+
+def test_observed_page_fits_a_phone(
+    browser: Any, observed: LiveServer, screenshot: Screenshots
+) -> None:
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    try:
+        page.goto(f"{observed.url}/nodes/{OBSERVED}")
+        expect(page.locator("#watch")).to_be_visible()
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, f"the observed node's page is {width}px wide"
+        screenshot(page, "phone-observed", full_page=False)
+    finally:
+        page.close()
