@@ -110,14 +110,14 @@ def test_cpu_map_from_the_keyboard(
     ).to_have_count(0)
     expect(page.locator("#cpu-map .keys-help")).to_contain_text("arrow keys")
 
-    # Tab from the last legend link lands on the map's first CPU, named as its tooltip says.
+    # Tab from the last legend link lands on the map's first CPU.
     page.locator("#cpu-map .legend a").last.focus()
     page.keyboard.press("Tab")
     first = _focused(page)
     assert first["tag"] == "LI" and first["cpu"] == cells.first.get_attribute("data-cpu")
-    assert (
-        first["label"] and first["label"] == first["title"] and f"{first['cpu']}" in first["label"]
-    )
+    # Named as its tooltip says (or, for a cell without one, from its data attributes).
+    assert first["label"] and first["cpu"] in first["label"]
+    assert first["label"] == (first["title"] or first["label"])
 
     page.keyboard.press("ArrowRight")
     assert _focused(page)["cpu"] == cells.nth(1).get_attribute("data-cpu")
@@ -148,6 +148,16 @@ def test_cpu_map_from_the_keyboard(
     screenshot(page.locator("#cpu-map .numa").first, "keyboard-focus")
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.closest('#cpu-map li.cpu') === null")
+
+    # A cell without a tooltip is named from its data attributes.
+    named = page.evaluate(
+        """() => { const c = document.querySelector('#cpu-map li.cpu[data-pool="exclusive"]');
+          c.removeAttribute('title'); c.removeAttribute('aria-label');
+          document.dispatchEvent(new CustomEvent('numascope:refreshed'));
+          return [c.dataset.cpu, c.dataset.numa, c.dataset.owner, c.getAttribute('aria-label')]; }"""
+    )
+    cpu, numa, owner_of, label = named
+    assert label == f"CPU {cpu} · NUMA node {numa} · exclusive · {owner_of}"
 
     # Enter on an exclusive CPU opens its pod's page.
     owned = page.locator('#cpu-map li.cpu[data-pool="exclusive"]').first
