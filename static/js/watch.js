@@ -44,6 +44,16 @@
     stateEl.textContent = text;
   }
 
+  // An observed node's "Observed at": each answered check observed the node (the server
+  // re-observes when its last observation is older than 2 s), so the time moves on with it.
+  function observedNow() {
+    var t = document.getElementById("observed-at");
+    if (!t) return;
+    var iso = new Date().toISOString().slice(0, 19) + "Z";
+    t.dateTime = iso;
+    t.textContent = iso.replace("T", " ").replace("Z", " UTC");
+  }
+
   function liveText() {
     var changed = box.dataset.changedAt;
     return changed ? "Live · changed at " + changed : "Live";
@@ -171,6 +181,7 @@
     }).then(function () {
       failures = 0;
       confirmedAt = Date.now();
+      observedNow();
       if (!paused) setState("live", liveText());
     }).catch(function (err) {
       failures += 1;

@@ -92,6 +92,11 @@ def test_observed_node_refreshes_in_place(
     expect(watch.locator(".watch-state")).to_have_text("Live")
     expect(watch.locator(".watch-age")).to_have_text("updated just now")
     expect(page.locator('#pods tr[data-pod="shop/extra"]')).to_have_count(0)
+    # "Observed at" moves on with the checks (the server observes again for each).
+    first_seen = page.locator("#observed-at").get_attribute("datetime")
+    page.wait_for_function(
+        "t => document.getElementById('observed-at').dateTime > t", arg=first_seen, timeout=10000
+    )
     # A mark that only survives if the page is not reloaded; a CPU focused, scrolled down.
     page.evaluate("window.__notReloaded = true")
     cell = page.locator("#cpu-map li.cpu").nth(20)
