@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,7 +74,7 @@ class _LastDigest:
         self._views: NodeViews | None = None
         self._digest = ""
 
-    def of(self, views: NodeViews, build: Any) -> str:
+    def of(self, views: NodeViews, build: Callable[[], NodeView]) -> str:
         with self._lock:
             if self._views is views:
                 return self._digest

@@ -144,3 +144,11 @@ def test_observed_page_token_is_the_watch_token(host: KubeletHost, tmp_path: Pat
         html = c.get(f"/nodes/{OBSERVED}").text
         _, body, _ = _watch(c, OBSERVED)
         assert f'data-watch-token="{body["token"]}"' in html
+
+
+def test_observed_node_that_cannot_be_observed_is_503(host: KubeletHost, tmp_path: Path) -> None:
+    settings = host.settings(tmp_path, sysfs_root=tmp_path / "no-sysfs")
+    with TestClient(create_app(settings)) as c:
+        r = c.get(f"/api/v1/nodes/{OBSERVED}/watch")
+        assert r.status_code == 503
+        assert f"node {OBSERVED} cannot be observed" in r.json()["error"]["message"]
