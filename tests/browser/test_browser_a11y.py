@@ -201,3 +201,46 @@ def test_legend_stays_in_view_while_the_map_scrolls(
     page.wait_for_function(
         "() => document.querySelector('#cpu-map .legend').getBoundingClientRect().bottom <= 0"
     )
+
+
+REJECTED_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: huge, namespace: shop}
+spec:
+  containers:
+  - name: a
+    resources: {requests: {cpu: "100", memory: 1Gi}, limits: {cpu: "100", memory: 1Gi}}
+"""
+
+
+def test_answers_pass_wcag_aa(page: Any, served: LiveServer, screenshot: Screenshots) -> None:
+    """The states a page reaches by use, not only as loaded: an inline input error, a rejection
+    with its reason, a dry run's placement, the checkpoint inspector's report."""
+    from playwright.sync_api import expect
+
+    from tests.fixtures.checkpoints.generate import HERE as CHECKPOINTS
+
+    page.goto(f"{served.url}/nodes/{NODE}")
+    form = page.locator("#admit")
+    page.locator("#manifest").fill("kind: Pod\nmetadata: {name: Bad_Name}\n")
+    page.get_by_role("button", name="Dry run").click()
+    expect(form.locator(".error-box, .inline-error, [role=alert]").first).to_be_visible()
+    found = violations(page)
+    assert found == [], "inline error:\n" + describe(found)
+
+    page.locator("#manifest").fill(REJECTED_POD)
+    page.get_by_role("button", name="Dry run").click()
+    expect(form).to_contain_text("TopologyAffinityError")
+    screenshot(page, "a11y-rejection-answer", full_page=False)
+    found = violations(page)
+    assert found == [], "rejection:\n" + describe(found)
+
+    page.goto(f"{served.url}/checkpoints")
+    page.locator("#ckpt-file").set_input_files(
+        str(CHECKPOINTS / "kubelet-1.36-gate-on" / "cpu_manager_state")
+    )
+    page.get_by_role("button", name="Inspect").first.click()
+    expect(page.locator("#verdict-table")).to_be_visible()
+    found = violations(page)
+    assert found == [], "checkpoint report:\n" + describe(found)
