@@ -137,6 +137,8 @@
       cache: "no-store",
       credentials: "same-origin",
     }).then(function (r) {
+      // A pod's page after the pod left the node: 404, or a redirect to its rejection.
+      if (r.status === 404 || r.redirected) { stopped = true; throw new Error("page gone"); }
       if (!r.ok) throw new Error(r.status === 503 ? "unavailable" : "HTTP " + r.status);
       return r.text();
     }).then(function (html) {
@@ -186,6 +188,7 @@
     }).catch(function (err) {
       failures += 1;
       if (paused) setState("paused", "Paused");
+      else if (err.message === "page gone") setState("gone", "This pod is no longer on the node; updates stopped");
       else if (err.message === "gone") setState("gone", "This node no longer exists; updates stopped");
       else if (err.message === "unavailable") setState("error", "The node cannot be read now; retrying");
       else setState("error", "Not updating: the server does not answer; retrying");

@@ -206,3 +206,25 @@ def test_observed_page_fits_a_phone(
         screenshot(page, "phone-observed", full_page=False)
     finally:
         page.close()
+
+
+def test_pod_page_says_when_its_pod_has_left(
+    page: Any, page_errors: list[str], host: KubeletHost, observed: LiveServer
+) -> None:
+    from playwright.sync_api import expect
+
+    host.admit(POD.replace("name: extra", "name: solo"))
+    page.goto(f"{observed.url}/nodes/{OBSERVED}/pods/shop/solo")
+    watch = page.locator("#watch")
+    expect(watch.locator(".watch-state")).to_have_text("Live")
+    expect(page.locator('#cpu-map li.cpu[data-owner="shop/solo/a"]')).to_have_count(4)
+    host.remove("shop", "solo")
+    expect(watch).to_have_attribute("data-state", "gone", timeout=15000)
+    expect(watch.locator(".watch-state")).to_have_text(
+        "This pod is no longer on the node; updates stopped"
+    )
+    # What was shown stays for reading; the page did not navigate away.
+    expect(page.locator('#cpu-map li.cpu[data-owner="shop/solo/a"]')).to_have_count(4)
+    assert page.url.endswith("/pods/shop/solo")
+    # The browser logs the 404 of the page's own refetch; nothing else went wrong.
+    assert [e for e in page_errors if "status of 404" not in e] == []

@@ -152,3 +152,13 @@ def test_observed_node_that_cannot_be_observed_is_503(host: KubeletHost, tmp_pat
         r = c.get(f"/api/v1/nodes/{OBSERVED}/watch")
         assert r.status_code == 503
         assert f"node {OBSERVED} cannot be observed" in r.json()["error"]["message"]
+
+
+def test_pod_page_carries_the_token_and_its_regions(demo: TestClient) -> None:
+    _, body, _ = _watch(demo, NODE)
+    html = demo.get(f"/nodes/{NODE}/pods/frontend/web").text
+    assert f'data-watch-token="{body["token"]}"' in html
+    regions = "pod-facts breakdown containers cpu-map podresources history"
+    assert f'data-watch-regions="{regions}"' in html
+    for region in regions.split():
+        assert f'id="{region}"' in html

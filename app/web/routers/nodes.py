@@ -356,6 +356,7 @@ def pod_json(view: PodViewDep) -> PodView:
 def pod_page(
     request: Request, service: NodeServiceDep, node: NodeName, namespace: Namespace, name: PodName
 ) -> Response:
+    watch = watch_state(service, node)  # before the view: see node_watch_state
     try:
         view = service.pod_view(node, namespace, name)
     except UnknownPodError:
@@ -364,7 +365,13 @@ def pod_page(
         if entry is None:
             raise
         return _see_other(request, f"{node_url(node)}/admissions/{entry}")
-    return render(request, "pages/pod.html", view, fragment="fragments/_cpu_map.html")
+    return render(
+        request,
+        "pages/pod.html",
+        view,
+        fragment="fragments/_cpu_map.html",
+        context={"watch": watch, "watch_interval": request.app.state.settings.watch_interval},
+    )
 
 
 __all__ = ["Namespace", "NodeName", "NodeServiceDep", "PodName", "get_node_service", "pages"]
