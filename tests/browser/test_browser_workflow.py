@@ -61,7 +61,7 @@ def test_confirm_rejection_page_and_placement(
     # Dry run answers with where the pod would go.
     page.goto(f"{base}/nodes/{NODE}")
     page.locator("#manifest").fill(SMALL_POD)
-    page.get_by_role("button", name="Dry run").click()
+    page.get_by_role("button", name="Dry run", exact=True).click()
     expect(page.locator(".placement")).to_contain_text("Would get CPUs")
     screenshot(page.locator("#admit"), "dry-run-placement")
 
