@@ -7,8 +7,10 @@ the environment. Tests build their own ``Settings(...)`` instead of patching ``o
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -21,6 +23,41 @@ DEFAULT_PODRESOURCES_SOCKET = "unix:///var/lib/kubelet/pod-resources/kubelet.soc
 
 class SettingsError(ValueError):
     """A setting has a value Numascope cannot use."""
+
+
+_DNS_LABEL = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?$")
+
+
+def split_list(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def check_agent_url(url: str) -> str:
+    """An agent's base URL: ``http(s)://host[:port][/prefix]``, nothing after the path."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        raise SettingsError(f"agent URL {url!r}: the port is not a number in 1-65535") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SettingsError(f"agent URL {url!r} must look like http://HOST:PORT")
+    if parts.query or parts.fragment or parts.username or parts.password or port == 0:
+        raise SettingsError(
+            f"agent URL {url!r} must be http(s)://HOST[:PORT][/PATH] without credentials, "
+            "query or fragment"
+        )
+    return url
+
+
+def check_dns_target(value: str, field: str) -> tuple[str, int]:
+    """``NAME:PORT`` of a headless Service (``numascope-agents.numascope.svc:8000``)."""
+    name, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise SettingsError(f"{field} {value!r} must be NAME:PORT with a port in 1-65535")
+    labels = name.rstrip(".").split(".")
+    if len(name) > 253 or not all(_DNS_LABEL.match(label) for label in labels):
+        raise SettingsError(f"{field} {value!r}: {name!r} is not a valid DNS name")
+    return name, int(port)
 
 
 class Settings(BaseSettings):
@@ -92,6 +129,36 @@ class Settings(BaseSettings):
         le=3600.0,
         description="Seconds between a node page's checks for changes (live refresh).",
     )
+    # -- the cluster (app.services.hub, app.services.nrt) --------------------------------
+    hub: bool = Field(default=False, description="Run as the fleet hub: poll agents, /fleet.")
+    hub_agents: str = Field(
+        default="", description="Agents to poll: comma-separated http(s) URLs (static list)."
+    )
+    hub_agents_dns: str = Field(
+        default="",
+        description="NAME:PORT of a headless Service: every A/AAAA record is an agent "
+        "(re-resolved every few seconds).",
+    )
+    hub_dns_nameserver: str | None = Field(
+        default=None,
+        description="HOST:PORT of the DNS server for --agents-dns (default: /etc/resolv.conf).",
+    )
+    hub_poll_interval: float = Field(
+        default=2.0, gt=0, le=3600, description="Seconds between polls."
+    )
+    hub_agent_timeout: float = Field(default=2.0, gt=0, le=600, description="Per-agent timeout.")
+    hub_concurrency: int = Field(default=32, ge=1, le=1024, description="Agents polled at once.")
+    hub_max_body_bytes: int = Field(
+        default=8 * 1024 * 1024, ge=1024, description="Largest agent answer read (bytes)."
+    )
+    demo_fleet: int = Field(
+        default=0, ge=0, le=5000, description="Simulated nodes of the hub's own (fixed seed)."
+    )
+    publish_nrt: bool = Field(
+        default=False,
+        description="Publish the observed node as a NodeResourceTopology (in-cluster config).",
+    )
+    nrt_interval: float = Field(default=10.0, gt=0, description="Seconds between NRT updates.")
     migrate_on_startup: bool = Field(
         default=True, description="Run 'alembic upgrade head' when the app starts."
     )
@@ -102,6 +169,29 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return tuple(h.strip() for h in value.split(",") if h.strip())
         return value
+
+    @field_validator("hub_agents")
+    @classmethod
+    def _check_agents(cls, value: str) -> str:
+        for url in split_list(value):
+            check_agent_url(url)
+        return value
+
+    @field_validator("hub_agents_dns")
+    @classmethod
+    def _check_agents_dns(cls, value: str) -> str:
+        if value.strip():
+            check_dns_target(value.strip(), "hub_agents_dns")
+        return value.strip()
+
+    @field_validator("hub_dns_nameserver")
+    @classmethod
+    def _check_nameserver(cls, value: str | None) -> str | None:
+        if value:
+            host, _, port = value.rpartition(":")
+            if not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise SettingsError(f"hub_dns_nameserver {value!r} must be HOST:PORT")
+        return value or None
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -101,6 +101,38 @@ def register(sub: Any) -> None:
         choices=["critical", "error", "warning", "info", "debug", "trace"],
         help="log level (default info, env NUMASCOPE_LOG_LEVEL)",
     )
+    cluster = parser.add_argument_group("cluster (hub and agents)")
+    cluster.add_argument(
+        "--hub", action="store_true", default=None, help="run as the fleet hub (env NUMASCOPE_HUB)"
+    )
+    cluster.add_argument(
+        "--agents",
+        dest="hub_agents",
+        default=None,
+        metavar="URL[,URL...]",
+        help="agents to poll (env NUMASCOPE_HUB_AGENTS)",
+    )
+    cluster.add_argument(
+        "--agents-dns",
+        dest="hub_agents_dns",
+        default=None,
+        metavar="NAME:PORT",
+        help="headless Service whose A/AAAA records are the agents (env NUMASCOPE_HUB_AGENTS_DNS)",
+    )
+    cluster.add_argument(
+        "--demo-fleet",
+        dest="demo_fleet",
+        type=int,
+        default=None,
+        metavar="N",
+        help="N simulated nodes of the hub's own (env NUMASCOPE_DEMO_FLEET)",
+    )
+    cluster.add_argument(
+        "--publish-nrt",
+        action="store_true",
+        default=None,
+        help="publish the observed node's NodeResourceTopology (env NUMASCOPE_PUBLISH_NRT)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -118,6 +150,11 @@ OVERRIDES = (
     "state_dir",
     "demo",
     "log_level",
+    "hub",
+    "hub_agents",
+    "hub_agents_dns",
+    "demo_fleet",
+    "publish_nrt",
 )
 
 

@@ -371,6 +371,30 @@ def restore_node(
         node.admitted_at[uid] = admitted_at
 
 
+def restore_managers(
+    node: Node, files: Mapping[str, str | bytes | None], state_dir: str = ""
+) -> None:
+    """Restore only the managers' state of ``node`` (freshly built) from state files, as a
+    starting kubelet reads and validates them, without the pods themselves: what a dry run on
+    a copy of an observed node needs (its pods are known to the kubelet, not to us). Raises
+    ``NodeStateError``; the node is changed only on success."""
+    if node.pods:
+        raise NodeStateError("state can only be restored into a node without pods", "pods")
+    cpu_state: CPUManagerState | None = None
+    memory_state: MemoryManagerState | None = None
+    cpu_content = files.get(CPU_FILE_NAME)
+    if cpu_content is not None:
+        cpu_state, _ = _restore_cpu(node, cpu_content, state_dir)
+    memory_content = files.get(MEMORY_FILE_NAME)
+    if memory_content is not None:
+        memory_state, _ = _restore_memory(node, memory_content, state_dir)
+    if cpu_state is not None and node.cpu_policy is not None:
+        node.cpu_policy.start(cpu_state)
+        node.cpu_state = cpu_state
+    if memory_state is not None and node.memory is not None:
+        node.memory.state = memory_state
+
+
 # -- pods ---------------------------------------------------------------------------------
 
 

@@ -14,7 +14,7 @@ import logging
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import Engine
 
@@ -41,6 +41,10 @@ from app.services.node_views import (
     pod_url,
 )
 
+if TYPE_CHECKING:
+    from app.services.node_inputs import AdmissionBatch
+    from app.settings import Settings
+
 log = logging.getLogger(__name__)
 
 
@@ -60,6 +64,10 @@ class ObservedNode(Protocol):
     def allocatable(self) -> dict[str, Any]: ...
     def metric_samples(self) -> Iterable[tuple[str, dict[str, str], float]]: ...
     def state_file_copies(self) -> tuple[dict[str, bytes | None], str]: ...
+    # The fleet: dry runs on a copy of the observed state, and where that state lives.
+    def dry_run(self, manifest: str) -> AdmissionBatch: ...
+    @property
+    def settings(self) -> Settings: ...
 
 
 class NodeReads(ABC):

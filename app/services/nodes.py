@@ -391,8 +391,10 @@ class NodeService(NodeReads, NodeRestarts):
     # -- pods ------------------------------------------------------------------------------
     def admit(self, name: str, manifest: str, *, dry_run: bool = False) -> AdmissionBatch:
         """Admit (or with ``dry_run`` only judge) every pod of ``manifest`` in order."""
-        if self._observed(name) is not None:
-            raise ReadOnlyNodeError(name, "admit pods on it (nor dry-run them)")
+        if (obs := self._observed(name)) is not None:
+            if dry_run:  # judged on a scratch copy of its recorded state (the fleet's fit)
+                return obs.dry_run(manifest)
+            raise ReadOnlyNodeError(name, "admit pods on it")
         self._refresh()
         with self._lock:
             live = self._live(name)

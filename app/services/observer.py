@@ -62,6 +62,7 @@ from app.domain.podresources import (
 )
 from app.domain.topology import CPUTopology
 from app.services.node_errors import NodeServiceError, UnknownPodError
+from app.services.node_inputs import AdmissionBatch
 from app.services.node_views import (
     NodeDetail,
     NodeSummary,
@@ -73,6 +74,7 @@ from app.services.node_views import (
     node_topology_view,
     node_url,
 )
+from app.services.observed_dryrun import dry_run_observed
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -452,6 +454,10 @@ class NodeObserver:
         pod = observed.podresources_pod(namespace, name)
         podresources = message_to_dict(GetPodResourcesResponse(pod)) if pod is not None else {}
         return views.pod_view(summary, row, podresources)
+
+    def dry_run(self, manifest: str) -> AdmissionBatch:
+        """Judge pods on a scratch copy of this node (``app.services.observed_dryrun``)."""
+        return dry_run_observed(self, manifest)
 
     def _podresources(self) -> ObservedNode:
         observed = self.current()

@@ -33,7 +33,9 @@ from app import __version__
 from app.adapters.db.engine import make_engine
 from app.adapters.db.migrate import upgrade_head
 from app.services.demo import create_demo_nodes
+from app.services.hub import Hub
 from app.services.nodes import NodeService
+from app.services.nrt_loop import NRTLoop
 from app.services.observer import NodeObserver
 from app.services.sockets import PodResourcesSockets
 from app.services.topologies import TopologyService
@@ -43,8 +45,10 @@ from app.web.guard import RequestGuard
 from app.web.metrics import AppMetrics, MetricsMiddleware, NodesCollector
 from app.web.rendering import STATIC_DIR, make_templates
 from app.web.routers import (
+    agent,
     api_nodes,
     checkpoints,
+    fleet,
     nodes,
     ops,
     restart,
@@ -124,6 +128,15 @@ def create_app(
         else None
     )
 
+    # The cluster: the hub polls agents (and holds --demo-fleet nodes); an observed agent may
+    # publish its NodeResourceTopology (both started and stopped by the lifespan).
+    app.state.hub = Hub(settings, metrics.registry) if settings.hub else None
+    app.state.nrt = (
+        NRTLoop(node_service, observer, settings.nrt_interval)
+        if settings.publish_nrt and observer is not None
+        else None
+    )
+
     # Host, cross-site, body and CSRF checks (app.web.guard); metrics stay outermost.
     app.add_middleware(RequestGuard, bind_host=settings.host, allowed_hosts=settings.allowed_hosts)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
@@ -141,6 +154,9 @@ def create_app(
     app.include_router(topologies.pages)
     app.include_router(checkpoints.pages)
     app.include_router(checkpoints.api)
+    app.include_router(agent.api)
+    app.include_router(fleet.api)
+    app.include_router(fleet.pages)
 
     @app.get("/docs", include_in_schema=False, name="docs")
     def swagger_ui(request: Request) -> HTMLResponse:
@@ -163,13 +179,24 @@ def create_app(
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Open the simulated nodes' PodResources sockets while the app runs."""
+    """Open the simulated nodes' PodResources sockets, run the hub's poller and the
+    NodeResourceTopology publisher while the app runs."""
     sockets: PodResourcesSockets | None = getattr(app.state, "podresources_sockets", None)
+    hub: Hub | None = getattr(app.state, "hub", None)
+    nrt: NRTLoop | None = getattr(app.state, "nrt", None)
     if sockets is not None:
         sockets.start()
+    if hub is not None:
+        await hub.start()
+    if nrt is not None:
+        nrt.start()
     try:
         yield
     finally:
+        if nrt is not None:
+            nrt.stop()
+        if hub is not None:
+            await hub.stop()
         if sockets is not None:
             sockets.stop()
 

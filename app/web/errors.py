@@ -37,10 +37,12 @@ from app.services.node_errors import (
     UnknownNodeError,
     UnknownPodError,
 )
+from app.services.observed_dryrun import ObservedCopyError
 from app.services.observer import ObservedNodeUnavailableError
 from app.services.topologies import HostDiscoveryError, UnknownTopologyError
 from app.services.undo import NothingToUndoError
 from app.web.rendering import render, wants_fragment
+from app.web.routers.fleet import HubDisabledError
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +64,8 @@ ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
     NodeUnavailableError: (503, "ServiceUnavailable"),
     UnknownEntryError: (404, "NotFound"),
     NothingToUndoError: (409, "Conflict"),
+    ObservedCopyError: (503, "ServiceUnavailable"),
+    HubDisabledError: (404, "NotFound"),
 }
 
 # 5xx exceptions that are not bugs: a source (the host's sysfs, the observed node's kubelet)
@@ -70,6 +74,7 @@ UNAVAILABLE: tuple[type[Exception], ...] = (
     HostDiscoveryError,
     ObservedNodeUnavailableError,
     NodeUnavailableError,
+    ObservedCopyError,
 )
 
 # Kubernetes-style reasons (metav1.StatusReason) for plain HTTP errors.

@@ -477,7 +477,6 @@ def test_observed_podresources_api_is_the_kubelets_answer(client: TestClient, ho
     ("method", "url", "kw"),
     [
         pytest.param("post", f"/api/v1/nodes/{NODE}/pods", {"content": demo.CLASSIC_POD, "headers": YAML}, id="admit"),
-        pytest.param("post", f"/api/v1/nodes/{NODE}/pods?dryRun=true", {"content": demo.CLASSIC_POD, "headers": YAML}, id="dry-run"),
         pytest.param("delete", f"/api/v1/nodes/{NODE}/pods/ml/training", {}, id="remove-pod"),
         pytest.param("delete", f"/api/v1/nodes/{NODE}", {}, id="delete-node"),
     ],

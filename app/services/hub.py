@@ -1,0 +1,404 @@
+"""The fleet hub (``numascope serve --hub``): polls the agents' summaries and answers for the
+whole fleet from what answered.
+
+Agents come from a static list (``Settings.hub_agents``) and/or every A/AAAA record of a
+headless Service (``Settings.hub_agents_dns``, re-resolved every ``DNS_INTERVAL`` seconds; an
+address that disappears drops its agent). One asyncio task polls every agent each
+``hub_poll_interval`` seconds: at most ``hub_concurrency`` at once, each with its own timeout
+and size cap (``app.adapters.agents``), ``If-None-Match`` with the last ETag (an unchanged
+agent costs a 304), and after a failure an exponential backoff (interval × 2^failures, at most
+``MAX_BACKOFF``). Each agent keeps ``status`` (``pending`` until its first answer, then ``ok`` or
+``unreachable``), the error text and when it last answered; its nodes stay listed with the
+agent's status when it stops answering.
+
+Pages and JSON read the last poll's results: none waits for an agent. Fit and upgrade fan out
+to the agents (each node's own engine decides), bounded by the same concurrency and timeout; a
+slow or failing agent gives an ``error`` result for its nodes, never an HTTP error of the hub.
+The demo fleet's nodes (``--demo-fleet``) answer in the hub's process (``app.services.demo_fleet``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+from prometheus_client import CollectorRegistry, Gauge, Histogram
+
+from app.adapters.agents import AgentClient, AgentError
+from app.adapters.dns import DNSLookupError, agent_url, make_resolver, resolve_addresses
+from app.services.agent_summary import SummaryCache, encode
+from app.services.demo_fleet import DemoFleet, SimulatedNode
+from app.services.nodes import NodeServiceError
+from app.settings import Settings, check_dns_target, split_list
+
+log = logging.getLogger(__name__)
+
+DNS_INTERVAL = 5.0
+MAX_BACKOFF = 60.0
+PENDING, OK, UNREACHABLE = "pending", "ok", "unreachable"
+
+
+@dataclass
+class AgentState:
+    url: str
+    origin: str  # "static" | "dns"
+    status: str = PENDING
+    error: str | None = "not polled yet"
+    last_seen: float | None = None
+    etag: str | None = None
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    failures: int = 0
+    next_poll: float = 0.0
+    latency: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "status": self.status,
+            "error": self.error,
+            "lastSeen": _iso(self.last_seen),
+        }
+
+
+def _iso(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def _check_summary(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The nodes of an agent's summary document, or ``AgentError`` saying what is wrong."""
+    nodes = doc.get("nodes")
+    if not isinstance(nodes, list):
+        raise AgentError("answered JSON without a 'nodes' list (not a Numascope agent?)")
+    for n in nodes:
+        if not isinstance(n, dict) or not isinstance(n.get("node"), str):
+            raise AgentError("answered a summary whose nodes have no name")
+        if not isinstance(n.get("numa", []), list):
+            raise AgentError(f"answered a summary of node {n['node']!r} without NUMA rows")
+    return nodes
+
+
+def fleet_node(summary: dict[str, Any], agent: str | None, status: str) -> dict[str, Any]:
+    """A fleet row: the node's summary with its agent, status and largest free NUMA block."""
+    numa = [r for r in summary.get("numa", []) if isinstance(r, dict)]
+    free = [int(r["available"]) for r in numa if isinstance(r.get("available"), int)]
+    return {
+        "node": summary["node"],
+        "agent": agent,
+        "status": status,
+        "release": summary.get("release"),
+        "numa": numa,
+        "largestFreeNuma": max(free, default=0),
+        "pods": summary.get("pods"),
+        "rejected": summary.get("rejected"),
+        "findings": summary.get("findings", []),
+        "stateFiles": summary.get("stateFiles"),
+        "featureGates": summary.get("featureGates", {}),
+        "policies": summary.get("policies", {}),
+        "topology": summary.get("topology", {}),
+        "source": summary.get("source"),
+        "version": summary.get("version"),
+        "url": (agent or "") + str(summary.get("url") or ""),
+    }
+
+
+class HubMetrics:
+    """Agents up/down, poll latency, nodes by status (registered on the app's registry)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.agents = Gauge(
+            "numascope_hub_agents", "Agents of the hub by status.", ["status"], registry=registry
+        )
+        self.poll = Histogram(
+            "numascope_hub_poll_duration_seconds",
+            "Time of one agent poll (summary request), by outcome.",
+            ["outcome"],
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+            registry=registry,
+        )
+        self.nodes = Gauge(
+            "numascope_hub_nodes", "Nodes of the fleet by status.", ["status"], registry=registry
+        )
+
+
+class Hub:
+    def __init__(
+        self,
+        settings: Settings,
+        registry: CollectorRegistry,
+        *,
+        fleet: DemoFleet | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.metrics = HubMetrics(registry)
+        self.agents: dict[str, AgentState] = {
+            url.rstrip("/"): AgentState(url.rstrip("/"), "static")
+            for url in split_list(settings.hub_agents)
+        }
+        self.dns = (
+            check_dns_target(settings.hub_agents_dns, "hub_agents_dns")
+            if settings.hub_agents_dns
+            else None
+        )
+        self.dns_error: str | None = None
+        self._dns_at = -DNS_INTERVAL
+        self.fleet = fleet if fleet is not None else DemoFleet(settings.demo_fleet)
+        self.summaries = SummaryCache()
+        self.generation = 0
+        self._doc: tuple[int, int, dict[str, Any]] | None = None
+        self._client: AgentClient | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._semaphore: asyncio.Semaphore | None = None
+        self.polls = 0
+        self._update_metrics()
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def client(self) -> AgentClient:
+        if self._client is None:
+            s = self.settings
+            self._client = AgentClient(
+                timeout=s.hub_agent_timeout,
+                max_bytes=s.hub_max_body_bytes,
+                concurrency=s.hub_concurrency,
+            )
+        return self._client
+
+    def semaphore(self) -> asyncio.Semaphore:
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.settings.hub_concurrency)
+        return self._semaphore
+
+    async def start(self) -> None:
+        self.fleet.start()
+        self._task = asyncio.create_task(self._run(), name="hub-poller")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._client is not None:
+            await self._client.aclose()
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.poll_once()
+            except Exception:  # a bug in one round must not stop the poller
+                log.exception("hub poll failed")
+            await asyncio.sleep(self.settings.hub_poll_interval)
+
+    # -- polling ------------------------------------------------------------------------
+    async def resolve(self) -> None:
+        if self.dns is None:
+            return
+        name, port = self.dns
+        resolver = make_resolver(self.settings.hub_dns_nameserver, self.settings.hub_agent_timeout)
+        try:
+            addresses = await resolve_addresses(resolver, name)
+        except DNSLookupError as exc:
+            self.dns_error = exc.message
+            log.warning("agents DNS %s: %s", name, exc.message)
+            return
+        self.dns_error = None if addresses else f"{name} has no A/AAAA records"
+        urls = {agent_url(a, port) for a in addresses}
+        for url in urls - set(self.agents):
+            self.agents[url] = AgentState(url, "dns")
+        for url in [u for u, a in self.agents.items() if a.origin == "dns" and u not in urls]:
+            del self.agents[url]
+        self.generation += 1
+
+    async def poll_once(self) -> None:
+        now = self.clock()
+        if self.dns is not None and now - self._dns_at >= DNS_INTERVAL:
+            self._dns_at = now
+            await self.resolve()
+        due = [a for a in list(self.agents.values()) if a.next_poll <= now]
+        await asyncio.gather(*(self._poll(a) for a in due))
+        self.polls += 1
+        self._update_metrics()
+
+    async def _poll(self, agent: AgentState) -> None:
+        async with self.semaphore():
+            started = time.perf_counter()
+            try:
+                answer = await self.client().summary(agent.url, agent.etag)
+                if answer.doc is not None:
+                    nodes = _check_summary(answer.doc)
+                    agent.nodes = nodes
+                    agent.etag = answer.etag
+                changed = agent.status != OK or answer.doc is not None
+                agent.status, agent.error, agent.failures = OK, None, 0
+                agent.last_seen = self.clock()
+                agent.next_poll = 0.0
+                outcome = "not-modified" if answer.doc is None else "ok"
+            except AgentError as exc:
+                changed = agent.status != UNREACHABLE or agent.error != exc.message
+                agent.status, agent.error = UNREACHABLE, exc.message
+                agent.etag = None
+                agent.failures += 1
+                backoff = min(self.settings.hub_poll_interval * 2**agent.failures, MAX_BACKOFF)
+                agent.next_poll = self.clock() + backoff
+                outcome = "error"
+            agent.latency = time.perf_counter() - started
+            self.metrics.poll.labels(outcome).observe(agent.latency)
+            if changed:
+                self.generation += 1
+
+    def _update_metrics(self) -> None:
+        counts = {PENDING: 0, OK: 0, UNREACHABLE: 0}
+        nodes = {OK: 0, UNREACHABLE: 0, PENDING: 0}
+        for a in self.agents.values():
+            counts[a.status] = counts.get(a.status, 0) + 1
+            nodes[a.status] = nodes.get(a.status, 0) + len(a.nodes)
+        nodes[OK] += len(self.fleet.nodes)
+        for status, n in counts.items():
+            self.metrics.agents.labels(status).set(n)
+        for status, n in nodes.items():
+            self.metrics.nodes.labels(status).set(n)
+
+    # -- views ------------------------------------------------------------------------------
+    def document(self) -> dict[str, Any]:
+        """``GET /api/v1/fleet``: every agent and every node known (cached per generation)."""
+        sims = len(self.fleet.nodes)
+        cached = self._doc
+        if cached is not None and cached[0] == self.generation and cached[1] == sims:
+            return cached[2]
+        nodes = [fleet_node(n.summary(self.summaries), None, OK) for n in self.fleet.list()]
+        for a in sorted(self.agents.values(), key=lambda a: a.url):
+            status = a.status if a.status != PENDING else UNREACHABLE
+            nodes.extend(fleet_node(s, a.url, status) for s in a.nodes)
+        nodes.sort(key=lambda n: (n["node"], n["agent"] or ""))
+        doc = {
+            "agents": [a.to_dict() for a in sorted(self.agents.values(), key=lambda a: a.url)],
+            "nodes": nodes,
+        }
+        self._doc = (self.generation, sims, doc)
+        return doc
+
+    def encoded(self) -> Any:
+        """The document as bytes with its ETag (for 304s)."""
+        doc = self.document()
+        key = id(doc)
+        cached = getattr(self, "_encoded", None)
+        if cached is None or cached[0] != key:
+            cached = (key, encode(doc))
+            self._encoded = cached
+        return cached[1]
+
+    # -- fan-out ----------------------------------------------------------------------------
+    def _targets(self) -> tuple[list[tuple[AgentState, str]], list[SimulatedNode]]:
+        remote = [(a, n["node"]) for a in self.agents.values() if a.status == OK for n in a.nodes]
+        return remote, list(self.fleet.list())
+
+    async def _fan_out(
+        self,
+        remote: list[tuple[AgentState, str]],
+        call: Callable[[AgentState, str], Awaitable[dict[str, Any]]],
+    ) -> list[dict[str, Any]]:
+        async def one(agent: AgentState, node: str) -> dict[str, Any]:
+            async with self.semaphore():
+                try:
+                    result = await asyncio.wait_for(
+                        call(agent, node), self.settings.hub_agent_timeout * 2
+                    )
+                except AgentError as exc:
+                    result = {"node": node, "error": exc.message}
+                except TimeoutError:
+                    result = {"node": node, "error": "timed out"}
+            result["agent"] = agent.url
+            return result
+
+        return list(await asyncio.gather(*(one(a, n) for a, n in remote)))
+
+    async def fit(self, body: bytes, content_type: str, text: str) -> dict[str, Any]:
+        remote, sims = self._targets()
+
+        async def call(agent: AgentState, node: str) -> dict[str, Any]:
+            answer = await self.client().dry_run(agent.url, node, body, content_type)
+            return fit_result(node, answer.doc or {})
+
+        def local() -> list[dict[str, Any]]:
+            out = []
+            for n in sims:
+                try:
+                    doc = n.dry_run(text)
+                except NodeServiceError as exc:
+                    doc = {"error": {"reason": exc.__class__.__name__, "message": exc.message}}
+                out.append({**fit_result(n.name, doc), "agent": None})
+            return out
+
+        local_task = asyncio.to_thread(local)
+        remote_results, local_results = await asyncio.gather(
+            self._fan_out(remote, call), local_task
+        )
+        results = sorted(
+            [*local_results, *remote_results], key=lambda r: (r["node"], r.get("agent") or "")
+        )
+        return {"results": results, "unreachable": self._unreachable()}
+
+    async def upgrade(self, release: str, gate: bool | None) -> dict[str, Any]:
+        remote, sims = self._targets()
+        params: dict[str, str] = {"release": release}
+        if gate is not None:
+            params["podLevelResourceManagers"] = "true" if gate else "false"
+        query = urlencode(params)
+
+        async def call(agent: AgentState, node: str) -> dict[str, Any]:
+            answer = await self.client().upgrade(agent.url, node, query)
+            doc = answer.doc or {}
+            if "error" in doc and isinstance(doc["error"], dict):
+                return {"node": node, "error": doc["error"].get("message")}
+            return doc
+
+        def local() -> list[dict[str, Any]]:
+            return [{**n.upgrade(release, gate), "agent": None} for n in sims]
+
+        remote_results, local_results = await asyncio.gather(
+            self._fan_out(remote, call), asyncio.to_thread(local)
+        )
+        results = sorted(
+            [*local_results, *remote_results], key=lambda r: (r["node"], r.get("agent") or "")
+        )
+        return {"release": release, "results": results, "unreachable": self._unreachable()}
+
+    def _unreachable(self) -> list[dict[str, Any]]:
+        return [a.to_dict() for a in self.agents.values() if a.status != OK]
+
+
+def fit_result(node: str, answer: dict[str, Any]) -> dict[str, Any]:
+    """One node's fit: its dry-run answer as the agent gave it, with the first pod's
+    ``allocation`` and NUMA nodes lifted to the top (an agent's error answer: ``admitted``
+    false with the error's reason and message)."""
+    error = answer.get("error")
+    if isinstance(error, dict):
+        return {
+            "node": node,
+            "admitted": False,
+            "reason": error.get("reason"),
+            "message": error.get("message"),
+            "allocation": None,
+            "error": error.get("message"),
+        }
+    out = dict(answer)
+    out["node"] = node
+    out.setdefault("reason", "")
+    out.setdefault("message", "")
+    results = answer.get("results") or []
+    first = results[0] if results and isinstance(results[0], dict) else {}
+    out["allocation"] = first.get("allocation")
+    numa: set[int] = set()
+    for hint in (first.get("hints") or {}).values():
+        if isinstance(hint, dict):
+            numa.update(x for x in hint.get("numa") or [] if isinstance(x, int))
+    out["numaNodes"] = sorted(numa)
+    return out

@@ -1,0 +1,105 @@
+"""A node as a ``topology.node.k8s.io/v1alpha2`` ``NodeResourceTopology``: the object
+node-feature-discovery's topology-updater publishes and the topology-aware scheduler plugin
+reads (types: k8stopologyawareschedwg/noderesourcetopology-api
+``pkg/apis/topology/v1alpha2/types.go``; cluster-scoped, plural ``noderesourcetopologies``).
+
+One zone ``node-N`` of type ``Node`` per NUMA node, with:
+
+* ``costs``: the NUMA distance (SLIT) from this node to every NUMA node, named after their
+  zones, as the topology-updater fills them;
+* ``resources``: ``cpu``, ``memory`` and ``hugepages-<size>`` with ``capacity`` (the machine's),
+  ``allocatable`` (capacity minus the reserved CPUs / the memory reserved by the kubelet) and
+  ``available``. For ``cpu`` that is the node JSON's ``numaPools[].available``: allocatable CPUs
+  minus pod-level budgets and exclusive slices, so CPUs inside a pod's budget but outside its
+  exclusive containers are not counted free (the case exporters that only sum container
+  assignments miscount). For memory it is the memory manager's ``free`` (allocatable when the
+  manager's policy is ``None``, which does not account per NUMA node).
+
+``attributes`` name the topology manager policy and scope (``topologyManagerPolicy``,
+``topologyManagerScope``, the names NFD uses) and ``topologyPolicies`` keeps the deprecated
+single-string form older schedulers read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.services.node_views import NodeViews
+
+GROUP = "topology.node.k8s.io"
+VERSION = "v1alpha2"
+PLURAL = "noderesourcetopologies"
+KIND = "NodeResourceTopology"
+
+_POLICY_NAMES = {
+    ("single-numa-node", "container"): "SingleNUMANodeContainerLevel",
+    ("single-numa-node", "pod"): "SingleNUMANodePodLevel",
+    ("restricted", "container"): "RestrictedContainerLevel",
+    ("restricted", "pod"): "RestrictedPodLevel",
+    ("best-effort", "container"): "BestEffortContainerLevel",
+    ("best-effort", "pod"): "BestEffortPodLevel",
+}
+
+
+def zone_name(numa: int) -> str:
+    return f"node-{numa}"
+
+
+def topology_policy(policy: str, scope: str) -> str:
+    """The deprecated ``topologyPolicies`` value (``None`` for policy ``none``)."""
+    return _POLICY_NAMES.get((policy, scope), "None")
+
+
+def build_nrt(views: NodeViews) -> dict[str, Any]:
+    snapshot = views.snapshot
+    topo = snapshot.topology
+    config = snapshot.config
+    ids = topo.numa_node_ids()
+    zones = []
+    for row in views.numa_pools:
+        n = row.numa_node
+        capacity = row.counts.total
+        allocatable = capacity - row.counts.reserved
+        resources = [
+            {
+                "name": "cpu",
+                "capacity": str(capacity),
+                "allocatable": str(allocatable),
+                "available": str(row.available),
+            }
+        ]
+        mem = views.memory.get(n)
+        for r in mem.resources if mem is not None else []:
+            available = r.free if mem is not None and mem.accounted else r.allocatable
+            resources.append(
+                {
+                    "name": r.resource,
+                    "capacity": str(r.total),
+                    "allocatable": str(r.allocatable),
+                    "available": str(available),
+                }
+            )
+        zones.append(
+            {
+                "name": zone_name(n),
+                "type": "Node",
+                "costs": [{"name": zone_name(m), "value": topo.distance(n, m)} for m in ids],
+                "resources": resources,
+            }
+        )
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": KIND,
+        "metadata": {
+            "name": views.node,
+            "labels": {"app.kubernetes.io/managed-by": "numascope"},
+        },
+        "topologyPolicies": [
+            topology_policy(config.topology_manager_policy, config.topology_manager_scope)
+        ],
+        "zones": zones,
+        "attributes": [
+            {"name": "topologyManagerPolicy", "value": config.topology_manager_policy},
+            {"name": "topologyManagerScope", "value": config.topology_manager_scope},
+        ],
+    }

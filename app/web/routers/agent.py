@@ -1,0 +1,157 @@
+"""The agent contract (every ``numascope serve``): compact node summaries a hub polls with
+strong ETags, a node's upgrade readiness, and the node as a ``NodeResourceTopology``.
+
+``GET /api/v1/summary`` (every node) and ``GET /api/v1/nodes/{node}/summary`` answer the
+cached bytes of ``app.services.agent_summary`` with an ``ETag``; ``If-None-Match`` with that tag
+gives a 304 without a body. ``GET /api/v1/nodes/{node}/upgrade`` is the checkpoint inspector's
+verdict for a kubelet of ``release`` starting on the node's state files
+(``app.services.upgrade``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from app import __version__
+from app.domain.kubelet_config import RELEASES
+from app.services.agent_summary import SummaryCache, build_summary, encode, etag_matches
+from app.services.nodes import NodeInputError, NodeService
+from app.services.nrt import build_nrt
+from app.services.observer import ObservedNodeUnavailableError
+from app.services.upgrade import UpgradeInputError, check_files, check_observed
+from app.web.routers.nodes import NodeName, NodeServiceDep
+
+api = APIRouter(prefix="/api/v1", tags=["agent"])
+
+JSON_OBJECT: dict[str, Any] = {
+    "description": "The document (or 304 Not Modified for a matching If-None-Match)",
+    "content": {"application/json": {"schema": {"type": "object"}}},
+}
+STATE_NAMES = ("cpu_manager_state", "memory_manager_state")
+
+
+def _summary_of(service: NodeService, name: str) -> dict[str, Any]:
+    summary = service.summary(name)
+    try:
+        views = service.views(name)
+    except ObservedNodeUnavailableError:
+        views = None
+    return build_summary(summary, views)
+
+
+def _cache(request: Request) -> SummaryCache:
+    cache: SummaryCache | None = getattr(request.app.state, "summaries", None)
+    if cache is None:
+        cache = request.app.state.summaries = SummaryCache()
+    return cache
+
+
+def cached_json(request: Request, doc: Any) -> Response:
+    """``doc`` as JSON with a strong ETag; 304 when the client has it already."""
+    encoded = encode(doc)
+    headers = {"ETag": encoded.etag, "Cache-Control": "no-cache"}
+    if etag_matches(request.headers.get("if-none-match"), encoded.etag):
+        return Response(status_code=304, headers=headers)
+    return Response(encoded.body, media_type="application/json", headers=headers)
+
+
+@api.get(
+    "/summary",
+    name="api_summary",
+    summary="Compact summaries of every node (the agent contract; ETag / If-None-Match)",
+    responses={200: JSON_OBJECT, 304: {"description": "Not modified"}},
+)
+def api_summary(request: Request, service: NodeServiceDep) -> Response:
+    settings = request.app.state.settings
+    agent = {"version": __version__, "observe": bool(settings.observe), "releases": list(RELEASES)}
+    doc = _cache(request).document(service.names(), lambda n: _summary_of(service, n), agent)
+    return cached_json(request, doc)
+
+
+@api.get(
+    "/nodes/{node}/summary",
+    name="api_node_summary",
+    summary="The compact summary of one node (ETag / If-None-Match)",
+    responses={200: JSON_OBJECT, 304: {"description": "Not modified"}, 404: {}},
+)
+def api_node_summary(request: Request, node: NodeName, service: NodeServiceDep) -> Response:
+    return cached_json(request, _cache(request).versioned(_summary_of(service, node)))
+
+
+def parse_gate(value: str | None) -> bool | None:
+    if value is None or value == "":
+        return None
+    lowered = value.strip().lower()
+    if lowered in ("true", "1", "on", "yes"):
+        return True
+    if lowered in ("false", "0", "off", "no"):
+        return False
+    raise NodeInputError(
+        f"podLevelResourceManagers: Invalid value: {value!r}: use true or false",
+        "podLevelResourceManagers",
+    )
+
+
+def check_release(release: str) -> str:
+    if release not in RELEASES:
+        raise NodeInputError(
+            f"release: Unsupported value: {release!r}: supported values: "
+            + ", ".join(f'"{r}"' for r in RELEASES),
+            "release",
+        )
+    return release
+
+
+def node_upgrade(
+    service: NodeService, name: str, release: str, gate: bool | None
+) -> dict[str, Any]:
+    """The inspector's verdict for a kubelet of ``release`` on node ``name``."""
+    try:
+        obs = service.observer
+        if obs is not None and obs.name == name:
+            s = obs.settings
+            return check_observed(name, s.kubelet_root, s.kubelet_config_file, release, gate)
+        definition = service.definition(name)
+        directory = service.node_dir(name)
+        files: dict[str, bytes | None] = {}
+        for file in STATE_NAMES:
+            path = Path(directory) / file if directory is not None else None
+            files[file] = path.read_bytes() if path is not None and path.is_file() else None
+        uids = [p.uid for p in service.snapshot(name).pods if "/" not in p.uid]
+        return check_files(name, files, definition.kubelet_config, uids, release, gate)
+    except UpgradeInputError as exc:
+        raise NodeInputError(exc.message, exc.field) from None
+
+
+@api.get(
+    "/nodes/{node}/upgrade",
+    name="api_node_upgrade",
+    summary="What a kubelet of another release does with the node's state files at start-up",
+    responses={404: {}, 422: {"description": "Unknown release or bad gate value"}},
+)
+def api_node_upgrade(
+    node: NodeName,
+    service: NodeServiceDep,
+    release: Annotated[str, Query(description="Kubelet release: " + ", ".join(RELEASES))],
+    pod_level_resource_managers: Annotated[
+        str | None,
+        Query(alias="podLevelResourceManagers", description="The gate: true or false"),
+    ] = None,
+) -> JSONResponse:
+    gate = parse_gate(pod_level_resource_managers)
+    return JSONResponse(node_upgrade(service, node, check_release(release), gate))
+
+
+@api.get(
+    "/nodes/{node}/noderesourcetopology",
+    name="api_node_nrt",
+    summary="The node as a topology.node.k8s.io/v1alpha2 NodeResourceTopology",
+    responses={404: {}, 200: JSON_OBJECT},
+)
+def api_node_nrt(node: NodeName, service: NodeServiceDep) -> JSONResponse:
+    return JSONResponse(build_nrt(service.views(node)))

@@ -1,0 +1,206 @@
+"""The fleet (``numascope serve --hub``): ``/fleet`` and ``/api/v1/fleet``, fleet fit and
+upgrade readiness, each page with its JSON twin.
+
+* ``GET /api/v1/fleet``: ``{"agents": [...], "nodes": [...]}`` from the last poll (ETag; never
+  waits for an agent). ``/fleet`` (and ``/fleet.json``) filter, sort and page it.
+* ``POST /api/v1/fleet/fit``: a Pod manifest in the formats admission takes; every node's own
+  dry run. ``/fleet/fit``: the form and the answer.
+* ``GET /api/v1/fleet/upgrade?release=R[&podLevelResourceManagers=…]``: every node's verdict
+  for a kubelet of release R. ``/fleet/upgrade``: the form and the verdicts.
+
+Without ``--hub`` these routes answer 404 (``HubDisabledError``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+
+from app.domain.kubelet_config import DEFAULT_RELEASE, RELEASES, KubeletConfig
+from app.services.fleet_views import FleetQuery, FleetQueryError, fleet_view
+from app.services.hub import Hub
+from app.services.nodes import NodeInputError, parse_manifests
+from app.web.rendering import render
+from app.web.routers.agent import check_release, parse_gate
+from app.web.routers.api_nodes import MAX_BODY_BYTES, _manifest_text
+from app.web.routers.nodes import SAMPLE_POD
+
+api = APIRouter(prefix="/api/v1", tags=["fleet"])
+pages = APIRouter(tags=["fleet"])
+
+
+class HubDisabledError(LookupError):
+    def __init__(self) -> None:
+        self.message = "this Numascope is not a hub: start it with 'numascope serve --hub'"
+        super().__init__(self.message)
+
+
+def get_hub(request: Request) -> Hub:
+    hub: Hub | None = getattr(request.app.state, "hub", None)
+    if hub is None:
+        raise HubDisabledError()
+    return hub
+
+
+HubDep = Annotated[Hub, Depends(get_hub)]
+
+
+def fleet_query(
+    q: Annotated[str, Query(max_length=253, description="Node name contains")] = "",
+    release: Annotated[str, Query(max_length=16)] = "",
+    findings: Annotated[str, Query(description="any, with or without")] = "any",
+    min_free: Annotated[int, Query(alias="minFree", ge=0, le=100000)] = 0,
+    sort: Annotated[str, Query(description="name, release, free or findings")] = "name",
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 500,
+) -> FleetQuery:
+    try:
+        return FleetQuery(q, release, findings, min_free, sort, offset, limit).check()
+    except FleetQueryError as exc:
+        raise NodeInputError(exc.message, exc.field) from None
+
+
+FleetQueryDep = Annotated[FleetQuery, Depends(fleet_query)]
+
+
+@api.get(
+    "/fleet",
+    name="api_fleet",
+    summary="Every agent and node of the fleet (last poll; ETag / If-None-Match)",
+    responses={
+        200: {"content": {"application/json": {"schema": {"type": "object"}}}},
+        304: {"description": "Not modified"},
+        404: {"description": "Not a hub"},
+    },
+)
+def api_fleet(request: Request, hub: HubDep) -> Response:
+    encoded = hub.encoded()
+    headers = {"ETag": encoded.etag, "Cache-Control": "no-cache"}
+    inm = request.headers.get("if-none-match")
+    if inm and encoded.etag in [t.strip().removeprefix("W/") for t in inm.split(",")]:
+        return Response(status_code=304, headers=headers)
+    return Response(encoded.body, media_type="application/json", headers=headers)
+
+
+@pages.get("/fleet.json", name="fleet_json", summary="The fleet page's data (filtered, sorted)")
+def fleet_json(hub: HubDep, query: FleetQueryDep) -> dict[str, Any]:
+    return fleet_view(hub.document(), query)
+
+
+@pages.get("/fleet", name="fleet", include_in_schema=False)
+def fleet_page(request: Request, hub: HubDep, query: FleetQueryDep) -> HTMLResponse:
+    view = fleet_view(hub.document(), query)
+    return render(
+        request,
+        "pages/fleet.html",
+        view,
+        fragment="fragments/_fleet_table.html",
+        context={"fleet_query": query, "demo_pending": not hub.fleet.ready.is_set()},
+    )
+
+
+# -- fit ------------------------------------------------------------------------------------
+
+
+FIT_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/yaml": {"schema": {"type": "string"}},
+            "text/plain": {"schema": {"type": "string"}},
+            "application/json": {"schema": {"type": "object", "description": "A v1 Pod"}},
+        },
+    }
+}
+
+
+def _check_pod(text: str) -> str:
+    """The same checks (and 422) as admission, before anything is fanned out."""
+    parse_manifests(text, KubeletConfig(release=DEFAULT_RELEASE))
+    return text
+
+
+async def run_fit(hub: Hub, text: str) -> dict[str, Any]:
+    _check_pod(text)
+    return await hub.fit(text.encode(), "application/yaml", text)
+
+
+@api.post(
+    "/fleet/fit",
+    name="api_fleet_fit",
+    summary="Where a pod fits: every node's own dry run",
+    responses={404: {"description": "Not a hub"}, 422: {"description": "Not a pod manifest"}},
+    openapi_extra=FIT_BODY,
+)
+async def api_fleet_fit(request: Request, hub: HubDep) -> JSONResponse:
+    text = await _manifest_text(request)
+    return JSONResponse(await run_fit(hub, text))
+
+
+@pages.get("/fleet/fit", name="fleet_fit", include_in_schema=False)
+def fleet_fit_page(request: Request, hub: HubDep) -> HTMLResponse:
+    return render(request, "pages/fleet_fit.html", {"manifest": SAMPLE_POD, "result": None})
+
+
+@pages.post("/fleet/fit", name="fleet_fit_form", include_in_schema=False)
+async def fleet_fit_form(request: Request, hub: HubDep) -> HTMLResponse:
+    raw = await request.body()
+    if len(raw) > MAX_BODY_BYTES + 4096:
+        raise NodeInputError("manifest: is larger than 1 MiB", "manifest")
+    form = await request.form()
+    manifest = form.get("manifest")
+    text = manifest if isinstance(manifest, str) else ""
+    try:
+        result = await run_fit(hub, text)
+    except NodeInputError as exc:
+        view = {
+            "manifest": text,
+            "result": None,
+            "error": {"message": exc.message, "field": exc.field},
+        }
+        return render(request, "pages/fleet_fit.html", view, status_code=422)
+    view = {"manifest": text, "result": result, "error": None}
+    return render(
+        request, "pages/fleet_fit.html", view, fragment="fragments/_fleet_fit_results.html"
+    )
+
+
+# -- upgrade --------------------------------------------------------------------------------
+
+
+async def run_upgrade(hub: Hub, release: str, gate_text: str | None) -> dict[str, Any]:
+    gate = parse_gate(gate_text)
+    return await hub.upgrade(check_release(release), gate)
+
+
+ReleaseQuery = Annotated[str, Query(description="Kubelet release: " + ", ".join(RELEASES))]
+GateQuery = Annotated[
+    str | None, Query(alias="podLevelResourceManagers", description="The gate: true or false")
+]
+
+
+@api.get(
+    "/fleet/upgrade",
+    name="api_fleet_upgrade",
+    summary="Upgrade readiness: what a kubelet of release R does with every node's state files",
+    responses={404: {"description": "Not a hub"}, 422: {"description": "Bad release or gate"}},
+)
+async def api_fleet_upgrade(
+    hub: HubDep, release: ReleaseQuery, gate: GateQuery = None
+) -> JSONResponse:
+    return JSONResponse(await run_upgrade(hub, release, gate))
+
+
+@pages.get("/fleet/upgrade", name="fleet_upgrade", include_in_schema=False)
+async def fleet_upgrade_page(
+    request: Request,
+    hub: HubDep,
+    release: Annotated[str, Query()] = "",
+    gate: GateQuery = None,
+) -> HTMLResponse:
+    result = await run_upgrade(hub, release, gate) if release else None
+    view = {"releases": list(RELEASES), "release": release, "gate": gate or "", "result": result}
+    return render(request, "pages/fleet_upgrade.html", view)
