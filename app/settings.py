@@ -7,6 +7,7 @@ the environment. Tests build their own ``Settings(...)`` instead of patching ``o
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from pathlib import Path
 from typing import Annotated, Literal
@@ -32,31 +33,54 @@ def split_list(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
+AGENTS_FLAG = "--agents (NUMASCOPE_HUB_AGENTS)"
+AGENTS_DNS_FLAG = "--agents-dns (NUMASCOPE_HUB_AGENTS_DNS)"
+
+
+def _is_dns_name(name: str) -> bool:
+    labels = name.rstrip(".").split(".")
+    return 0 < len(name) <= 253 and all(_DNS_LABEL.match(label) for label in labels)
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
 def check_agent_url(url: str) -> str:
     """An agent's base URL: ``http(s)://host[:port][/prefix]``, nothing after the path."""
     parts = urlsplit(url)
     try:
         port = parts.port
     except ValueError:
-        raise SettingsError(f"agent URL {url!r}: the port is not a number in 1-65535") from None
+        raise SettingsError(
+            f"{AGENTS_FLAG}: agent URL {url!r}: the port is not a number in 1-65535"
+        ) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SettingsError(f"agent URL {url!r} must look like http://HOST:PORT")
+        raise SettingsError(f"{AGENTS_FLAG}: agent URL {url!r} must look like http://HOST:PORT")
     if parts.query or parts.fragment or parts.username or parts.password or port == 0:
         raise SettingsError(
-            f"agent URL {url!r} must be http(s)://HOST[:PORT][/PATH] without credentials, "
-            "query or fragment"
+            f"{AGENTS_FLAG}: agent URL {url!r} must be http(s)://HOST[:PORT][/PATH] without "
+            "credentials, query or fragment"
+        )
+    if not (_is_ip(parts.hostname) or _is_dns_name(parts.hostname)):
+        raise SettingsError(
+            f"{AGENTS_FLAG}: agent URL {url!r}: {parts.hostname!r} is neither an IP address "
+            "nor a DNS name"
         )
     return url
 
 
-def check_dns_target(value: str, field: str) -> tuple[str, int]:
+def check_dns_target(value: str, flag: str = AGENTS_DNS_FLAG) -> tuple[str, int]:
     """``NAME:PORT`` of a headless Service (``numascope-agents.numascope.svc:8000``)."""
     name, sep, port = value.rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise SettingsError(f"{field} {value!r} must be NAME:PORT with a port in 1-65535")
-    labels = name.rstrip(".").split(".")
-    if len(name) > 253 or not all(_DNS_LABEL.match(label) for label in labels):
-        raise SettingsError(f"{field} {value!r}: {name!r} is not a valid DNS name")
+        raise SettingsError(f"{flag}: {value!r} must be NAME:PORT with a port in 1-65535")
+    if not _is_dns_name(name):
+        raise SettingsError(f"{flag}: {value!r}: {name!r} is not a valid DNS name")
     return name, int(port)
 
 
@@ -181,7 +205,7 @@ class Settings(BaseSettings):
     @classmethod
     def _check_agents_dns(cls, value: str) -> str:
         if value.strip():
-            check_dns_target(value.strip(), "hub_agents_dns")
+            check_dns_target(value.strip())
         return value.strip()
 
     @field_validator("hub_dns_nameserver")

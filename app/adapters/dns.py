@@ -33,20 +33,30 @@ def make_resolver(nameserver: str | None, timeout: float) -> dns.asyncresolver.R
 
 
 async def resolve_addresses(resolver: dns.asyncresolver.Resolver, name: str) -> list[str]:
-    """Every address of ``name`` (A then AAAA, each sorted); [] when it has none."""
+    """Every address of ``name`` (A then AAAA, each sorted); [] when the name exists without
+    addresses. ``DNSLookupError`` when the name does not exist (NXDOMAIN) or the lookups fail:
+    the caller keeps what it found before, as a resolver hiccup is not an empty Service."""
     found: list[str] = []
     errors: list[str] = []
+    missing = 0
     for rdtype in ("A", "AAAA"):
         try:
             answer = await resolver.resolve(name, rdtype, search=True)
-        except (dns.resolver.NXDOMAIN, dns.resolver.NoAnswer):
+        except dns.resolver.NXDOMAIN:
+            missing += 1
+            continue
+        except dns.resolver.NoAnswer:
             continue
         except dns.exception.DNSException as exc:
             errors.append(f"{rdtype}: {exc}")
             continue
         found.extend(sorted(r.to_text() for r in answer))
-    if errors and not found:
+    if found:
+        return found
+    if errors:
         raise DNSLookupError(f"{name}: " + "; ".join(errors))
+    if missing:
+        raise DNSLookupError(f"{name}: no such name (NXDOMAIN)")
     return found
 
 

@@ -172,6 +172,12 @@ def run(args: argparse.Namespace) -> int:
     except ValidationError as err:
         print(f"numascope serve: invalid settings:\n{err}", file=sys.stderr)
         return 2
+    if not settings.hub and (settings.hub_agents or settings.hub_agents_dns or settings.demo_fleet):
+        print(
+            "numascope serve: --agents, --agents-dns and --demo-fleet are the hub's: add --hub",
+            file=sys.stderr,
+        )
+        return 2
     workers = args.workers
     if workers < 1:
         print("numascope serve: --workers must be at least 1", file=sys.stderr)

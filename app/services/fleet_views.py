@@ -96,6 +96,7 @@ def fleet_view(doc: dict[str, Any], query: FleetQuery) -> dict[str, Any]:
     return {
         "agents": doc["agents"],
         "agentStatus": status,
+        "discovery": doc.get("discovery"),
         "total": len(doc["nodes"]),
         "matched": len(nodes),
         "offset": query.offset,

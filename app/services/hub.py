@@ -3,11 +3,12 @@ whole fleet from what answered.
 
 Agents come from a static list (``Settings.hub_agents``) and/or every A/AAAA record of a
 headless Service (``Settings.hub_agents_dns``, re-resolved every ``DNS_INTERVAL`` seconds; an
-address that disappears drops its agent). One asyncio task polls every agent each
-``hub_poll_interval`` seconds: at most ``hub_concurrency`` at once, each with its own timeout
-and size cap (``app.adapters.agents``), ``If-None-Match`` with the last ETag (an unchanged
-agent costs a 304), and after a failure an exponential backoff (interval × 2^failures, at most
-``MAX_BACKOFF``). Each agent keeps ``status`` (``pending`` until its first answer, then ``ok`` or
+address that disappears drops its agent). Every agent is polled each ``hub_poll_interval``
+seconds in a task of its own (a slow or dead agent delays no other): at most
+``hub_concurrency`` at once, each with its own timeout and size cap (``app.adapters.agents``),
+``If-None-Match`` with the last ETag (an unchanged agent costs a 304), and after a failure an
+exponential backoff (interval × 2^failures, at most ``MAX_BACKOFF``). Answers are checked field
+by field (``app.services.fleet_rows``): garbage makes its agent ``unreachable``, never a 500. Each agent keeps ``status`` (``pending`` until its first answer, then ``ok`` or
 ``unreachable``), the error text and when it last answered; its nodes stay listed with the
 agent's status when it stops answering.
 
@@ -32,9 +33,17 @@ from prometheus_client import CollectorRegistry, Gauge, Histogram
 
 from app.adapters.agents import AgentClient, AgentError
 from app.adapters.dns import DNSLookupError, agent_url, make_resolver, resolve_addresses
-from app.services.agent_summary import SummaryCache, encode
+from app.services.agent_summary import Encoded, SummaryCache, encode
 from app.services.demo_fleet import DemoFleet, SimulatedNode
-from app.services.nodes import NodeServiceError
+from app.services.fleet_rows import (
+    check_summary,
+    fit_error,
+    fit_result,
+    fleet_node,
+    upgrade_error,
+    upgrade_result,
+)
+from app.services.nodes import NodeInputError, NodeServiceError, PodConflictError
 from app.settings import Settings, check_dns_target, split_list
 
 log = logging.getLogger(__name__)
@@ -42,6 +51,18 @@ log = logging.getLogger(__name__)
 DNS_INTERVAL = 5.0
 MAX_BACKOFF = 60.0
 PENDING, OK, UNREACHABLE = "pending", "ok", "unreachable"
+#: The poller's tick: due agents are looked for this often (at most), each polled on its own.
+MAX_TICK = 0.5
+#: How stale an ``ok`` agent's ``lastSeen`` may be in the fleet document (seconds).
+LAST_SEEN_STEP = 10.0
+
+
+class HubDisabledError(LookupError):
+    """A fleet route on a server that is not a hub (404)."""
+
+    def __init__(self) -> None:
+        self.message = "this Numascope is not a hub: start it with 'numascope serve --hub'"
+        super().__init__(self.message)
 
 
 @dataclass
@@ -70,43 +91,6 @@ def _iso(seconds: float | None) -> str | None:
     if seconds is None:
         return None
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
-
-
-def _check_summary(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """The nodes of an agent's summary document, or ``AgentError`` saying what is wrong."""
-    nodes = doc.get("nodes")
-    if not isinstance(nodes, list):
-        raise AgentError("answered JSON without a 'nodes' list (not a Numascope agent?)")
-    for n in nodes:
-        if not isinstance(n, dict) or not isinstance(n.get("node"), str):
-            raise AgentError("answered a summary whose nodes have no name")
-        if not isinstance(n.get("numa", []), list):
-            raise AgentError(f"answered a summary of node {n['node']!r} without NUMA rows")
-    return nodes
-
-
-def fleet_node(summary: dict[str, Any], agent: str | None, status: str) -> dict[str, Any]:
-    """A fleet row: the node's summary with its agent, status and largest free NUMA block."""
-    numa = [r for r in summary.get("numa", []) if isinstance(r, dict)]
-    free = [int(r["available"]) for r in numa if isinstance(r.get("available"), int)]
-    return {
-        "node": summary["node"],
-        "agent": agent,
-        "status": status,
-        "release": summary.get("release"),
-        "numa": numa,
-        "largestFreeNuma": max(free, default=0),
-        "pods": summary.get("pods"),
-        "rejected": summary.get("rejected"),
-        "findings": summary.get("findings", []),
-        "stateFiles": summary.get("stateFiles"),
-        "featureGates": summary.get("featureGates", {}),
-        "policies": summary.get("policies", {}),
-        "topology": summary.get("topology", {}),
-        "source": summary.get("source"),
-        "version": summary.get("version"),
-        "url": (agent or "") + str(summary.get("url") or ""),
-    }
 
 
 class HubMetrics:
@@ -144,11 +128,7 @@ class Hub:
             url.rstrip("/"): AgentState(url.rstrip("/"), "static")
             for url in split_list(settings.hub_agents)
         }
-        self.dns = (
-            check_dns_target(settings.hub_agents_dns, "hub_agents_dns")
-            if settings.hub_agents_dns
-            else None
-        )
+        self.dns = check_dns_target(settings.hub_agents_dns) if settings.hub_agents_dns else None
         self.dns_error: str | None = None
         self._dns_at = -DNS_INTERVAL
         self.fleet = fleet if fleet is not None else DemoFleet(settings.demo_fleet)
@@ -158,6 +138,8 @@ class Hub:
         self._client: AgentClient | None = None
         self._task: asyncio.Task[None] | None = None
         self._semaphore: asyncio.Semaphore | None = None
+        self._in_flight: dict[str, asyncio.Task[None]] = {}
+        self._encoded: tuple[int, int, Encoded] | None = None
         self.polls = 0
         self._update_metrics()
 
@@ -182,22 +164,50 @@ class Hub:
         self._task = asyncio.create_task(self._run(), name="hub-poller")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        tasks = [t for t in (self._task, *self._in_flight.values()) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+                await task
         if self._client is not None:
             await self._client.aclose()
 
     async def _run(self) -> None:
+        """Each due agent is polled in a task of its own, so a slow or dead agent delays
+        nobody else's refresh; the loop only looks for due agents every tick."""
+        tick = min(self.settings.hub_poll_interval, MAX_TICK)
         while True:
             try:
-                await self.poll_once()
+                await self._resolve_if_due()
+                for agent in self._due():
+                    task = asyncio.create_task(self._poll(agent), name=f"poll {agent.url}")
+                    self._in_flight[agent.url] = task
+                    task.add_done_callback(self._done)
             except Exception:  # a bug in one round must not stop the poller
                 log.exception("hub poll failed")
-            await asyncio.sleep(self.settings.hub_poll_interval)
+            await asyncio.sleep(tick)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        for url, t in list(self._in_flight.items()):
+            if t is task:
+                del self._in_flight[url]
 
     # -- polling ------------------------------------------------------------------------
+    async def _resolve_if_due(self) -> None:
+        now = self.clock()
+        if self.dns is not None and now - self._dns_at >= DNS_INTERVAL:
+            self._dns_at = now
+            await self.resolve()
+
+    def _due(self) -> list[AgentState]:
+        now = self.clock()
+        return [
+            a
+            for a in list(self.agents.values())
+            if a.next_poll <= now and a.url not in self._in_flight
+        ]
+
     async def resolve(self) -> None:
         if self.dns is None:
             return
@@ -206,26 +216,31 @@ class Hub:
         try:
             addresses = await resolve_addresses(resolver, name)
         except DNSLookupError as exc:
-            self.dns_error = exc.message
+            if self.dns_error != exc.message:
+                self.generation += 1
+            self.dns_error = exc.message  # the agents found before stay
             log.warning("agents DNS %s: %s", name, exc.message)
             return
-        self.dns_error = None if addresses else f"{name} has no A/AAAA records"
+        error = None if addresses else f"{name} has no A/AAAA records"
+        if error != self.dns_error:
+            self.dns_error = error
+            self.generation += 1
         urls = {agent_url(a, port) for a in addresses}
-        for url in urls - set(self.agents):
+        added = urls - set(self.agents)
+        gone = [u for u, a in self.agents.items() if a.origin == "dns" and u not in urls]
+        for url in added:
             self.agents[url] = AgentState(url, "dns")
-        for url in [u for u, a in self.agents.items() if a.origin == "dns" and u not in urls]:
+        for url in gone:
             del self.agents[url]
-        self.generation += 1
+        if added or gone:
+            self.generation += 1
+            self._update_metrics()
 
     async def poll_once(self) -> None:
-        now = self.clock()
-        if self.dns is not None and now - self._dns_at >= DNS_INTERVAL:
-            self._dns_at = now
-            await self.resolve()
-        due = [a for a in list(self.agents.values()) if a.next_poll <= now]
-        await asyncio.gather(*(self._poll(a) for a in due))
-        self.polls += 1
-        self._update_metrics()
+        """One whole round: resolve when due, poll every due agent and wait for all of them
+        (the benches and tests; the server's loop is ``_run``)."""
+        await self._resolve_if_due()
+        await asyncio.gather(*(self._poll(a) for a in self._due()))
 
     async def _poll(self, agent: AgentState) -> None:
         async with self.semaphore():
@@ -233,13 +248,19 @@ class Hub:
             try:
                 answer = await self.client().summary(agent.url, agent.etag)
                 if answer.doc is not None:
-                    nodes = _check_summary(answer.doc)
-                    agent.nodes = nodes
+                    agent.nodes = check_summary(answer.doc)
                     agent.etag = answer.etag
-                changed = agent.status != OK or answer.doc is not None
+                now = self.clock()
+                shown = agent.last_seen or 0.0
+                # A 304 changes only lastSeen: shown to LAST_SEEN_STEP, so the fleet document
+                # (and its ETag) stays the same between steps.
+                changed = (
+                    agent.status != OK or answer.doc is not None or now - shown >= LAST_SEEN_STEP
+                )
                 agent.status, agent.error, agent.failures = OK, None, 0
-                agent.last_seen = self.clock()
-                agent.next_poll = 0.0
+                if changed:
+                    agent.last_seen = now
+                agent.next_poll = now + self.settings.hub_poll_interval
                 outcome = "not-modified" if answer.doc is None else "ok"
             except AgentError as exc:
                 changed = agent.status != UNREACHABLE or agent.error != exc.message
@@ -251,8 +272,10 @@ class Hub:
                 outcome = "error"
             agent.latency = time.perf_counter() - started
             self.metrics.poll.labels(outcome).observe(agent.latency)
+            self.polls += 1
             if changed:
                 self.generation += 1
+                self._update_metrics()
 
     def _update_metrics(self) -> None:
         counts = {PENDING: 0, OK: 0, UNREACHABLE: 0}
@@ -278,22 +301,25 @@ class Hub:
             status = a.status if a.status != PENDING else UNREACHABLE
             nodes.extend(fleet_node(s, a.url, status) for s in a.nodes)
         nodes.sort(key=lambda n: (n["node"], n["agent"] or ""))
-        doc = {
+        doc: dict[str, Any] = {
             "agents": [a.to_dict() for a in sorted(self.agents.values(), key=lambda a: a.url)],
             "nodes": nodes,
         }
+        if self.dns is not None:
+            name, port = self.dns
+            doc["discovery"] = {"dns": f"{name}:{port}", "error": self.dns_error}
         self._doc = (self.generation, sims, doc)
         return doc
 
-    def encoded(self) -> Any:
-        """The document as bytes with its ETag (for 304s)."""
+    def encoded(self) -> Encoded:
+        """The document as bytes with its ETag (for 304s), encoded once per generation."""
         doc = self.document()
-        key = id(doc)
-        cached = getattr(self, "_encoded", None)
-        if cached is None or cached[0] != key:
-            cached = (key, encode(doc))
+        key = (self.generation, len(self.fleet.nodes))
+        cached = self._encoded
+        if cached is None or cached[:2] != key:
+            cached = (*key, encode(doc))
             self._encoded = cached
-        return cached[1]
+        return cached[2]
 
     # -- fan-out ----------------------------------------------------------------------------
     def _targets(self) -> tuple[list[tuple[AgentState, str]], list[SimulatedNode]]:
@@ -304,6 +330,7 @@ class Hub:
         self,
         remote: list[tuple[AgentState, str]],
         call: Callable[[AgentState, str], Awaitable[dict[str, Any]]],
+        failed: Callable[[str, str], dict[str, Any]],
     ) -> list[dict[str, Any]]:
         async def one(agent: AgentState, node: str) -> dict[str, Any]:
             async with self.semaphore():
@@ -312,9 +339,9 @@ class Hub:
                         call(agent, node), self.settings.hub_agent_timeout * 2
                     )
                 except AgentError as exc:
-                    result = {"node": node, "error": exc.message}
+                    result = failed(node, exc.message)
                 except TimeoutError:
-                    result = {"node": node, "error": "timed out"}
+                    result = failed(node, "timed out")
             result["agent"] = agent.url
             return result
 
@@ -333,13 +360,13 @@ class Hub:
                 try:
                     doc = n.dry_run(text)
                 except NodeServiceError as exc:
-                    doc = {"error": {"reason": exc.__class__.__name__, "message": exc.message}}
+                    doc = {"error": {"reason": _reason(exc), "message": exc.message}}
                 out.append({**fit_result(n.name, doc), "agent": None})
             return out
 
         local_task = asyncio.to_thread(local)
         remote_results, local_results = await asyncio.gather(
-            self._fan_out(remote, call), local_task
+            self._fan_out(remote, call, fit_error), local_task
         )
         results = sorted(
             [*local_results, *remote_results], key=lambda r: (r["node"], r.get("agent") or "")
@@ -355,16 +382,13 @@ class Hub:
 
         async def call(agent: AgentState, node: str) -> dict[str, Any]:
             answer = await self.client().upgrade(agent.url, node, query)
-            doc = answer.doc or {}
-            if "error" in doc and isinstance(doc["error"], dict):
-                return {"node": node, "error": doc["error"].get("message")}
-            return doc
+            return upgrade_result(node, answer.doc or {})
 
         def local() -> list[dict[str, Any]]:
             return [{**n.upgrade(release, gate), "agent": None} for n in sims]
 
         remote_results, local_results = await asyncio.gather(
-            self._fan_out(remote, call), asyncio.to_thread(local)
+            self._fan_out(remote, call, upgrade_error), asyncio.to_thread(local)
         )
         results = sorted(
             [*local_results, *remote_results], key=lambda r: (r["node"], r.get("agent") or "")
@@ -375,30 +399,10 @@ class Hub:
         return [a.to_dict() for a in self.agents.values() if a.status != OK]
 
 
-def fit_result(node: str, answer: dict[str, Any]) -> dict[str, Any]:
-    """One node's fit: its dry-run answer as the agent gave it, with the first pod's
-    ``allocation`` and NUMA nodes lifted to the top (an agent's error answer: ``admitted``
-    false with the error's reason and message)."""
-    error = answer.get("error")
-    if isinstance(error, dict):
-        return {
-            "node": node,
-            "admitted": False,
-            "reason": error.get("reason"),
-            "message": error.get("message"),
-            "allocation": None,
-            "error": error.get("message"),
-        }
-    out = dict(answer)
-    out["node"] = node
-    out.setdefault("reason", "")
-    out.setdefault("message", "")
-    results = answer.get("results") or []
-    first = results[0] if results and isinstance(results[0], dict) else {}
-    out["allocation"] = first.get("allocation")
-    numa: set[int] = set()
-    for hint in (first.get("hints") or {}).values():
-        if isinstance(hint, dict):
-            numa.update(x for x in hint.get("numa") or [] if isinstance(x, int))
-    out["numaNodes"] = sorted(numa)
-    return out
+def _reason(exc: NodeServiceError) -> str:
+    """The reason an agent's error answer would carry (``app.web.errors.ERROR_STATUS``)."""
+    if isinstance(exc, PodConflictError):
+        return "AlreadyExists"
+    if isinstance(exc, NodeInputError):
+        return "Invalid"
+    return exc.__class__.__name__

@@ -27,6 +27,7 @@ from starlette.routing import Match
 from app.domain.admission import AdmissionError
 from app.domain.podresources import PodNotFoundError
 from app.services.history import UnknownEntryError
+from app.services.hub import HubDisabledError
 from app.services.node_errors import (
     NodeExistsError,
     NodeInputError,
@@ -42,7 +43,6 @@ from app.services.observer import ObservedNodeUnavailableError
 from app.services.topologies import HostDiscoveryError, UnknownTopologyError
 from app.services.undo import NothingToUndoError
 from app.web.rendering import render, wants_fragment
-from app.web.routers.fleet import HubDisabledError
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from app.domain.kubelet_config import DEFAULT_RELEASE, RELEASES, KubeletConfig
 from app.services.fleet_views import FleetQuery, FleetQueryError, fleet_view
-from app.services.hub import Hub
+from app.services.hub import Hub, HubDisabledError
 from app.services.nodes import NodeInputError, parse_manifests
 from app.web.rendering import render
 from app.web.routers.agent import check_release, parse_gate
@@ -30,12 +30,6 @@ from app.web.routers.nodes import SAMPLE_POD
 
 api = APIRouter(prefix="/api/v1", tags=["fleet"])
 pages = APIRouter(tags=["fleet"])
-
-
-class HubDisabledError(LookupError):
-    def __init__(self) -> None:
-        self.message = "this Numascope is not a hub: start it with 'numascope serve --hub'"
-        super().__init__(self.message)
 
 
 def get_hub(request: Request) -> Hub:

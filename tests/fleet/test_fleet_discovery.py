@@ -1,0 +1,124 @@
+"""Agents found through DNS (every A record of a headless Service name, re-resolved while the
+hub runs) with a resolver the test controls, and malformed agent URLs / DNS names refused at
+start-up with exit status 2 and a message naming the flag."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fleet.conftest import start_agents
+from tests.fleet.dns_server import DNSServer
+from tests.fleet.processes import NUMASCOPE, Server, agent_hosts, base_env, free_port, wait_for
+from tests.helpers import POD_SCOPE, SMALL
+
+SERVICE = "numascope-agents.numascope.svc.cluster.local"
+
+
+@pytest.fixture
+def dns() -> Iterator[DNSServer]:
+    with DNSServer() as server:
+        yield server
+
+
+def test_agents_come_and_go_with_the_services_records(tmp_path: Path, dns: DNSServer) -> None:
+    hosts = agent_hosts(40, 3)
+    port = free_port(hosts)
+    agents = start_agents(tmp_path, hosts, port)
+    hub = None
+    try:
+        for i, agent in enumerate(agents):
+            agent.create_node(f"dns-{i}", SMALL, POD_SCOPE, "1.37")
+        dns.records[SERVICE] = hosts[:2]
+        env = base_env(
+            tmp_path / "hub",
+            NUMASCOPE_HUB_POLL_INTERVAL="0.3",
+            NUMASCOPE_HUB_AGENT_TIMEOUT="1.0",
+            NUMASCOPE_HUB_DNS_NAMESERVER=dns.address,
+        )
+        hub_host = "127.0.0.50"
+        hub = Server.start(
+            tmp_path / "hub",
+            hub_host,
+            free_port([hub_host]),
+            ["--hub", "--agents-dns", f"{SERVICE}:{port}"],
+            env,
+        )
+
+        def nodes() -> set[str]:
+            doc = hub.json("/api/v1/fleet")
+            return {n["node"] for n in doc["nodes"] if n["status"] == "ok"}
+
+        assert wait_for(lambda: nodes() == {"dns-0", "dns-1"})
+        urls = {a["url"] for a in hub.json("/api/v1/fleet")["agents"]}
+        assert urls == {f"http://{h}:{port}" for h in hosts[:2]}
+        # A pod scheduled onto a third node: its agent's record appears, the hub finds it.
+        dns.records[SERVICE] = hosts
+        assert wait_for(lambda: nodes() == {"dns-0", "dns-1", "dns-2"})
+        # A node drained away: its record goes, and so does its agent.
+        dns.records[SERVICE] = hosts[1:]
+        assert wait_for(lambda: nodes() == {"dns-1", "dns-2"})
+        assert len(hub.json("/api/v1/fleet")["agents"]) == 2
+        assert dns.queries >= 3
+        assert hub.json("/api/v1/fleet")["discovery"] == {
+            "dns": f"{SERVICE}:{port}",
+            "error": None,
+        }
+        # The name failing to resolve keeps the agents found before, and says why.
+        del dns.records[SERVICE]
+        error = wait_for(lambda: hub.json("/api/v1/fleet")["discovery"]["error"])
+        assert "NXDOMAIN" in error
+        assert nodes() == {"dns-1", "dns-2"}
+        assert "NXDOMAIN" in hub.client.get("/fleet").text
+    finally:
+        if hub is not None:
+            hub.stop()
+        for a in agents:
+            a.stop()
+
+
+BAD_STARTS = [
+    pytest.param(["--hub", "--agents", "ftp://10.0.0.1:8000"], "--agents", id="scheme"),
+    pytest.param(["--hub", "--agents", "http://10.0.0.1:99999"], "port", id="port"),
+    pytest.param(["--hub", "--agents", "http://:8000"], "--agents", id="no-host"),
+    pytest.param(["--hub", "--agents", "http://bad host:8000"], "neither", id="space"),
+    pytest.param(["--hub", "--agents", "http://a:1/x?q=1"], "query", id="query"),
+    pytest.param(["--hub", "--agents", "http://user:pw@a:1"], "credentials", id="credentials"),
+    pytest.param(["--hub", "--agents-dns", "agents.svc"], "NAME:PORT", id="dns-no-port"),
+    pytest.param(
+        ["--hub", "--agents-dns", "bad_name.svc:8000"], "not a valid DNS", id="dns-underscore"
+    ),
+    pytest.param(["--hub", "--agents-dns=-agents.svc:8000"], "not a valid DNS", id="dns-hyphen"),
+    pytest.param(["--hub", "--agents-dns", "agents.svc:0"], "port", id="dns-port-0"),
+    pytest.param(["--agents", "http://10.0.0.1:8000"], "add --hub", id="agents-without-hub"),
+    pytest.param(["--demo-fleet", "10"], "add --hub", id="demo-fleet-without-hub"),
+]
+
+
+@pytest.mark.parametrize(("args", "words"), BAD_STARTS)
+def test_a_malformed_agent_url_or_dns_name_is_exit_2(
+    tmp_path: Path, args: list[str], words: str
+) -> None:
+    out = subprocess.run(
+        [NUMASCOPE, "serve", "--host", "127.0.0.1", "--port", "1", *args],
+        env=base_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 2, out.stderr
+    assert words in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_a_malformed_dns_name_in_the_environment_is_exit_2(tmp_path: Path) -> None:
+    env = base_env(tmp_path, NUMASCOPE_HUB="true", NUMASCOPE_HUB_AGENTS_DNS="agents..svc:8000")
+    out = subprocess.run(
+        [NUMASCOPE, "serve", "--port", "1"], env=env, capture_output=True, text=True, check=False
+    )
+    assert out.returncode == 2
+    assert "NUMASCOPE_HUB_AGENTS_DNS" in out.stderr
