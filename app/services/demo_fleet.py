@@ -13,6 +13,7 @@ demo, not anyone's nodes) with the same summary, dry run and upgrade check as an
 
 from __future__ import annotations
 
+import builtins
 import random
 import threading
 import time
@@ -21,15 +22,17 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from app.domain.kubelet_config import RELEASES
+from app.domain.kubelet_config import RELEASES, KubeletConfig
 from app.domain.node import Node
 from app.domain.node_state import render_state_files
+from app.domain.pod import Pod
 from app.domain.presets import get_preset
 from app.services.agent_summary import SummaryCache, build_summary
 from app.services.demo import bubble_pod, classic_pod
 from app.services.node_views import NodeViews, node_topology_view
 from app.services.nodes import (
     AdmissionBatch,
+    NodeInputError,
     NodeServiceError,
     PodConflictError,
     build_engine_node,
@@ -123,9 +126,11 @@ class SimulatedNode:
         summary = self.views.summary(rejected=self.rejected, load_error=None)
         return cache.versioned(build_summary(summary, self.views))
 
-    def dry_run(self, manifest: str) -> dict[str, Any]:
-        """What an agent's ``POST /api/v1/nodes/{node}/pods?dryRun=true`` answers."""
-        pods = parse_manifests(manifest, self.engine.config)
+    def dry_run(self, manifest: str, pods: Sequence[Pod] | None = None) -> dict[str, Any]:
+        """What an agent's ``POST /api/v1/nodes/{node}/pods?dryRun=true`` answers (``pods``:
+        the manifest already parsed under this node's PodLevelResources gate)."""
+        if pods is None:
+            pods = parse_manifests(manifest, self.engine.config)
         with self.lock:
             for p in pods:
                 if p.uid in self.engine.pods or self.engine.find_pod(p.key) is not None:
@@ -183,6 +188,26 @@ def _workload(rng: random.Random, pod_level: bool, cpus: int) -> list[str]:
     return pods
 
 
+# The fleet repeats a few configurations and pod shapes: each is parsed once (YAML parsing is
+# most of the cost of building a node; configurations and pods are immutable values).
+_CONFIGS: dict[tuple[str, str], KubeletConfig] = {}
+_PODS: dict[tuple[str, bool], Sequence[Pod]] = {}
+
+
+def _config_of(text: str, release: str) -> KubeletConfig:
+    key = (text, release)
+    if key not in _CONFIGS:
+        _CONFIGS[key] = parse_config(text, release)
+    return _CONFIGS[key]
+
+
+def _pods_of(manifest: str, config: KubeletConfig) -> Sequence[Pod]:
+    key = (manifest, config.gate("PodLevelResources"))
+    if key not in _PODS:
+        _PODS[key] = parse_manifests(manifest, config)
+    return _PODS[key]
+
+
 def build_node(rng: random.Random, index: int) -> SimulatedNode:
     preset = rng.choice(PRESETS)
     release = rng.choice(RELEASES)
@@ -191,17 +216,17 @@ def build_node(rng: random.Random, index: int) -> SimulatedNode:
     topology = get_preset(preset)
     try:
         text = _config(kind, release)
-        config = parse_config(text, release)
+        config = _config_of(text, release)
         engine = build_engine_node(name, topology, config, time.time)
     except NodeServiceError:  # a configuration this machine cannot take: a plain node
         kind = "none"
         text = _config(kind, release)
-        config = parse_config(text, release)
+        config = _config_of(text, release)
         engine = build_engine_node(name, topology, config, time.time)
     rejected = 0
     pod_level = config.pod_level_resource_managers
     for manifest in _workload(rng, pod_level, topology.all_cpus.size()):
-        for pod in parse_manifests(manifest, config):
+        for pod in _pods_of(manifest, config):
             if not engine.admit(pod).admitted:
                 rejected += 1
     return SimulatedNode(name, preset, text, release, engine, rejected)
@@ -233,3 +258,36 @@ class DemoFleet:
 
     def list(self) -> Sequence[SimulatedNode]:
         return list(self.nodes.values())
+
+    def dry_run_all(self, manifest: str) -> Sequence[tuple[str, dict[str, Any]]]:
+        """Every node's dry-run answer (or its error as an agent's error document). The
+        manifest is parsed once per value of the PodLevelResources gate, the only setting
+        parsing depends on (pods are immutable values, shared by the dry runs)."""
+        parsed: dict[bool, Sequence[Pod] | NodeServiceError] = {}
+        out: builtins.list[tuple[str, dict[str, Any]]] = []
+        for node in self.list():
+            config = node.engine.config
+            gate = config.gate("PodLevelResources")
+            if gate not in parsed:
+                try:
+                    parsed[gate] = parse_manifests(manifest, config)
+                except NodeServiceError as exc:
+                    parsed[gate] = exc
+            pods = parsed[gate]
+            try:
+                if isinstance(pods, NodeServiceError):
+                    raise pods
+                doc = node.dry_run(manifest, pods)
+            except NodeServiceError as exc:
+                doc = {"error": {"reason": error_reason(exc), "message": exc.message}}
+            out.append((node.name, doc))
+        return out
+
+
+def error_reason(exc: NodeServiceError) -> str:
+    """The reason an agent's error answer would carry (``app.web.errors.ERROR_STATUS``)."""
+    if isinstance(exc, PodConflictError):
+        return "AlreadyExists"
+    if isinstance(exc, NodeInputError):
+        return "Invalid"
+    return exc.__class__.__name__

@@ -150,7 +150,8 @@ def fleet_node(summary: dict[str, Any], agent: str | None, status: str) -> dict[
         "topology": summary.get("topology", {}),
         "source": summary.get("source"),
         "version": summary.get("version"),
-        "url": (agent or "") + url if url else None,
+        # The node's page on its agent (the hub's own simulated nodes have no page).
+        "url": agent + url if agent and url else None,
     }
 
 

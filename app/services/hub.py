@@ -43,7 +43,6 @@ from app.services.fleet_rows import (
     upgrade_error,
     upgrade_result,
 )
-from app.services.nodes import NodeInputError, NodeServiceError, PodConflictError
 from app.settings import Settings, check_dns_target, split_list
 
 log = logging.getLogger(__name__)
@@ -348,21 +347,17 @@ class Hub:
         return list(await asyncio.gather(*(one(a, n) for a, n in remote)))
 
     async def fit(self, body: bytes, content_type: str, text: str) -> dict[str, Any]:
-        remote, sims = self._targets()
+        remote, _ = self._targets()
 
         async def call(agent: AgentState, node: str) -> dict[str, Any]:
             answer = await self.client().dry_run(agent.url, node, body, content_type)
             return fit_result(node, answer.doc or {})
 
         def local() -> list[dict[str, Any]]:
-            out = []
-            for n in sims:
-                try:
-                    doc = n.dry_run(text)
-                except NodeServiceError as exc:
-                    doc = {"error": {"reason": _reason(exc), "message": exc.message}}
-                out.append({**fit_result(n.name, doc), "agent": None})
-            return out
+            return [
+                {**fit_result(name, doc), "agent": None}
+                for name, doc in self.fleet.dry_run_all(text)
+            ]
 
         local_task = asyncio.to_thread(local)
         remote_results, local_results = await asyncio.gather(
@@ -397,12 +392,3 @@ class Hub:
 
     def _unreachable(self) -> list[dict[str, Any]]:
         return [a.to_dict() for a in self.agents.values() if a.status != OK]
-
-
-def _reason(exc: NodeServiceError) -> str:
-    """The reason an agent's error answer would carry (``app.web.errors.ERROR_STATUS``)."""
-    if isinstance(exc, PodConflictError):
-        return "AlreadyExists"
-    if isinstance(exc, NodeInputError):
-        return "Invalid"
-    return exc.__class__.__name__

@@ -20,6 +20,7 @@ from starlette.templating import Jinja2Templates
 from app import __version__
 from app.domain import units
 from app.web import csrf
+from app.web.fleet_markup import numa_bars
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES_DIR = PROJECT_ROOT / "templates"
@@ -72,6 +73,7 @@ def make_templates(directory: Path = TEMPLATES_DIR) -> Jinja2Templates:
     env.lstrip_blocks = True
     env.filters["bytes"] = format_bytes
     env.globals["percent"] = percent
+    env.filters["numa_bars"] = numa_bars  # the fleet table's bars (app.web.fleet_markup)
     env.globals["path_for"] = path_for
     env.globals["static_path"] = static_path
     env.globals["htmx_path"] = HTMX_STATIC_PATH
