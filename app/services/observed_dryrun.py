@@ -2,7 +2,9 @@
 node's kubelet recorded — its topology (sysfs), its KubeletConfiguration and its state files,
 read and validated the way a starting kubelet of its release reads them
 (``app.domain.node_state.restore_managers``). The kubelet and its files are never touched; the
-copy is thrown away after the answer.
+copy is thrown away after the answer. Checkpoint entries of pods the kubelet no longer runs
+(the observation's stale entries) are released first, as that kubelet's ``removeStaleState``
+does at the start of its next admission.
 
 The answer has the shape of a simulated node's dry run (``AdmissionBatch.to_dict``), so a hub
 fanning a pod out over a fleet gets one format from every node.
@@ -21,6 +23,7 @@ from app.services.node_errors import NodeInputError, NodeServiceError, PodConfli
 from app.services.node_inputs import AdmissionBatch, build_engine_node, parse_manifests
 
 if TYPE_CHECKING:
+    from app.domain.node import Node
     from app.services.observer import NodeObserver
 
 
@@ -63,8 +66,28 @@ def dry_run_observed(observer: NodeObserver, manifest: str) -> AdmissionBatch:
             f"node {observer.name}: its recorded state cannot be copied for a dry run: "
             f"{exc.message}"
         ) from None
+    obs = views.observation
+    stale = {str(s.get("uid")) for s in obs.stale} if obs is not None else set()
+    release_stale(engine, stale - uids)
     if len(pods) == 1:
         results = [engine.dry_run(pods[0])]
     else:
         results = [engine.admit(p) for p in pods]
     return AdmissionBatch(observer.name, str(uuid.uuid4()), True, tuple(results), ())
+
+
+def release_stale(engine: Node, uids: set[str]) -> None:
+    """What the kubelet's ``removeStaleState`` does first thing in its next ``Allocate``
+    (cpu_manager.go, memory_manager.go): checkpoint entries of pods it no longer has give back
+    what they hold, so the copy judges a new pod on what that kubelet will actually have."""
+    if not uids:
+        return
+    if engine.cpu_policy is not None and engine.cpu_state is not None:
+        for uid, name, _ in list(engine.cpu_state.iter_assignments()):
+            if uid in uids:
+                engine.cpu_policy.remove_container(engine.cpu_state, uid, name)
+    if engine.memory is not None:
+        for uid, containers in engine.memory.state.get_memory_assignments().items():
+            if uid in uids:
+                for name in containers:
+                    engine.memory.remove_container(uid, name)

@@ -611,3 +611,108 @@ def test_a_failing_observation_is_shown_not_raised(host: Host) -> None:
     with pytest.raises(ObservedNodeUnavailableError):
         obs.node_view()
     assert list(obs.metric_samples()) == [] and not obs.ready
+
+
+# -- the fleet's fit: dry runs on a copy of the observed node (app.services.observed_dryrun) --
+# The machine's files must match its sysfs exactly (a memory checkpoint written for other
+# hugepage sizes fails the memory manager's start-up check, as in the kubelet), so this host's
+# engine runs on the topology discovered from its own fake sysfs.
+
+
+def _sysfs_engine(sysfs: Path) -> Node:
+    from app.adapters.sysfs import discover_host
+
+    topology = discover_host(sysfs, use_cpuinfo=False, name="sim")
+    config = parse_kubelet_config_text(demo.POD_SCOPE_CONFIG, "1.37")
+    node = Node("sim", topology, config, clock=lambda: 100.0)
+    for text in PODS:
+        for pod in parse_pod_manifests(text):
+            assert node.admit(pod).admitted
+    return node
+
+
+@pytest.fixture
+def sysfs_host(tmp_path: Path) -> Iterator[Host]:
+    base = Path(tempfile.mkdtemp(prefix="h12-", dir="/tmp"))
+    try:
+        sysfs = fake_sysfs_from_topology(get_preset("server-2s-4numa-128t")).write(tmp_path)
+        node = _sysfs_engine(sysfs)
+        root = base / "kubelet"
+        root.mkdir()
+        statefiles.write_files(root, _files_with_ghost(node))
+        (root / "config.yaml").write_text(demo.POD_SCOPE_CONFIG)
+        snap = node.snapshot()
+        for p in snap.pods:
+            (root / "pods" / p.uid).mkdir(parents=True)
+        sock = base / "pr.sock"
+        with PodResourcesServer(lambda: snap, str(sock)):
+            yield Host(node, snap, root, sysfs, sock, base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.parametrize(
+    ("manifest", "fits"),
+    [
+        pytest.param(demo.classic_pod("probe", "fit", "4", "4Gi"), True, id="guaranteed-4"),
+        # 40 exclusive CPUs: more than one NUMA node has (single-numa-node, pod scope).
+        pytest.param(demo.classic_pod("wide", "fit", "40", "8Gi"), False, id="guaranteed-40"),
+        pytest.param(demo.bubble_pod("bub", "fit", 6, {"app": 4}, ("side",)), True, id="pod-level"),
+    ],
+)
+def test_a_dry_run_on_the_observed_node_is_its_engines_answer_on_a_copy(
+    sysfs_host: Host, manifest: str, fits: bool
+) -> None:
+    before = tree_state(sysfs_host.root)
+    with TestClient(create_app(sysfs_host.settings(observe=True))) as client:
+        pods_before = client.get(f"/api/v1/nodes/{NODE}").json()["pods"]
+        r = client.post(f"/api/v1/nodes/{NODE}/pods?dryRun=true", content=manifest, headers=YAML)
+        assert r.status_code == 200, r.text
+        answer = r.json()
+        pods_after = client.get(f"/api/v1/nodes/{NODE}").json()["pods"]
+    assert answer["dryRun"] is True and answer["node"] == NODE
+    # The kubelet's own engine on the same pods without the ghost entry: what that kubelet
+    # judges once removeStaleState released the ghost's CPUs 30-31 at its next Allocate.
+    twin = _sysfs_engine(sysfs_host.sysfs)
+    expected = [twin.dry_run(p).to_dict() for p in parse_pod_manifests(manifest)]
+    keys = ("admitted", "pod", "reason", "message", "hints")
+    assert [{k: v for k, v in got.items() if k in keys} for got in answer["results"]] == expected
+    assert answer["admitted"] is fits
+    if fits:
+        assert answer["results"][0]["allocation"]["containers"]
+    else:
+        assert answer["reason"] == "TopologyAffinityError"
+    assert tree_state(sysfs_host.root) == before  # the kubelet's files were only read
+    assert pods_after == pods_before  # nothing was admitted
+
+
+def test_the_copy_releases_what_stale_entries_hold(sysfs_host: Host) -> None:
+    from app.domain.node_state import restore_managers
+    from app.services.node_inputs import build_engine_node
+    from app.services.observed_dryrun import release_stale
+
+    twin = _sysfs_engine(sysfs_host.sysfs)
+    files = {
+        CPU_FILE: (sysfs_host.root / CPU_FILE).read_bytes(),
+        MEMORY_FILE: (sysfs_host.root / MEMORY_FILE).read_bytes(),
+    }
+    copy = build_engine_node(NODE, twin.topology, twin.config, lambda: 100.0)
+    restore_managers(copy, files)
+    assert copy.cpu_state is not None and twin.cpu_state is not None
+    assert GHOST in copy.cpu_state.assignments
+    assert not copy.cpu_state.get_default_cpu_set() & CPUSet.parse("30-31")
+    release_stale(copy, {GHOST})
+    # As removeStaleState leaves it: the ghost's CPUs back in the default set, the rest as is.
+    assert GHOST not in copy.cpu_state.assignments
+    assert copy.cpu_state.get_default_cpu_set() == twin.cpu_state.get_default_cpu_set()
+    assert copy.cpu_state.assignments == twin.cpu_state.assignments
+    assert copy.cpu_state.pod_entries == twin.cpu_state.pod_entries
+
+
+def test_a_pod_already_on_the_observed_node_is_a_conflict_in_a_dry_run(sysfs_host: Host) -> None:
+    with TestClient(create_app(sysfs_host.settings(observe=True))) as client:
+        r = client.post(
+            f"/api/v1/nodes/{NODE}/pods?dryRun=true", content=demo.CLASSIC_POD, headers=YAML
+        )
+    assert r.status_code == 409
+    assert r.json()["error"]["reason"] == "AlreadyExists"
