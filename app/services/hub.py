@@ -26,6 +26,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 from urllib.parse import urlencode
 
@@ -140,7 +141,7 @@ class Hub:
         self._in_flight: dict[str, asyncio.Task[None]] = {}
         self._encoded: tuple[int, int, Encoded] | None = None
         self.polls = 0
-        self._update_metrics()
+        self._bind_metrics()
 
     # -- lifecycle ----------------------------------------------------------------------
     def client(self) -> AgentClient:
@@ -233,7 +234,6 @@ class Hub:
             del self.agents[url]
         if added or gone:
             self.generation += 1
-            self._update_metrics()
 
     async def poll_once(self) -> None:
         """One whole round: resolve when due, poll every due agent and wait for all of them
@@ -274,19 +274,20 @@ class Hub:
             self.polls += 1
             if changed:
                 self.generation += 1
-                self._update_metrics()
 
-    def _update_metrics(self) -> None:
-        counts = {PENDING: 0, OK: 0, UNREACHABLE: 0}
-        nodes = {OK: 0, UNREACHABLE: 0, PENDING: 0}
-        for a in self.agents.values():
-            counts[a.status] = counts.get(a.status, 0) + 1
-            nodes[a.status] = nodes.get(a.status, 0) + len(a.nodes)
-        nodes[OK] += len(self.fleet.nodes)
-        for status, n in counts.items():
-            self.metrics.agents.labels(status).set(n)
-        for status, n in nodes.items():
-            self.metrics.nodes.labels(status).set(n)
+    def _bind_metrics(self) -> None:
+        """Bind the gauges to the live counts: they are read at scrape time, so the simulated
+        nodes built in the background and DNS changes are counted too."""
+        for status in (PENDING, OK, UNREACHABLE):
+            self.metrics.agents.labels(status).set_function(partial(self._agents_in, status))
+            self.metrics.nodes.labels(status).set_function(partial(self._nodes_in, status))
+
+    def _agents_in(self, status: str) -> float:
+        return float(sum(1 for a in list(self.agents.values()) if a.status == status))
+
+    def _nodes_in(self, status: str) -> float:
+        n = sum(len(a.nodes) for a in list(self.agents.values()) if a.status == status)
+        return float(n + (len(self.fleet.nodes) if status == OK else 0))
 
     # -- views ------------------------------------------------------------------------------
     def document(self) -> dict[str, Any]:
