@@ -122,3 +122,63 @@ def test_a_malformed_dns_name_in_the_environment_is_exit_2(tmp_path: Path) -> No
     )
     assert out.returncode == 2
     assert "NUMASCOPE_HUB_AGENTS_DNS" in out.stderr
+
+
+def test_agents_bound_to_every_address_answer_the_hub_only_when_allowed(tmp_path: Path) -> None:
+    # In a cluster an agent binds 0.0.0.0 and the hub reaches it by pod IP: that name must be
+    # in the agent's NUMASCOPE_ALLOWED_HOSTS (app.web.guard), or the agent answers 400.
+    pod_ip = "127.0.0.61"
+    plain_port, allowed_port = free_port(["0.0.0.0"]), free_port(["0.0.0.0"])
+    plain = Server.launch(
+        tmp_path / "plain", "0.0.0.0", plain_port, env=base_env(tmp_path / "plain")
+    )
+    allowed = Server.launch(
+        tmp_path / "allowed",
+        "0.0.0.0",
+        allowed_port,
+        env=base_env(tmp_path / "allowed", NUMASCOPE_ALLOWED_HOSTS=f"{pod_ip},agents.example"),
+    )
+    hub = None
+    try:
+        plain.wait_ready()
+        allowed.wait_ready()
+        r = allowed.client.post(
+            "/api/v1/nodes",
+            json={"name": "pod-ip-1", "topology": SMALL, "kubeletConfig": POD_SCOPE},
+            headers={"Host": pod_ip},
+        )
+        assert r.status_code == 201, r.text
+        urls = {
+            "plain": f"http://{pod_ip}:{plain_port}",
+            "allowed": f"http://{pod_ip}:{allowed_port}",
+        }
+        env = base_env(tmp_path / "hub", NUMASCOPE_HUB_POLL_INTERVAL="0.3")
+        hub = Server.start(
+            tmp_path / "hub",
+            "127.0.0.62",
+            free_port(["127.0.0.62"]),
+            ["--hub", "--agents", ",".join(urls.values())],
+            env,
+        )
+
+        def agents() -> dict[str, dict[str, str]] | None:
+            found = {a["url"]: a for a in hub.json("/api/v1/fleet")["agents"]}
+            return found if all(a["status"] != "pending" for a in found.values()) else None
+
+        seen = wait_for(agents)
+        assert seen[urls["allowed"]]["status"] == "ok"
+        assert seen[urls["plain"]]["status"] == "unreachable"
+        assert "NUMASCOPE_ALLOWED_HOSTS" in seen[urls["plain"]]["error"]
+        # The hub's fit (a YAML POST without Origin) passes the agent's request guard.
+        pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: x\n    resources: {limits: {cpu: '2', memory: 1Gi}}\n"
+        fit = hub.client.post(
+            "/api/v1/fleet/fit", content=pod.encode(), headers={"Content-Type": "application/yaml"}
+        )
+        assert fit.status_code == 200
+        (result,) = fit.json()["results"]
+        assert result["node"] == "pod-ip-1" and result["admitted"] is True
+    finally:
+        if hub is not None:
+            hub.stop()
+        plain.stop()
+        allowed.stop()
