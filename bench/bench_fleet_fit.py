@@ -5,7 +5,8 @@ Run: .venv/bin/python bench/bench_fleet_fit.py [--nodes N] [--runs N]
 Builds a hub app with ``--demo-fleet N`` (fixed seed), then through Starlette's TestClient
 posts pods of several shapes (a Guaranteed pod of 2 and of 8 CPUs, a pod-level pod, a
 Burstable pod) and prints per shape how many nodes admit it and the median / best time of the
-whole request (manifest checks, N dry runs, the answer's JSON). Prints figures only.
+whole request (manifest checks, N dry runs, the answer's JSON); with ``--upgrade`` also the
+first and the cached ``GET /api/v1/fleet/upgrade?release=1.38``. Prints figures only.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ SHAPES = (
 )
 
 
-def bench(nodes: int, runs: int) -> None:
+def bench(nodes: int, runs: int, upgrade: bool) -> None:
     with tmp_settings(hub=True, demo_fleet=nodes, allowed_hosts=("testserver",)) as settings:
         app = create_app(settings)
         with TestClient(app) as client:
@@ -70,14 +71,27 @@ def bench(nodes: int, runs: int) -> None:
                 )
             verdict = "met" if worst <= GOAL_S else "NOT met"
             print(f"goal: <= {GOAL_S:.0f} s per fit: slowest median {worst:.2f} s -> {verdict}")
+            if upgrade:
+                for label in ("first", "cached"):
+                    t0 = time.perf_counter()
+                    r = client.get("/api/v1/fleet/upgrade", params={"release": "1.38"})
+                    took = time.perf_counter() - t0
+                    bad = sum(1 for x in r.json()["results"] if x["verdict"] == "will-fail")
+                    print(
+                        f"  upgrade to 1.38 ({label} call): {took:.2f} s, {bad} nodes will fail "
+                        "(no goal; the inspector on every node's files)"
+                    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--upgrade", action="store_true", help="also time GET /api/v1/fleet/upgrade once"
+    )
     args = parser.parse_args()
-    bench(args.nodes, args.runs)
+    bench(args.nodes, args.runs, args.upgrade)
 
 
 if __name__ == "__main__":
