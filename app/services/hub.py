@@ -3,14 +3,18 @@ whole fleet from what answered.
 
 Agents come from a static list (``Settings.hub_agents``) and/or every A/AAAA record of a
 headless Service (``Settings.hub_agents_dns``, re-resolved every ``DNS_INTERVAL`` seconds; an
-address that disappears drops its agent). Every agent is polled each ``hub_poll_interval``
-seconds in a task of its own (a slow or dead agent delays no other): at most
-``hub_concurrency`` at once, each with its own timeout and size cap (``app.adapters.agents``),
-``If-None-Match`` with the last ETag (an unchanged agent costs a 304), and after a failure an
-exponential backoff (interval × 2^failures, at most ``MAX_BACKOFF``). Answers are checked field
-by field (``app.services.fleet_rows``): garbage makes its agent ``unreachable``, never a 500. Each agent keeps ``status`` (``pending`` until its first answer, then ``ok`` or
-``unreachable``), the error text and when it last answered; its nodes stay listed with the
-agent's status when it stops answering.
+address that disappears drops its agent, a failing lookup keeps the agents found before and is
+shown as the document's ``discovery.error``). Every agent is polled each
+``hub_poll_interval`` seconds in a task of its own (a slow or dead agent delays no other): at
+most ``hub_concurrency`` at once, each with its own timeout and size cap
+(``app.adapters.agents``), ``If-None-Match`` with the last ETag (an unchanged agent costs a
+304), and after a failure an exponential backoff (interval × 2^failures, at most
+``MAX_BACKOFF``). Answers are checked field by field (``app.services.fleet_rows``): garbage
+makes its agent ``unreachable``, never a 500. Each agent keeps ``status`` (``pending`` until
+its first answer, then ``ok`` or ``unreachable``), the error text and when it last answered
+(to ``LAST_SEEN_STEP``); its nodes stay listed with the agent's status when it stops
+answering. The metrics (agents and nodes by status, poll latency by outcome) are read from the
+live state at scrape time.
 
 Pages and JSON read the last poll's results: none waits for an agent. Fit and upgrade fan out
 to the agents (each node's own engine decides), bounded by the same concurrency and timeout; a
