@@ -51,7 +51,7 @@ LAYOUT = (
 FAKE_MODES = ("garbage", "huge", "wrongtypes", "silent", "notfound")
 HUB_ENV = {
     "NUMASCOPE_HUB_POLL_INTERVAL": "0.3",
-    "NUMASCOPE_HUB_AGENT_TIMEOUT": "1.0",
+    "NUMASCOPE_HUB_AGENT_TIMEOUT": "2.0",
     "NUMASCOPE_HUB_MAX_BODY_BYTES": str(256 * 1024),
 }
 
@@ -81,7 +81,7 @@ class FakeAgent(BaseHTTPRequestHandler):
             doc = {"nodes": [{"node": "fake-1", "numa": [row]}]}
             self._send(200, json.dumps(doc).encode())
         elif mode == "silent":
-            time.sleep(3.0)  # longer than the hub's timeout
+            time.sleep(5.0)  # longer than the hub's timeout
             self._send(200, b"{}")
         else:
             self._send(404, b'{"error": {"reason": "NotFound", "message": "no such thing"}}')

@@ -188,11 +188,10 @@ def test_upgrade_verdicts_are_the_inspectors(cluster: Cluster, release: str) -> 
             check = _inspector(agent, name, release)
             statuses = {f["name"]: f["status"] for f in check["files"]}
             assert {f["name"]: f["status"] for f in got["files"]} == statuses
-            worst = [s for s in statuses.values() if s not in ("compatible", "missing")]
-            if not worst:
-                assert got["verdict"] == "compatible"
-            else:
-                assert got["verdict"] in worst
+            # The node's verdict is its worst file's (a missing file is a fresh start).
+            order = ["compatible", "compatible-with-loss", "policy-mismatch", "will-fail"]
+            present = [s for s in statuses.values() if s != "missing"]
+            assert got["verdict"] == max(present, key=order.index, default="compatible")
             for f, mine in zip(got["files"], check["files"], strict=True):
                 if mine.get("verdict"):
                     assert f["verdict"]["lost"] == mine["verdict"]["lost"]
@@ -235,7 +234,8 @@ def test_broken_agents_are_shown_as_such_and_never_make_a_5xx(cluster: Cluster) 
         started = time.perf_counter()
         r = cluster.hub.client.get(path)
         assert r.status_code == 200, (path, r.text[:300])
-        assert time.perf_counter() - started < 0.5, path  # nobody waits for the silent agent
+        # Waiting for the silent agent would take up to the hub's 2 s timeout.
+        assert time.perf_counter() - started < 1.5, path
     fit = cluster.hub.client.post(
         "/api/v1/fleet/fit", content=classic_pod("p", "default", "1", "1Gi").encode(), headers=YAML
     )
