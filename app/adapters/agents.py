@@ -110,14 +110,14 @@ class AgentClient:
             f"{base}/api/v1/nodes/{quote(node, safe='')}/pods?dryRun=true",
             headers={"Content-Type": content_type},
             content=body,
-            ok=(200, 201, 409, 422, 503),
+            ok=(200, 201, 404, 409, 422, 503),  # the node's own answer, errors included
         )
 
     async def upgrade(self, base: str, node: str, query: str) -> AgentAnswer:
         return await self._request(
             "GET",
             f"{base}/api/v1/nodes/{quote(node, safe='')}/upgrade?{query}",
-            ok=(200, 422, 503),
+            ok=(200, 404, 422, 503),
         )
 
 
