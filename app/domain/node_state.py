@@ -384,10 +384,10 @@ def restore_managers(
     memory_state: MemoryManagerState | None = None
     cpu_content = files.get(CPU_FILE_NAME)
     if cpu_content is not None:
-        cpu_state, _ = _restore_cpu(node, cpu_content, state_dir)
+        cpu_state, _, _ = _restore_cpu(node, cpu_content, state_dir)
     memory_content = files.get(MEMORY_FILE_NAME)
     if memory_content is not None:
-        memory_state, _ = _restore_memory(node, memory_content, state_dir)
+        memory_state, _, _ = _restore_memory(node, memory_content, state_dir)
     if cpu_state is not None and node.cpu_policy is not None:
         node.cpu_policy.start(cpu_state)
         node.cpu_state = cpu_state
