@@ -180,7 +180,8 @@ class Settings(BaseSettings):
     )
     publish_nrt: bool = Field(
         default=False,
-        description="Publish the observed node as a NodeResourceTopology (in-cluster config).",
+        description="Publish the observed node as a NodeResourceTopology (in-cluster config, "
+        "else $KUBECONFIG).",
     )
     nrt_interval: float = Field(default=10.0, gt=0, description="Seconds between NRT updates.")
     migrate_on_startup: bool = Field(
@@ -216,6 +217,18 @@ class Settings(BaseSettings):
             if not host or not port.isdigit() or not 0 < int(port) < 65536:
                 raise SettingsError(f"hub_dns_nameserver {value!r} must be HOST:PORT")
         return value or None
+
+    @field_validator("publish_nrt")
+    @classmethod
+    def _publish_needs_observe(cls, value: bool, info: ValidationInfo) -> bool:
+        # The object describes the node this process observes; there is none to publish.
+        if value and not info.data.get("observe"):
+            raise SettingsError(
+                "publish_nrt: Invalid value: true: a NodeResourceTopology is published for the "
+                "observed node: add --observe (with the kubelet's state dir or PodResources "
+                "socket)"
+            )
+        return value
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -1,17 +1,28 @@
 """Publish a ``NodeResourceTopology`` through the Kubernetes API with the official
-``kubernetes`` client (``CustomObjectsApi``, in-cluster configuration from the pod's service
-account): get the object; create it when it does not exist; otherwise replace it carrying the
-``resourceVersion`` read, and on a 409 conflict (someone changed it in between) read it again
-and retry, a few times. RBAC for it is in ``deploy/rbac.yaml``.
+``kubernetes`` client (``CustomObjectsApi`` on the cluster-scoped
+``topology.node.k8s.io/v1alpha2`` ``noderesourcetopologies``, the resource the
+noderesourcetopology-api CRD serves and node-feature-discovery's topology-updater writes).
 
-Tests run the client's real classes against an HTTP server they control (no API server can run
-here); ``api_client`` is injectable for that.
+One publish: get the object; create it when it does not exist; otherwise replace it carrying
+the ``resourceVersion`` just read (the API server's optimistic concurrency). A 409 on the
+replace (someone changed the object in between) or on the create (someone created it in
+between) reads it again and retries, at most ``MAX_CONFLICTS`` times. Every call names the
+field manager ``numascope`` and has a timeout, so a hung API server cannot stall the loop.
+RBAC for exactly these verbs (get, create, update) is in ``deploy/rbac.yaml``.
+
+The client's configuration is the pod's service account (in-cluster), else the kubeconfig
+named by ``KUBECONFIG`` (the kubectl convention, for running an agent outside the cluster).
+Tests run the client's real classes against an HTTP server they control
+(``tests/fake_kube_api.py``; no API server can run here).
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import logging
+import os
+from collections.abc import Mapping
 from typing import Any
 
 from kubernetes import client as k8s
@@ -22,6 +33,11 @@ from app.services.nrt import GROUP, PLURAL, VERSION
 
 log = logging.getLogger(__name__)
 MAX_CONFLICTS = 5
+FIELD_MANAGER = "numascope"
+REQUEST_TIMEOUT = 10.0
+# The generated client names no body type for custom objects; say JSON rather than rely on
+# the API server's default.
+JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
 
 
 class PublishError(Exception):
@@ -30,46 +46,117 @@ class PublishError(Exception):
         self.message = message
 
 
-def in_cluster_client() -> k8s.ApiClient:
-    """An API client from the pod's service account (``PublishError`` outside a cluster)."""
+def cluster_client(environ: Mapping[str, str] | None = None) -> k8s.ApiClient:
+    """An API client from the pod's service account, else from ``$KUBECONFIG``
+    (``PublishError`` when neither is there)."""
+    env = os.environ if environ is None else environ
+    configuration = k8s.Configuration()
     try:
-        k8s_config.load_incluster_config()
+        k8s_config.load_incluster_config(client_configuration=configuration)
+        return k8s.ApiClient(configuration)
     except k8s_config.ConfigException as exc:
-        raise PublishError(f"no in-cluster Kubernetes configuration: {exc}") from None
-    return k8s.ApiClient()
+        in_cluster = str(exc)
+    path = env.get("KUBECONFIG", "")
+    if not path:
+        raise PublishError(
+            f"no Kubernetes API configuration: not in a cluster ({in_cluster}) and KUBECONFIG "
+            "is not set"
+        )
+    try:
+        k8s_config.load_kube_config(
+            config_file=path, client_configuration=configuration, persist_config=False
+        )
+    except (k8s_config.ConfigException, OSError, ValueError) as exc:
+        raise PublishError(f"KUBECONFIG {path}: {exc}") from None
+    return k8s.ApiClient(configuration)
+
+
+def _api_message(exc: ApiException) -> str:
+    """The API server's Status message, else the HTTP reason."""
+    try:
+        doc = json.loads(exc.body) if exc.body else {}
+    except (TypeError, ValueError):
+        doc = {}
+    message = doc.get("message") if isinstance(doc, dict) else None
+    return f"{exc.status} {message or exc.reason}"
+
+
+def _failed(verb: str, name: str, exc: ApiException) -> PublishError:
+    what = f"{verb} {PLURAL}.{GROUP}/{name}"
+    if exc.status == 403:
+        return PublishError(
+            f"{what}: {_api_message(exc)} (the agent's service account needs get, create and "
+            f"update on {PLURAL}.{GROUP}: deploy/rbac.yaml)"
+        )
+    if exc.status == 404 and verb == "create":
+        return PublishError(
+            f"{what}: {_api_message(exc)} (is the NodeResourceTopology CRD, "
+            f"{GROUP}/{VERSION}, installed in the cluster?)"
+        )
+    return PublishError(f"{what}: {_api_message(exc)}")
 
 
 class NRTPublisher:
     def __init__(self, api_client: k8s.ApiClient) -> None:
         self.api = k8s.CustomObjectsApi(api_client)
 
+    def _call(self, verb: str, name: str, fn: Any, *args: Any, **kw: Any) -> Any:
+        try:
+            return fn(
+                GROUP,
+                VERSION,
+                PLURAL,
+                *args,
+                _request_timeout=REQUEST_TIMEOUT,
+                _headers=dict(JSON_HEADERS),
+                **kw,
+            )
+        except ApiException:
+            raise
+        except Exception as exc:  # connection refused, TLS, timeouts (urllib3's errors)
+            raise PublishError(f"{verb} {PLURAL}.{GROUP}/{name}: {exc}") from None
+
     def publish(self, obj: dict[str, Any]) -> str:
         """Create or update ``obj``; returns ``created`` or ``updated``."""
         name = obj["metadata"]["name"]
         for _ in range(MAX_CONFLICTS):
             try:
-                current = self.api.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+                current = self._call("get", name, self.api.get_cluster_custom_object, name)
             except ApiException as exc:
                 if exc.status != 404:
-                    raise PublishError(f"get {PLURAL}/{name}: {exc.status} {exc.reason}") from None
+                    raise _failed("get", name, exc) from None
                 try:
-                    self.api.create_cluster_custom_object(GROUP, VERSION, PLURAL, obj)
+                    self._call(
+                        "create",
+                        name,
+                        self.api.create_cluster_custom_object,
+                        obj,
+                        field_manager=FIELD_MANAGER,
+                    )
                     return "created"
                 except ApiException as exc2:
                     if exc2.status == 409:  # created by someone else meanwhile: update it
+                        log.info("%s/%s was created meanwhile; updating it", PLURAL, name)
                         continue
-                    raise PublishError(
-                        f"create {PLURAL}/{name}: {exc2.status} {exc2.reason}"
-                    ) from None
+                    raise _failed("create", name, exc2) from None
             body = copy.deepcopy(obj)
             meta = current.get("metadata", {}) if isinstance(current, dict) else {}
             body["metadata"]["resourceVersion"] = meta.get("resourceVersion")
             try:
-                self.api.replace_cluster_custom_object(GROUP, VERSION, PLURAL, name, body)
+                self._call(
+                    "update",
+                    name,
+                    self.api.replace_cluster_custom_object,
+                    name,
+                    body,
+                    field_manager=FIELD_MANAGER,
+                )
                 return "updated"
             except ApiException as exc:
                 if exc.status == 409:
                     log.info("%s/%s changed meanwhile; reading it again", PLURAL, name)
                     continue
-                raise PublishError(f"replace {PLURAL}/{name}: {exc.status} {exc.reason}") from None
-        raise PublishError(f"{PLURAL}/{name}: still conflicting after {MAX_CONFLICTS} tries")
+                raise _failed("update", name, exc) from None
+        raise PublishError(
+            f"{PLURAL}.{GROUP}/{name}: still conflicting after {MAX_CONFLICTS} tries"
+        )

@@ -36,9 +36,9 @@ class NRTLoop:
 
     def publisher(self) -> Callable[[dict[str, Any]], str]:
         if self._publisher is None:
-            from app.adapters.nrt_publisher import NRTPublisher, in_cluster_client
+            from app.adapters.nrt_publisher import NRTPublisher, cluster_client
 
-            self._publisher = NRTPublisher(in_cluster_client()).publish
+            self._publisher = NRTPublisher(cluster_client()).publish
         return self._publisher
 
     def tick(self) -> str | None:

@@ -1,0 +1,221 @@
+"""adapters/nrt_publisher.py: the official ``kubernetes`` client's calls against a fake API
+server over real HTTP (``tests/fake_kube_api.py``): the group/version/plural in the URL, the
+body, the bearer token, create when missing, update carrying the ``resourceVersion`` read,
+another read and update after a 409 conflict, and the error texts an operator acts on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.adapters.nrt_publisher import (
+    FIELD_MANAGER,
+    MAX_CONFLICTS,
+    NRTPublisher,
+    PublishError,
+    cluster_client,
+)
+from app.services.nrt import GROUP, PLURAL, VERSION
+from tests.fake_kube_api import Call, FakeKubeAPI, kubeconfig, running, status
+
+PATH = "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies"
+
+
+def nrt(name: str = "worker-1", available: str = "5") -> dict[str, Any]:
+    return {
+        "apiVersion": "topology.node.k8s.io/v1alpha2",
+        "kind": "NodeResourceTopology",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "numascope"}},
+        "topologyPolicies": ["SingleNUMANodePodLevel"],
+        "zones": [
+            {
+                "name": "node-0",
+                "type": "Node",
+                "costs": [{"name": "node-0", "value": 10}],
+                "resources": [
+                    {"name": "cpu", "capacity": "6", "allocatable": "5", "available": available}
+                ],
+            }
+        ],
+        "attributes": [{"name": "topologyManagerPolicy", "value": "single-numa-node"}],
+    }
+
+
+@pytest.fixture
+def api() -> Iterator[FakeKubeAPI]:
+    with running(GROUP, VERSION, PLURAL) as fake:
+        yield fake
+
+
+@pytest.fixture
+def publisher(api: FakeKubeAPI, tmp_path: Path) -> NRTPublisher:
+    config = tmp_path / "kubeconfig"
+    config.write_text(kubeconfig(api.url, token="agent-token"))
+    return NRTPublisher(cluster_client({"KUBECONFIG": str(config)}))
+
+
+def methods(api: FakeKubeAPI) -> list[tuple[str, str]]:
+    return [(c.method, c.path.split("?")[0]) for c in api.calls]
+
+
+def test_creates_the_object_when_it_does_not_exist(
+    api: FakeKubeAPI, publisher: NRTPublisher
+) -> None:
+    obj = nrt()
+    assert publisher.publish(obj) == "created"
+    assert methods(api) == [("GET", f"{PATH}/worker-1"), ("POST", PATH)]
+    _get, post = api.calls
+    assert post.body == obj  # the object as built, nothing added or dropped
+    assert post.headers["content-type"] == "application/json"
+    assert f"fieldManager={FIELD_MANAGER}" in post.path
+    assert {c.headers["authorization"] for c in api.calls} == {"Bearer agent-token"}
+    assert api.objects["worker-1"]["zones"] == obj["zones"]
+    assert obj["metadata"].get("resourceVersion") is None  # the caller's object is untouched
+
+
+def test_updates_with_the_resource_version_it_read(
+    api: FakeKubeAPI, publisher: NRTPublisher
+) -> None:
+    stored = api.store(nrt(available="5"))
+    assert publisher.publish(nrt(available="1")) == "updated"
+    assert methods(api) == [("GET", f"{PATH}/worker-1"), ("PUT", f"{PATH}/worker-1")]
+    put = api.calls[1]
+    assert put.body["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+    assert put.body["zones"][0]["resources"][0]["available"] == "1"
+    assert f"fieldManager={FIELD_MANAGER}" in put.path
+    assert put.headers["content-type"] == "application/json"
+    current = api.objects["worker-1"]
+    assert current["zones"][0]["resources"][0]["available"] == "1"
+    assert current["metadata"]["resourceVersion"] != stored["metadata"]["resourceVersion"]
+
+
+def test_a_conflict_reads_again_and_updates(api: FakeKubeAPI, publisher: NRTPublisher) -> None:
+    """Another writer changes the object between our read and our update: the API server
+    answers 409; the publisher reads the new version and its second update lands."""
+    api.store(nrt(available="5"))
+    interfered: list[str] = []
+
+    def other_writer(fake: FakeKubeAPI, call: Call) -> tuple[int, dict[str, Any]] | None:
+        if call.method == "PUT" and not interfered:
+            interfered.append(fake.store(fake.objects["worker-1"])["metadata"]["resourceVersion"])
+        return None
+
+    api.hooks.append(other_writer)
+    assert publisher.publish(nrt(available="2")) == "updated"
+    assert [m for m, _ in methods(api)] == ["GET", "PUT", "GET", "PUT"]
+    first, second = api.calls_of("PUT")
+    assert first.body["metadata"]["resourceVersion"] != interfered[0]
+    assert second.body["metadata"]["resourceVersion"] == interfered[0]
+    assert api.objects["worker-1"]["zones"][0]["resources"][0]["available"] == "2"
+
+
+def test_created_meanwhile_turns_into_an_update(api: FakeKubeAPI, publisher: NRTPublisher) -> None:
+    def racing_creator(fake: FakeKubeAPI, call: Call) -> tuple[int, dict[str, Any]] | None:
+        if call.method == "POST" and "worker-1" not in fake.objects:
+            fake.store(nrt(available="6"))
+        return None
+
+    api.hooks.append(racing_creator)
+    assert publisher.publish(nrt(available="3")) == "updated"
+    assert [m for m, _ in methods(api)] == ["GET", "POST", "GET", "PUT"]
+    assert api.objects["worker-1"]["zones"][0]["resources"][0]["available"] == "3"
+
+
+def test_endless_conflicts_give_up_with_a_clear_error(
+    api: FakeKubeAPI, publisher: NRTPublisher
+) -> None:
+    api.store(nrt())
+
+    def always_newer(fake: FakeKubeAPI, call: Call) -> tuple[int, dict[str, Any]] | None:
+        if call.method == "PUT":
+            fake.store(fake.objects["worker-1"])
+        return None
+
+    api.hooks.append(always_newer)
+    with pytest.raises(PublishError) as err:
+        publisher.publish(nrt(available="1"))
+    assert err.value.message == (
+        f"noderesourcetopologies.topology.node.k8s.io/worker-1: still conflicting after "
+        f"{MAX_CONFLICTS} tries"
+    )
+    assert len(api.calls_of("PUT")) == MAX_CONFLICTS
+
+
+def test_forbidden_names_the_rbac(api: FakeKubeAPI, publisher: NRTPublisher) -> None:
+    message = (
+        'noderesourcetopologies.topology.node.k8s.io "worker-1" is forbidden: User '
+        '"system:serviceaccount:numascope:numascope" cannot get resource '
+        '"noderesourcetopologies" in API group "topology.node.k8s.io" at the cluster scope'
+    )
+    api.hooks.append(lambda fake, call: (403, status(403, "Forbidden", message)))
+    with pytest.raises(PublishError) as err:
+        publisher.publish(nrt())
+    assert err.value.message == (
+        f"get noderesourcetopologies.topology.node.k8s.io/worker-1: 403 {message} (the agent's "
+        "service account needs get, create and update on "
+        "noderesourcetopologies.topology.node.k8s.io: deploy/rbac.yaml)"
+    )
+
+
+def test_a_cluster_without_the_crd(tmp_path: Path) -> None:
+    """The API server knows no such resource: the GET and the POST are both 404."""
+    with running("other.example.org", "v1", "things") as api:
+        config = tmp_path / "kubeconfig"
+        config.write_text(kubeconfig(api.url))
+        publisher = NRTPublisher(cluster_client({"KUBECONFIG": str(config)}))
+        with pytest.raises(PublishError) as err:
+            publisher.publish(nrt())
+    assert err.value.message == (
+        "create noderesourcetopologies.topology.node.k8s.io/worker-1: 404 the server could "
+        "not find the requested resource (is the NodeResourceTopology CRD, "
+        "topology.node.k8s.io/v1alpha2, installed in the cluster?)"
+    )
+    assert [c.method for c in api.calls] == ["GET", "POST"]
+
+
+def test_an_invalid_object_is_reported_with_the_api_message(
+    api: FakeKubeAPI, publisher: NRTPublisher
+) -> None:
+    api.store(nrt())
+    api.hooks.append(
+        lambda fake, call: (
+            (422, status(422, "Invalid", "zones: Required value")) if call.method == "PUT" else None
+        )
+    )
+    with pytest.raises(PublishError) as err:
+        publisher.publish(nrt())
+    assert err.value.message == (
+        "update noderesourcetopologies.topology.node.k8s.io/worker-1: 422 zones: Required value"
+    )
+
+
+def test_an_unreachable_api_server_is_a_publish_error(tmp_path: Path) -> None:
+    with running(GROUP, VERSION, PLURAL) as api:
+        url = api.url
+    config = tmp_path / "kubeconfig"
+    config.write_text(kubeconfig(url))  # nothing listens there any more
+    publisher = NRTPublisher(cluster_client({"KUBECONFIG": str(config)}))
+    with pytest.raises(PublishError) as err:
+        publisher.publish(nrt())
+    assert err.value.message.startswith("get noderesourcetopologies.topology.node.k8s.io/worker-1:")
+
+
+def test_outside_a_cluster_without_kubeconfig(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_PORT", raising=False)
+    with pytest.raises(PublishError) as err:
+        cluster_client({})
+    assert err.value.message.startswith("no Kubernetes API configuration: not in a cluster (")
+    assert err.value.message.endswith("and KUBECONFIG is not set")
+
+
+def test_a_broken_kubeconfig_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    config = tmp_path / "kubeconfig"
+    config.write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
+    with pytest.raises(PublishError) as err:
+        cluster_client({"KUBECONFIG": str(config)})
+    assert err.value.message.startswith(f"KUBECONFIG {config}: ")
