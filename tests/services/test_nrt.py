@@ -11,6 +11,7 @@ free even where no container holds them exclusively.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -18,9 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kubernetes.utils import parse_quantity
 
+from app.adapters.nrt_publisher import PublishError
 from app.services.demo import bubble_pod, classic_pod
 from app.services.nodes import NodeService
 from app.services.nrt import GROUP, KIND, PLURAL, VERSION, build_nrt, topology_policy
+from app.services.nrt_loop import NRTLoop
 from tests.helpers import DB_POD, POD_SCOPE, SMALL
 
 GIB = 1024**3
@@ -263,3 +266,26 @@ def test_property_cpu_available_is_numa_pools_available(
         assert int(cpu["available"]) == pools[n].available
         allocatable += int(cpu["allocatable"])
     assert allocatable == 11  # 12 CPUs, CPU 0 reserved
+
+
+def test_the_loop_publishes_changes_only_and_retries_a_failure(small: NodeService) -> None:
+    outcomes: list[str | Exception] = [PublishError("get …: 503 unavailable"), "created"]
+    published: list[dict[str, Any]] = []
+
+    def publish(obj: dict[str, Any]) -> str:
+        outcome = outcomes.pop(0) if outcomes else "updated"
+        if isinstance(outcome, Exception):
+            raise outcome
+        published.append(obj)
+        return outcome
+
+    observer = SimpleNamespace(name="small")
+    loop = NRTLoop(small, observer, 10.0, publisher=publish)  # type: ignore[arg-type]
+    with pytest.raises(PublishError):
+        loop.tick()
+    assert loop.last is None  # not published: the next tick tries again
+    assert loop.tick() == "created"
+    assert loop.tick() is None  # nothing changed, nothing written
+    small.admit("small", DB_POD)
+    assert loop.tick() == "updated"
+    assert [resource(zones(o)["node-0"], "cpu")["available"] for o in published] == ["5", "1"]

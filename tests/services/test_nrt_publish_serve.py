@@ -1,0 +1,209 @@
+"""``numascope serve --observe --publish-nrt`` as a real process: a fake machine (kubelet root
+with state files and config, sysfs tree, PodResources socket served by the test acting as the
+kubelet), a fake Kubernetes API server over HTTP reached through ``KUBECONFIG``. The agent
+creates the node's NodeResourceTopology, equal to what its own
+``/api/v1/nodes/{node}/noderesourcetopology`` answers; when the kubelet's state changes (a pod
+goes) it updates the object with the resourceVersion it read. Plus the start-up refusal of
+``--publish-nrt`` without an observed node (exit 2)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from app.adapters import statefiles
+from app.adapters.grpc.server import PodResourcesServer
+from app.adapters.kubelet_files import parse_kubelet_config_text
+from app.adapters.manifests import parse_pod_manifests
+from app.domain.node import Node
+from app.domain.node_state import render_state_files
+from app.domain.presets import get_preset
+from app.domain.snapshot import NodeSnapshot
+from app.services import demo
+from app.services.nrt import GROUP, PLURAL, VERSION
+from tests.fake_kube_api import FakeKubeAPI, kubeconfig, running
+from tests.fixtures.sysfs import fake_sysfs_from_topology
+
+NODE = "worker-7"
+NUMASCOPE = Path(sys.executable).with_name("numascope")
+DEADLINE = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(check: Callable[[], Any], what: str, proc: subprocess.Popen[str]) -> Any:
+    """Poll ``check`` until it returns something truthy (bounded; the process must live)."""
+    end = time.monotonic() + DEADLINE
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise AssertionError(f"numascope exited ({proc.returncode}) before {what}")
+        try:
+            value = check()
+        except httpx.HTTPError:
+            value = None
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Kubelet:
+    """The test's stand-in for the kubelet: state files, config, pods dir and PodResources."""
+
+    def __init__(self, base: Path) -> None:
+        config = parse_kubelet_config_text(demo.POD_SCOPE_CONFIG, "1.37")
+        self.node = Node(NODE, get_preset("server-2s-4numa-128t"), config, clock=lambda: 100.0)
+        for text in (demo.DATABASE_POD, demo.CLASSIC_POD):
+            for pod in parse_pod_manifests(text):
+                assert self.node.admit(pod).admitted
+        self.root = base / "kubelet"
+        self.root.mkdir()
+        (self.root / "config.yaml").write_text(demo.POD_SCOPE_CONFIG)
+        self.sysfs = fake_sysfs_from_topology(self.node.topology).write(base / "sys")
+        self.socket = base / "pr.sock"
+        self.snapshot: NodeSnapshot = self.node.snapshot()
+        self.write()
+
+    def write(self) -> None:
+        self.snapshot = self.node.snapshot()
+        statefiles.write_files(self.root, render_state_files(self.node))
+        pods = self.root / "pods"
+        shutil.rmtree(pods, ignore_errors=True)
+        for p in self.snapshot.pods:
+            (pods / p.uid).mkdir(parents=True)
+
+
+@pytest.fixture
+def base() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="nrt-", dir="/tmp"))  # short: sun_path holds 108 bytes
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def api() -> Iterator[FakeKubeAPI]:
+    with running(GROUP, VERSION, PLURAL) as fake:
+        yield fake
+
+
+def serve(base: Path, kubelet: Kubelet, api: FakeKubeAPI, port: int) -> subprocess.Popen[str]:
+    config = base / "kubeconfig"
+    config.write_text(kubeconfig(api.url, token="agent-token"))
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("NUMASCOPE_", "KUBERNETES_"))},
+        "KUBECONFIG": str(config),
+        "NODE_NAME": NODE,
+        "NUMASCOPE_NRT_INTERVAL": "0.2",
+        "NUMASCOPE_DATABASE_URL": f"sqlite:///{base / 'numascope.db'}",
+        "NUMASCOPE_STATE_DIR": str(base / "nodes"),
+        "NUMASCOPE_CPUINFO": "false",
+    }
+    args = [
+        str(NUMASCOPE), "serve", "--host", "127.0.0.1", "--port", str(port), "--no-demo",
+        "--observe", "--publish-nrt", "--kubelet-state-dir", str(kubelet.root),
+        "--sysfs", str(kubelet.sysfs), "--podresources-socket", str(kubelet.socket),
+        "--log-level", "warning",
+    ]  # fmt: skip
+    return subprocess.Popen(
+        args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+def stop(proc: subprocess.Popen[str]) -> str:
+    proc.terminate()
+    try:
+        out, _ = proc.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+    return out
+
+
+def test_the_agent_creates_then_updates_its_node_resource_topology(
+    base: Path, api: FakeKubeAPI
+) -> None:
+    kubelet = Kubelet(base)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with PodResourcesServer(lambda: kubelet.snapshot, str(kubelet.socket)):
+        proc = serve(base, kubelet, api, port)
+        try:
+            wait_for(lambda: NODE in api.objects, "the NodeResourceTopology to be created", proc)
+            served = httpx.get(f"{url}/api/v1/nodes/{NODE}/noderesourcetopology").json()
+            created = api.objects[NODE]
+            assert {k: v for k, v in created.items() if k != "metadata"} == {
+                k: v for k, v in served.items() if k != "metadata"
+            }
+            assert created["metadata"]["name"] == NODE
+            (post,) = api.calls_of("POST")
+            assert post.body == served
+            assert post.headers["authorization"] == "Bearer agent-token"
+            before = created["metadata"]["resourceVersion"]
+            free_before = sum(
+                int(r["available"])
+                for z in created["zones"]
+                for r in z["resources"]
+                if r["name"] == "cpu"
+            )
+
+            # The kubelet removes the database pod: the next ticks see the node change.
+            db = next(p for p in kubelet.snapshot.pods if p.name == "tightly-coupled-database")
+            kubelet.node.remove(f"{db.namespace}/{db.name}")
+            kubelet.write()
+            wait_for(lambda: api.calls_of("PUT"), "the NodeResourceTopology update", proc)
+            put = api.calls_of("PUT")[0]
+            assert put.body["metadata"]["resourceVersion"] == before
+            updated = api.objects[NODE]
+            free_after = sum(
+                int(r["available"])
+                for z in updated["zones"]
+                for r in z["resources"]
+                if r["name"] == "cpu"
+            )
+            assert free_after > free_before
+            served = httpx.get(f"{url}/api/v1/nodes/{NODE}/noderesourcetopology").json()
+            assert updated["zones"] == served["zones"]
+            # Unchanged node, no more writes: the publisher only writes what changed.
+            writes = len(api.calls_of("PUT")) + len(api.calls_of("POST"))
+            assert httpx.get(f"{url}/healthz").status_code == 200
+            time.sleep(1.0)  # five more ticks of 0.2 s (nothing to wait for: absence)
+            assert len(api.calls_of("PUT")) + len(api.calls_of("POST")) == writes
+        finally:
+            out = stop(proc)
+    assert "Traceback" not in out, out
+
+
+def test_publish_nrt_without_an_observed_node_is_exit_2(base: Path) -> None:
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("NUMASCOPE_")},
+        "NUMASCOPE_DATABASE_URL": f"sqlite:///{base / 'numascope.db'}",
+    }
+    proc = subprocess.run(
+        [str(NUMASCOPE), "serve", "--no-observe", "--publish-nrt", "--no-demo"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "numascope serve: invalid settings" in proc.stderr
+    assert "a NodeResourceTopology is published for the observed node: add --observe" in (
+        proc.stderr
+    )
