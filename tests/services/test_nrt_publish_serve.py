@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -34,32 +31,9 @@ from app.services import demo
 from app.services.nrt import GROUP, PLURAL, VERSION
 from tests.fake_kube_api import FakeKubeAPI, kubeconfig, running
 from tests.fixtures.sysfs import fake_sysfs_from_topology
+from tests.serve_process import NUMASCOPE, ServeProcess, start_serve
 
 NODE = "worker-7"
-NUMASCOPE = Path(sys.executable).with_name("numascope")
-DEADLINE = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for(check: Callable[[], Any], what: str, proc: subprocess.Popen[str]) -> Any:
-    """Poll ``check`` until it returns something truthy (bounded; the process must live)."""
-    end = time.monotonic() + DEADLINE
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise AssertionError(f"numascope exited ({proc.returncode}) before {what}")
-        try:
-            value = check()
-        except httpx.HTTPError:
-            value = None
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Kubelet:
@@ -103,49 +77,27 @@ def api() -> Iterator[FakeKubeAPI]:
         yield fake
 
 
-def serve(base: Path, kubelet: Kubelet, api: FakeKubeAPI, port: int) -> subprocess.Popen[str]:
+def serve(base: Path, kubelet: Kubelet, api: FakeKubeAPI) -> ServeProcess:
     config = base / "kubeconfig"
     config.write_text(kubeconfig(api.url, token="agent-token"))
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("NUMASCOPE_", "KUBERNETES_"))},
-        "KUBECONFIG": str(config),
-        "NODE_NAME": NODE,
-        "NUMASCOPE_NRT_INTERVAL": "0.2",
-        "NUMASCOPE_DATABASE_URL": f"sqlite:///{base / 'numascope.db'}",
-        "NUMASCOPE_STATE_DIR": str(base / "nodes"),
-        "NUMASCOPE_CPUINFO": "false",
-    }
+    env = {"KUBECONFIG": str(config), "NODE_NAME": NODE, "NUMASCOPE_NRT_INTERVAL": "0.2"}
     args = [
-        str(NUMASCOPE), "serve", "--host", "127.0.0.1", "--port", str(port), "--no-demo",
-        "--observe", "--publish-nrt", "--kubelet-state-dir", str(kubelet.root),
+        "--no-demo", "--observe", "--publish-nrt", "--kubelet-state-dir", str(kubelet.root),
         "--sysfs", str(kubelet.sysfs), "--podresources-socket", str(kubelet.socket),
         "--log-level", "warning",
     ]  # fmt: skip
-    return subprocess.Popen(
-        args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-
-
-def stop(proc: subprocess.Popen[str]) -> str:
-    proc.terminate()
-    try:
-        out, _ = proc.communicate(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _ = proc.communicate()
-    return out
+    return start_serve(base / "agent", args, env=env, wait=False)
 
 
 def test_the_agent_creates_then_updates_its_node_resource_topology(
     base: Path, api: FakeKubeAPI
 ) -> None:
     kubelet = Kubelet(base)
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
     with PodResourcesServer(lambda: kubelet.snapshot, str(kubelet.socket)):
-        proc = serve(base, kubelet, api, port)
+        agent = serve(base, kubelet, api)
+        url = agent.url
         try:
-            wait_for(lambda: NODE in api.objects, "the NodeResourceTopology to be created", proc)
+            agent.wait_for(lambda: NODE in api.objects, "the NodeResourceTopology to be created")
             served = httpx.get(f"{url}/api/v1/nodes/{NODE}/noderesourcetopology").json()
             created = api.objects[NODE]
             assert {k: v for k, v in created.items() if k != "metadata"} == {
@@ -167,7 +119,7 @@ def test_the_agent_creates_then_updates_its_node_resource_topology(
             db = next(p for p in kubelet.snapshot.pods if p.name == "tightly-coupled-database")
             kubelet.node.remove(f"{db.namespace}/{db.name}")
             kubelet.write()
-            wait_for(lambda: api.calls_of("PUT"), "the NodeResourceTopology update", proc)
+            agent.wait_for(lambda: api.calls_of("PUT"), "the NodeResourceTopology update")
             put = api.calls_of("PUT")[0]
             assert put.body["metadata"]["resourceVersion"] == before
             updated = api.objects[NODE]
@@ -186,7 +138,7 @@ def test_the_agent_creates_then_updates_its_node_resource_topology(
             time.sleep(1.0)  # five more ticks of 0.2 s (nothing to wait for: absence)
             assert len(api.calls_of("PUT")) + len(api.calls_of("POST")) == writes
         finally:
-            out = stop(proc)
+            out = agent.stop()
     assert "Traceback" not in out, out
 
 

@@ -23,7 +23,7 @@ from app.domain.kubelet_config import DEFAULT_RELEASE, RELEASES, KubeletConfig
 from app.services.fleet_views import FleetQuery, FleetQueryError, fleet_view
 from app.services.hub import Hub, HubDisabledError
 from app.services.nodes import NodeInputError, parse_manifests
-from app.web.rendering import render
+from app.web.rendering import render, wants_fragment
 from app.web.routers.agent import check_release, parse_gate
 from app.web.routers.api_nodes import MAX_BODY_BYTES, _manifest_text
 from app.web.routers.nodes import SAMPLE_POD
@@ -155,7 +155,14 @@ async def fleet_fit_form(request: Request, hub: HubDep) -> HTMLResponse:
             "result": None,
             "error": {"message": exc.message, "field": exc.field},
         }
-        return render(request, "pages/fleet_fit.html", view, status_code=422)
+        # htmx swaps only 2xx answers: it gets the results fragment carrying the error.
+        return render(
+            request,
+            "pages/fleet_fit.html",
+            view,
+            fragment="fragments/_fleet_fit_results.html",
+            status_code=200 if wants_fragment(request) else 422,
+        )
     view = {"manifest": text, "result": result, "error": None}
     return render(
         request, "pages/fleet_fit.html", view, fragment="fragments/_fleet_fit_results.html"
