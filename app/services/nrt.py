@@ -3,7 +3,8 @@ node-feature-discovery's topology-updater publishes and the topology-aware sched
 reads (types: k8stopologyawareschedwg/noderesourcetopology-api
 ``pkg/apis/topology/v1alpha2/types.go``; cluster-scoped, plural ``noderesourcetopologies``).
 
-One zone ``node-N`` of type ``Node`` per NUMA node, with:
+One zone ``node-N`` of type ``Node`` per NUMA node (memory-only nodes included, without a
+``cpu`` resource), with:
 
 * ``costs``: the NUMA distance (SLIT) from this node to every NUMA node, named after their
   zones, as the topology-updater fills them;
@@ -54,20 +55,23 @@ def build_nrt(views: NodeViews) -> dict[str, Any]:
     snapshot = views.snapshot
     topo = snapshot.topology
     config = snapshot.config
-    ids = topo.numa_node_ids()
+    # Memory-only NUMA nodes (CXL expanders, HBM) are zones too: memory, no cpu resource.
+    ids = topo.all_numa_node_ids()
+    pools = {row.numa_node: row for row in views.numa_pools}
     zones = []
-    for row in views.numa_pools:
-        n = row.numa_node
-        capacity = row.counts.total
-        allocatable = capacity - row.counts.reserved
-        resources = [
-            {
-                "name": "cpu",
-                "capacity": str(capacity),
-                "allocatable": str(allocatable),
-                "available": str(row.available),
-            }
-        ]
+    for n in ids:
+        resources = []
+        row = pools.get(n)
+        if row is not None:
+            capacity = row.counts.total
+            resources.append(
+                {
+                    "name": "cpu",
+                    "capacity": str(capacity),
+                    "allocatable": str(capacity - row.counts.reserved),
+                    "available": str(row.available),
+                }
+            )
         mem = views.memory.get(n)
         for r in mem.resources if mem is not None else []:
             available = r.free if mem is not None and mem.accounted else r.allocatable
