@@ -3,8 +3,9 @@
 ``topology.node.k8s.io/v1alpha2`` ``noderesourcetopologies``, the resource the
 noderesourcetopology-api CRD serves and node-feature-discovery's topology-updater writes).
 
-One publish: get the object; create it when it does not exist; otherwise replace it carrying
-the ``resourceVersion`` just read (the API server's optimistic concurrency). A 409 on the
+One publish: get the object; create it when it does not exist; leave it when it already says
+the same; otherwise replace it carrying the ``resourceVersion`` just read (the API server's
+optimistic concurrency). A 409 on the
 replace (someone changed the object in between) or on the create (someone created it in
 between) reads it again and retries, at most ``MAX_CONFLICTS`` times. Every call names the
 field manager ``numascope`` and has a timeout, so a hung API server cannot stall the loop.
@@ -96,6 +97,19 @@ def _failed(verb: str, name: str, exc: ApiException) -> PublishError:
     return PublishError(f"{what}: {_api_message(exc)}")
 
 
+#: What the publisher owns in the object; the rest (uid, managedFields…) is the server's.
+CONTENT = ("topologyPolicies", "zones", "attributes")
+
+
+def same_content(current: dict[str, Any], obj: dict[str, Any]) -> bool:
+    """Whether the stored object already says what ``obj`` says (no write needed)."""
+    labels = current.get("metadata", {}).get("labels") or {}
+    wanted = obj.get("metadata", {}).get("labels") or {}
+    return all(current.get(k) == obj.get(k) for k in CONTENT) and all(
+        labels.get(k) == v for k, v in wanted.items()
+    )
+
+
 class NRTPublisher:
     def __init__(self, api_client: k8s.ApiClient) -> None:
         self.api = k8s.CustomObjectsApi(api_client)
@@ -117,7 +131,8 @@ class NRTPublisher:
             raise PublishError(f"{verb} {PLURAL}.{GROUP}/{name}: {exc}") from None
 
     def publish(self, obj: dict[str, Any]) -> str:
-        """Create or update ``obj``; returns ``created`` or ``updated``."""
+        """Create or update ``obj``; returns ``created``, ``updated`` or ``unchanged`` (the
+        stored object already has this content: nothing written)."""
         name = obj["metadata"]["name"]
         for _ in range(MAX_CONFLICTS):
             try:
@@ -139,8 +154,10 @@ class NRTPublisher:
                         log.info("%s/%s was created meanwhile; updating it", PLURAL, name)
                         continue
                     raise _failed("create", name, exc2) from None
-            body = copy.deepcopy(obj)
             meta = current.get("metadata", {}) if isinstance(current, dict) else {}
+            if isinstance(current, dict) and same_content(current, obj):
+                return "unchanged"
+            body = copy.deepcopy(obj)
             body["metadata"]["resourceVersion"] = meta.get("resourceVersion")
             try:
                 self._call(

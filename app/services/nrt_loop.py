@@ -1,12 +1,17 @@
 """``numascope serve --observe --publish-nrt``: a background thread that builds the observed
 node's ``NodeResourceTopology`` (``app.services.nrt``) every ``interval`` seconds and, when it
 changed, creates or updates it through the Kubernetes API (``app.adapters.nrt_publisher``).
+
+An unchanged node is still published every ``resync`` seconds (``RESYNC``, node-feature-
+discovery's default sleep interval): the publisher reads the object and writes only if it
+differs, so an object deleted or edited by someone else is put back without a write per tick.
 A failure is logged and retried at the next tick; the dashboard keeps running."""
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +20,7 @@ from app.services.nrt import build_nrt
 from app.services.observer import NodeObserver
 
 log = logging.getLogger(__name__)
+RESYNC = 60.0
 
 
 class NRTLoop:
@@ -24,14 +30,20 @@ class NRTLoop:
         observer: NodeObserver,
         interval: float,
         publisher: Callable[[dict[str, Any]], str] | None = None,
+        *,
+        resync: float = RESYNC,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.service = service
         self.observer = observer
         self.interval = interval
+        self.resync = resync
+        self._clock = clock
         self._publisher = publisher
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.last: dict[str, Any] | None = None
+        self.last_sync: float | None = None
         self.last_error: str | None = None
 
     def publisher(self) -> Callable[[dict[str, Any]], str]:
@@ -42,12 +54,16 @@ class NRTLoop:
         return self._publisher
 
     def tick(self) -> str | None:
-        """Publish once if the object changed; returns what the publisher did."""
+        """Publish once if the object changed or a resync is due; what the publisher did
+        (``created``, ``updated``, ``unchanged``), or ``None`` when nothing was asked."""
         obj = build_nrt(self.service.views(self.observer.name))
-        if obj == self.last:
+        now = self._clock()
+        due = self.last_sync is None or now - self.last_sync >= self.resync
+        if obj == self.last and not due:
             return None
         outcome = self.publisher()(obj)
         self.last = obj
+        self.last_sync = now
         return outcome
 
     def _run(self) -> None:
@@ -55,7 +71,7 @@ class NRTLoop:
             try:
                 outcome = self.tick()
                 self.last_error = None
-                if outcome:
+                if outcome in ("created", "updated"):
                     log.info("NodeResourceTopology %s: %s", self.observer.name, outcome)
             except Exception as exc:  # keep serving; try again at the next tick
                 self.last_error = str(exc)

@@ -186,7 +186,7 @@ def test_an_invalid_object_is_reported_with_the_api_message(
         )
     )
     with pytest.raises(PublishError) as err:
-        publisher.publish(nrt())
+        publisher.publish(nrt(available="2"))
     assert err.value.message == (
         "update noderesourcetopologies.topology.node.k8s.io/worker-1: 422 zones: Required value"
     )
@@ -219,3 +219,14 @@ def test_a_broken_kubeconfig_is_named(tmp_path: Path, monkeypatch: pytest.Monkey
     with pytest.raises(PublishError) as err:
         cluster_client({"KUBECONFIG": str(config)})
     assert err.value.message.startswith(f"KUBECONFIG {config}: ")
+
+
+def test_an_object_that_already_says_the_same_is_not_written(
+    api: FakeKubeAPI, publisher: NRTPublisher
+) -> None:
+    stored = api.store({**nrt(), "metadata": {**nrt()["metadata"], "annotations": {"a": "b"}}})
+    assert publisher.publish(nrt()) == "unchanged"
+    assert [c.method for c in api.calls] == ["GET"]
+    assert api.objects["worker-1"] == stored
+    # A label of ours missing, or another zone content: written.
+    assert publisher.publish(nrt(available="4")) == "updated"

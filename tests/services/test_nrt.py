@@ -11,6 +11,7 @@ free even where no container holds them exclusively.
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -19,11 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kubernetes.utils import parse_quantity
 
-from app.adapters.nrt_publisher import PublishError
+from app.adapters.nrt_publisher import NRTPublisher, PublishError, cluster_client
 from app.services.demo import bubble_pod, classic_pod
 from app.services.nodes import NodeService
 from app.services.nrt import GROUP, KIND, PLURAL, VERSION, build_nrt, topology_policy
 from app.services.nrt_loop import NRTLoop
+from tests.fake_kube_api import kubeconfig, running
 from tests.helpers import DB_POD, POD_SCOPE, SMALL
 
 GIB = 1024**3
@@ -289,3 +291,31 @@ def test_the_loop_publishes_changes_only_and_retries_a_failure(small: NodeServic
     small.admit("small", DB_POD)
     assert loop.tick() == "updated"
     assert [resource(zones(o)["node-0"], "cpu")["available"] for o in published] == ["5", "1"]
+
+
+def test_the_loop_puts_back_an_object_someone_deleted(small: NodeService, tmp_path: Path) -> None:
+    now = [0.0]
+    with running(GROUP, VERSION, PLURAL) as api:
+        config = tmp_path / "kubeconfig"
+        config.write_text(kubeconfig(api.url))
+        publisher = NRTPublisher(cluster_client({"KUBECONFIG": str(config)}))
+        observer = SimpleNamespace(name="small")
+        loop = NRTLoop(
+            small,
+            observer,
+            10.0,
+            publisher.publish,
+            resync=60.0,
+            clock=lambda: now[0],  # type: ignore[arg-type]
+        )
+        assert loop.tick() == "created"
+        del api.objects["small"]  # an administrator deletes it
+        now[0] = 30.0
+        assert loop.tick() is None  # unchanged node, resync not due: no request at all
+        assert len(api.calls) == 2
+        now[0] = 60.0
+        assert loop.tick() == "created"  # the resync finds it gone and puts it back
+        assert api.objects["small"]["zones"] == build_nrt(small.views("small"))["zones"]
+        now[0] = 120.0
+        assert loop.tick() == "unchanged"  # resync again: read, nothing to write
+        assert [c.method for c in api.calls] == ["GET", "POST", "GET", "POST", "GET"]
