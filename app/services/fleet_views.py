@@ -103,5 +103,6 @@ def fleet_view(doc: dict[str, Any], query: FleetQuery) -> dict[str, Any]:
         "limit": query.limit,
         "nodes": page,
         "releases": releases,
-        "query": query.params(),
+        # The filter without the offset: the pager links add their own.
+        "query": query.params(offset=None),
     }

@@ -305,6 +305,11 @@ def test_fleet_of_1000_nodes_is_light(
             page.locator("table.fleet").wait_for()
             seen |= {r["node"] for r in rows(page)}
         assert len(seen) == 1000  # every node reachable, none twice
+        assert page.url.count("offset=") == 1  # the pager's links carry one offset
+        page.click("a[rel=prev]")
+        page.locator("table.fleet").wait_for()
+        assert "offset=0" in page.url and page.locator("a[rel=prev]").count() == 0
+        assert rows(page)[0]["node"] == "sim-0000"
         screenshot(page, "fleet-1000", full_page=False)
         assert page_errors == []
     finally:
