@@ -18,11 +18,14 @@ is recorded; ``before`` hooks let a test act as a concurrent writer or force an 
 from __future__ import annotations
 
 import json
+import ssl
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 
@@ -158,12 +161,21 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def running(group: str, version: str, plural: str) -> Iterator[FakeKubeAPI]:
-    """A fake API server on a free 127.0.0.1 port, stopped on exit."""
+def running(
+    group: str, version: str, plural: str, *, tls: tuple[Path, Path] | None = None
+) -> Iterator[FakeKubeAPI]:
+    """A fake API server on a free 127.0.0.1 port, stopped on exit; HTTPS with
+    ``tls=(certificate, key)``, as a real API server (and in-cluster clients) speak."""
     api = FakeKubeAPI(group, version, plural)
     handler = type("Handler", (_Handler,), {"api": api})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    api.url = f"http://127.0.0.1:{server.server_address[1]}"
+    scheme = "http"
+    if tls is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(str(tls[0]), str(tls[1]))
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        scheme = "https"
+    api.url = f"{scheme}://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -183,3 +195,32 @@ def kubeconfig(url: str, token: str = "test-token") -> str:
         "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: agent\n"
         "current-context: fake\n"
     )
+
+
+def self_signed(directory: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 that is its own CA (``openssl``), and its key."""
+    cert, key = directory / "apiserver.crt", directory / "apiserver.key"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return cert, key

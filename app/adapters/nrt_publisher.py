@@ -24,11 +24,13 @@ import json
 import logging
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
+from kubernetes.config.incluster_config import InClusterConfigLoader
 
 from app.services.nrt import GROUP, PLURAL, VERSION
 
@@ -36,6 +38,7 @@ log = logging.getLogger(__name__)
 MAX_CONFLICTS = 5
 FIELD_MANAGER = "numascope"
 REQUEST_TIMEOUT = 10.0
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 # The generated client names no body type for custom objects; say JSON rather than rely on
 # the API server's default.
 JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -47,13 +50,22 @@ class PublishError(Exception):
         self.message = message
 
 
-def cluster_client(environ: Mapping[str, str] | None = None) -> k8s.ApiClient:
-    """An API client from the pod's service account, else from ``$KUBECONFIG``
+def cluster_client(
+    environ: Mapping[str, str] | None = None,
+    service_account: str | os.PathLike[str] = SERVICE_ACCOUNT_DIR,
+) -> k8s.ApiClient:
+    """An API client from the pod's service account (``KUBERNETES_SERVICE_HOST``/``_PORT``,
+    the token and CA bundle in ``service_account``), else from ``$KUBECONFIG``
     (``PublishError`` when neither is there)."""
     env = os.environ if environ is None else environ
     configuration = k8s.Configuration()
+    account = Path(service_account)
     try:
-        k8s_config.load_incluster_config(client_configuration=configuration)
+        InClusterConfigLoader(
+            token_filename=str(account / "token"),
+            cert_filename=str(account / "ca.crt"),
+            environ=dict(env),
+        ).load_and_set(configuration)
         return k8s.ApiClient(configuration)
     except k8s_config.ConfigException as exc:
         in_cluster = str(exc)

@@ -19,7 +19,7 @@ from app.adapters.nrt_publisher import (
     cluster_client,
 )
 from app.services.nrt import GROUP, PLURAL, VERSION
-from tests.fake_kube_api import Call, FakeKubeAPI, kubeconfig, running, status
+from tests.fake_kube_api import Call, FakeKubeAPI, kubeconfig, running, self_signed, status
 
 PATH = "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies"
 
@@ -203,17 +203,17 @@ def test_an_unreachable_api_server_is_a_publish_error(tmp_path: Path) -> None:
     assert err.value.message.startswith("get noderesourcetopologies.topology.node.k8s.io/worker-1:")
 
 
-def test_outside_a_cluster_without_kubeconfig(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    monkeypatch.delenv("KUBERNETES_SERVICE_PORT", raising=False)
+def test_outside_a_cluster_without_kubeconfig() -> None:
     with pytest.raises(PublishError) as err:
         cluster_client({})
-    assert err.value.message.startswith("no Kubernetes API configuration: not in a cluster (")
+    assert err.value.message == (
+        "no Kubernetes API configuration: not in a cluster (Service host/port is not set.) "
+        "and KUBECONFIG is not set"
+    )
     assert err.value.message.endswith("and KUBECONFIG is not set")
 
 
-def test_a_broken_kubeconfig_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+def test_a_broken_kubeconfig_is_named(tmp_path: Path) -> None:
     config = tmp_path / "kubeconfig"
     config.write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
     with pytest.raises(PublishError) as err:
@@ -230,3 +230,42 @@ def test_an_object_that_already_says_the_same_is_not_written(
     assert api.objects["worker-1"] == stored
     # A label of ours missing, or another zone content: written.
     assert publisher.publish(nrt(available="4")) == "updated"
+
+
+def test_in_cluster_the_service_account_token_and_ca_are_used(tmp_path: Path) -> None:
+    """What a pod has: KUBERNETES_SERVICE_HOST/PORT and the mounted service account (token and
+    the cluster's CA); the API server speaks HTTPS with a certificate from that CA."""
+    cert, key = self_signed(tmp_path)
+    account = tmp_path / "serviceaccount"
+    account.mkdir()
+    (account / "token").write_text("pod-token")  # projected tokens end without a newline
+    (account / "ca.crt").write_bytes(cert.read_bytes())
+    with running(GROUP, VERSION, PLURAL, tls=(cert, key)) as api:
+        port = api.url.rsplit(":", 1)[1]
+        env = {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": port}
+        publisher = NRTPublisher(cluster_client(env, account))
+        assert publisher.publish(nrt()) == "created"
+        # The scheme is case-insensitive (RFC 7235); the in-cluster loader writes "bearer".
+        assert {c.headers["authorization"].lower() for c in api.calls} == {"bearer pod-token"}
+        # The in-cluster configuration wins over a KUBECONFIG that points elsewhere.
+        publisher = NRTPublisher(cluster_client({**env, "KUBECONFIG": "/nonexistent"}, account))
+        assert publisher.publish(nrt(available="2")) == "updated"
+
+
+def test_in_cluster_an_untrusted_api_server_is_refused(tmp_path: Path) -> None:
+    cert, key = self_signed(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    other_cert, _ = self_signed(other)
+    account = tmp_path / "serviceaccount"
+    account.mkdir()
+    (account / "token").write_text("pod-token")
+    (account / "ca.crt").write_bytes(other_cert.read_bytes())  # not the server's CA
+    with running(GROUP, VERSION, PLURAL, tls=(cert, key)) as api:
+        port = api.url.rsplit(":", 1)[1]
+        env = {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": port}
+        publisher = NRTPublisher(cluster_client(env, account))
+        with pytest.raises(PublishError) as err:
+            publisher.publish(nrt())
+        assert api.calls == []  # no request reached it: the TLS handshake failed
+    assert "CERTIFICATE_VERIFY_FAILED" in err.value.message
