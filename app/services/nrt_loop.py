@@ -5,7 +5,11 @@ changed, creates or updates it through the Kubernetes API (``app.adapters.nrt_pu
 An unchanged node is still published every ``resync`` seconds (``RESYNC``, node-feature-
 discovery's default sleep interval): the publisher reads the object and writes only if it
 differs, so an object deleted or edited by someone else is put back without a write per tick.
-A failure is logged and retried at the next tick; the dashboard keeps running."""
+A failure is logged and retried at the next tick; the dashboard keeps running.
+
+Metrics (on the app's registry): ``numascope_nrt_publish_total{outcome}`` (``created``,
+``updated``, ``unchanged``, ``error``) and ``numascope_nrt_last_success_timestamp_seconds``, so
+a publisher that keeps failing shows on a dashboard, not only in the log."""
 
 from __future__ import annotations
 
@@ -14,6 +18,8 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from app.services.nodes import NodeService
 from app.services.nrt import build_nrt
@@ -33,6 +39,7 @@ class NRTLoop:
         *,
         resync: float = RESYNC,
         clock: Callable[[], float] = time.monotonic,
+        registry: CollectorRegistry | None = None,
     ) -> None:
         self.service = service
         self.observer = observer
@@ -45,6 +52,17 @@ class NRTLoop:
         self.last: dict[str, Any] | None = None
         self.last_sync: float | None = None
         self.last_error: str | None = None
+        self.publishes = Counter(
+            "numascope_nrt_publish_total",
+            "NodeResourceTopology publishes of the observed node, by outcome.",
+            ["outcome"],
+            registry=registry,
+        )
+        self.last_success = Gauge(
+            "numascope_nrt_last_success_timestamp_seconds",
+            "When the NodeResourceTopology was last published or found up to date.",
+            registry=registry,
+        )
 
     def publisher(self) -> Callable[[dict[str, Any]], str]:
         if self._publisher is None:
@@ -61,7 +79,13 @@ class NRTLoop:
         due = self.last_sync is None or now - self.last_sync >= self.resync
         if obj == self.last and not due:
             return None
-        outcome = self.publisher()(obj)
+        try:
+            outcome = self.publisher()(obj)
+        except Exception:
+            self.publishes.labels("error").inc()
+            raise
+        self.publishes.labels(outcome).inc()
+        self.last_success.set_to_current_time()
         self.last = obj
         self.last_sync = now
         return outcome

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kubernetes.utils import parse_quantity
+from prometheus_client import CollectorRegistry
 
 from app.adapters.nrt_publisher import NRTPublisher, PublishError, cluster_client
 from app.services.demo import bubble_pod, classic_pod
@@ -282,7 +283,8 @@ def test_the_loop_publishes_changes_only_and_retries_a_failure(small: NodeServic
         return outcome
 
     observer = SimpleNamespace(name="small")
-    loop = NRTLoop(small, observer, 10.0, publisher=publish)  # type: ignore[arg-type]
+    registry = CollectorRegistry()
+    loop = NRTLoop(small, observer, 10.0, publisher=publish, registry=registry)  # type: ignore[arg-type]
     with pytest.raises(PublishError):
         loop.tick()
     assert loop.last is None  # not published: the next tick tries again
@@ -291,6 +293,12 @@ def test_the_loop_publishes_changes_only_and_retries_a_failure(small: NodeServic
     small.admit("small", DB_POD)
     assert loop.tick() == "updated"
     assert [resource(zones(o)["node-0"], "cpu")["available"] for o in published] == ["5", "1"]
+    counts = {
+        outcome: registry.get_sample_value("numascope_nrt_publish_total", {"outcome": outcome})
+        for outcome in ("error", "created", "updated")
+    }
+    assert counts == {"error": 1.0, "created": 1.0, "updated": 1.0}
+    assert (registry.get_sample_value("numascope_nrt_last_success_timestamp_seconds") or 0) > 0
 
 
 def test_the_loop_puts_back_an_object_someone_deleted(small: NodeService, tmp_path: Path) -> None:

@@ -132,6 +132,9 @@ def test_the_agent_creates_then_updates_its_node_resource_topology(
             assert free_after > free_before
             served = httpx.get(f"{url}/api/v1/nodes/{NODE}/noderesourcetopology").json()
             assert updated["zones"] == served["zones"]
+            metrics = httpx.get(f"{url}/metrics").text
+            assert 'numascope_nrt_publish_total{outcome="created"} 1.0' in metrics
+            assert 'numascope_nrt_publish_total{outcome="updated"} 1.0' in metrics
             # Unchanged node, no more writes: the publisher only writes what changed.
             writes = len(api.calls_of("PUT")) + len(api.calls_of("POST"))
             assert httpx.get(f"{url}/healthz").status_code == 200
