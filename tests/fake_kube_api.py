@@ -10,7 +10,8 @@ real one does for the calls Numascope makes:
   ``metadata.resourceVersion`` must be the stored one, else ``Conflict`` (409); a body without
   one is refused (422, as for a custom resource update).
 
-Only the served group/version/plurals answer; anything else is the API server's 404 for an
+``others`` answers a few more paths to GET (a Namespace). Only the served group/version/plural
+answers writes; anything else is the API server's 404 for an
 unknown resource (what a cluster without the NodeResourceTopology CRD answers). Every request
 is recorded; ``before`` hooks let a test act as a concurrent writer or force an error status.
 """
@@ -59,6 +60,8 @@ class FakeKubeAPI:
     version: str
     plural: str
     objects: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Other objects answered by ``GET path`` (``/api/v1/namespaces/numascope``).
+    others: dict[str, dict[str, Any]] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)
     hooks: list[Hook] = field(default_factory=list)
     url: str = ""
@@ -96,6 +99,8 @@ class FakeKubeAPI:
 
     def _serve(self, call: Call) -> tuple[int, dict[str, Any]]:
         path = call.path.split("?", 1)[0]
+        if call.method == "GET" and path in self.others:
+            return 200, self.others[path]
         if path != self.prefix and not path.startswith(self.prefix + "/"):
             return 404, status(404, "NotFound", "the server could not find the requested resource")
         name = path[len(self.prefix) + 1 :]
@@ -224,3 +229,7 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
         timeout=60,
     )
     return cert, key
+
+
+def namespace(name: str, uid: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "uid": uid}}

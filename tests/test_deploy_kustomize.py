@@ -27,7 +27,7 @@ from app.cli import build_parser
 from app.commands.serve import build_settings
 from app.services.nrt import GROUP, PLURAL, VERSION
 from app.settings import Settings, check_dns_target
-from tests.fake_kube_api import kubeconfig, running
+from tests.fake_kube_api import kubeconfig, namespace, running
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 NAMESPACE = "numascope"
@@ -245,19 +245,35 @@ def test_rbac_grants_exactly_what_the_publisher_does(tmp_path: Path) -> None:
             "namespace": agents["metadata"]["namespace"],
         }
     ]
-    (rule,) = role["rules"]
-    assert rule["apiGroups"] == [GROUP] and rule["resources"] == [PLURAL]
+    nrt_rule, ns_rule = role["rules"]
+    assert nrt_rule["apiGroups"] == [GROUP] and nrt_rule["resources"] == [PLURAL]
+    # Reading its own Namespace (the objects' owner), that one only.
+    assert ns_rule == {
+        "apiGroups": [""],
+        "resources": ["namespaces"],
+        "resourceNames": [agents["metadata"]["namespace"]],
+        "verbs": ["get"],
+    }
+    env = {e["name"]: e for e in container(agents)["env"]}
+    assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
 
     # The verbs the publisher really uses: create, then update (twice, through a conflict).
-    used: set[str] = set()
+    used: dict[str, set[str]] = {PLURAL: set(), "namespaces": set()}
     with running(GROUP, VERSION, PLURAL) as api:
+        api.others[f"/api/v1/namespaces/{NAMESPACE}"] = namespace(NAMESPACE, "uid-ns")
         config = tmp_path / "kubeconfig"
         config.write_text(kubeconfig(api.url))
-        publisher = NRTPublisher(cluster_client({"KUBECONFIG": str(config)}))
+        publisher = NRTPublisher(cluster_client({"KUBECONFIG": str(config)}), NAMESPACE)
         body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NodeResourceTopology"}
         publisher.publish({**body, "metadata": {"name": "n1"}, "zones": []})
         publisher.publish({**body, "metadata": {"name": "n1"}, "zones": [{"name": "node-0"}]})
         for call in api.calls:
-            assert call.path.startswith(f"/apis/{GROUP}/{VERSION}/{PLURAL}")
-            used.add(HTTP_VERBS[call.method])
-    assert used == set(rule["verbs"]) == {"get", "create", "update"}
+            path = call.path.split("?")[0]
+            if path == f"/api/v1/namespaces/{NAMESPACE}":
+                used["namespaces"].add(HTTP_VERBS[call.method])
+            else:
+                assert path.startswith(f"/apis/{GROUP}/{VERSION}/{PLURAL}")
+                used[PLURAL].add(HTTP_VERBS[call.method])
+        assert api.objects["n1"]["metadata"]["ownerReferences"][0]["uid"] == "uid-ns"
+    assert used[PLURAL] == set(nrt_rule["verbs"]) == {"get", "create", "update"}
+    assert used["namespaces"] == set(ns_rule["verbs"])

@@ -115,16 +115,73 @@ CONTENT = ("topologyPolicies", "zones", "attributes")
 
 def same_content(current: dict[str, Any], obj: dict[str, Any]) -> bool:
     """Whether the stored object already says what ``obj`` says (no write needed)."""
-    labels = current.get("metadata", {}).get("labels") or {}
-    wanted = obj.get("metadata", {}).get("labels") or {}
-    return all(current.get(k) == obj.get(k) for k in CONTENT) and all(
-        labels.get(k) == v for k, v in wanted.items()
+    have, want = current.get("metadata", {}), obj.get("metadata", {})
+    labels = have.get("labels") or {}
+    owners = want.get("ownerReferences")
+    return (
+        all(current.get(k) == obj.get(k) for k in CONTENT)
+        and all(labels.get(k) == v for k, v in (want.get("labels") or {}).items())
+        and (owners is None or have.get("ownerReferences") == owners)
     )
 
 
+def pod_namespace(
+    environ: Mapping[str, str] | None = None,
+    service_account: str | os.PathLike[str] = SERVICE_ACCOUNT_DIR,
+) -> str | None:
+    """The agent's namespace: ``POD_NAMESPACE`` (downward API), else the service account's
+    ``namespace`` file; ``None`` outside a cluster."""
+    env = os.environ if environ is None else environ
+    if env.get("POD_NAMESPACE"):
+        return env["POD_NAMESPACE"]
+    try:
+        return (Path(service_account) / "namespace").read_text().strip() or None
+    except OSError:
+        return None
+
+
 class NRTPublisher:
-    def __init__(self, api_client: k8s.ApiClient) -> None:
+    """Publishes NodeResourceTopology objects. With ``owner_namespace`` every object is owned
+    by that Namespace (``metadata.ownerReferences``, as node-feature-discovery does), so
+    deleting the installation's namespace garbage-collects them instead of leaving frozen
+    numbers for the scheduler; the Namespace's uid is read once (RBAC: ``get`` on it)."""
+
+    def __init__(self, api_client: k8s.ApiClient, owner_namespace: str | None = None) -> None:
         self.api = k8s.CustomObjectsApi(api_client)
+        self.core = k8s.CoreV1Api(api_client)
+        self.owner_namespace = owner_namespace
+        self._owner: dict[str, Any] | None = None
+
+    def owner(self) -> dict[str, Any] | None:
+        """The ownerReference to the Namespace, ``None`` without one or when it cannot be
+        read (logged; the object is published without it and the read is tried again)."""
+        if self.owner_namespace is None or self._owner is not None:
+            return self._owner
+        ns = self.owner_namespace
+        try:
+            found = self.core.read_namespace(
+                ns, _request_timeout=REQUEST_TIMEOUT, _headers={"Accept": "application/json"}
+            )
+        except ApiException as exc:
+            log.warning("namespace %s not read (%s): publishing without an owner", ns, exc.status)
+            return None
+        except Exception as exc:  # connection errors: the publish itself will report them
+            log.warning("namespace %s not read (%s): publishing without an owner", ns, exc)
+            return None
+        uid = found.metadata.uid if found.metadata is not None else None
+        if not uid:
+            log.warning("namespace %s has no uid: publishing without an owner", ns)
+            return None
+        self._owner = {"apiVersion": "v1", "kind": "Namespace", "name": ns, "uid": uid}
+        return self._owner
+
+    def owned(self, obj: dict[str, Any]) -> dict[str, Any]:
+        owner = self.owner()
+        if owner is None:
+            return obj
+        body = copy.deepcopy(obj)
+        body["metadata"]["ownerReferences"] = [owner]
+        return body
 
     def _call(self, verb: str, name: str, fn: Any, *args: Any, **kw: Any) -> Any:
         try:
@@ -145,6 +202,7 @@ class NRTPublisher:
     def publish(self, obj: dict[str, Any]) -> str:
         """Create or update ``obj``; returns ``created``, ``updated`` or ``unchanged`` (the
         stored object already has this content: nothing written)."""
+        obj = self.owned(obj)
         name = obj["metadata"]["name"]
         for _ in range(MAX_CONFLICTS):
             try:

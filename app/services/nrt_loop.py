@@ -66,9 +66,10 @@ class NRTLoop:
 
     def publisher(self) -> Callable[[dict[str, Any]], str]:
         if self._publisher is None:
-            from app.adapters.nrt_publisher import NRTPublisher, cluster_client
+            from app.adapters.nrt_publisher import NRTPublisher, cluster_client, pod_namespace
 
-            self._publisher = NRTPublisher(cluster_client()).publish
+            publisher = NRTPublisher(cluster_client(), owner_namespace=pod_namespace())
+            self._publisher = publisher.publish
         return self._publisher
 
     def tick(self) -> str | None:

@@ -17,9 +17,18 @@ from app.adapters.nrt_publisher import (
     NRTPublisher,
     PublishError,
     cluster_client,
+    pod_namespace,
 )
 from app.services.nrt import GROUP, PLURAL, VERSION
-from tests.fake_kube_api import Call, FakeKubeAPI, kubeconfig, running, self_signed, status
+from tests.fake_kube_api import (
+    Call,
+    FakeKubeAPI,
+    kubeconfig,
+    namespace,
+    running,
+    self_signed,
+    status,
+)
 
 PATH = "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies"
 
@@ -269,3 +278,45 @@ def test_in_cluster_an_untrusted_api_server_is_refused(tmp_path: Path) -> None:
             publisher.publish(nrt())
         assert api.calls == []  # no request reached it: the TLS handshake failed
     assert "CERTIFICATE_VERIFY_FAILED" in err.value.message
+
+
+def test_objects_are_owned_by_the_installations_namespace(api: FakeKubeAPI, tmp_path: Path) -> None:
+    """Deleting the namespace then garbage-collects the objects (node-feature-discovery does
+    the same): no frozen numbers left for the scheduler after an uninstall."""
+    api.others["/api/v1/namespaces/numascope"] = namespace("numascope", "ns-uid-1")
+    config = tmp_path / "kubeconfig"
+    config.write_text(kubeconfig(api.url))
+    publisher = NRTPublisher(cluster_client({"KUBECONFIG": str(config)}), "numascope")
+    assert publisher.publish(nrt()) == "created"
+    owner = {"apiVersion": "v1", "kind": "Namespace", "name": "numascope", "uid": "ns-uid-1"}
+    assert api.objects["worker-1"]["metadata"]["ownerReferences"] == [owner]
+    assert publisher.publish(nrt()) == "unchanged"
+    assert publisher.publish(nrt(available="2")) == "updated"
+    assert api.calls_of("PUT")[0].body["metadata"]["ownerReferences"] == [owner]
+    # The namespace was read once.
+    assert [c.path for c in api.calls].count("/api/v1/namespaces/numascope") == 1
+    # An object published before (without an owner) gets one.
+    api.store(nrt(name="worker-2"))
+    assert publisher.publish(nrt(name="worker-2")) == "updated"
+    assert api.objects["worker-2"]["metadata"]["ownerReferences"] == [owner]
+
+
+def test_an_unreadable_namespace_publishes_without_an_owner(
+    api: FakeKubeAPI, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = tmp_path / "kubeconfig"
+    config.write_text(kubeconfig(api.url))
+    publisher = NRTPublisher(cluster_client({"KUBECONFIG": str(config)}), "numascope")
+    assert publisher.publish(nrt()) == "created"  # the namespace GET was a 404
+    assert "ownerReferences" not in api.objects["worker-1"]["metadata"]
+    assert "namespace numascope not read (404): publishing without an owner" in caplog.text
+    api.others["/api/v1/namespaces/numascope"] = namespace("numascope", "ns-uid-2")
+    assert publisher.publish(nrt()) == "updated"  # tried again: now it is owned
+    assert api.objects["worker-1"]["metadata"]["ownerReferences"][0]["uid"] == "ns-uid-2"
+
+
+def test_the_pod_namespace(tmp_path: Path) -> None:
+    assert pod_namespace({"POD_NAMESPACE": "ops"}, tmp_path) == "ops"
+    assert pod_namespace({}, tmp_path) is None
+    (tmp_path / "namespace").write_text("numascope")
+    assert pod_namespace({}, tmp_path) == "numascope"

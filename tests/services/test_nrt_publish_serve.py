@@ -29,7 +29,7 @@ from app.domain.presets import get_preset
 from app.domain.snapshot import NodeSnapshot
 from app.services import demo
 from app.services.nrt import GROUP, PLURAL, VERSION
-from tests.fake_kube_api import FakeKubeAPI, kubeconfig, running
+from tests.fake_kube_api import FakeKubeAPI, kubeconfig, namespace, running
 from tests.fixtures.sysfs import fake_sysfs_from_topology
 from tests.serve_process import NUMASCOPE, ServeProcess, start_serve
 
@@ -80,7 +80,12 @@ def api() -> Iterator[FakeKubeAPI]:
 def serve(base: Path, kubelet: Kubelet, api: FakeKubeAPI) -> ServeProcess:
     config = base / "kubeconfig"
     config.write_text(kubeconfig(api.url, token="agent-token"))
-    env = {"KUBECONFIG": str(config), "NODE_NAME": NODE, "NUMASCOPE_NRT_INTERVAL": "0.2"}
+    env = {
+        "KUBECONFIG": str(config),
+        "NODE_NAME": NODE,
+        "POD_NAMESPACE": "numascope",
+        "NUMASCOPE_NRT_INTERVAL": "0.2",
+    }
     args = [
         "--no-demo", "--observe", "--publish-nrt", "--kubelet-state-dir", str(kubelet.root),
         "--sysfs", str(kubelet.sysfs), "--podresources-socket", str(kubelet.socket),
@@ -93,6 +98,7 @@ def test_the_agent_creates_then_updates_its_node_resource_topology(
     base: Path, api: FakeKubeAPI
 ) -> None:
     kubelet = Kubelet(base)
+    api.others["/api/v1/namespaces/numascope"] = namespace("numascope", "ns-uid")
     with PodResourcesServer(lambda: kubelet.snapshot, str(kubelet.socket)):
         agent = serve(base, kubelet, api)
         url = agent.url
@@ -105,7 +111,12 @@ def test_the_agent_creates_then_updates_its_node_resource_topology(
             }
             assert created["metadata"]["name"] == NODE
             (post,) = api.calls_of("POST")
+            # As served, owned by the agent's namespace (garbage-collected with it).
+            owners = post.body["metadata"].pop("ownerReferences")
             assert post.body == served
+            assert owners == [
+                {"apiVersion": "v1", "kind": "Namespace", "name": "numascope", "uid": "ns-uid"}
+            ]
             assert post.headers["authorization"] == "Bearer agent-token"
             before = created["metadata"]["resourceVersion"]
             free_before = sum(
