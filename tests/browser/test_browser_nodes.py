@@ -149,7 +149,8 @@ def test_pod_scope_node_map_rejection_admission_and_breakdown(
         expect(page.locator(f'#cpu-map [data-cpu="{cpu}"]')).to_have_attribute(
             "data-pool", "exclusive"
         )
-    page.locator("#cpu-map").scroll_into_view_if_needed()
+    # The watch script swaps the map in again after the page's own change: scroll in one step.
+    page.evaluate("document.getElementById('cpu-map').scrollIntoView()")
     screenshot(page, "node-admitted")
 
     # The pod breakdown, reached from the verdict's link.
