@@ -184,6 +184,19 @@ class Settings(BaseSettings):
         "else $KUBECONFIG).",
     )
     nrt_interval: float = Field(default=10.0, gt=0, description="Seconds between NRT updates.")
+    hint_search_budget: int = Field(
+        default=5_000_000,
+        ge=0,
+        description="Most NUMA-mask combinations the topology-hint search of one pod may "
+        "examine (app.domain.hint_budget); beyond it the server refuses the pod (422) before "
+        "searching. 0: no budget.",
+    )
+    cpu_time_budget: float = Field(
+        default=20.0,
+        gt=0,
+        description="Seconds a CPU-heavy request (admission, dry run, inspection) may run off "
+        "the event loop before it is stopped and answered with 503 (nothing kept).",
+    )
     migrate_on_startup: bool = Field(
         default=True, description="Run 'alembic upgrade head' when the app starts."
     )

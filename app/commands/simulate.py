@@ -15,7 +15,8 @@ removes admitted pods first. ``--dry-run`` writes nothing.
 Output: a readable report, or with ``--json`` the document described in
 ``docs/simulate-json.md``. Exit codes: 0 every pod admitted, 1 a pod was rejected, 2 bad
 input (topology, configuration, manifest, state directory) with a message on stderr naming the
-file and field.
+file and field, or a pod whose topology-hint search is beyond ``--hint-budget`` (the message
+says how long it would take here: ``app.domain.hint_budget``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import json
 import sys
 from typing import Any
 
+from app.domain.hint_budget import HintSearchBudgetError, duration_text, measure_rate
 from app.domain.kubelet_config import DEFAULT_RELEASE, RELEASES
 from app.services.simulation import (
     SimulationInputError,
@@ -35,6 +37,7 @@ from app.services.simulation import (
 )
 
 PROG = "numascope simulate"
+DEFAULT_HINT_BUDGET = 5_000_000  # as the server's NUMASCOPE_HINT_SEARCH_BUDGET
 
 
 def register(sub: Any) -> None:
@@ -81,6 +84,15 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.add_argument(
+        "--hint-budget",
+        type=int,
+        default=DEFAULT_HINT_BUDGET,
+        metavar="N",
+        help="refuse a pod whose topology-hint search would examine more than N NUMA-mask "
+        f"combinations, saying how long it would take (default {DEFAULT_HINT_BUDGET:,}, the "
+        "server's; 0: no limit)",
+    )
+    parser.add_argument(
         "pods", nargs="*", metavar="POD.yaml", help="pod manifests, admitted in order; - is stdin"
     )
     parser.set_defaults(func=run)
@@ -91,7 +103,18 @@ def _fail(message: str) -> int:
     return 2
 
 
+def _too_large(err: HintSearchBudgetError) -> str:
+    rate = measure_rate()
+    took = duration_text(err.search.cost / rate)
+    return (
+        f"{err.message}.\nAt this machine's measured {rate:.3g} combinations a second the search "
+        f"would take about {took}; run it anyway with --hint-budget 0"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.hint_budget < 0:
+        return _fail("--hint-budget must be 0 (no limit) or more")
     if args.pods.count("-") > 1:
         return _fail("standard input (-) can be given only once")
     try:
@@ -104,9 +127,12 @@ def run(args: argparse.Namespace) -> int:
             state_dir=args.state_dir,
             dry_run=args.dry_run,
             remove=args.remove,
+            hint_budget=args.hint_budget or None,
         )
     except SimulationInputError as err:
         return _fail(str(err))
+    except HintSearchBudgetError as err:
+        return _fail(_too_large(err))
     if args.json:
         print(json.dumps(outcome_to_dict(outcome), indent=2))
     else:

@@ -22,6 +22,7 @@ from app.domain.cpumanager.policy_options import CPUManagerPolicyError
 from app.domain.cpumanager.policy_static import CPUManagerStateError, StaticPolicy
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
+from app.domain.deadline import DeadlineExceededError
 from app.domain.kubelet_config import KubeletConfig, KubeletConfigError
 from app.domain.memorymanager.memory_manager import (
     MemoryManager,
@@ -244,6 +245,9 @@ class Node:
         except AdmissionError as err:
             self._restore(saved, pod)
             return AdmissionResult(False, pod.uid, pod.namespace, pod.name, err.reason, err.message)
+        except DeadlineExceededError:  # stopped, not judged: keep nothing, tell the caller
+            self._restore(saved, pod)
+            raise
         except (ValueError, LookupError) as err:  # an engine failure the kubelet would wrap
             self._restore(saved, pod)
             wrapped = UnexpectedAdmissionError.wrap(err)

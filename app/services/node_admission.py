@@ -1,6 +1,6 @@
 """Admission helpers of the simulated-node service: conflicts with pods already on the node,
-dry runs of several pods (on a scratch copy, never on the node itself) and the log rows of one
-submission.
+the hint-search budget (``app.domain.hint_budget``), dry runs of several pods (on a scratch
+copy, never on the node itself) and the log rows of one submission.
 """
 
 from __future__ import annotations
@@ -9,12 +9,25 @@ import json
 from collections.abc import Callable, Sequence
 
 from app.adapters.db.tables import ACTION_ADMIT, ACTION_DRY_RUN, AdmissionRecord, utc_now
+from app.domain import hint_budget
 from app.domain.node import AdmissionResult
 from app.domain.node_state import NodeStateError, pod_to_manifest, render_state_files, restore_node
 from app.domain.pod import Pod
-from app.services.node_errors import PodConflictError
+from app.services.node_errors import HintSearchTooLargeError, PodConflictError
 from app.services.node_inputs import at, build_engine_node
 from app.services.node_store import Live
+
+HINT_BUDGET_NAME = "this server's budget (NUMASCOPE_HINT_SEARCH_BUDGET)"
+
+
+def check_hint_budget(live: Live, pods: Sequence[Pod], budget: int | None) -> None:
+    """Refuse the submission (``HintSearchTooLargeError``, 422) when a pod's topology-hint
+    search is beyond ``budget``, before any search starts."""
+    for pod in pods:
+        try:
+            hint_budget.check_node(live.node, pod, budget, HINT_BUDGET_NAME)
+        except hint_budget.HintSearchBudgetError as err:
+            raise HintSearchTooLargeError(err.message, "manifest") from None
 
 
 def log_records(

@@ -64,6 +64,11 @@ class DatabaseRefusedError(NodeInputError):
     """The database refused a value of the request (too long for its column, a NUL byte)."""
 
 
+class HintSearchTooLargeError(NodeInputError):
+    """A pod's topology-hint search is beyond the server's budget (``app.domain.hint_budget``);
+    nothing was started."""
+
+
 class PodConflictError(NodeServiceError):
     """The pod (same uid, or same namespace/name) is already on the node."""
 
@@ -113,6 +118,7 @@ def write_failure(err: BaseException, node: str, action: str) -> NodeServiceErro
 
 __all__ = [
     "DatabaseRefusedError",
+    "HintSearchTooLargeError",
     "NodeExistsError",
     "NodeInputError",
     "NodeServiceError",

@@ -53,7 +53,12 @@ from app.adapters.db.tables import (
 from app.adapters.podresources_json import PodResourcesCache
 from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.domain.node_state import pod_to_manifest
-from app.services.node_admission import check_conflicts, dry_run_results, log_records
+from app.services.node_admission import (
+    check_conflicts,
+    check_hint_budget,
+    dry_run_results,
+    log_records,
+)
 from app.services.node_errors import (
     DatabaseRefusedError,
     NodeExistsError,
@@ -122,8 +127,10 @@ class NodeService(NodeReads, NodeRestarts):
         *,
         state_dir: Path | None = None,
         clock: Callable[[], float] | None = None,
+        hint_budget: int | None = None,
     ) -> None:
         self.engine = engine
+        self.hint_budget = hint_budget  # see app.domain.hint_budget; None: unbounded
         self.state_dir = None if state_dir is None else Path(state_dir)
         self.clock = clock if clock is not None else micro_clock
         self.store = NodeStore(engine, self.state_dir, self.clock)
@@ -399,6 +406,7 @@ class NodeService(NodeReads, NodeRestarts):
         with self._lock:
             live = self._live(name)
             pods = parse_manifests(manifest, live.config)
+            check_hint_budget(live, pods, self.hint_budget)
             action = "the dry run" if dry_run else "the admission"
             with self._change(live, action) as tx:
                 check_conflicts(live, pods)

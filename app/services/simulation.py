@@ -44,6 +44,7 @@ from typing import Any
 from app.adapters import statefiles
 from app.adapters.kubelet_files import load_kubelet_config
 from app.adapters.manifests import parse_pod_manifests
+from app.domain import hint_budget as hint_search
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfig, KubeletConfigError
 from app.domain.node import AdmissionResult, Node, NodeError
@@ -276,8 +277,11 @@ def simulate(
     remove: Sequence[str] = (),
     node_name: str = DEFAULT_NODE_NAME,
     clock: Callable[[], float] = time.time,
+    hint_budget: int | None = None,
 ) -> SimulationOutcome:
-    """Run one simulation (see the module docstring). Raises ``SimulationInputError``."""
+    """Run one simulation (see the module docstring). Raises ``SimulationInputError``, or
+    ``HintSearchBudgetError`` (before anything runs or is written) for a pod whose hint search
+    is beyond ``hint_budget`` combinations."""
     kind, topo = resolve_topology_arg(topology)
     config = load_config(kubelet_config, release)
     node = build_node(topo, config, config_source=str(kubelet_config), name=node_name, clock=clock)
@@ -290,6 +294,8 @@ def simulate(
         state_dir=None if state_dir is None else str(state_dir),
         dry_run=dry_run,
     )
+    for _, pod in parsed:
+        hint_search.check_node(node, pod, hint_budget, "the budget (--hint-budget)")
     if state_dir is None:
         _run(outcome, parsed, remove)
         return outcome

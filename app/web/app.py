@@ -104,7 +104,9 @@ def create_app(
     app.state.topologies = topology_service
 
     # Simulated nodes: definitions and log in the database, state files under state_dir.
-    node_service = NodeService(engine, state_dir=settings.state_dir)
+    node_service = NodeService(
+        engine, state_dir=settings.state_dir, hint_budget=settings.hint_search_budget or None
+    )
     try:
         node_service.start(seed=create_demo_nodes if settings.demo else None)
     except Exception:

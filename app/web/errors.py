@@ -25,10 +25,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Match
 
 from app.domain.admission import AdmissionError
+from app.domain.deadline import DeadlineExceededError
 from app.domain.podresources import PodNotFoundError
 from app.services.history import UnknownEntryError
 from app.services.hub import HubDisabledError
 from app.services.node_errors import (
+    HintSearchTooLargeError,
     NodeExistsError,
     NodeInputError,
     NodeUnavailableError,
@@ -56,6 +58,7 @@ ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
     PodNotFoundError: (404, "NotFound"),
     NodeExistsError: (409, "AlreadyExists"),
     PodConflictError: (409, "AlreadyExists"),
+    HintSearchTooLargeError: (422, "HintSearchTooLarge"),
     NodeInputError: (422, "Invalid"),
     ReadOnlyNodeError: (409, "Conflict"),
     ObservedNodeUnavailableError: (503, "ServiceUnavailable"),
@@ -66,6 +69,8 @@ ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
     NothingToUndoError: (409, "Conflict"),
     ObservedCopyError: (503, "ServiceUnavailable"),
     HubDisabledError: (404, "NotFound"),
+    # CPU-heavy work stopped at the time budget (app.web.offload); nothing of it was kept.
+    DeadlineExceededError: (503, "Timeout"),
 }
 
 # 5xx exceptions that are not bugs: a source (the host's sysfs, the observed node's kubelet)
@@ -75,6 +80,7 @@ UNAVAILABLE: tuple[type[Exception], ...] = (
     ObservedNodeUnavailableError,
     NodeUnavailableError,
     ObservedCopyError,
+    DeadlineExceededError,
 )
 
 # Kubernetes-style reasons (metav1.StatusReason) for plain HTTP errors.

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import product
 
+from app.domain import deadline
 from app.domain.topologymanager.bitmask import bits, is_narrower_than
 from app.domain.topologymanager.hint import ProviderHints, TopologyHint
 from app.domain.topologymanager.numa_info import NUMAInfo
@@ -196,6 +197,7 @@ class HintMerger:
         for resource_hints in self.hints:
             nxt: dict[tuple[int, bool, int | None], None] = {}
             for merged, preferred, common in states:
+                deadline.check()  # wide machines: |states| x |hints| can take minutes
                 for hint in resource_hints:
                     mask = hint.numa_affinity
                     m, p, c = merged, preferred and hint.preferred, common

@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from app.domain.admission import AdmissionError, TopologyAffinityError, UnexpectedAdmissionError
+from app.domain.deadline import DeadlineExceededError
 from app.domain.pod import Container, Pod, is_pod_level_resources_set
 from app.domain.topologymanager.hint import ProviderHints, TopologyHint
 from app.domain.topologymanager.policy import Policy
@@ -44,8 +45,9 @@ POD_LEVEL_ADMISSION_MESSAGE = (
     "Pod Scope pod with pod-level resources failed admission under pod-scope topology manager"
 )
 
-# Errors that are bugs in this program, never allocation outcomes: they are not wrapped.
-_PROGRAMMING_ERRORS = (TypeError, AttributeError, NameError, AssertionError)
+# Errors that are bugs in this program, never allocation outcomes: they are not wrapped. Nor is
+# a time budget running out (the work was stopped, not judged).
+_PROGRAMMING_ERRORS = (TypeError, AttributeError, NameError, AssertionError, DeadlineExceededError)
 
 
 @runtime_checkable

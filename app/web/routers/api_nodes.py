@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse, Response
 from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.services.node_views import AdmissionLogEntry, NodeDetail, NodeIndexView, node_url
 from app.services.nodes import NodeInputError
+from app.web.offload import offload
 from app.web.routers.nodes import Namespace, NodeName, NodeServiceDep, PodName
 
 api = APIRouter(prefix="/api/v1", tags=["nodes"])
@@ -173,7 +174,8 @@ async def api_admit(
     dry_run: Annotated[bool, Query(alias="dryRun", description="Judge only, keep nothing")] = False,
 ) -> JSONResponse:
     text = await _manifest_text(request)
-    batch = service.admit(node, text, dry_run=dry_run)
+    what = "the dry run" if dry_run else "the admission"
+    batch = await offload(request, service.admit, node, text, dry_run=dry_run, what=what)
     status = 201 if batch.admitted and not dry_run else 200
     return JSONResponse(batch.to_dict(), status_code=status)
 

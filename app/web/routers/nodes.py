@@ -37,6 +37,7 @@ from app.services.rejections import latest_rejection
 from app.services.undo import last_removal
 from app.services.watch import WatchState, watch_state
 from app.web.deps import TopologyIndexViewDep
+from app.web.offload import budgeted
 from app.web.rendering import render, wants_fragment
 
 pages = APIRouter(tags=["nodes"])
@@ -310,7 +311,8 @@ def admit_form(
 ) -> Response:
     dry_run = action == "dry-run"
     try:
-        batch = service.admit(node, manifest, dry_run=dry_run)
+        with budgeted(request, "the dry run" if dry_run else "the admission"):
+            batch = service.admit(node, manifest, dry_run=dry_run)
     except (NodeInputError, PodConflictError) as err:
         return _admit_answer(request, service, node, form_text=manifest, error=err)
     if wants_fragment(request):

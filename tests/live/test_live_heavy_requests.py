@@ -1,0 +1,102 @@
+"""CPU-heavy requests run off the event loop under a time budget (issue 13 point 5), on a real
+server process: while an exponential hint search runs, ``/healthz`` answers within a second;
+the search is stopped at ``NUMASCOPE_CPU_TIME_BUDGET`` with 503 ``Timeout`` and nothing of it is
+kept; with the default hint budget the same pod is refused at once with 422."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.live.server import ServerProcess, server_env
+
+WIDE = """\
+cpuManagerPolicy: static
+memoryManagerPolicy: Static
+topologyManagerPolicy: best-effort
+topologyManagerPolicyOptions: {max-allowable-numa-nodes: "64"}
+reservedSystemCPUs: "0"
+reservedMemory:
+- numaNode: 0
+  limits: {memory: 100Mi}
+"""
+# 13 NUMA nodes: about 6.7e7 combinations for one pod, 15 s or more on this machine.
+TOPOLOGY = "sockets=1,numa_per_socket=13,cores_per_numa=2,threads_per_core=1,memory_per_numa=4Gi"
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: wide-pod, namespace: default}
+spec:
+  containers:
+  - name: c
+    resources:
+      requests: {cpu: "2", memory: 1Gi}
+      limits: {cpu: "2", memory: 1Gi}
+"""
+YAML = {"content-type": "application/yaml"}
+
+
+def make_wide_node(url: str) -> None:
+    body = {"name": "wide", "topology": TOPOLOGY, "kubeletConfig": WIDE}
+    r = httpx.post(f"{url}/api/v1/nodes", json=body, timeout=30)
+    assert r.status_code == 201, r.text
+
+
+def test_healthz_answers_within_a_second_while_a_hint_search_runs(tmp_path: Path) -> None:
+    env = server_env(tmp_path, hint_search_budget="0", cpu_time_budget="3")
+    server = ServerProcess(tmp_path, env).start()
+    try:
+        make_wide_node(server.url)
+        for path in ("/api/v1/nodes/wide/pods?dryRun=true", "/api/v1/nodes/wide/pods"):
+            answer: dict[str, httpx.Response] = {}
+
+            def heavy(p: str = path, out: dict[str, httpx.Response] = answer) -> None:
+                out["r"] = httpx.post(f"{server.url}{p}", content=POD, headers=YAML, timeout=120)
+
+            worker = threading.Thread(target=heavy)
+            started = time.monotonic()
+            worker.start()
+            waits = []
+            with httpx.Client(timeout=5) as probe:
+                while worker.is_alive() and time.monotonic() - started < 60:
+                    t0 = time.monotonic()
+                    assert probe.get(f"{server.url}/healthz").status_code == 200
+                    waits.append(time.monotonic() - t0)
+                    time.sleep(0.1)
+            worker.join(60)
+            took = time.monotonic() - started
+            r = answer["r"]
+            assert r.status_code == 503, r.text
+            error = r.json()["error"]
+            assert error["reason"] == "Timeout"
+            assert "was stopped after 3 s" in error["message"]
+            assert "nothing of it was kept" in error["message"]
+            assert 3 <= took < 30
+            assert len(waits) >= 10 and max(waits) < 1.0, waits
+        # Nothing of either request was kept: no pod, no log row.
+        node = httpx.get(f"{server.url}/api/v1/nodes/wide", timeout=30).json()
+        assert node["pods"] == []
+        log = httpx.get(f"{server.url}/api/v1/nodes/wide/admissions", timeout=30).json()
+        assert log["admissions"] == []
+        state = (tmp_path / "nodes" / "wide" / "cpu_manager_state").read_text()
+        assert '"entries"' not in state or '"entries":{}' in state
+    finally:
+        server.stop()
+
+
+def test_the_default_hint_budget_refuses_the_search_at_once(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path, server_env(tmp_path)).start()
+    try:
+        make_wide_node(server.url)
+        t0 = time.monotonic()
+        r = httpx.post(
+            f"{server.url}/api/v1/nodes/wide/pods", content=POD, headers=YAML, timeout=60
+        )
+        assert r.status_code == 422, r.text
+        assert r.json()["error"]["reason"] == "HintSearchTooLarge"
+        assert time.monotonic() - t0 < 5
+    finally:
+        server.stop()

@@ -1,0 +1,101 @@
+"""The hint-search budget over HTTP (issue 13 point 5): a node with the kubelet's
+``max-allowable-numa-nodes`` raised is created as the kubelet would start, but a pod whose hint
+search is beyond ``NUMASCOPE_HINT_SEARCH_BUDGET`` is refused with 422 before any search runs,
+on the API and the form alike; ``simulate`` says how long the search would take."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.cli import main
+from app.services.nodes import NodeService
+
+WIDE = """\
+cpuManagerPolicy: static
+memoryManagerPolicy: Static
+topologyManagerPolicy: best-effort
+topologyManagerPolicyOptions: {max-allowable-numa-nodes: "64"}
+reservedSystemCPUs: "0"
+reservedMemory:
+- numaNode: 0
+  limits: {memory: 100Mi}
+"""
+TOPOLOGY = "sockets=1,numa_per_socket={n},cores_per_numa=2,threads_per_core=1,memory_per_numa=4Gi"
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: wide-pod, namespace: default}
+spec:
+  containers:
+  - name: c
+    resources:
+      requests: {cpu: "2", memory: 1Gi}
+      limits: {cpu: "2", memory: 1Gi}
+"""
+
+
+def create(client: TestClient, name: str, numa: int) -> None:
+    body = {"name": name, "topology": TOPOLOGY.format(n=numa), "kubeletConfig": WIDE}
+    r = client.post("/api/v1/nodes", json=body)
+    assert r.status_code == 201, r.text
+
+
+@pytest.mark.parametrize("dry_run", ["false", "true"])
+def test_the_api_refuses_a_search_beyond_the_budget(
+    client: TestClient, nodes: NodeService, dry_run: str
+) -> None:
+    create(client, "wide16", 16)
+    r = client.post(
+        f"/api/v1/nodes/wide16/pods?dryRun={dry_run}",
+        content=POD,
+        headers={"content-type": "application/yaml"},
+    )
+    assert r.status_code == 422, r.text
+    error = r.json()["error"]
+    assert error["reason"] == "HintSearchTooLarge"
+    assert error["field"] == "manifest"
+    assert "about 4.3e+09 NUMA-mask combinations" in error["message"]
+    assert "this server's budget (NUMASCOPE_HINT_SEARCH_BUDGET) of 5,000,000" in error["message"]
+    assert nodes.snapshot("wide16").pods == ()
+    assert client.get("/api/v1/nodes/wide16/admissions").json()["admissions"] == []
+
+
+def test_within_the_budget_the_wide_node_admits(client: TestClient) -> None:
+    create(client, "wide9", 9)  # beyond the kubelet's default 8, within the budget
+    r = client.post(
+        "/api/v1/nodes/wide9/pods", content=POD, headers={"content-type": "application/yaml"}
+    )
+    assert r.status_code == 201, r.text
+
+
+def test_the_form_shows_the_refusal_inline(client: TestClient) -> None:
+    create(client, "wide16", 16)
+    r = client.post("/nodes/wide16/admissions", data={"manifest": POD, "action": "dry-run"})
+    assert r.status_code == 422
+    assert "NUMA-mask combinations" in r.text
+
+
+def test_the_cli_says_how_long_it_would_take(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = tmp_path / "kc.yaml"
+    config.write_text(WIDE)
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(POD)
+    args = ["simulate", "--topology", TOPOLOGY.format(n=16), "--kubelet-config", str(config)]
+    assert main([*args, str(pod)]) == 2
+    err = capsys.readouterr().err
+    assert "numascope simulate: error: pod default/wide-pod" in err
+    assert "more than the budget (--hint-budget) of 5,000,000" in err
+    assert "combinations a second the search would take about" in err
+    assert "run it anyway with --hint-budget 0" in err
+    # a budget of its own: the 9-NUMA search fits 1,000,000 but not 100,000
+    nine = ["simulate", "--topology", TOPOLOGY.format(n=9), "--kubelet-config", str(config)]
+    assert main([*nine, "--hint-budget", "1000000", str(pod)]) == 0
+    capsys.readouterr()
+    assert main([*nine, "--hint-budget", "100000", str(pod)]) == 2
+    assert main([*nine, "--hint-budget", "-1", str(pod)]) == 2
+    assert "--hint-budget must be 0 (no limit) or more" in capsys.readouterr().err
