@@ -99,3 +99,28 @@ def test_the_cli_says_how_long_it_would_take(
     assert main([*nine, "--hint-budget", "100000", str(pod)]) == 2
     assert main([*nine, "--hint-budget", "-1", str(pod)]) == 2
     assert "--hint-budget must be 0 (no limit) or more" in capsys.readouterr().err
+
+
+def test_a_search_past_the_time_budget_is_stopped_on_the_api_and_the_form(
+    tmp_path: Path,
+) -> None:
+    """A 10-NUMA search (about 1e6 combinations) under a 1 ms budget: 503 Timeout, the form
+    shows the error page, and nothing of either request is kept."""
+    from app.web.app import create_app
+    from tests.helpers import act_as_browser, make_settings
+
+    settings = make_settings(tmp_path, cpu_time_budget=0.001)
+    with TestClient(create_app(settings)) as raw:
+        client = act_as_browser(raw)
+        create(client, "wide10", 10)
+        r = client.post(
+            "/api/v1/nodes/wide10/pods", content=POD, headers={"content-type": "application/yaml"}
+        )
+        assert r.status_code == 503, r.text
+        assert r.json()["error"]["reason"] == "Timeout"
+        assert "the admission was stopped after 0.001 s" in r.json()["error"]["message"]
+        r = client.post("/nodes/wide10/admissions", data={"manifest": POD, "action": "dry-run"})
+        assert r.status_code == 503
+        assert "the dry run was stopped after 0.001 s" in r.text
+        assert client.get("/api/v1/nodes/wide10").json()["pods"] == []
+        assert client.get("/api/v1/nodes/wide10/admissions").json()["admissions"] == []
