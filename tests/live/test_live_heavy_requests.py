@@ -100,3 +100,37 @@ def test_the_default_hint_budget_refuses_the_search_at_once(tmp_path: Path) -> N
         assert time.monotonic() - t0 < 5
     finally:
         server.stop()
+
+
+def test_sigterm_during_a_hint_search_stops_the_server_within_the_time_budget(
+    tmp_path: Path,
+) -> None:
+    env = server_env(tmp_path, hint_search_budget="0", cpu_time_budget="3")
+    server = ServerProcess(tmp_path, env).start()
+    try:
+        make_wide_node(server.url)
+        answer: dict[str, int] = {}
+
+        def heavy() -> None:
+            try:
+                r = httpx.post(
+                    f"{server.url}/api/v1/nodes/wide/pods", content=POD, headers=YAML, timeout=60
+                )
+                answer["status"] = r.status_code
+            except httpx.TransportError:
+                answer["status"] = 0
+
+        worker = threading.Thread(target=heavy)
+        worker.start()
+        time.sleep(1)  # the search is running
+        assert server.proc is not None
+        t0 = time.monotonic()
+        server.proc.terminate()
+        # uvicorn shuts down gracefully, then re-raises the signal it caught: -15
+        assert server.proc.wait(30) in (0, -15)
+        # uvicorn waits for the request in flight; the deadline ends it (it used to never end)
+        assert time.monotonic() - t0 < 15
+        worker.join(30)
+        assert answer["status"] == 503
+    finally:
+        server.stop()
