@@ -59,8 +59,8 @@ class HintSearch:
 
     pod: str  # namespace/name
     numa_nodes: int
-    searches: int  # containers (container scope) or 1 (pod scope)
-    lists: int  # hint lists per search
+    searches: int  # containers with hints (container scope) or 1 (pod scope)
+    lists: int  # hint lists of the largest search
     cost: int  # combinations in all, at most
 
 
@@ -73,11 +73,14 @@ class HintSearchBudgetError(Exception):
     ) -> None:
         self.search = search
         self.budget = budget
-        searches = "1 search" if search.searches == 1 else f"{search.searches} searches"
+        searches = (
+            f"1 search of {search.lists}"
+            if search.searches == 1
+            else f"{search.searches} searches of up to {search.lists}"
+        )
         self.message = (
             f"pod {search.pod}: the topology-hint search would examine about "
-            f"{search.cost:.3g} NUMA-mask combinations ({searches} of {search.lists} hint "
-            f"lists over {search.numa_nodes} NUMA nodes; topologyManagerPolicyOptions."
+            f"{search.cost:.3g} NUMA-mask combinations ({searches} hint lists over {search.numa_nodes} NUMA nodes; topologyManagerPolicyOptions."
             f"max-allowable-numa-nodes is {max_allowable}), more than {budget_name} of "
             f"{budget:,}; the kubelet's own default of 8 "
             "NUMA nodes exists for this reason: use a machine with fewer NUMA nodes, the "
@@ -98,6 +101,10 @@ def _memory_lists(pod: Pod) -> int:
     return len(names)
 
 
+def _whole_cpus(milli: int) -> bool:
+    return milli > 0 and milli % 1000 == 0
+
+
 def estimate(
     pod: Pod,
     *,
@@ -107,14 +114,24 @@ def estimate(
     memory_static: bool,
     pod_level_resources: bool = True,
 ) -> HintSearch:
-    """The searches admitting ``pod`` takes on a node of this shape."""
-    lists = 0
-    if scope != NONE_TOPOLOGY_SCOPE and pod_qos_class(pod, pod_level_resources) == GUARANTEED:
-        lists = int(cpu_static) + (_memory_lists(pod) if memory_static else 0)
-    searches = 0 if lists == 0 else 1 if scope == POD_TOPOLOGY_SCOPE else len(pod.all_containers())
-    return HintSearch(
-        pod.key, numa_nodes, searches, lists, searches * search_cost(numa_nodes, lists)
-    )
+    """The searches admitting ``pod`` takes on a node of this shape. The CPU manager hints
+    only for whole CPUs (a container's, or in the pod scope any container's or the pod's)."""
+    if scope == NONE_TOPOLOGY_SCOPE or pod_qos_class(pod, pod_level_resources) != GUARANTEED:
+        return HintSearch(pod.key, numa_nodes, 0, 0, 0)
+    memory = _memory_lists(pod) if memory_static else 0
+    if scope == POD_TOPOLOGY_SCOPE:
+        whole = any(_whole_cpus(c.cpu_request_milli()) for c in pod.all_containers()) or (
+            pod.resources is not None and _whole_cpus(pod.resources.request("cpu").milli_value())
+        )
+        per_search = [int(cpu_static and whole) + memory]
+    else:
+        per_search = [
+            int(cpu_static and _whole_cpus(c.cpu_request_milli())) + memory
+            for c in pod.all_containers()
+        ]
+    per_search = [n for n in per_search if n]
+    cost = sum(search_cost(numa_nodes, n) for n in per_search)
+    return HintSearch(pod.key, numa_nodes, len(per_search), max(per_search, default=0), cost)
 
 
 def of_node(node: Node, pod: Pod) -> HintSearch:

@@ -112,6 +112,16 @@ def test_estimate_counts_searches_and_lists() -> None:
     assert in_pod_scope.searches == 1
 
 
+def test_only_whole_cpus_get_cpu_hints() -> None:
+    """A Guaranteed container with 500m gets memory hints only: one list, 2^N work."""
+    node = wide_node(16)
+    half = hint_budget.of_node(node, pod(cpu="500m"))
+    assert (half.searches, half.lists) == (1, 1)
+    assert half.cost == hint_budget.search_cost(16, 1) < 5_000_000
+    hint_budget.check_node(node, pod(cpu="500m"), 5_000_000)
+    assert node.admit(pod(cpu="500m")).admitted
+
+
 def test_pods_without_hints_cost_nothing() -> None:
     node = wide_node(16)
     burstable = parse_pod("""\
@@ -140,7 +150,7 @@ def test_a_search_beyond_the_budget_is_refused_before_it_starts() -> None:
         hint_budget.check_node(node, pod(), 5_000_000, "the test's budget")
     message = info.value.message
     assert "about 4.3e+09 NUMA-mask combinations" in message
-    assert "2 hint lists over 16 NUMA nodes" in message
+    assert "(1 search of 2 hint lists over 16 NUMA nodes;" in message
     assert "max-allowable-numa-nodes is 64" in message
     assert "more than the test's budget of 5,000,000" in message
     assert node.pods == {}
