@@ -96,6 +96,22 @@ def register(sub: Any) -> None:
         help="load the demo simulated nodes (default on, env NUMASCOPE_DEMO)",
     )
     parser.add_argument(
+        "--hint-search-budget",
+        type=int,
+        default=None,
+        metavar="N",
+        help="refuse pods whose topology-hint search would examine more than N NUMA-mask "
+        "combinations (default 5000000, 0: no limit, env NUMASCOPE_HINT_SEARCH_BUDGET)",
+    )
+    parser.add_argument(
+        "--cpu-time-budget",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop an admission or dry run after SECONDS of computing, with 503 (default 20, "
+        "env NUMASCOPE_CPU_TIME_BUDGET)",
+    )
+    parser.add_argument(
         "--log-level",
         default=None,
         choices=["critical", "error", "warning", "info", "debug", "trace"],
@@ -149,6 +165,8 @@ OVERRIDES = (
     "podresources_dir",
     "state_dir",
     "demo",
+    "hint_search_budget",
+    "cpu_time_budget",
     "log_level",
     "hub",
     "hub_agents",

@@ -91,3 +91,16 @@ def test_bad_settings_exit_with_a_message(
     assert code in (1, 2)
     assert message in capsys.readouterr().err
     assert uvicorn_calls == []
+
+
+def test_budget_flags_reach_the_settings_and_bad_values_exit_2(
+    uvicorn_calls: list[tuple[Any, dict[str, Any]]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = parse(["serve", "--hint-search-budget", "0", "--cpu-time-budget", "2.5"])
+    s = serve.build_settings(args)
+    assert (s.hint_search_budget, s.cpu_time_budget) == (0, 2.5)
+    assert main(["serve", "--cpu-time-budget", "0"]) == 2
+    assert "cpu_time_budget" in capsys.readouterr().err
+    assert main(["serve", "--hint-search-budget", "-1"]) == 2
+    assert "hint_search_budget" in capsys.readouterr().err
+    assert uvicorn_calls == []
