@@ -13,7 +13,9 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
+
+from app.adapters.db.engine import immediate_engine
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 ALEMBIC_INI = PROJECT_ROOT / "alembic.ini"
@@ -36,12 +38,27 @@ def alembic_config(url: str | None = None) -> Config:
     return cfg
 
 
+# pg_advisory_xact_lock key of the migration: replicas starting together migrate one by one.
+MIGRATION_LOCK_KEY = 0x6E756D61  # "numa"
+
+
 def upgrade_head(engine: Engine) -> None:
-    """Bring the database behind ``engine`` to the newest revision."""
+    """Bring the database behind ``engine`` to the newest revision.
+
+    Several processes may start at once on one database (replicas, a restarted pod beside a
+    running one): the migration runs under the database's write lock — ``BEGIN IMMEDIATE`` on
+    SQLite (waiting the busy timeout), an advisory transaction lock on PostgreSQL — so the
+    second waits for the first and then finds the schema at head.
+    """
     cfg = alembic_config()
     cfg.attributes["configure_logger"] = False
+    sqlite = engine.dialect.name == "sqlite"
     try:
-        with engine.begin() as connection:
+        with (immediate_engine(engine) if sqlite else engine).begin() as connection:
+            if engine.dialect.name == "postgresql":
+                connection.execute(
+                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY}
+                )
             cfg.attributes["connection"] = connection
             command.upgrade(cfg, "head")
     except MigrationError:
