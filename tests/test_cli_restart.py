@@ -202,9 +202,11 @@ def test_unknown_release_is_a_usage_error(
         (["--release", "1.38", "--feature-gates", "PodLevelResourceManagers=yes"],
          "invalid value of PodLevelResourceManagers=yes"),
         (["--release", "1.35", "--feature-gates", "PodLevelResourceManagers=true"],
-         "--feature-gates: PodLevelResourceManagers: unrecognized feature gate"),
+         "--feature-gates: PodLevelResourceManagers: failed to set feature gates from initial "
+         "flags-based config: unrecognized feature gate: PodLevelResourceManagers"),
         (["--release", "1.35"],
-         "pods.json: featureGates.PodLevelResourceManagers: unrecognized feature gate"),
+         "pods.json: featureGates.PodLevelResourceManagers: failed to set feature gates from "
+         "initial flags-based config: unrecognized feature gate: PodLevelResourceManagers"),
         (["--release", "1.38", "--kubelet-config", "/nonexistent.yaml"],
          "/nonexistent.yaml: no such file"),
     ],

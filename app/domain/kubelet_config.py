@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from app.domain.cpuset import CPUSet, CPUSetError
+from app.domain.feature_gates import check_feature_gates
 from app.domain.quantity import Quantity, QuantityError
 
 RELEASES = ("1.35", "1.36", "1.37", "1.38")
@@ -65,8 +66,6 @@ _GATE_DEFAULTS: dict[str, dict[str, bool]] = {
         "TopologyManagerPolicyAlphaOptions": False,
     },
 }
-# Gates that do not exist yet in a release cannot be switched on there.
-_GATE_INTRODUCED = {"PodLevelResourceManagers": "1.36"}
 
 DEFAULT_EVICTION_HARD_MEMORY = "100Mi"
 
@@ -280,12 +279,11 @@ def _feature_gates(obj: Any, release: str) -> dict[str, bool]:
     for k, v in _mapping(obj, "featureGates").items():
         if not isinstance(v, bool):
             raise KubeletConfigError(f"featureGates.{k}", f"must be true or false, got {v!r}")
-        introduced = _GATE_INTRODUCED.get(str(k))
-        if v and introduced and RELEASES.index(release) < RELEASES.index(introduced):
-            raise KubeletConfigError(
-                f"featureGates.{k}", f"unrecognized feature gate: {k} (kubelet {release})"
-            )
         gates[str(k)] = v
+    # The kubelet refuses unknown, removed and wrongly set locked gates at start-up.
+    problem = check_feature_gates(gates, release, _GATE_DEFAULTS.get(release, {}))
+    if problem is not None:
+        raise KubeletConfigError(f"featureGates.{problem.gate}", problem.message)
     return gates
 
 

@@ -1,0 +1,225 @@
+"""Feature gate names the kubelet knows, per release, and the gates locked to their default.
+
+Data only; ``feature_gates.py`` applies it. Keyed by release string ("1.35" .. "1.38", where
+1.38 is upstream master), so a release added to ``kubelet_config.RELEASES`` needs a row here.
+
+Sources (cited, never copied):
+
+* ``SNAPSHOT_1_34``: every gate of the kubelet's feature gate registry as listed by
+  kubernetes/kubernetes ``test/compatibility_lifecycle/reference/versioned_feature_list.yaml``
+  (generated from pkg/features/kube_features.go plus the component-base logging/metrics gates,
+  during the 1.34 cycle), plus component-base's special ``AllAlpha``/``AllBeta`` and the
+  client-go gates pkg/features/kube_features.go registers through ``clientfeatures``.
+* Gates added later: the spec tables (../shared/spec/podresources.md §4, allocation.md §5)
+  and the 1.37 lists of removed and locked gates cited from the 1.37 changelog by
+  skyhook-io/radar ``pkg/upgradereadiness/checks_137.go``; gates added during the 1.34 cycle
+  after the snapshot are taken from the kubernetes.io feature gate pages. Where only "exists by
+  release R" is known, the gate is counted from the earliest plausible release, so a real name
+  is not refused (a too-early name is the milder error).
+* Removals: only removals a source names are applied (CPUManager before 1.34, the 1.37 list).
+  A gate removed upstream that no source names stays known here: Numascope then accepts a
+  name the kubelet would refuse.
+"""
+
+from __future__ import annotations
+
+SNAPSHOT_1_34 = frozenset(
+    """
+    AggregatedDiscoveryRemoveBetaType AllowDNSOnlyNodeCSR
+    AllowInsecureKubeletCertificateSigningRequests AllowOverwriteTerminationGracePeriodSeconds
+    AllowParsingUserUIDFromCertAuth AllowServiceLBStatusOnNonLB AllowUnsafeMalformedObjectDeletion
+    AnonymousAuthConfigurableEndpoints AnyVolumeDataSource APIResponseCompression
+    APIServerIdentity APIServerTracing APIServingWithRoutine AuthorizeNodeWithSelectors
+    AuthorizeWithSelectors BtreeWatchCache CBORServingAndStorage
+    ClearingNominatedNodeNameAfterBinding CloudControllerManagerWebhook ClusterTrustBundle
+    ClusterTrustBundleProjection ComponentFlagz ComponentSLIs ComponentStatusz
+    ConcurrentWatchObjectDecode ConsistentListFromCache ContainerCheckpoint ContainerStopSignals
+    ContextualLogging CoordinatedLeaderElection CPUCFSQuotaPeriod CPUManagerPolicyAlphaOptions
+    CPUManagerPolicyBetaOptions CPUManagerPolicyOptions CRDValidationRatcheting
+    CronJobsScheduledAnnotation CrossNamespaceVolumeDataSource CSIMigrationPortworx
+    CSIVolumeHealth CustomResourceFieldSelectors DeclarativeValidation
+    DeclarativeValidationTakeover DeploymentReplicaSetTerminatingReplicas
+    DetectCacheInconsistency DevicePluginCDIDevices DisableAllocatorDualWrite
+    DisableCPUQuotaWithExclusiveCPUs DisableNodeKubeProxyVersion DRAAdminAccess DRADeviceTaints
+    DRAPartitionableDevices DRAPrioritizedList DRAResourceClaimDeviceStatus
+    DRASchedulerFilterTimeout DynamicResourceAllocation EventedPLEG ExecProbeTimeout
+    ExternalServiceAccountTokenSigner GitRepoVolumeDriver GracefulNodeShutdown
+    GracefulNodeShutdownBasedOnPodPriority HonorPVReclaimPolicy HPAConfigurableTolerance
+    HPAScaleToZero ImageMaximumGCAge ImageVolume InPlacePodVerticalScaling
+    InPlacePodVerticalScalingAllocatedStatus InPlacePodVerticalScalingExclusiveCPUs
+    InTreePluginPortworxUnregister JobBackoffLimitPerIndex JobManagedBy JobPodReplacementPolicy
+    JobSuccessPolicy KMSv1 KubeletCgroupDriverFromCRI KubeletCrashLoopBackOffMax
+    KubeletEnsureSecretPulledImages KubeletFineGrainedAuthz KubeletInUserNamespace
+    KubeletPodResourcesDynamicResources KubeletPodResourcesGet
+    KubeletPodResourcesListUseActivePods KubeletPSI KubeletRegistrationGetOnExistsOnly
+    KubeletSeparateDiskGC KubeletServiceAccountTokenForCredentialProviders KubeletTracing
+    LegacySidecarContainers ListFromCacheSnapshot LoadBalancerIPMode
+    LocalStorageCapacityIsolationFSQuotaMonitoring LogarithmicScaleDown LoggingAlphaOptions
+    LoggingBetaOptions MatchLabelKeysInPodAffinity MatchLabelKeysInPodTopologySpread
+    MatchLabelKeysInPodTopologySpreadSelectorMerge MaxUnavailableStatefulSet MemoryManager
+    MemoryQoS MultiCIDRServiceAllocator MutableCSINodeAllocatableCount MutatingAdmissionPolicy
+    NFTablesProxyMode NodeInclusionPolicyInPodTopologySpread NodeLogQuery NodeSwap
+    NominatedNodeNameForExpectation OpenAPIEnums OrderedNamespaceDeletion
+    PodAndContainerStatsFromCRI PodDeletionCost PodIndexLabel PodLevelResources
+    PodLifecycleSleepAction PodLifecycleSleepActionAllowZero PodLogsQuerySplitStreams
+    PodObservedGenerationTracking PodReadyToStartContainersCondition PodSchedulingReadiness
+    PodTopologyLabelsAdmission PortForwardWebsockets PreferSameTrafficDistribution
+    PreventStaticPodAPIReferences ProcMountType QOSReserved RecoverVolumeExpansionFailure
+    RecursiveReadOnlyMounts ReduceDefaultCrashLoopBackOffDecay RelaxedDNSSearchValidation
+    RelaxedEnvironmentVariableValidation RelaxedServiceNameValidation
+    ReloadKubeletServerCertificateFile RemoteRequestHeaderUID ResilientWatchCacheInitialization
+    ResourceHealthStatus RetryGenerateName RotateKubeletServerCertificate
+    RuntimeClassInImageCriAPI SchedulerAsyncAPICalls SchedulerAsyncPreemption
+    SchedulerPopFromBackoffQ SchedulerQueueingHints SELinuxChangePolicy SELinuxMount
+    SELinuxMountReadWriteOncePod SeparateCacheWatchRPC SeparateTaintEvictionController
+    ServiceAccountNodeAudienceRestriction ServiceAccountTokenJTI ServiceAccountTokenNodeBinding
+    ServiceAccountTokenNodeBindingValidation ServiceAccountTokenPodNodeInfo
+    ServiceTrafficDistribution SidecarContainers SizeBasedListCostEstimate
+    SizeMemoryBackedVolumes StatefulSetAutoDeletePVC StorageCapacityScoring
+    StorageNamespaceIndex StorageVersionAPI StorageVersionHash StorageVersionMigrator
+    StreamingCollectionEncodingToJSON StreamingCollectionEncodingToProtobuf
+    StrictCostEnforcementForVAP StrictCostEnforcementForWebhooks StrictIPCIDRValidation
+    StructuredAuthenticationConfiguration StructuredAuthenticationConfigurationEgressSelector
+    StructuredAuthorizationConfiguration SupplementalGroupsPolicy SystemdWatchdog
+    TokenRequestServiceAccountUIDValidation TopologyAwareHints TopologyManagerPolicyAlphaOptions
+    TopologyManagerPolicyBetaOptions TopologyManagerPolicyOptions
+    TranslateStreamCloseWebsocketRequests UnauthenticatedHTTP2DOSMitigation
+    UnknownVersionInteroperabilityProxy UserNamespacesPodSecurityStandards UserNamespacesSupport
+    VolumeAttributesClass WatchCacheInitializationPostStartHook
+    WatchFromStorageWithoutResourceVersion WatchList WindowsCPUAndMemoryAffinity
+    WindowsGracefulNodeShutdown WindowsHostNetwork WinDSR WinOverlay
+    AllAlpha AllBeta
+    ClientsAllowCBOR ClientsPreferCBOR InformerResourceVersion InOrderInformers WatchListClient
+    """.split()
+)
+
+# Gates known from a release on, beyond the snapshot (see the module docstring).
+ADDED: dict[str, frozenset[str]] = {
+    "1.35": frozenset(
+        """
+        PodCertificateRequest DRAConsumableCapacity DRAExtendedResource HostnameOverride
+        EnvFiles NodeDeclaredFeatures GangScheduling WorkloadAwarePreemption
+        InPlacePodVerticalScalingInitContainers InPlacePodLevelResourcesVerticalScaling
+        ChangeContainerStatusOnKubeletRestart
+        """.split()
+    ),
+    "1.36": frozenset({"PodLevelResourceManagers", "PLEGOnDemandRelist"}),
+    "1.37": frozenset(),
+    "1.38": frozenset(),
+}
+
+# Gates no longer known from a release on.
+REMOVED: dict[str, frozenset[str]] = {
+    "1.35": frozenset(),
+    "1.36": frozenset(),
+    "1.37": frozenset(
+        """
+        AnonymousAuthConfigurableEndpoints APIServerTracing AnyVolumeDataSource
+        AuthorizeNodeWithSelectors AuthorizeWithSelectors BtreeWatchCache ConsistentListFromCache
+        GangScheduling JobBackoffLimitPerIndex JobPodReplacementPolicy JobSuccessPolicy
+        LogarithmicScaleDown OrderedNamespaceDeletion PodLifecycleSleepAction
+        PodLifecycleSleepActionAllowZero PreventStaticPodAPIReferences RelaxedDNSSearchValidation
+        ResilientWatchCacheInitialization RetryGenerateName SchedulerQueueingHints
+        SidecarContainers StreamingCollectionEncodingToJSON StreamingCollectionEncodingToProtobuf
+        StructuredAuthenticationConfiguration WorkloadAwarePreemption
+        """.split()
+    ),
+    "1.38": frozenset(),
+}
+
+# Gates locked to their default: name -> (locked from release, locked value). The snapshot's
+# lockToDefault entries, the spec's GA entries and the 1.37 locked list.
+LOCKED: dict[str, tuple[str, bool]] = {
+    # The resource managers' own gates.
+    "MemoryManager": ("1.32", True),
+    "CPUManagerPolicyOptions": ("1.33", True),
+    "KubeletPodResourcesGet": ("1.36", True),
+    "KubeletPodResourcesDynamicResources": ("1.36", True),
+    "KubeletPodResourcesListUseActivePods": ("1.38", True),
+    "DisableCPUQuotaWithExclusiveCPUs": ("1.37", True),
+    # The rest of the snapshot.
+    "AllowServiceLBStatusOnNonLB": ("1.32", False),
+    "AnonymousAuthConfigurableEndpoints": ("1.34", True),
+    "AnyVolumeDataSource": ("1.33", True),
+    "AuthorizeNodeWithSelectors": ("1.34", True),
+    "AuthorizeWithSelectors": ("1.34", True),
+    "BtreeWatchCache": ("1.33", True),
+    "ComponentSLIs": ("1.32", True),
+    "ConsistentListFromCache": ("1.34", True),
+    "CRDValidationRatcheting": ("1.33", True),
+    "CronJobsScheduledAnnotation": ("1.32", True),
+    "CSIMigrationPortworx": ("1.33", True),
+    "CustomResourceFieldSelectors": ("1.32", True),
+    "DevicePluginCDIDevices": ("1.31", True),
+    "HonorPVReclaimPolicy": ("1.33", True),
+    "JobBackoffLimitPerIndex": ("1.33", True),
+    "JobPodReplacementPolicy": ("1.34", True),
+    "JobSuccessPolicy": ("1.33", True),
+    "KubeletTracing": ("1.34", True),
+    "LoadBalancerIPMode": ("1.32", True),
+    "LogarithmicScaleDown": ("1.31", True),
+    "MatchLabelKeysInPodAffinity": ("1.33", True),
+    "MultiCIDRServiceAllocator": ("1.34", True),
+    "NFTablesProxyMode": ("1.33", True),
+    "NodeInclusionPolicyInPodTopologySpread": ("1.33", True),
+    "NodeSwap": ("1.34", True),
+    "OrderedNamespaceDeletion": ("1.34", True),
+    "PodIndexLabel": ("1.32", True),
+    "PodSchedulingReadiness": ("1.30", True),
+    "RecoverVolumeExpansionFailure": ("1.34", True),
+    "RecursiveReadOnlyMounts": ("1.33", True),
+    "RelaxedDNSSearchValidation": ("1.34", True),
+    "RelaxedEnvironmentVariableValidation": ("1.34", True),
+    "ResilientWatchCacheInitialization": ("1.34", True),
+    "RetryGenerateName": ("1.32", True),
+    "SchedulerQueueingHints": ("1.34", True),
+    "SeparateTaintEvictionController": ("1.34", True),
+    "ServiceAccountTokenJTI": ("1.32", True),
+    "ServiceAccountTokenNodeBinding": ("1.33", True),
+    "ServiceAccountTokenNodeBindingValidation": ("1.32", True),
+    "ServiceAccountTokenPodNodeInfo": ("1.32", True),
+    "ServiceTrafficDistribution": ("1.33", True),
+    "SidecarContainers": ("1.33", True),
+    "SizeMemoryBackedVolumes": ("1.32", True),
+    "StatefulSetAutoDeletePVC": ("1.32", True),
+    "StreamingCollectionEncodingToJSON": ("1.34", True),
+    "StreamingCollectionEncodingToProtobuf": ("1.34", True),
+    "StrictCostEnforcementForVAP": ("1.32", True),
+    "StrictCostEnforcementForWebhooks": ("1.32", True),
+    "StructuredAuthenticationConfiguration": ("1.34", True),
+    "StructuredAuthorizationConfiguration": ("1.32", True),
+    "TopologyAwareHints": ("1.33", True),
+    "WatchFromStorageWithoutResourceVersion": ("1.33", False),
+    # The 1.37 locked list.
+    "DeclarativeValidationTakeover": ("1.37", False),
+    "DRAExtendedResource": ("1.37", True),
+    "DRAPrioritizedList": ("1.37", True),
+    "DRAResourceClaimDeviceStatus": ("1.37", True),
+    "HostnameOverride": ("1.37", True),
+    "HPAConfigurableTolerance": ("1.37", True),
+    "InPlacePodVerticalScalingInitContainers": ("1.37", True),
+    "NodeDeclaredFeatures": ("1.37", True),
+    "PLEGOnDemandRelist": ("1.37", True),
+    "PodReadyToStartContainersCondition": ("1.37", True),
+    "RelaxedServiceNameValidation": ("1.37", True),
+    "WatchCacheInitializationPostStartHook": ("1.37", True),
+}
+
+# Gate dependencies the registry declares (component-base AddDependencies).
+DEPENDENCIES: dict[str, tuple[str, ...]] = {
+    "ClusterTrustBundleProjection": ("ClusterTrustBundle",),
+}
+
+GATE_RELEASES = ("1.35", "1.36", "1.37", "1.38")
+
+
+def _known_sets() -> dict[str, frozenset[str]]:
+    known: dict[str, frozenset[str]] = {}
+    current = SNAPSHOT_1_34
+    for release in GATE_RELEASES:
+        current = (current | ADDED[release]) - REMOVED[release]
+        known[release] = current
+    return known
+
+
+KNOWN: dict[str, frozenset[str]] = _known_sets()
