@@ -23,7 +23,12 @@ Sources (cited, never copied):
 
 from __future__ import annotations
 
-SNAPSHOT_1_34 = frozenset(
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+SNAPSHOT_1_34 = _names(
     """
     AggregatedDiscoveryRemoveBetaType AllowDNSOnlyNodeCSR
     AllowInsecureKubeletCertificateSigningRequests AllowOverwriteTerminationGracePeriodSeconds
@@ -90,18 +95,18 @@ SNAPSHOT_1_34 = frozenset(
     WindowsGracefulNodeShutdown WindowsHostNetwork WinDSR WinOverlay
     AllAlpha AllBeta
     ClientsAllowCBOR ClientsPreferCBOR InformerResourceVersion InOrderInformers WatchListClient
-    """.split()
+    """
 )
 
 # Gates known from a release on, beyond the snapshot (see the module docstring).
 ADDED: dict[str, frozenset[str]] = {
-    "1.35": frozenset(
+    "1.35": _names(
         """
         PodCertificateRequest DRAConsumableCapacity DRAExtendedResource HostnameOverride
         EnvFiles NodeDeclaredFeatures GangScheduling WorkloadAwarePreemption
         InPlacePodVerticalScalingInitContainers InPlacePodLevelResourcesVerticalScaling
         ChangeContainerStatusOnKubeletRestart
-        """.split()
+        """
     ),
     "1.36": frozenset({"PodLevelResourceManagers", "PLEGOnDemandRelist"}),
     "1.37": frozenset(),
@@ -112,7 +117,7 @@ ADDED: dict[str, frozenset[str]] = {
 REMOVED: dict[str, frozenset[str]] = {
     "1.35": frozenset(),
     "1.36": frozenset(),
-    "1.37": frozenset(
+    "1.37": _names(
         """
         AnonymousAuthConfigurableEndpoints APIServerTracing AnyVolumeDataSource
         AuthorizeNodeWithSelectors AuthorizeWithSelectors BtreeWatchCache ConsistentListFromCache
@@ -122,7 +127,7 @@ REMOVED: dict[str, frozenset[str]] = {
         ResilientWatchCacheInitialization RetryGenerateName SchedulerQueueingHints
         SidecarContainers StreamingCollectionEncodingToJSON StreamingCollectionEncodingToProtobuf
         StructuredAuthenticationConfiguration WorkloadAwarePreemption
-        """.split()
+        """
     ),
     "1.38": frozenset(),
 }

@@ -19,9 +19,11 @@ fields):
 * ``ContainerResources.memory`` holds the container's memory-manager blocks (``Static``
   policy). From 1.37, inside a pod with a pod-level allocation, only containers with an
   exclusive memory slice report blocks (see ``_has_exclusive_memory``).
-* ``PodResources.cpu_ids`` / ``memory`` (1.37 only) hold the pod entry of the CPU / memory
+* ``PodResources.cpu_ids`` / ``memory`` (from 1.37) hold the pod entry of the CPU / memory
   manager, reported when ``PodLevelResources`` and ``PodLevelResourceManagers`` are on and the
-  topology manager scope is ``pod``; empty otherwise.
+  pod has such an entry; empty otherwise. The topology manager scope is not consulted (the
+  providers read the state), so after a restart that changed the scope from ``pod`` to
+  ``container`` with the state kept, the pods admitted before still report their entries.
 * ``GetAllocatableResources``: every CPU minus the reserved ones (static policy), and one
   memory block per NUMA node and memory type with allocatable > 0 (``Static`` policy).
 
@@ -185,7 +187,7 @@ class BuildOptions:
     cpu_static: bool = True  # cpuManagerPolicy static: any cpu_ids at all
     memory_static: bool = False  # memoryManagerPolicy Static: any memory at all
     exclusive_only: bool = True  # 1.37 (kubernetes#138738): container fields only for slices
-    pod_level: bool = False  # 1.37, gates on, scope pod: PodResources.cpu_ids / memory
+    pod_level: bool = False  # from 1.37, gates on: PodResources.cpu_ids / memory
 
     @classmethod
     def from_snapshot(cls, snapshot: NodeSnapshot) -> BuildOptions:
@@ -195,14 +197,13 @@ class BuildOptions:
             cpu_static=config.cpu_manager_policy == "static",
             memory_static=config.memory_manager_policy == "Static",
             exclusive_only=release_137,
-            pod_level=release_137
-            and config.pod_level_resource_managers
-            and config.topology_manager_scope == "pod",
+            pod_level=release_137 and config.pod_level_resource_managers,
         )
 
 
+
 def reports_pod_level(snapshot: NodeSnapshot) -> bool:
-    """Whether this kubelet fills ``PodResources.cpu_ids`` / ``memory`` at all."""
+    """Whether this kubelet fills ``PodResources.cpu_ids`` / ``memory`` for pods with entries."""
     return BuildOptions.from_snapshot(snapshot).pod_level
 
 

@@ -135,13 +135,13 @@ def test_pod_level_cpus_are_a_superset_of_the_container_cpus() -> None:
     [
         ("1.37", True, "pod", True),
         ("1.37", False, "pod", False),
-        ("1.37", True, "container", False),
+        ("1.37", True, "container", True),
         ("1.36", True, "pod", False),
         ("1.35", False, "pod", False),
     ],
     ids=["1.37-gate-pod", "1.37-no-gate", "1.37-container-scope", "1.36", "1.35"],
 )
-def test_pod_level_fields_need_1_37_the_gates_and_scope_pod(
+def test_pod_level_fields_need_1_37_and_the_gates_not_the_scope(
     release: str, gate: bool, scope: str, expected: bool
 ) -> None:
     snap = S.snapshot((S.db_pod(),), S.config(scope, release=release, gate=gate))
@@ -149,6 +149,21 @@ def test_pod_level_fields_need_1_37_the_gates_and_scope_pod(
     pr = build_list_response(snap).pod_resources[0]
     assert bool(pr.cpu_ids) is expected
     assert bool(pr.memory) is expected
+
+
+def test_scope_changed_across_restart_keeps_reporting_pod_entries() -> None:
+    # Admitted under scope pod, the kubelet restarted with scope container and the state
+    # kept: the pod entry is still in the state, and the providers report it.
+    before = build_list_response(S.docs_pod_scope()).pod_resources[0]
+    after_snap = S.snapshot((S.db_pod(),), S.config("container"))
+    after = build_list_response(after_snap).pod_resources[0]
+    assert after.cpu_ids == before.cpu_ids == tuple(S.DB_BUDGET)
+    assert after.memory == before.memory and after.memory
+    assert after.containers == before.containers
+    # A pod admitted after the restart has no pod entry, so its pod-level fields stay empty.
+    plain = replace(S.db_pod(name="later"), pod_cpuset=None, pod_memory=())
+    later = build_list_response(S.snapshot((plain,), S.config("container"))).pod_resources[0]
+    assert later.cpu_ids == () and later.memory == ()
 
 
 def test_gate_off_keeps_container_fields_as_before() -> None:
