@@ -201,7 +201,6 @@ class BuildOptions:
         )
 
 
-
 def reports_pod_level(snapshot: NodeSnapshot) -> bool:
     """Whether this kubelet fills ``PodResources.cpu_ids`` / ``memory`` for pods with entries."""
     return BuildOptions.from_snapshot(snapshot).pod_level
