@@ -7,7 +7,8 @@ hint providers, each reading the merged hint of a container from the topology ma
 ``Node.admit`` is all-or-nothing: the managers work on copies of their state and the copies
 replace the live state only when the pod is admitted, so a rejection changes nothing (the
 kubelet itself may leave partial allocations of a rejected pod until its cleanup loop runs;
-a simulator must not). ``dry_run`` answers exactly like ``admit`` and keeps nothing.
+a simulator must not). ``dry_run`` answers exactly like ``admit`` and keeps nothing, not even
+the managers' metric counters (a rejected ``admit`` keeps its error counts, as the kubelet's).
 """
 
 from __future__ import annotations
@@ -235,6 +236,17 @@ class Node:
             raise NodeError(f"pod {pod.key} is already admitted", "metadata.name")
 
         saved = self._save()
+        # A dry run is no kubelet event: the managers' counters stay as they were.
+        counters = None if commit else self._save_metrics()
+        try:
+            return self._attempt(pod, saved, commit, checked)
+        finally:
+            if counters is not None:
+                self._restore_metrics(counters)
+
+    def _attempt(
+        self, pod: Pod, saved: tuple[object, ...], commit: bool, checked: bool
+    ) -> AdmissionResult:
         try:
             hints = self.topology_manager.admit(pod)
             if self.memory is not None:
@@ -276,6 +288,19 @@ class Node:
                 getattr(self.memory.policy, "init_containers_reusable_memory", None)
             )
         return (self.cpu_state.copy(), reuse, mem_state, mem_reuse)
+
+    def _save_metrics(self) -> tuple[object, object]:
+        cpu = copy.deepcopy(self.cpu_policy.metrics) if self.cpu_policy else None
+        policy = self.memory.policy if self.memory is not None else None
+        mem = copy.deepcopy(getattr(policy, "metrics", None))
+        return (cpu, mem)
+
+    def _restore_metrics(self, saved: tuple[object, object]) -> None:
+        cpu, mem = saved
+        if self.cpu_policy is not None and cpu is not None:
+            self.cpu_policy.metrics = cpu  # type: ignore[assignment]
+        if self.memory is not None and mem is not None:
+            self.memory.policy.metrics = mem  # type: ignore[union-attr]
 
     def _restore(self, saved: tuple[object, ...], pod: Pod) -> None:
         """Undo everything an admission attempt did (counters of failures stay: they count

@@ -49,6 +49,7 @@ from app.web.routers import (
     api_nodes,
     checkpoints,
     fleet,
+    kubelet_metrics,
     nodes,
     ops,
     restart,
@@ -150,6 +151,7 @@ def create_app(
     app.include_router(api_nodes.api)
     app.include_router(restart.api)
     app.include_router(restart.pages)
+    app.include_router(kubelet_metrics.router)  # each simulated node's kubelet series
     app.include_router(workflow.api)
     app.include_router(watch.api)  # a node page's live refresh
     app.include_router(topologies.api)

@@ -19,7 +19,8 @@ What it does:
   check, init-container reuse and the shrinking of earlier init containers' blocks;
 * ``allocate_pod`` (§5.5): one NUMA-aligned pod budget, partitioned arithmetically;
 * ``remove_container`` (§3.4, §5.7) and ``validate_pod_scope_resources`` (§5.3, through the
-  shared rule engine of ``app.domain.pod_budget``).
+  shared rule engine of ``app.domain.pod_budget``);
+* ``metrics``: the kubelet's memory manager counters (``app.domain.memorymanager.metrics``).
 
 Where Go's map order reaches an output we use resource-name order: blocks of a container are
 listed by resource name, and with several failing budget types the first in name order is
@@ -38,7 +39,15 @@ from dataclasses import dataclass, field
 
 from app.domain import releases
 from app.domain.admission import EmptyPodSharedPoolError
+from app.domain.cpumanager.metrics import (
+    ASSIGNMENT_NODE_EXCLUSIVE,
+    ASSIGNMENT_POD_EXCLUSIVE,
+    ASSIGNMENT_POD_SHARED,
+    SOURCE_NODE,
+    SOURCE_POD,
+)
 from app.domain.kubelet_config import DEFAULT_RELEASE
+from app.domain.memorymanager.metrics import MemoryManagerMetrics
 from app.domain.memorymanager.state import (
     Block,
     MemoryManagerState,
@@ -413,6 +422,7 @@ class StaticPolicy:
         self.pod_level_resource_managers = pod_level_resource_managers
         # pod uid -> NUMA mask -> resource -> bytes reusable from regular init containers
         self.init_containers_reusable_memory: dict[str, dict[int, dict[str, int]]] = {}
+        self.metrics = MemoryManagerMetrics()
 
     # -- helpers ------------------------------------------------------------------------
     def _qos(self, pod: Pod) -> str:
@@ -806,6 +816,22 @@ class StaticPolicy:
             return
         if self._skipped_pod_level(pod):
             return
+        m = self.metrics
+        m.pinning_requests_total += 1
+        try:
+            self._allocate(state, pod, container, hint)
+        except Exception:
+            m.pinning_errors_total += 1
+            m.allocation_errors_total[(RESOURCE_MEMORY, SOURCE_NODE)] += 1
+            raise
+
+    def _allocate(
+        self,
+        state: MemoryManagerState,
+        pod: Pod,
+        container: Container,
+        hint: TopologyHint | None,
+    ) -> None:
         existing = state.get_memory_blocks(pod.uid, container.name)
         if existing is not None:
             self.update_pod_reusable_memory(pod, container, existing)
@@ -824,10 +850,13 @@ class StaticPolicy:
             reusable = self.get_pod_reusable_memory(pod, mask, resource)
             charge = 0 if reusable >= size else size - reusable
             update_machine_state(machine_state, mask_nodes, resource, charge)
+            # Counted per resource type, as upstream does inside this loop.
+            self.metrics.allocations_total[(RESOURCE_MEMORY, SOURCE_NODE)] += 1
         self.update_pod_reusable_memory(pod, container, blocks)
         state.replace_machine_state(machine_state)
         state.set_memory_blocks(pod.uid, container.name, blocks)
         self.update_init_containers_memory_blocks(state, pod, container, blocks)
+        self.metrics.container_assignments[(RESOURCE_MEMORY, ASSIGNMENT_NODE_EXCLUSIVE)] += 1
 
     def update_pod_reusable_memory(
         self, pod: Pod, container: Container, blocks: Iterable[Block]
@@ -919,9 +948,27 @@ class StaticPolicy:
             budget = self.get_pod_requested_resources(pod)
         except MemoryManagerError:
             return  # logged and ignored upstream
+        m = self.metrics
+        m.pinning_requests_total += 1
+        try:
+            self._allocate_pod(state, pod, budget, hint)
+        except Exception:
+            m.pinning_errors_total += 1
+            m.allocation_errors_total[(RESOURCE_MEMORY, SOURCE_POD)] += 1
+            raise
+
+    def _allocate_pod(
+        self,
+        state: MemoryManagerState,
+        pod: Pod,
+        budget: Mapping[str, int],
+        hint: TopologyHint | None,
+    ) -> None:
+        m = self.metrics
         if self.restores_pods and state.get_pod_memory_blocks(pod.uid) is not None:
             # 1.38 (kubernetes#141077, fixes #140906): re-admission after a restart keeps the
             # restored pod allocation; 1.37 reserves it a second time (or rejects the pod).
+            # Counted as one pinning request, like the node path's "already in the state".
             return
         err = self.pod_scope_budget_error(pod)
         if err is not None:
@@ -938,6 +985,7 @@ class StaticPolicy:
         sidecar: dict[str, int] = {}
         for c in pod.init_containers:
             reqs = self.get_container_requested_resources(pod, c)
+            m.pinning_requests_total += 1  # every init container, requests or not
             runnable = {r: _u64_sub(total, sidecar.get(r, 0)) for r, total in budget.items()}
             if not reqs:
                 if c.is_sidecar:
@@ -945,8 +993,10 @@ class StaticPolicy:
                 exclusive[c.name] = [
                     Block(mask_nodes, r, v) for r, v in sorted(runnable.items()) if v > 0
                 ]
+                m.container_assignments[(RESOURCE_MEMORY, ASSIGNMENT_POD_SHARED)] += 1
                 continue
             exclusive[c.name] = [Block(mask_nodes, r, v) for r, v in sorted(reqs.items()) if v > 0]
+            m.container_assignments[(RESOURCE_MEMORY, ASSIGNMENT_POD_EXCLUSIVE)] += 1
             if c.is_sidecar:
                 for r, v in reqs.items():
                     sidecar[r] = (sidecar.get(r, 0) + v) % UINT64
@@ -955,12 +1005,14 @@ class StaticPolicy:
             reqs = self.get_container_requested_resources(pod, c)
             if not reqs:
                 continue
+            m.pinning_requests_total += 1
             blocks = []
             for r, v in sorted(reqs.items()):
                 if v > 0:
                     blocks.append(Block(mask_nodes, r, v))
                     pool[r] = _u64_sub(pool.get(r, 0), v)
             exclusive[c.name] = blocks
+            m.container_assignments[(RESOURCE_MEMORY, ASSIGNMENT_POD_EXCLUSIVE)] += 1
         shared = [Block(mask_nodes, r, v) for r, v in sorted(pool.items()) if v > 0]
 
         state.set_pod_memory_blocks(
@@ -969,7 +1021,11 @@ class StaticPolicy:
         for r in sorted(budget):
             update_machine_state(machine_state, mask_nodes, r, budget[r])
         for c in containers:
-            state.set_memory_blocks(pod.uid, c.name, exclusive.get(c.name, shared))
+            own = exclusive.get(c.name)
+            if own is None:
+                m.container_assignments[(RESOURCE_MEMORY, ASSIGNMENT_POD_SHARED)] += 1
+            state.set_memory_blocks(pod.uid, c.name, shared if own is None else own)
+            m.allocations_total[(RESOURCE_MEMORY, SOURCE_POD)] += 1
         state.replace_machine_state(machine_state)
 
     # -- release ------------------------------------------------------------------------
