@@ -69,6 +69,19 @@ _GATE_DEFAULTS: dict[str, dict[str, bool]] = {
 
 DEFAULT_EVICTION_HARD_MEMORY = "100Mi"
 
+# cpuManagerPolicy static needs CPUs set aside for the system (cpumanager NewManager reads the
+# node-allocatable cpu reservation; --reserved-cpus fills it in, cmd/kubelet server.go).
+# Configs copied from the pod-level resource managers tutorial often lack one.
+NO_CPU_RESERVATION_HINT = (
+    ". The static CPU manager policy needs CPUs reserved for the system: add kubeReserved.cpu "
+    'or systemReserved.cpu (e.g. kubeReserved: {cpu: "1"}), or reservedSystemCPUs '
+    '(e.g. reservedSystemCPUs: "0")'
+)
+ZERO_CPU_RESERVATION_HINT = (
+    ". Raise kubeReserved.cpu or systemReserved.cpu above 0 (e.g. kubeReserved: "
+    '{cpu: "1"}), or name the CPUs in reservedSystemCPUs (e.g. reservedSystemCPUs: "0")'
+)
+
 
 class KubeletConfigError(ValueError):
     """An invalid configuration; ``field`` is the configuration key at fault."""
@@ -132,16 +145,18 @@ class KubeletConfig:
     def num_reserved_cpus(self) -> int:
         """``ceil(kubeReserved.cpu + systemReserved.cpu)`` as the static policy computes it."""
         milli = self.reserved_cpu_milli()
+        # The kubelet's text first (it refuses to start with it), then what to add.
         if milli is None:
             raise KubeletConfigError(
                 "kubeReserved",
-                "[cpumanager] unable to determine reserved CPU resources for static policy",
+                "[cpumanager] unable to determine reserved CPU resources for static policy"
+                + NO_CPU_RESERVATION_HINT,
             )
         if milli == 0:
             raise KubeletConfigError(
                 "kubeReserved",
                 "[cpumanager] the static policy requires systemreserved.cpu + kubereserved.cpu "
-                "to be greater than zero",
+                "to be greater than zero" + ZERO_CPU_RESERVATION_HINT,
             )
         return -(-milli // 1000)
 

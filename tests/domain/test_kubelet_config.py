@@ -11,6 +11,8 @@ from app.domain.memorymanager.memory_manager import (
     MemoryManagerConfigError,
     get_system_reserved_memory,
 )
+from app.domain.node import Node
+from app.domain.presets import get_preset
 
 
 def validate_reserved_memory(cfg: KubeletConfig, numa_ids: list[int]) -> None:
@@ -147,6 +149,61 @@ def test_num_reserved_cpus_errors() -> None:
         kubelet_config_from_dict({}).num_reserved_cpus()
     with pytest.raises(KubeletConfigError, match="greater than zero"):
         kubelet_config_from_dict({"kubeReserved": {"cpu": "0"}}).num_reserved_cpus()
+
+
+# Shaped like the pod-level resource managers tutorial's configuration: static policies, the
+# memory reservation, no CPU reservation at all.
+TUTORIAL_LIKE = {
+    "cpuManagerPolicy": "static",
+    "memoryManagerPolicy": "Static",
+    "topologyManagerPolicy": "single-numa-node",
+    "topologyManagerScope": "pod",
+    "systemReserved": {"memory": "1Gi"},
+    "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1124Mi"}}],
+    "featureGates": {"PodLevelResources": True, "PodLevelResourceManagers": True},
+}
+
+
+@pytest.mark.parametrize(
+    ("extra", "kubelet_text", "advice"),
+    [
+        pytest.param(
+            {},
+            "[cpumanager] unable to determine reserved CPU resources for static policy. ",
+            'add kubeReserved.cpu or systemReserved.cpu (e.g. kubeReserved: {cpu: "1"}), '
+            'or reservedSystemCPUs (e.g. reservedSystemCPUs: "0")',
+            id="none",
+        ),
+        pytest.param(
+            {"kubeReserved": {"cpu": "0"}},
+            "[cpumanager] the static policy requires systemreserved.cpu + kubereserved.cpu to "
+            "be greater than zero. ",
+            "Raise kubeReserved.cpu or systemReserved.cpu above 0",
+            id="zero",
+        ),
+    ],
+)
+def test_missing_cpu_reservation_says_what_to_add(
+    extra: dict, kubelet_text: str, advice: str
+) -> None:
+    cfg = kubelet_config_from_dict({**TUTORIAL_LIKE, **extra})
+    with pytest.raises(KubeletConfigError) as info:
+        Node("n", get_preset("topoDualSocketHT"), cfg)
+    assert info.value.field == "kubeReserved"
+    assert info.value.message.startswith(kubelet_text)
+    assert advice in info.value.message
+
+
+@pytest.mark.parametrize(
+    "fix",
+    [{"kubeReserved": {"cpu": "1"}}, {"systemReserved": {"cpu": "1", "memory": "1Gi"}},
+     {"reservedSystemCPUs": "0"}],
+)  # fmt: skip
+def test_each_suggested_cpu_reservation_is_accepted(fix: dict) -> None:
+    node = Node(
+        "n", get_preset("topoDualSocketHT"), kubelet_config_from_dict({**TUTORIAL_LIKE, **fix})
+    )
+    assert node.reserved_cpus.size() == 1
 
 
 def test_reserved_memory_must_match_node_allocatable() -> None:
