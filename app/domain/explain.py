@@ -14,7 +14,9 @@ what the kubelet's managers saw and said, in the order the kubelet asks them
   are allocated first, as the kubelet does, so later hints see their CPUs taken;
 * the smallest changes that would have been admitted on that same state: fewer CPUs (per
   container with exclusive CPUs and for the pod budget), removing one pod that was on the node,
-  and another topology manager policy or scope.
+  and another topology manager policy or scope;
+* the known differences between the documentation and the code the verdict falls under
+  (``app.domain.doc_divergences``).
 
 The node passed in is used as a scratch copy: the hint replay allocates on it. Suggestions are
 judged with ``Node.dry_run`` on copies rebuilt from the node's own state files
@@ -31,6 +33,7 @@ from typing import Any
 
 from app.domain.admission import AdmissionError
 from app.domain.cpuset import CPUSet
+from app.domain.doc_divergences import Divergence, divergences_for
 from app.domain.node import Node, NodeError
 from app.domain.node_state import NodeStateError, render_state_files, restore_node
 from app.domain.pod import (
@@ -96,6 +99,8 @@ class Explanation:
     units: tuple[UnitHints, ...]
     verdict: tuple[bool, str, str]  # admitted, reason, message (replayed)
     suggestions: tuple[Suggestion, ...]
+    # Known documentation/code differences the verdict falls under (app.domain.doc_divergences)
+    divergences: tuple[Divergence, ...] = ()
 
 
 def provider_name(provider: object) -> str:
@@ -361,4 +366,7 @@ def explain_rejection(
         units=units,
         verdict=(verdict.admitted, verdict.reason, verdict.message),
         suggestions=tuple(suggestions),
+        divergences=()
+        if verdict.admitted
+        else divergences_for(config, pod, verdict.reason, verdict.message),
     )

@@ -96,6 +96,18 @@ class SuggestionView(_View):
     text: str
 
 
+class DivergenceView(_View):
+    """Where the documentation and the kubelet's code disagree about this verdict."""
+
+    key: str
+    title: str
+    docs_say: str
+    code_does: str
+    upstream_file: str
+    upstream_url: str
+    docs_url: str
+
+
 class RejectionView(_View):
     node: str
     node_url: str
@@ -118,6 +130,7 @@ class RejectionView(_View):
     replay_matches: bool
     suggestions: list[SuggestionView]
     before_url: str  # the CPU map just before the attempt
+    divergences: list[DivergenceView] = []
 
 
 def hint_text(h: TopologyHint) -> str:
@@ -195,6 +208,18 @@ def explain_entry(service: NodeService, node: str, entry: int) -> RejectionView:
         replay_matches=(not ex.verdict[0]) and reason == row.reason,
         suggestions=[SuggestionView(kind=s.kind, text=s.text) for s in ex.suggestions],
         before_url=f"{base}/history/{_previous_change(rows, row.id)}",
+        divergences=[
+            DivergenceView(
+                key=d.key,
+                title=d.title,
+                docs_say=d.docs_say,
+                code_does=d.code_does,
+                upstream_file=d.upstream_file,
+                upstream_url=d.upstream_url,
+                docs_url=d.docs_url,
+            )
+            for d in ex.divergences
+        ],
     )
 
 
