@@ -16,9 +16,16 @@ Sources (cited, never copied):
   after the snapshot are taken from the kubernetes.io feature gate pages. Where only "exists by
   release R" is known, the gate is counted from the earliest plausible release, so a real name
   is not refused (a too-early name is the milder error).
-* Removals: only removals a source names are applied (CPUManager before 1.34, the 1.37 list).
-  A gate removed upstream that no source names stays known here: Numascope then accepts a
-  name the kubelet would refuse.
+* 1.35-1.37 additions, removals and locks beyond those: a v1.34 -> v1.37 feature-gate delta
+  whose stages were checked against ``pkg/features/kube_features.go`` (and the apiserver copy)
+  on release-1.37 and CHANGELOG-1.35/1.36/1.37 (third-party study notes, "Kubernetes
+  Internals - Appendix: Delta from v1.34 to v1.37"), plus the 1.36 removals the 1.36 release
+  notes name (in-tree Portworx, ``UserNamespacesPodSecurityStandards`` with user namespaces
+  GA). A gate first seen at Beta is counted from the release before, by the same rule.
+* Removals: only removals a source names are applied (CPUManager before 1.34, the 1.35 and
+  1.36 removals above, the 1.37 list). A gate removed upstream that no source names stays
+  known here: Numascope then accepts a name the kubelet would refuse. Release 1.38 (master)
+  has no table of its own: it reads as 1.37.
 """
 
 from __future__ import annotations
@@ -106,17 +113,45 @@ ADDED: dict[str, frozenset[str]] = {
         EnvFiles NodeDeclaredFeatures GangScheduling WorkloadAwarePreemption
         InPlacePodVerticalScalingInitContainers InPlacePodLevelResourcesVerticalScaling
         ChangeContainerStatusOnKubeletRestart
+        ContainerRestartRules ExtendWebSocketsToKubelet DRADeviceBindingConditions
+        OpportunisticBatching VolumeLimitScaling CSIServiceAccountTokenSecrets
+        ConstrainedImpersonation DRAResourceClaimGranularStatusAuthorization
+        StaleControllerConsistencyJob
         """
     ),
-    "1.36": frozenset({"PodLevelResourceManagers", "PLEGOnDemandRelist"}),
-    "1.37": frozenset(),
+    "1.36": _names(
+        """
+        PodLevelResourceManagers PLEGOnDemandRelist
+        ShardedListAndWatch TopologyAwareWorkloadScheduling DRANodeAllocatableResources
+        EtcdRangeStream WatchListCompression StaleControllerConsistencyHPA
+        NodeControllerLeaseCircuitBreaker GenericWorkload NFTablesNetlink
+        PersistentVolumeClaimUnusedSinceTime ManifestBasedAdmissionControlConfig
+        HPAOptimizedSelectorStore
+        """
+    ),
+    "1.37": _names(
+        """
+        ConsistentListFromCacheSkipTimeoutFallback EvictionRequestAPI
+        StatefulSetRecreateStrategy CompositePodGroup SchedulerPreQueueingHints
+        InterPodAffinityHostnameFastPath KubeProxyNFTablesLocalhostNodePorts KubeProxyIPVS
+        """
+    ),
     "1.38": frozenset(),
 }
 
 # Gates no longer known from a release on.
 REMOVED: dict[str, frozenset[str]] = {
-    "1.35": frozenset(),
-    "1.36": frozenset(),
+    "1.35": _names(
+        """
+        StrictCostEnforcementForVAP StrictCostEnforcementForWebhooks
+        InPlacePodVerticalScalingAllocatedStatus
+        """
+    ),
+    "1.36": _names(
+        """
+        CSIMigrationPortworx InTreePluginPortworxUnregister UserNamespacesPodSecurityStandards
+        """
+    ),
     "1.37": _names(
         """
         AnonymousAuthConfigurableEndpoints APIServerTracing AnyVolumeDataSource
@@ -189,12 +224,23 @@ LOCKED: dict[str, tuple[str, bool]] = {
     "StatefulSetAutoDeletePVC": ("1.32", True),
     "StreamingCollectionEncodingToJSON": ("1.34", True),
     "StreamingCollectionEncodingToProtobuf": ("1.34", True),
-    "StrictCostEnforcementForVAP": ("1.32", True),
-    "StrictCostEnforcementForWebhooks": ("1.32", True),
     "StructuredAuthenticationConfiguration": ("1.34", True),
     "StructuredAuthorizationConfiguration": ("1.32", True),
     "TopologyAwareHints": ("1.33", True),
     "WatchFromStorageWithoutResourceVersion": ("1.33", False),
+    # Locked in 1.35 and 1.36 (GA and locked, per the v1.34 -> v1.37 delta below).
+    "JobManagedBy": ("1.35", True),
+    "PodObservedGenerationTracking": ("1.35", True),
+    "InPlacePodVerticalScaling": ("1.35", True),
+    "UserNamespacesSupport": ("1.36", True),
+    "KubeletPSI": ("1.36", True),
+    "ImageVolume": ("1.36", True),
+    "ProcMountType": ("1.36", True),
+    "NodeLogQuery": ("1.36", True),
+    "VolumeAttributesClass": ("1.36", True),
+    "MutableCSINodeAllocatableCount": ("1.36", True),
+    "CSIServiceAccountTokenSecrets": ("1.36", True),
+    "DRAAdminAccess": ("1.36", True),
     # The 1.37 locked list.
     "DeclarativeValidationTakeover": ("1.37", False),
     "DRAExtendedResource": ("1.37", True),

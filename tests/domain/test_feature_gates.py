@@ -118,3 +118,43 @@ def test_kubelet_config_names_the_field_and_keeps_the_kubelet_text() -> None:
         )
     assert info.value.field == "featureGates.Bogus"
     assert str(info.value.message) == KUBELET_PREFIX + "unrecognized feature gate: Bogus"
+
+
+@pytest.mark.parametrize(
+    ("name", "first", "gone"),
+    [
+        pytest.param("ContainerRestartRules", "1.35", None, id="alpha-in-1.34-missing-from-snapshot"),
+        pytest.param("ShardedListAndWatch", "1.36", None, id="alpha-1.36"),
+        pytest.param("KubeProxyIPVS", "1.37", None, id="added-1.37"),
+        pytest.param("InPlacePodVerticalScalingAllocatedStatus", None, "1.35", id="removed-1.35"),
+        pytest.param("UserNamespacesPodSecurityStandards", None, "1.36", id="removed-1.36"),
+        pytest.param("CSIMigrationPortworx", None, "1.36", id="portworx-removed-1.36"),
+    ],
+)  # fmt: skip
+def test_gate_lifetimes_per_release(name: str, first: str | None, gone: str | None) -> None:
+    known = [r for r in GATE_RELEASES if name in KNOWN[r]]
+    if first is not None:
+        assert known == [r for r in GATE_RELEASES if r >= first]
+        before = [r for r in GATE_RELEASES if r < first]
+        for r in before:
+            assert verdict({name: True}, r) == KUBELET_PREFIX + f"unrecognized feature gate: {name}"
+    if gone is not None:
+        assert known == [r for r in GATE_RELEASES if r < gone]
+        assert verdict({name: False}, gone) == (
+            KUBELET_PREFIX + f"unrecognized feature gate: {name}"
+        )
+
+
+@pytest.mark.parametrize(
+    ("name", "release"),
+    [("InPlacePodVerticalScaling", "1.35"), ("UserNamespacesSupport", "1.36"),
+     ("KubeletPSI", "1.36"), ("DRAAdminAccess", "1.36")],
+)  # fmt: skip
+def test_gates_locked_in_1_35_and_1_36(name: str, release: str) -> None:
+    earlier = GATE_RELEASES[GATE_RELEASES.index(release) - 1] if release != "1.35" else None
+    assert verdict({name: False}, release) == (
+        KUBELET_PREFIX + f"cannot set feature gate {name} to false, feature is locked to true"
+    )
+    assert verdict({name: True}, release) is None
+    if earlier is not None:
+        assert verdict({name: False}, earlier) is None
