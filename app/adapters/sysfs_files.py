@@ -17,6 +17,7 @@ idioms, and what a file may contain depends on the idiom, so each has its own re
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 
@@ -96,8 +97,12 @@ def parse_uint(text: str) -> int | None:
     return value if value < 1 << 64 else None
 
 
+@functools.lru_cache(maxsize=4096)
 def count_mask_bits(data: bytes) -> int | None:
-    """Bits set in a ``shared_cpu_map`` (comma separated 64-bit hex words), or None."""
+    """Bits set in a ``shared_cpu_map`` (comma separated 64-bit hex words), or None.
+
+    Memoised: the threads of a cache share one map, so a 512-CPU tree repeats each text
+    many times."""
     count = 0
     for word in data.decode("ascii", errors="replace").split(","):
         word = word.strip(" \t\n\v\f\r")
