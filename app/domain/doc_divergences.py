@@ -31,7 +31,7 @@ from app.domain.pod import Pod, is_container_equivalent_qos_guaranteed, is_pod_l
 TUTORIAL_URL = (
     "https://kubernetes.io/docs/tutorials/cluster-management/use-pod-level-resource-managers/"
 )
-CONCEPT_URL = "https://kubernetes.io/docs/concepts/resource-management/pod-level-resource-managers/"
+TUTORIAL_TITLE = "Use pod-level resources with kubelet resource managers"
 MEMORY_POLICY = "pkg/kubelet/cm/memorymanager/policy_static.go"
 CPU_POLICY = "pkg/kubelet/cm/cpumanager/policy_static.go"
 
@@ -48,6 +48,7 @@ class Divergence:
     upstream_file: str
     upstream_url: str  # the file at the node's release (master for 1.38)
     docs_url: str
+    docs_title: str = TUTORIAL_TITLE
 
 
 def upstream_url(path: str, release: str) -> str:

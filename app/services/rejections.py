@@ -106,6 +106,7 @@ class DivergenceView(_View):
     upstream_file: str
     upstream_url: str
     docs_url: str
+    docs_title: str
 
 
 class RejectionView(_View):
@@ -217,6 +218,7 @@ def explain_entry(service: NodeService, node: str, entry: int) -> RejectionView:
                 upstream_file=d.upstream_file,
                 upstream_url=d.upstream_url,
                 docs_url=d.docs_url,
+                docs_title=d.docs_title,
             )
             for d in ex.divergences
         ],
