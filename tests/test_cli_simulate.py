@@ -454,3 +454,24 @@ def test_bad_names_exit_2_with_the_api_servers_text(
     code, out, err = run(capsys, *base(), f)
     assert code == 2 and out == ""
     assert f"{f}: {needle}" in err and "Traceback" not in err
+
+
+def test_rejection_the_documentation_describes_otherwise_is_noted(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = str(KUBELET / "container-scope-single-numa.yaml")
+    code, out, _ = run(capsys, *base(config), p("container-scope-mixed"))
+    assert code == 1
+    assert "Note on default/container-scope-mixed: The documentation shows" in out
+    assert "decided in pkg/kubelet/cm/memorymanager/policy_static.go: https://github.com/" in out
+    assert "see https://kubernetes.io/docs/tutorials/" in out
+    code, out, _ = run(capsys, *base(config), "--json", p("container-scope-mixed"))
+    (result,) = json.loads(out)["results"]
+    (note,) = result["documentation"]
+    assert note["key"] == "container-scope-memory-default-hint"
+    assert note["upstreamUrl"].endswith(
+        "/release-1.37/pkg/kubelet/cm/memorymanager/policy_static.go"
+    )
+    # An ordinary rejection carries no note.
+    code, out, _ = run(capsys, *base(), "--json", p("empty-shared-pool"))
+    assert "documentation" not in json.loads(out)["results"][0]

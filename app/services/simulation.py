@@ -46,6 +46,7 @@ from app.adapters.kubelet_files import load_kubelet_config
 from app.adapters.manifests import parse_pod_manifests
 from app.domain import hint_budget as hint_search
 from app.domain.cpuset import CPUSet
+from app.domain.doc_divergences import Divergence, divergences_for
 from app.domain.kubelet_config import KubeletConfig, KubeletConfigError
 from app.domain.node import AdmissionResult, Node, NodeError
 from app.domain.node_state import (
@@ -98,6 +99,8 @@ class PodSource:
 class SimulatedAdmission:
     source: str
     result: AdmissionResult
+    # Known documentation/code differences a rejection falls under (app.domain.doc_divergences)
+    divergences: tuple[Divergence, ...] = ()
 
 
 @dataclass(slots=True)
@@ -326,7 +329,12 @@ def _run(
             result = node.admit(pod)
         except NodeError as err:
             raise SimulationInputError(err.message, source=source, field=err.field) from None
-        outcome.admissions.append(SimulatedAdmission(source, result))
+        notes = (
+            ()
+            if result.admitted
+            else divergences_for(node.config, pod, result.reason, result.message)
+        )
+        outcome.admissions.append(SimulatedAdmission(source, result, notes))
 
 
 # -- views ----------------------------------------------------------------------------------------
@@ -447,6 +455,19 @@ def _admission_dict(a: SimulatedAdmission) -> dict[str, Any]:
     if not r.admitted:
         d["reason"] = r.reason
         d["message"] = r.message
+    if a.divergences:
+        d["documentation"] = [
+            {
+                "key": n.key,
+                "title": n.title,
+                "docsSay": n.docs_say,
+                "codeDoes": n.code_does,
+                "upstreamFile": n.upstream_file,
+                "upstreamUrl": n.upstream_url,
+                "docsUrl": n.docs_url,
+            }
+            for n in a.divergences
+        ]
     return d
 
 
@@ -558,6 +579,16 @@ def render_text(outcome: SimulationOutcome) -> str:
             rows.append((f"{r.namespace}/{r.name}", verdict, detail))
         lines += _table(("POD", "RESULT", "REASON: MESSAGE"), rows)
         lines.append("")
+        for a in outcome.admissions:
+            for note in a.divergences:
+                lines += [
+                    f"Note on {a.result.namespace}/{a.result.name}: {note.title}",
+                    f"  documentation: {note.docs_say}",
+                    f"  kubelet code:  {note.code_does}",
+                    f"  decided in {note.upstream_file}: {note.upstream_url}",
+                    f"  see {note.docs_url}",
+                    "",
+                ]
 
     pools = CPUPools.of(snap)
     lines.append("CPUs per NUMA node")
