@@ -124,3 +124,7 @@ def test_unknown_node_is_404(client: TestClient) -> None:
     r = client.get("/nodes/nope/metrics")
     assert r.status_code == 404
     assert client.get("/api/v1/nodes/nope/kubelet-metrics").json()["error"]["reason"] == "NotFound"
+
+
+def test_node_page_links_its_kubelet_metrics(api: TestClient) -> None:
+    assert 'href="/nodes/small/metrics"' in api.get("/nodes/small").text
