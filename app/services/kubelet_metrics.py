@@ -6,14 +6,14 @@ depend on which worker answers and when it started. Instead the counters come fr
 the node's admission log on a fresh engine: every admission attempt (admitted or rejected)
 and every removal, in order, each at its recorded time; dry runs are no kubelet events and are
 skipped. The figures are then the counters of one kubelet that has run since the node was
-created, the same from every worker and across restarts. The replay is cached per log length
-and last entry, so a scrape after no change costs one log read.
+created, the same from every worker and across restarts. Each worker keeps the replayed engine
+and runs only the rows added since (a scrape after no change costs one log read).
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -53,9 +53,9 @@ class KubeletMetricsView(_View):
     series: list[FamilyView]
 
 
-def replay_all(builder: Builder, rows: list[LogRow]) -> Node:
-    """A fresh engine that went through every logged admission attempt and removal."""
-    node = builder()
+def replay_rows(builder: Builder, node: Node, rows: list[LogRow]) -> None:
+    """Run ``rows`` through ``node``: admission attempts (admitted or rejected) and removals
+    in log order, each at its recorded time; dry runs are skipped."""
     clock = node.clock
     try:
         for r in rows:
@@ -73,6 +73,12 @@ def replay_all(builder: Builder, rows: list[LogRow]) -> Node:
                 continue  # a duplicate the live node refused too; no manager saw it
     finally:
         node.clock = clock
+
+
+def replay_all(builder: Builder, rows: list[LogRow]) -> Node:
+    """A fresh engine that went through every logged admission attempt and removal."""
+    node = builder()
+    replay_rows(builder, node, rows)
     return node
 
 
@@ -86,38 +92,57 @@ def families_of(node: Node) -> list[Family]:
     )
 
 
+@dataclass(slots=True)
+class _Replayed:
+    """One node's replay so far: the engine after the first ``count`` log rows."""
+
+    definition: tuple[object, ...]
+    builder: Builder
+    node: Node
+    count: int = 0
+    last_id: int = 0
+    families: list[Family] | None = None
+
+    def extended_by(self, definition: tuple[object, ...], rows: list[LogRow]) -> bool:
+        """``rows`` is the log this replay saw plus (maybe) new rows, of the same node."""
+        if definition != self.definition or self.count > len(rows):
+            return False
+        return self.count == 0 or rows[self.count - 1].id == self.last_id
+
+
 class KubeletMetrics:
-    """Per-node kubelet series, computed by replay and cached (one per app)."""
+    """Per-node kubelet series, computed by replay (one per app).
+
+    The log only grows, so the engine of the last replay is kept and only the new rows are
+    run through it; a changed definition (or a log that does not extend the one seen) starts
+    over on a fresh engine.
+    """
 
     def __init__(self, service: NodeService) -> None:
         self.service = service
         self._lock = threading.Lock()
-        self._cache: dict[tuple[Any, ...], tuple[str, int, list[Family]]] = {}
+        self._replays: dict[str, _Replayed] = {}
 
     def _families(self, name: str) -> tuple[str, int, list[Family]]:
         rows = log_rows(self.service, name)  # UnknownNodeError (404) for observed nodes
-        definition = self.service.definition(name)
-        key = (
-            name,
-            definition.kubelet_config,
-            definition.release,
-            definition.topology,
-            definition.created_at,
-            len(rows),
-            rows[-1].id if rows else 0,
-        )
+        d = self.service.definition(name)
+        definition = (d.kubelet_config, d.release, d.topology, d.created_at)
         with self._lock:
-            hit = self._cache.get(key)
-        if hit is not None:
-            return hit
-        node = replay_all(Builder(self.service, name), rows)
+            done = self._replays.get(name)
+            if done is None or not done.extended_by(definition, rows):
+                builder = Builder(self.service, name)
+                done = _Replayed(definition, builder, builder())
+            if done.families is None or done.count < len(rows):
+                replay_rows(done.builder, done.node, rows[done.count :])
+                done.count, done.last_id = len(rows), rows[-1].id if rows else 0
+                done.families = families_of(done.node)
+            if name not in self._replays and len(self._replays) >= _CACHE_SIZE:
+                self._replays.pop(next(iter(self._replays)))
+            self._replays[name] = done
+            families = done.families
+            release = done.node.config.release
         attempts = sum(1 for r in rows if r.action == ACTION_ADMIT)
-        value = (node.config.release, attempts, families_of(node))
-        with self._lock:
-            if len(self._cache) >= _CACHE_SIZE:
-                self._cache.pop(next(iter(self._cache)))
-            self._cache[key] = value
-        return value
+        return release, attempts, families
 
     def text(self, name: str) -> str:
         """The Prometheus text exposition of node ``name``'s kubelet series."""

@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.services.demo import EMPTY_SHARED_POOL_POD
-from app.services.kubelet_metrics import families_of
+from app.services.kubelet_metrics import KubeletMetrics, families_of
 from app.services.nodes import NodeService
 from tests.helpers import DB_POD, POD_SCOPE, SMALL
 
@@ -128,3 +128,31 @@ def test_unknown_node_is_404(client: TestClient) -> None:
 
 def test_node_page_links_its_kubelet_metrics(api: TestClient) -> None:
     assert 'href="/nodes/small/metrics"' in api.get("/nodes/small").text
+
+
+def test_incremental_replay_equals_a_fresh_one(api: TestClient, nodes: NodeService) -> None:
+    seen = KubeletMetrics(nodes)
+    empty = seen.view("small")
+    assert empty.admission_attempts == 0
+    assert api.post("/api/v1/nodes/small/pods", content=DB_POD, headers=YAML).status_code == 201
+    first = seen.view("small")
+    api.post("/api/v1/nodes/small/pods", content=EMPTY_SHARED_POOL_POD, headers=YAML)
+    assert api.delete("/api/v1/nodes/small/pods/prod/db").status_code == 200
+    assert api.post("/api/v1/nodes/small/pods", content=DB_POD, headers=YAML).status_code == 201
+    later = seen.view("small")
+    assert later == KubeletMetrics(nodes).view("small")
+    assert later.admission_attempts == 3 and later != first
+
+
+def test_recreated_node_starts_from_zero(api: TestClient, nodes: NodeService) -> None:
+    seen = KubeletMetrics(nodes)
+    assert api.post("/api/v1/nodes/small/pods", content=DB_POD, headers=YAML).status_code == 201
+    assert seen.view("small").admission_attempts == 1
+    assert api.delete("/api/v1/nodes/small", headers={"X-Confirm": "yes"}).status_code in (200, 204)
+    r = api.post(
+        "/api/v1/nodes", json={"name": "small", "topology": SMALL, "kubeletConfig": POD_SCOPE}
+    )
+    assert r.status_code == 201
+    again = seen.view("small")
+    assert again.admission_attempts == 0
+    assert again == KubeletMetrics(nodes).view("small")
