@@ -23,7 +23,9 @@ from app.domain.limits import InputLimitError
 MAX_CONFIG_BYTES = 1024 * 1024
 
 
-def parse_kubelet_config_text(text: str, release: str = DEFAULT_RELEASE) -> KubeletConfig:
+def parse_kubelet_config_text(
+    text: str, release: str = DEFAULT_RELEASE, *, check_gates: bool = True
+) -> KubeletConfig:
     try:
         obj: Any = load_yaml(text, "KubeletConfiguration") if text.strip() else {}
     except InputLimitError as exc:
@@ -32,7 +34,7 @@ def parse_kubelet_config_text(text: str, release: str = DEFAULT_RELEASE) -> Kube
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise KubeletConfigError("KubeletConfiguration", f"not valid YAML or JSON{where}") from None
-    return kubelet_config_from_dict(obj, release)
+    return kubelet_config_from_dict(obj, release, check_gates=check_gates)
 
 
 def load_kubelet_config(path: str | Path, release: str = DEFAULT_RELEASE) -> KubeletConfig:

@@ -289,7 +289,7 @@ def _reserved_memory(obj: Any) -> tuple[MemoryReservation, ...]:
     return tuple(out)
 
 
-def _feature_gates(obj: Any, release: str) -> dict[str, bool]:
+def _feature_gates(obj: Any, release: str, check: bool = True) -> dict[str, bool]:
     gates = {}
     for k, v in _mapping(obj, "featureGates").items():
         if not isinstance(v, bool):
@@ -297,7 +297,7 @@ def _feature_gates(obj: Any, release: str) -> dict[str, bool]:
         gates[str(k)] = v
     # The kubelet refuses unknown, removed and wrongly set locked gates at start-up.
     problem = check_feature_gates(gates, release, _GATE_DEFAULTS.get(release, {}))
-    if problem is not None:
+    if problem is not None and check:
         raise KubeletConfigError(f"featureGates.{problem.gate}", problem.message)
     return gates
 
@@ -309,9 +309,13 @@ def _choice(value: str, allowed: tuple[str, ...], field: str, message: str) -> s
 
 
 def kubelet_config_from_dict(
-    obj: Mapping[str, Any] | None, release: str = DEFAULT_RELEASE
+    obj: Mapping[str, Any] | None, release: str = DEFAULT_RELEASE, *, check_gates: bool = True
 ) -> KubeletConfig:
-    """Parse a decoded KubeletConfiguration; raises KubeletConfigError naming the field."""
+    """Parse a decoded KubeletConfiguration; raises KubeletConfigError naming the field.
+
+    ``check_gates=False`` skips the start-up check of the gate names and locks (not their
+    types): for the configuration of a kubelet that is running, which proves it passed.
+    """
     if release not in RELEASES:
         raise KubeletConfigError(
             "release", f"unsupported kubelet release {release!r}; use one of {', '.join(RELEASES)}"
@@ -364,7 +368,7 @@ def kubelet_config_from_dict(
                 f"{reserved_text}, error: {exc.detail}",
             ) from None
 
-    gates = _feature_gates(obj.get("featureGates"), release)
+    gates = _feature_gates(obj.get("featureGates"), release, check_gates)
     config = KubeletConfig(
         release=release,
         cpu_manager_policy=cpu_policy,

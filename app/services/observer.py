@@ -168,16 +168,30 @@ def _read_config(
         )
     if text is None:
         return None, None, None, SourceStatus(SOURCE_CONFIG, now, True, "no configuration file")
+    notes: tuple[str, ...] = ()
     try:
         config = parse_kubelet_config_text(text, release)
     except KubeletConfigError as exc:
-        return (
-            None,
-            str(path),
-            text,
-            SourceStatus(SOURCE_CONFIG, now, False, str(path), (f"{path}: {exc}",)),
-        )
-    return config, str(path), text, SourceStatus(SOURCE_CONFIG, now, True, str(path))
+        config = None
+        if exc.field.startswith("featureGates."):
+            # The kubelet runs with these gates, so it accepted them: the gate table of this
+            # release is behind it, or the node runs another release. Read on, but say so.
+            try:
+                config = parse_kubelet_config_text(text, release, check_gates=False)
+            except KubeletConfigError:
+                config = None
+            notes = (
+                f"{path}: {exc} (a kubelet {release} would refuse this; the running kubelet "
+                "accepted it, so its release or Numascope's gate table differs)",
+            )
+        if config is None:
+            return (
+                None,
+                str(path),
+                text,
+                SourceStatus(SOURCE_CONFIG, now, False, str(path), (f"{path}: {exc}",)),
+            )
+    return config, str(path), text, SourceStatus(SOURCE_CONFIG, now, True, str(path), notes)
 
 
 def _read_podresources(

@@ -23,6 +23,7 @@ from app.adapters.manifests import parse_pod_manifests
 from app.adapters.podresources_json import list_response_json
 from app.domain.checkpoint import CPUCheckpointState, write_cpu_checkpoint
 from app.domain.cpuset import CPUSet
+from app.domain.kubelet_config import KubeletConfigError
 from app.domain.node import Node
 from app.domain.node_state import cpu_checkpoint_state, render_state_files
 from app.domain.observed import UID_ONLY_NAMESPACE
@@ -300,6 +301,26 @@ def test_kubelet_config_file(host: Host, setup: str, ok: bool, error: str | None
         assert observed.snapshot.config.reserved_system_cpus == CPUSet.parse("0-1,64-65")
         # the reserved CPUs still come from what the kubelet reports (allocatable)
         assert observed.snapshot.reserved_cpus == CPUSet.parse("0,64")
+
+
+def test_gate_the_table_does_not_know_is_noted_not_fatal(host: Host) -> None:
+    # The running kubelet accepted this gate; Numascope's 1.37 table does not know it.
+    text = demo.POD_SCOPE_CONFIG.replace(
+        "  PodLevelResourceManagers: true\n",
+        "  PodLevelResourceManagers: true\n  FutureGate: true\n",
+    )
+    assert "FutureGate" in text
+    (host.root / "config.yaml").write_text(text)
+    observed = observe_node(host.settings())
+    status = observed.source("kubelet-config")
+    assert status is not None and status.ok
+    (note,) = status.errors
+    assert "unrecognized feature gate: FutureGate" in note and "running kubelet" in note
+    assert observed.snapshot is not None and not observed.config_inferred
+    assert observed.snapshot.config.gate("FutureGate") is True
+    # A simulated node with the same configuration is refused, as that kubelet would.
+    with pytest.raises(KubeletConfigError, match="unrecognized feature gate: FutureGate"):
+        parse_kubelet_config_text(text, "1.37")
 
 
 def test_missing_sysfs_gives_no_snapshot(host: Host) -> None:
