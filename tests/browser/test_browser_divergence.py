@@ -13,6 +13,7 @@ import pytest
 
 from app.domain.doc_divergences import TUTORIAL_URL
 from app.services.history import log_rows
+from tests.browser.axe import describe, require_axe, violations
 from tests.helpers import SMALL, make_settings
 
 if TYPE_CHECKING:
@@ -53,6 +54,9 @@ def test_rejection_page_shows_the_documentation_note(
     assert note_y < page.locator("#numa-free").bounding_box()["y"]
     screenshot(page, "rejection-docs-divergence", full_page=False)
     assert page_errors == []
+    require_axe()
+    found = violations(page)
+    assert found == [], describe(found)
 
 
 def test_kubelet_metrics_page_is_prometheus_text(page: Any, served: LiveServer) -> None:
