@@ -207,10 +207,13 @@ def test_unknown_release_is_a_usage_error(
         (["--release", "1.35"],
          "pods.json: featureGates.PodLevelResourceManagers: failed to set feature gates from "
          "initial flags-based config: unrecognized feature gate: PodLevelResourceManagers"),
+        (["--release", "1.37", "--feature-gates", "NoSuchGate=true"],
+         "unrecognized feature gate: NoSuchGate"),
         (["--release", "1.38", "--kubelet-config", "/nonexistent.yaml"],
          "/nonexistent.yaml: no such file"),
     ],
-    ids=["gate-no-value", "gate-bad-bool", "gate-unknown-in-release", "recorded-gate", "config"],
+    ids=["gate-no-value", "gate-bad-bool", "gate-unknown-in-release", "recorded-gate",
+         "gate-unknown-name", "config"],
 )  # fmt: skip
 def test_usage_errors_exit_2_and_change_nothing(
     pod_level: Path, capsys: pytest.CaptureFixture[str], args: list[str], needle: str
