@@ -24,42 +24,15 @@ from pathlib import Path
 import httpx
 from _common import ROOT  # noqa: F401  (the repository on sys.path)
 
+from tests.fixtures.wide_machine import WIDE_CONFIG, WIDE_POD, wide_topology
 from tests.live.server import ServerProcess, server_env
-
-CONFIG = """\
-cpuManagerPolicy: static
-memoryManagerPolicy: Static
-topologyManagerPolicy: best-effort
-topologyManagerPolicyOptions: {max-allowable-numa-nodes: "64"}
-reservedSystemCPUs: "0"
-reservedMemory:
-- numaNode: 0
-  limits: {memory: 100Mi}
-"""
-POD = """\
-apiVersion: v1
-kind: Pod
-metadata: {name: wide-pod, namespace: default}
-spec:
-  containers:
-  - name: c
-    resources:
-      requests: {cpu: "2", memory: 1Gi}
-      limits: {cpu: "2", memory: 1Gi}
-"""
-
-
-def topology(numa: int) -> str:
-    return (
-        f"sockets=1,numa_per_socket={numa},cores_per_numa=2,threads_per_core=1,memory_per_numa=4Gi"
-    )
 
 
 def run(numa: int, wait: float, **settings: str) -> str:
     tmp = Path(tempfile.mkdtemp(prefix="heavy-"))
     server = ServerProcess(tmp, server_env(tmp, **settings)).start()
     try:
-        body = {"name": "wide", "topology": topology(numa), "kubeletConfig": CONFIG}
+        body = {"name": "wide", "topology": wide_topology(numa), "kubeletConfig": WIDE_CONFIG}
         r = httpx.post(f"{server.url}/api/v1/nodes", json=body, timeout=60)
         assert r.status_code == 201, r.text
         answer: dict[str, object] = {}
@@ -69,7 +42,7 @@ def run(numa: int, wait: float, **settings: str) -> str:
             try:
                 resp = httpx.post(
                     f"{server.url}/api/v1/nodes/wide/pods?dryRun=true",
-                    content=POD,
+                    content=WIDE_POD,
                     headers={"content-type": "application/yaml"},
                     timeout=wait,
                 )

@@ -11,36 +11,16 @@ from pathlib import Path
 
 import httpx
 
+from tests.fixtures.wide_machine import WIDE_CONFIG, WIDE_POD, wide_topology
 from tests.live.server import ServerProcess, server_env
 
-WIDE = """\
-cpuManagerPolicy: static
-memoryManagerPolicy: Static
-topologyManagerPolicy: best-effort
-topologyManagerPolicyOptions: {max-allowable-numa-nodes: "64"}
-reservedSystemCPUs: "0"
-reservedMemory:
-- numaNode: 0
-  limits: {memory: 100Mi}
-"""
 # 13 NUMA nodes: about 6.7e7 combinations for one pod, 15 s or more on this machine.
-TOPOLOGY = "sockets=1,numa_per_socket=13,cores_per_numa=2,threads_per_core=1,memory_per_numa=4Gi"
-POD = """\
-apiVersion: v1
-kind: Pod
-metadata: {name: wide-pod, namespace: default}
-spec:
-  containers:
-  - name: c
-    resources:
-      requests: {cpu: "2", memory: 1Gi}
-      limits: {cpu: "2", memory: 1Gi}
-"""
+TOPOLOGY = wide_topology(13)
 YAML = {"content-type": "application/yaml"}
 
 
 def make_wide_node(url: str) -> None:
-    body = {"name": "wide", "topology": TOPOLOGY, "kubeletConfig": WIDE}
+    body = {"name": "wide", "topology": TOPOLOGY, "kubeletConfig": WIDE_CONFIG}
     r = httpx.post(f"{url}/api/v1/nodes", json=body, timeout=30)
     assert r.status_code == 201, r.text
 
@@ -54,7 +34,9 @@ def test_healthz_answers_within_a_second_while_a_hint_search_runs(tmp_path: Path
             answer: dict[str, httpx.Response] = {}
 
             def heavy(p: str = path, out: dict[str, httpx.Response] = answer) -> None:
-                out["r"] = httpx.post(f"{server.url}{p}", content=POD, headers=YAML, timeout=120)
+                out["r"] = httpx.post(
+                    f"{server.url}{p}", content=WIDE_POD, headers=YAML, timeout=120
+                )
 
             worker = threading.Thread(target=heavy)
             started = time.monotonic()
@@ -99,7 +81,7 @@ def test_the_default_hint_budget_refuses_the_search_at_once(tmp_path: Path) -> N
         make_wide_node(server.url)
         t0 = time.monotonic()
         r = httpx.post(
-            f"{server.url}/api/v1/nodes/wide/pods", content=POD, headers=YAML, timeout=60
+            f"{server.url}/api/v1/nodes/wide/pods", content=WIDE_POD, headers=YAML, timeout=60
         )
         assert r.status_code == 422, r.text
         assert r.json()["error"]["reason"] == "HintSearchTooLarge"
@@ -120,7 +102,10 @@ def test_sigterm_during_a_hint_search_stops_the_server_within_the_time_budget(
         def heavy() -> None:
             try:
                 r = httpx.post(
-                    f"{server.url}/api/v1/nodes/wide/pods", content=POD, headers=YAML, timeout=60
+                    f"{server.url}/api/v1/nodes/wide/pods",
+                    content=WIDE_POD,
+                    headers=YAML,
+                    timeout=60,
                 )
                 answer["status"] = r.status_code
             except httpx.TransportError:

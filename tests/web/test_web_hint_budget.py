@@ -12,33 +12,11 @@ from fastapi.testclient import TestClient
 
 from app.cli import main
 from app.services.nodes import NodeService
-
-WIDE = """\
-cpuManagerPolicy: static
-memoryManagerPolicy: Static
-topologyManagerPolicy: best-effort
-topologyManagerPolicyOptions: {max-allowable-numa-nodes: "64"}
-reservedSystemCPUs: "0"
-reservedMemory:
-- numaNode: 0
-  limits: {memory: 100Mi}
-"""
-TOPOLOGY = "sockets=1,numa_per_socket={n},cores_per_numa=2,threads_per_core=1,memory_per_numa=4Gi"
-POD = """\
-apiVersion: v1
-kind: Pod
-metadata: {name: wide-pod, namespace: default}
-spec:
-  containers:
-  - name: c
-    resources:
-      requests: {cpu: "2", memory: 1Gi}
-      limits: {cpu: "2", memory: 1Gi}
-"""
+from tests.fixtures.wide_machine import WIDE_CONFIG, WIDE_POD, wide_topology
 
 
 def create(client: TestClient, name: str, numa: int) -> None:
-    body = {"name": name, "topology": TOPOLOGY.format(n=numa), "kubeletConfig": WIDE}
+    body = {"name": name, "topology": wide_topology(numa), "kubeletConfig": WIDE_CONFIG}
     r = client.post("/api/v1/nodes", json=body)
     assert r.status_code == 201, r.text
 
@@ -50,7 +28,7 @@ def test_the_api_refuses_a_search_beyond_the_budget(
     create(client, "wide16", 16)
     r = client.post(
         f"/api/v1/nodes/wide16/pods?dryRun={dry_run}",
-        content=POD,
+        content=WIDE_POD,
         headers={"content-type": "application/yaml"},
     )
     assert r.status_code == 422, r.text
@@ -67,14 +45,14 @@ def test_the_api_refuses_a_search_beyond_the_budget(
 def test_within_the_budget_the_wide_node_admits(client: TestClient) -> None:
     create(client, "wide9", 9)  # beyond the kubelet's default 8, within the budget
     r = client.post(
-        "/api/v1/nodes/wide9/pods", content=POD, headers={"content-type": "application/yaml"}
+        "/api/v1/nodes/wide9/pods", content=WIDE_POD, headers={"content-type": "application/yaml"}
     )
     assert r.status_code == 201, r.text
 
 
 def test_the_form_shows_the_refusal_inline(client: TestClient) -> None:
     create(client, "wide16", 16)
-    r = client.post("/nodes/wide16/admissions", data={"manifest": POD, "action": "dry-run"})
+    r = client.post("/nodes/wide16/admissions", data={"manifest": WIDE_POD, "action": "dry-run"})
     assert r.status_code == 422
     assert "NUMA-mask combinations" in r.text
 
@@ -83,10 +61,10 @@ def test_the_cli_says_how_long_it_would_take(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     config = tmp_path / "kc.yaml"
-    config.write_text(WIDE)
+    config.write_text(WIDE_CONFIG)
     pod = tmp_path / "pod.yaml"
-    pod.write_text(POD)
-    args = ["simulate", "--topology", TOPOLOGY.format(n=16), "--kubelet-config", str(config)]
+    pod.write_text(WIDE_POD)
+    args = ["simulate", "--topology", wide_topology(16), "--kubelet-config", str(config)]
     assert main([*args, str(pod)]) == 2
     err = capsys.readouterr().err
     assert "numascope simulate: error: pod default/wide-pod" in err
@@ -94,7 +72,7 @@ def test_the_cli_says_how_long_it_would_take(
     assert "combinations a second the search would take about" in err
     assert "run it anyway with --hint-budget 0" in err
     # a budget of its own: the 9-NUMA search fits 1,000,000 but not 100,000
-    nine = ["simulate", "--topology", TOPOLOGY.format(n=9), "--kubelet-config", str(config)]
+    nine = ["simulate", "--topology", wide_topology(9), "--kubelet-config", str(config)]
     assert main([*nine, "--hint-budget", "1000000", str(pod)]) == 0
     capsys.readouterr()
     assert main([*nine, "--hint-budget", "100000", str(pod)]) == 2
@@ -115,12 +93,16 @@ def test_a_search_past_the_time_budget_is_stopped_on_the_api_and_the_form(
         client = act_as_browser(raw)
         create(client, "wide10", 10)
         r = client.post(
-            "/api/v1/nodes/wide10/pods", content=POD, headers={"content-type": "application/yaml"}
+            "/api/v1/nodes/wide10/pods",
+            content=WIDE_POD,
+            headers={"content-type": "application/yaml"},
         )
         assert r.status_code == 503, r.text
         assert r.json()["error"]["reason"] == "Timeout"
         assert "the admission was stopped after 0.001 s" in r.json()["error"]["message"]
-        r = client.post("/nodes/wide10/admissions", data={"manifest": POD, "action": "dry-run"})
+        r = client.post(
+            "/nodes/wide10/admissions", data={"manifest": WIDE_POD, "action": "dry-run"}
+        )
         assert r.status_code == 503
         assert "the dry run was stopped after 0.001 s" in r.text
         assert client.get("/api/v1/nodes/wide10").json()["pods"] == []
