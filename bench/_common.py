@@ -98,6 +98,8 @@ def tmp_settings(**overrides: Any) -> Iterator[Settings]:
             "cpuinfo": False,
             "state_dir": Path(tmp) / "nodes",
             "demo": False,
+            # Starlette's TestClient sends "Host: testserver" (app.web.guard's allow-list).
+            "allowed_hosts": ("testserver",),
         }
         values.update(overrides)
         yield Settings(**values)

@@ -25,6 +25,7 @@ from app.domain.kubelet_config import RELEASES
 from app.domain.podresources import PodNotFoundError
 from app.domain.presets import preset_names
 from app.domain.snapshot import NodeSnapshot
+from app.services.encoded_json import EncodedJSON, encode
 from app.services.node_errors import UnknownNodeError, UnknownPodError
 from app.services.node_inputs import pod_memory_requests
 from app.services.node_store import Live
@@ -35,6 +36,7 @@ from app.services.node_views import (
     NodeSummary,
     NodeView,
     NodeViews,
+    PodRow,
     PodView,
     iso,
     node_topology_view,
@@ -209,6 +211,11 @@ class NodeReads(ABC):
     def pod_view(self, name: str, namespace: str, pod_name: str) -> PodView:
         if (obs := self._observed(name)) is not None:
             return obs.pod_view(namespace, pod_name)
+        return self._pod_view(*self._pod_parts(name, namespace, pod_name))
+
+    def _pod_parts(
+        self, name: str, namespace: str, pod_name: str
+    ) -> tuple[NodeViews, NodeSummary, PodRow, list[AdmissionLogEntry]]:
         live = self._fresh(name)
         with self._lock:
             views = self._views(live)
@@ -216,14 +223,89 @@ class NodeReads(ABC):
         row = views.pod_row(namespace, pod_name)
         if row is None:
             raise UnknownPodError(name, namespace, pod_name)
-        podresources = self._podresources.get_json(views.snapshot, namespace, pod_name)
-        view = views.pod_view(summary, row, podresources)
         log_rows = [
             e
             for e in self.admissions(name, limit=200)
             if e.uid == row.uid or (e.namespace == namespace and e.name == pod_name)
         ]
-        return view.model_copy(update={"admissions": log_rows[:20]})
+        return views, summary, row, log_rows[:20]
+
+    def _pod_view(
+        self, views: NodeViews, summary: NodeSummary, row: PodRow, log: list[AdmissionLogEntry]
+    ) -> PodView:
+        podresources = self._podresources.get_json(views.snapshot, row.namespace, row.name)
+        view = views.pod_view(summary, row, podresources)
+        return view.model_copy(update={"admissions": log})
+
+    # -- the same views as JSON bytes, encoded once per node version ------------------------
+    # A key names everything the bytes depend on beyond the node's version (the views'
+    # identity): the summary's log-derived fields and the ids of the log entries shown.
+
+    def node_view_json(self, name: str, *, batch: str | None = None) -> EncodedJSON:
+        if (obs := self._observed(name)) is not None:
+            return obs.views().encoded.get(("node",), obs.node_view)
+        live = self._fresh(name)
+        with self._lock:
+            views = self._views(live)
+            summary = self._summary(live)
+        admissions = self.admissions(name, limit=20)
+        last = self.admissions(name, batch=batch) if batch else []
+        key = ("node", summary.rejected, summary.load_error, _ids(admissions), _ids(last))
+
+        def build() -> NodeView:
+            view = views.node_view(summary)
+            return view.model_copy(update={"admissions": admissions, "last_batch": last})
+
+        return views.encoded.get(key, build)
+
+    def node_detail_json(self, name: str) -> EncodedJSON:
+        if (obs := self._observed(name)) is not None:
+            return obs.views().encoded.get(("detail",), obs.node_detail)
+        live = self._fresh(name)
+        with self._lock:
+            views = self._views(live)
+            summary = self._summary(live)
+        key = ("detail", summary.rejected, summary.load_error)
+        return views.encoded.get(key, lambda: NodeDetail.of(views.node_view(summary)))
+
+    def pod_view_json(self, name: str, namespace: str, pod_name: str) -> EncodedJSON:
+        if (obs := self._observed(name)) is not None:
+            return obs.views().encoded.get(
+                ("pod", namespace, pod_name), lambda: obs.pod_view(namespace, pod_name)
+            )
+        views, summary, row, log = self._pod_parts(name, namespace, pod_name)
+        key = ("pod", namespace, pod_name, summary.rejected, summary.load_error, _ids(log))
+        return views.encoded.get(key, lambda: self._pod_view(views, summary, row, log))
+
+    def index_json(self) -> EncodedJSON:
+        """The nodes index (small: encoded per request, still with its ETag)."""
+        return encode(self.index())
+
+    def podresources_list_json(self, name: str) -> EncodedJSON:
+        if (obs := self._observed(name)) is not None:
+            return encode(obs.podresources_list())  # the observer caches the kubelet's answer
+        views = self.views(name)
+        return views.encoded.get(
+            ("podresources",), lambda: self._podresources.list_json(views.snapshot)
+        )
+
+    def podresources_get_json(self, name: str, namespace: str, pod_name: str) -> EncodedJSON:
+        if (obs := self._observed(name)) is not None:
+            return encode(obs.podresources_get(namespace, pod_name))
+        views = self.views(name)
+        try:
+            return views.encoded.get(
+                ("podresources", namespace, pod_name),
+                lambda: self._podresources.get_json(views.snapshot, namespace, pod_name),
+            )
+        except PodNotFoundError:
+            raise UnknownPodError(name, namespace, pod_name) from None
+
+    def allocatable_json(self, name: str) -> EncodedJSON:
+        if (obs := self._observed(name)) is not None:
+            return encode(obs.allocatable())
+        views = self.views(name)
+        return views.encoded.get(("allocatable",), lambda: allocatable_json(views.snapshot))
 
     # -- PodResources ----------------------------------------------------------------------
     def podresources_list(self, name: str) -> dict[str, Any]:
@@ -263,3 +345,7 @@ class NodeReads(ABC):
             ]
         for v in views:
             yield from v.metric_samples()
+
+
+def _ids(entries: list[AdmissionLogEntry]) -> tuple[int, ...]:
+    return tuple(e.id for e in entries)

@@ -10,6 +10,7 @@ from app.domain.observed import UID_ONLY_NAMESPACE
 from app.domain.pools import Pools, pools_from_snapshot
 from app.domain.snapshot import NodeSnapshot
 from app.domain.topology import CPUTopology
+from app.services.encoded_json import EncodedMemo
 from app.services.node_views.cpu_map import (
     build_map,
     memory_views,
@@ -118,6 +119,8 @@ class NodeViews:
         self.kubelet_config_text = kubelet_config_text
         self.demo = demo
         self.counts = self.owners.counts()
+        # JSON answers of this version, encoded once (app.services.encoded_json).
+        self.encoded = EncodedMemo()
         self._pools: dict[str, Any] | None = None if pools is None else pools.to_dict()
         self._numa_pools: list[NumaPoolRow] | None = None
 

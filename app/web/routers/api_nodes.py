@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse, Response
 from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.services.node_views import AdmissionLogEntry, NodeDetail, NodeIndexView, node_url
 from app.services.nodes import NodeInputError
+from app.web.conditional import encoded_response
 from app.web.offload import offload
 from app.web.routers.nodes import Namespace, NodeName, NodeServiceDep, PodName
 
@@ -66,9 +67,20 @@ class AdmissionLog(BaseModel):
     admissions: list[AdmissionLogEntry]
 
 
-@api.get("/nodes", name="api_nodes", summary="Every simulated node")
-def api_nodes(service: NodeServiceDep) -> NodeIndexView:
-    return service.index()
+# The GET answers below are bytes encoded once per node version, with a strong ETag: a
+# request naming it in If-None-Match gets 304 (app.web.conditional).
+CACHED: dict[int | str, dict[str, Any]] = {304: {"description": "Not modified (If-None-Match)"}}
+
+
+@api.get(
+    "/nodes",
+    name="api_nodes",
+    summary="Every simulated node",
+    response_model=NodeIndexView,
+    responses=CACHED,
+)
+def api_nodes(request: Request, service: NodeServiceDep) -> Response:
+    return encoded_response(request, service.index_json())
 
 
 @api.post(
@@ -93,9 +105,15 @@ def api_create_node(body: NodeCreate, service: NodeServiceDep) -> JSONResponse:
     )
 
 
-@api.get("/nodes/{node}", name="api_node", summary="One simulated node", responses=NOT_FOUND)
-def api_node(node: NodeName, service: NodeServiceDep) -> NodeDetail:
-    return service.node_detail(node)
+@api.get(
+    "/nodes/{node}",
+    name="api_node",
+    summary="One simulated node",
+    response_model=NodeDetail,
+    responses={**NOT_FOUND, **CACHED},
+)
+def api_node(request: Request, node: NodeName, service: NodeServiceDep) -> Response:
+    return encoded_response(request, service.node_detail_json(node))
 
 
 @api.delete(
@@ -212,29 +230,29 @@ def api_admissions(
     "/nodes/{node}/podresources",
     name="api_podresources_list",
     summary="PodResources List (canonical proto3 JSON)",
-    responses={**NOT_FOUND, 200: PODRESOURCES_JSON},
+    responses={**NOT_FOUND, **CACHED, 200: PODRESOURCES_JSON},
 )
-def api_podresources_list(node: NodeName, service: NodeServiceDep) -> JSONResponse:
-    return JSONResponse(service.podresources_list(node))
+def api_podresources_list(request: Request, node: NodeName, service: NodeServiceDep) -> Response:
+    return encoded_response(request, service.podresources_list_json(node))
 
 
 @api.get(
     "/nodes/{node}/podresources/{namespace}/{name}",
     name="api_podresources_get",
     summary="PodResources Get (canonical proto3 JSON)",
-    responses={**NOT_FOUND, 200: PODRESOURCES_JSON},
+    responses={**NOT_FOUND, **CACHED, 200: PODRESOURCES_JSON},
 )
 def api_podresources_get(
-    node: NodeName, namespace: Namespace, name: PodName, service: NodeServiceDep
-) -> JSONResponse:
-    return JSONResponse(service.podresources_get(node, namespace, name))
+    request: Request, node: NodeName, namespace: Namespace, name: PodName, service: NodeServiceDep
+) -> Response:
+    return encoded_response(request, service.podresources_get_json(node, namespace, name))
 
 
 @api.get(
     "/nodes/{node}/allocatable",
     name="api_allocatable",
     summary="PodResources GetAllocatableResources (canonical proto3 JSON)",
-    responses={**NOT_FOUND, 200: PODRESOURCES_JSON},
+    responses={**NOT_FOUND, **CACHED, 200: PODRESOURCES_JSON},
 )
-def api_allocatable(node: NodeName, service: NodeServiceDep) -> JSONResponse:
-    return JSONResponse(service.allocatable(node))
+def api_allocatable(request: Request, node: NodeName, service: NodeServiceDep) -> Response:
+    return encoded_response(request, service.allocatable_json(node))

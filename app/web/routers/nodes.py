@@ -36,6 +36,7 @@ from app.services.nodes import (
 from app.services.rejections import latest_rejection
 from app.services.undo import last_removal
 from app.services.watch import WatchState, watch_state
+from app.web.conditional import encoded_response
 from app.web.deps import TopologyIndexViewDep
 from app.web.offload import budgeted
 from app.web.rendering import render, wants_fragment
@@ -90,7 +91,8 @@ spec:
 """
 
 
-def get_node_service(request: Request) -> NodeService:
+async def get_node_service(request: Request) -> NodeService:
+    # async: a sync dependency would cost every request a hop to the thread pool.
     service: NodeService = request.app.state.nodes
     return service
 
@@ -112,12 +114,6 @@ def node_view(
     return service.node_view(node, batch=batch)
 
 
-def pod_view(
-    service: NodeServiceDep, node: NodeName, namespace: Namespace, name: PodName
-) -> PodView:
-    return service.pod_view(node, namespace, name)
-
-
 def node_watch_state(service: NodeServiceDep, node: NodeName) -> WatchState:
     # A dependency of the node page listed before its view: read first, the token can only be
     # older than what the page shows, so a change in between costs one extra refresh, never
@@ -128,7 +124,6 @@ def node_watch_state(service: NodeServiceDep, node: NodeName) -> WatchState:
 NodeIndexViewDep = Annotated[NodeIndexView, Depends(node_index_view)]
 WatchStateDep = Annotated[WatchState, Depends(node_watch_state)]
 NodeViewDep = Annotated[NodeView, Depends(node_view)]
-PodViewDep = Annotated[PodView, Depends(pod_view)]
 
 
 def _see_other(request: Request, path: str) -> RedirectResponse:
@@ -178,9 +173,21 @@ def nodes_page(request: Request, view: NodeIndexViewDep) -> HTMLResponse:
     return _nodes_page(request, view)
 
 
-@pages.get("/nodes.json", name="nodes_json", summary="All simulated nodes (JSON twin)")
-def nodes_json(view: NodeIndexViewDep) -> NodeIndexView:
-    return view
+# JSON twins: bytes encoded once per node version, strong ETag, 304 (app.web.conditional).
+NOT_MODIFIED: dict[int | str, dict[str, Any]] = {
+    304: {"description": "Not modified (If-None-Match)"}
+}
+
+
+@pages.get(
+    "/nodes.json",
+    name="nodes_json",
+    summary="All simulated nodes (JSON twin)",
+    response_model=NodeIndexView,
+    responses=NOT_MODIFIED,
+)
+def nodes_json(request: Request, service: NodeServiceDep) -> Response:
+    return encoded_response(request, service.index_json())
 
 
 @pages.post("/nodes", name="create_node_form", include_in_schema=False)
@@ -210,9 +217,22 @@ def create_node_form(
 
 
 # Declared before /nodes/{node}, which would otherwise match "x.json".
-@pages.get("/nodes/{node}.json", name="node_json", summary="One simulated node (JSON twin)")
-def node_json(view: NodeViewDep) -> NodeView:
-    return view
+@pages.get(
+    "/nodes/{node}.json",
+    name="node_json",
+    summary="One simulated node (JSON twin)",
+    response_model=NodeView,
+    responses=NOT_MODIFIED,
+)
+def node_json(
+    request: Request,
+    service: NodeServiceDep,
+    node: NodeName,
+    batch: Annotated[
+        str | None, Query(description="Show this submission's verdicts (after a form POST)")
+    ] = None,
+) -> Response:
+    return encoded_response(request, service.node_view_json(node, batch=batch))
 
 
 NOT_FOUND_NODE: dict[int | str, dict[str, Any]] = {404: {"description": "No such node"}}
@@ -349,9 +369,13 @@ def remove_pod_form(
     "/nodes/{node}/pods/{namespace}/{name}.json",
     name="pod_json",
     summary="A pod's budget breakdown on a simulated node (JSON twin)",
+    response_model=PodView,
+    responses=NOT_MODIFIED,
 )
-def pod_json(view: PodViewDep) -> PodView:
-    return view
+def pod_json(
+    request: Request, service: NodeServiceDep, node: NodeName, namespace: Namespace, name: PodName
+) -> Response:
+    return encoded_response(request, service.pod_view_json(node, namespace, name))
 
 
 @pages.get("/nodes/{node}/pods/{namespace}/{name}", name="pod", include_in_schema=False)

@@ -1,0 +1,45 @@
+"""Responses of JSON encoded once (``app.services.encoded_json``): ETag, 304, gzip.
+
+``encoded_response`` answers ``304 Not Modified`` (no body, the same ``ETag``) when the
+request's ``If-None-Match`` names the body, else the cached bytes — gzipped, with their own
+tag, when the client accepts gzip (``GZipMiddleware`` leaves a response that already has a
+``Content-Encoding`` alone, so nothing is compressed twice). ``Cache-Control: no-cache``
+makes browsers and proxies ask again each time, which the 304 makes cheap. Answers vary on
+``Accept-Encoding`` (plain bodies get the header from ``app.web.compression``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from app.services.encoded_json import GZIP_MINIMUM, EncodedJSON
+from app.web.compression import accepts_gzip
+
+JSON_MEDIA_TYPE = "application/json"
+
+
+def encoded_response(
+    request: Request,
+    encoded: EncodedJSON,
+    *,
+    status_code: int = 200,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    """The cached JSON ``encoded`` as the answer to ``request`` (see the module docstring)."""
+    gz = accepts_gzip(request.headers) and len(encoded.body) >= GZIP_MINIMUM
+    out = {
+        "ETag": encoded.gzip_etag if gz else encoded.etag,
+        "Cache-Control": "no-cache",
+        **(headers or {}),
+    }
+    wanted = request.headers.get("if-none-match")
+    if wanted is not None and status_code == 200 and encoded.matches(wanted):
+        return Response(status_code=304, headers={**out, "Vary": "Accept-Encoding"})
+    if gz:  # the compression middleware passes it through untouched: say Vary here
+        out["Content-Encoding"] = "gzip"
+        out["Vary"] = "Accept-Encoding"
+        return Response(encoded.gzipped(), status_code, out, media_type=JSON_MEDIA_TYPE)
+    return Response(encoded.body, status_code, out, media_type=JSON_MEDIA_TYPE)
