@@ -87,6 +87,10 @@ class EncodedMemo:
     def __len__(self) -> int:
         return len(self._items)
 
+    def peek(self, key: Hashable) -> EncodedJSON | None:
+        """The encoded answer of ``key`` if there is one (never encodes)."""
+        return self._items.get(key)
+
     def get(self, key: Hashable, build: Callable[[], Any]) -> EncodedJSON:
         """The encoded answer of ``key``, encoding ``build()`` the first time."""
         with self._lock:

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
 
 from app.adapters.db import node_repo
 from app.adapters.db.tables import ACTION_REMOVE, AdmissionRecord, as_utc
@@ -80,6 +81,7 @@ class NodeReads(ABC):
     _nodes: dict[str, Live]
     _observer: ObservedNode | None
     _podresources: PodResourcesCache
+    started: bool
 
     @abstractmethod
     def _refresh(self) -> None:
@@ -240,6 +242,37 @@ class NodeReads(ABC):
     # -- the same views as JSON bytes, encoded once per node version ------------------------
     # A key names everything the bytes depend on beyond the node's version (the views'
     # identity): the summary's log-derived fields and the ids of the log entries shown.
+
+    def peek_json(self, name: str, *key: str) -> EncodedJSON | None:
+        """The already encoded answer ``key`` (``("podresources",)``, ``("podresources", ns,
+        pod)``, ``("allocatable",)`` or ``("detail",)``) of node ``name`` if it is at hand:
+        every node held is at the database's version, this one's views are built and hold it.
+        Never loads, builds or encodes anything, so a route may call it on the event loop and
+        take the thread pool only when it answers ``None``. The version query is its one
+        blocking call: on SQLite a local read of microseconds; on PostgreSQL a network round
+        trip, which must not hold the loop, so there it always answers ``None``."""
+        if not self.started or self.engine.dialect.name != "sqlite":
+            return None
+        if self._observed(name) is not None:
+            return None
+        try:
+            current = node_repo.versions(self.engine)
+        except SQLAlchemyError:
+            return None
+        with self._lock:
+            if current.keys() != self._nodes.keys():
+                return None
+            for n, v in current.items():
+                held = self._nodes[n]
+                if v.version != held.version or v.id != held.record_id:
+                    return None
+            live = self._nodes.get(name)
+            if live is None or live.views is None or live.views_version != live.version:
+                return None
+            full: tuple[object, ...] = key
+            if key == ("detail",):
+                full = (*key, live.rejected, live.load_error)
+            return live.views.encoded.peek(full)
 
     def node_view_json(self, name: str, *, batch: str | None = None) -> EncodedJSON:
         if (obs := self._observed(name)) is not None:

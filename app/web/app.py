@@ -152,9 +152,9 @@ def create_app(
     install_error_handlers(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.include_router(ops.router)
+    app.include_router(api_nodes.api)  # first: its JSON answers are the hottest paths
     app.include_router(nodes.pages)  # before topologies: "/" is the nodes page when there are nodes
     app.include_router(workflow.pages)  # explain, history, downloads, confirm, undo, glossary
-    app.include_router(api_nodes.api)
     app.include_router(restart.api)
     app.include_router(restart.pages)
     app.include_router(kubelet_metrics.router)  # each simulated node's kubelet series

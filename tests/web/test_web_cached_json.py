@@ -167,3 +167,17 @@ def test_encoded_json_units() -> None:
     memo.get(3, lambda: build(3))
     assert len(memo) == 2
     assert isinstance(memo.get(1, lambda: build(1)), EncodedJSON) and calls == [1, 2, 3, 1]
+
+
+def test_peek_answers_only_bytes_at_hand(node: NodeService) -> None:
+    assert node.peek_json("small", "allocatable") is None  # never encoded yet
+    made = node.allocatable_json("small")
+    assert node.peek_json("small", "allocatable") is made
+    assert node.peek_json("small", "detail") is None
+    assert node.peek_json("small", "detail") is None  # peeking encodes nothing
+    detail = node.node_detail_json("small")
+    assert node.peek_json("small", "detail") is detail
+    assert node.peek_json("nope", "allocatable") is None
+    node.remove_pod("small", "ns", "a")  # a new version: the old bytes are not served
+    assert node.peek_json("small", "allocatable") is None
+    assert node.allocatable_json("small") is not made

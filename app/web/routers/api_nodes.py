@@ -20,6 +20,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -68,7 +69,9 @@ class AdmissionLog(BaseModel):
 
 
 # The GET answers below are bytes encoded once per node version, with a strong ETag: a
-# request naming it in If-None-Match gets 304 (app.web.conditional).
+# request naming it in If-None-Match gets 304 (app.web.conditional). The hottest ones answer
+# on the event loop when the bytes are at hand (NodeService.peek_json) and take the thread
+# pool only to load, build or encode.
 CACHED: dict[int | str, dict[str, Any]] = {304: {"description": "Not modified (If-None-Match)"}}
 
 
@@ -112,8 +115,11 @@ def api_create_node(body: NodeCreate, service: NodeServiceDep) -> JSONResponse:
     response_model=NodeDetail,
     responses={**NOT_FOUND, **CACHED},
 )
-def api_node(request: Request, node: NodeName, service: NodeServiceDep) -> Response:
-    return encoded_response(request, service.node_detail_json(node))
+async def api_node(request: Request, node: NodeName, service: NodeServiceDep) -> Response:
+    cached = service.peek_json(node, "detail")
+    if cached is None:
+        cached = await run_in_threadpool(service.node_detail_json, node)
+    return encoded_response(request, cached)
 
 
 @api.delete(
@@ -232,8 +238,13 @@ def api_admissions(
     summary="PodResources List (canonical proto3 JSON)",
     responses={**NOT_FOUND, **CACHED, 200: PODRESOURCES_JSON},
 )
-def api_podresources_list(request: Request, node: NodeName, service: NodeServiceDep) -> Response:
-    return encoded_response(request, service.podresources_list_json(node))
+async def api_podresources_list(
+    request: Request, node: NodeName, service: NodeServiceDep
+) -> Response:
+    cached = service.peek_json(node, "podresources")
+    if cached is None:
+        cached = await run_in_threadpool(service.podresources_list_json, node)
+    return encoded_response(request, cached)
 
 
 @api.get(
@@ -242,10 +253,13 @@ def api_podresources_list(request: Request, node: NodeName, service: NodeService
     summary="PodResources Get (canonical proto3 JSON)",
     responses={**NOT_FOUND, **CACHED, 200: PODRESOURCES_JSON},
 )
-def api_podresources_get(
+async def api_podresources_get(
     request: Request, node: NodeName, namespace: Namespace, name: PodName, service: NodeServiceDep
 ) -> Response:
-    return encoded_response(request, service.podresources_get_json(node, namespace, name))
+    cached = service.peek_json(node, "podresources", namespace, name)
+    if cached is None:
+        cached = await run_in_threadpool(service.podresources_get_json, node, namespace, name)
+    return encoded_response(request, cached)
 
 
 @api.get(
@@ -254,5 +268,8 @@ def api_podresources_get(
     summary="PodResources GetAllocatableResources (canonical proto3 JSON)",
     responses={**NOT_FOUND, **CACHED, 200: PODRESOURCES_JSON},
 )
-def api_allocatable(request: Request, node: NodeName, service: NodeServiceDep) -> Response:
-    return encoded_response(request, service.allocatable_json(node))
+async def api_allocatable(request: Request, node: NodeName, service: NodeServiceDep) -> Response:
+    cached = service.peek_json(node, "allocatable")
+    if cached is None:
+        cached = await run_in_threadpool(service.allocatable_json, node)
+    return encoded_response(request, cached)
