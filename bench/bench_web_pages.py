@@ -48,7 +48,7 @@ def bench(pods: int, containers: int, runs: int) -> None:
         size = len(plain.content)
         sent, encoding = _sent_size(client, page)
         pods_size = 0
-        pods_path = f"{page}/pods"
+        pods_path = f"{page}/pods?all=1"
         probe = client.get(pods_path, headers={"Accept-Encoding": "identity"})
         if probe.status_code == 200:
             pods_size = len(probe.content)

@@ -52,6 +52,7 @@ from app.web.routers import (
     checkpoints,
     fleet,
     kubelet_metrics,
+    node_pods,
     nodes,
     ops,
     restart,
@@ -153,6 +154,7 @@ def create_app(
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.include_router(ops.router)
     app.include_router(api_nodes.api)  # first: its JSON answers are the hottest paths
+    app.include_router(node_pods.pages)  # the pods table a page at a time, and Find
     app.include_router(nodes.pages)  # before topologies: "/" is the nodes page when there are nodes
     app.include_router(workflow.pages)  # explain, history, downloads, confirm, undo, glossary
     app.include_router(restart.api)

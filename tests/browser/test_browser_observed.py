@@ -98,7 +98,7 @@ def test_observed_node_sources_stale_entry_and_pod(
     screenshot(page, "observed-node")
 
     # A CPU of the training pod's bubble leads to its page with the kubelet's answer.
-    page.locator('#cpu-map li.cpu[data-owner="ml/training/trainer"] a').first.click()
+    page.locator('#cpu-map li.cpu[data-owner="ml/training/trainer"]').first.click()
     page.wait_for_url(f"{served}/nodes/{NODE}/pods/ml/training*")
     expect(page.get_by_role("heading", level=1).locator(".badge-observed")).to_be_visible()
     expect(page.locator("#podresources pre")).to_contain_text('"name": "training"')

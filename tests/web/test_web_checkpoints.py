@@ -69,7 +69,7 @@ def test_page_shows_the_upload_form_and_the_server_files(
 ) -> None:
     r = client.get("/checkpoints")
     assert r.status_code == 200
-    assert r.headers["vary"] == "HX-Request"
+    assert r.headers["vary"] == "HX-Request, Accept-Encoding"
     html = r.text
     form = next(a for t, a in elements(html) if t == "form" and a.get("id") == "checkpoint-upload")
     assert form["method"] == "post" and form["enctype"] == "multipart/form-data"

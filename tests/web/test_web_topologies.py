@@ -28,7 +28,7 @@ def test_index_lists_host_and_every_preset_with_links(client: TestClient, path: 
     r = client.get(path)
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("text/html")
-    assert r.headers["vary"] == "HX-Request"
+    assert r.headers["vary"] == "HX-Request, Accept-Encoding"
     assert "<html" in r.text
     links = hrefs(r.text)
     for name in ["host", *PRESETS]:
@@ -49,7 +49,7 @@ def test_index_shows_counts_of_a_preset(client: TestClient) -> None:
 def test_index_fragment_for_htmx(client: TestClient) -> None:
     r = client.get("/", headers=HX)
     assert r.status_code == 200
-    assert r.headers["vary"] == "HX-Request"
+    assert r.headers["vary"] == "HX-Request, Accept-Encoding"
     assert "<html" not in r.text
     assert r.text.lstrip().startswith('<div id="topology-table"')
 
@@ -74,7 +74,7 @@ def test_preset_page_draws_every_cpu_once(client: TestClient, name: str) -> None
     topo = get_preset(name)
     r = client.get(f"/topologies/{name}")
     assert r.status_code == 200
-    assert r.headers["vary"] == "HX-Request"
+    assert r.headers["vary"] == "HX-Request, Accept-Encoding"
     cells = cpu_cells(r.text)
     assert sorted(int(c["data-cpu"]) for c in cells) == list(topo.all_cpus)
     for cell in cells:
@@ -140,7 +140,7 @@ def test_topology_fragment_for_htmx_is_the_cpu_map(client: TestClient) -> None:
     full = client.get("/topologies/topoDualSocketHT")
     frag = client.get("/topologies/topoDualSocketHT", headers=HX)
     assert frag.status_code == 200
-    assert frag.headers["vary"] == "HX-Request"
+    assert frag.headers["vary"] == "HX-Request, Accept-Encoding"
     assert "<html" not in frag.text
     assert frag.text.lstrip().startswith('<section id="topology-map"')
     # The page includes the fragment: the markup exists once and is identical.
@@ -159,7 +159,7 @@ def test_topology_fragment_for_htmx_is_the_cpu_map(client: TestClient) -> None:
 def test_full_page_when_htmx_needs_one(client: TestClient, headers: dict[str, str]) -> None:
     r = client.get("/topologies/topoDualSocketHT", headers=headers)
     assert "<html" in r.text
-    assert r.headers["vary"] == "HX-Request"
+    assert r.headers["vary"] == "HX-Request, Accept-Encoding"
 
 
 @pytest.mark.parametrize("name", ["topoDualSocketHT", "server-2s-8numa-512t"], ids=str)

@@ -33,6 +33,7 @@ from app.services.nodes import (
     ReadOnlyNodeError,
     UnknownPodError,
 )
+from app.services.pod_find import pods_page
 from app.services.rejections import latest_rejection
 from app.services.undo import last_removal
 from app.services.watch import WatchState, watch_state
@@ -242,6 +243,7 @@ def node_page_context(service: NodeService, view: NodeView) -> dict[str, Any]:
     """What the node page needs beside its view (the restart panel's route renders it too)."""
     return {
         "form_text": SAMPLE_POD,
+        "pods_page": pods_page(view.pods, view.summary),
         "undo": last_removal(service, view.summary.name),
         "placements": placements(service, view.summary.name, view.last_batch),
     }
@@ -306,6 +308,7 @@ def _admit_answer(
         "form_error": error,
         "removed": removed,
         "oob": htmx,
+        "pods_page": pods_page(view.pods, view.summary),
         "dry_run": batch.dry_run if batch else False,
         "placements": placements(service, node, view.last_batch),
         "undo": last_removal(service, node),
