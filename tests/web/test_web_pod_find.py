@@ -149,8 +149,9 @@ def test_htmx_gets_the_list_fragment(many: TestClient) -> None:
     assert 'href="/nodes/many/pods"' in r.text  # Clear
     more = many.get("/nodes/many/pods?page=1", headers=HX)
     assert 'hx-get="/nodes/many/pods?page=2"' in more.text
-    found = many.get("/nodes/many/pods?q=web", headers=HX)
-    assert 'hx-get="/nodes/many/pods?q=web&amp;all=1"' in found.text
+    found = many.get("/nodes/many/pods?q=e", headers=HX)  # all 30: paged, the query kept
+    assert 'hx-get="/nodes/many/pods?q=e&amp;all=1"' in found.text
+    assert 'hx-get="/nodes/many/pods?q=e&amp;page=2"' in found.text
 
 
 def test_unknown_node_is_404(client: TestClient) -> None:
