@@ -121,7 +121,8 @@ class PodsPage(_View):
     """``/nodes/{node}/pods``: one page of the node's pods that match ``query``."""
 
     summary: NodeSummary
-    query: str
+    query: str  # the query applied (empty when ``error`` refused what was typed)
+    typed: str = ""  # what the search box shows: the query, or the one refused
     error: str | None = None
     total: int
     matched: int
@@ -153,6 +154,7 @@ def pods_page(
     return PodsPage(
         summary=summary,
         query=query.strip(),
+        typed=query.strip(),
         total=len(rows),
         matched=len(found),
         page=1 if show_all else page,

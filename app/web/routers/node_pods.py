@@ -42,7 +42,7 @@ def _load(
         return pods_page(views.pods, summary, query=q, page=page, show_all=show_all), None
     except PodQueryError as err:
         found = pods_page(views.pods, summary, page=page, show_all=show_all)
-        return found.model_copy(update={"query": q, "error": err.message}), err
+        return found.model_copy(update={"typed": q.strip(), "error": err.message}), err
 
 
 @pages.get(
