@@ -4,6 +4,7 @@ twins and the API show (pydantic, camelCase JSON).
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -38,7 +39,14 @@ class CpuSetView(_View):
 
     @classmethod
     def of(cls, cpus: CPUSet) -> CpuSetView:
-        return cls(cpus=str(cpus), cpu_ids=list(cpus))
+        return _cpuset_view(cpus)
+
+
+@functools.lru_cache(maxsize=8192)
+def _cpuset_view(cpus: CPUSet) -> CpuSetView:
+    # Views are frozen, so one per set can be shared: every Burstable container of a node
+    # shows the same node shared pool, a list of hundreds of ids validated once, not per row.
+    return CpuSetView(cpus=str(cpus), cpu_ids=list(cpus))
 
 
 class MemoryBlockView(_View):
