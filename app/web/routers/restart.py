@@ -22,6 +22,7 @@ from starlette.responses import HTMLResponse
 
 from app.domain.kubelet_config import RELEASES
 from app.services.nodes import NodeInputError, Rehearsal
+from app.services.pod_find import pods_page
 from app.web.rendering import render, wants_fragment
 from app.web.routers.nodes import NOT_FOUND_NODE, NodeName, NodeServiceDep, node_page_context
 
@@ -96,6 +97,8 @@ def restart_form(
         "restart_release": release,
         "restart_gate": gate,
         "oob": applied,
+        # the pods table follows out of band after an apply, a page at a time
+        "pods_page": pods_page(view.pods, view.summary),
     }
     if wants_fragment(request):
         return render(request, "fragments/_restart_panel.html", view, context=context)
