@@ -127,7 +127,8 @@
   });
   document.addEventListener("keydown", function (ev) {
     if (ev.key === "Escape" && pinned) { pin(pinned); return; }
-    if (ev.key === "Enter") {
+    // cpu-map-keys.js already opens a focused cell's owner (it clicks the cell)
+    if (ev.key === "Enter" && !ev.defaultPrevented) {
       var cell = ev.target.closest && ev.target.closest(".cpu-map .cpu[data-owner]");
       if (cell && openOwner(cell)) ev.preventDefault();
     }
