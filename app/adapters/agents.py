@@ -52,7 +52,12 @@ class AgentClient:
         self._client = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout),
             limits=limits,
-            headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+            # identity: the byte cap below counts raw bytes, and agents gzip when asked
+            headers={
+                "User-Agent": USER_AGENT,
+                "Accept": "application/json",
+                "Accept-Encoding": "identity",
+            },
             follow_redirects=False,
             trust_env=False,
         )
