@@ -145,6 +145,9 @@
       var doc = new DOMParser().parseFromString(html, "text/html");
       var fresh = doc.getElementById("watch");
       var own = quiet;
+      // The reload that shows the own change ends the quiet spell, even when the check that
+      // asked for it had started before the page's own request (so it was not "its turn").
+      if (own) quiet = false;
       var swapped = swap(doc, !own);
       // The fetched page's own token was read before its view: never newer than what it shows.
       if (fresh && fresh.dataset.watchToken) token = fresh.dataset.watchToken;
