@@ -38,6 +38,7 @@ from prometheus_client import CollectorRegistry, Gauge, Histogram
 
 from app.adapters.agents import AgentClient, AgentError
 from app.adapters.dns import DNSLookupError, agent_url, make_resolver, resolve_addresses
+from app.domain import deadline
 from app.services.agent_summary import Encoded, SummaryCache, encode
 from app.services.demo_fleet import DemoFleet, SimulatedNode
 from app.services.fleet_rows import (
@@ -359,10 +360,11 @@ class Hub:
             return fit_result(node, answer.doc or {})
 
         def local() -> list[dict[str, Any]]:
-            return [
-                {**fit_result(name, doc), "agent": None}
-                for name, doc in self.fleet.dry_run_all(text)
-            ]
+            with deadline.within(self.settings.cpu_time_budget, "the fleet fit"):
+                return [
+                    {**fit_result(name, doc), "agent": None}
+                    for name, doc in self.fleet.dry_run_all(text)
+                ]
 
         local_task = asyncio.to_thread(local)
         remote_results, local_results = await asyncio.gather(
@@ -384,8 +386,20 @@ class Hub:
             answer = await self.client().upgrade(agent.url, node, query)
             return upgrade_result(node, answer.doc or {})
 
+        budget = self.settings.cpu_time_budget
+
         def local() -> list[dict[str, Any]]:
-            return [{**n.upgrade(release, gate), "agent": None} for n in sims]
+            # Nodes not reached within the budget say so; the checked ones are cached, so a
+            # retry goes on where this one stopped.
+            started = time.monotonic()
+            out: list[dict[str, Any]] = []
+            for n in sims:
+                if time.monotonic() - started > budget:
+                    message = f"not checked within the {budget:g} s time budget: ask again"
+                    out.append({**upgrade_error(n.name, message), "agent": None})
+                else:
+                    out.append({**n.upgrade(release, gate), "agent": None})
+            return out
 
         remote_results, local_results = await asyncio.gather(
             self._fan_out(remote, call, upgrade_error), asyncio.to_thread(local)

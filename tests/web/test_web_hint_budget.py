@@ -107,3 +107,36 @@ def test_a_search_past_the_time_budget_is_stopped_on_the_api_and_the_form(
         assert "the dry run was stopped after 0.001 s" in r.text
         assert client.get("/api/v1/nodes/wide10").json()["pods"] == []
         assert client.get("/api/v1/nodes/wide10/admissions").json()["admissions"] == []
+
+
+def test_a_restart_is_stopped_by_the_time_budget_and_changes_nothing(tmp_path: Path) -> None:
+    """Re-admitting a wide node's pods searches hints again: under a 1 ms budget the applied
+    restart answers 503 Timeout and the node keeps its release, pods and state files."""
+    from app.web.app import create_app
+    from tests.helpers import act_as_browser, make_settings
+
+    with TestClient(create_app(make_settings(tmp_path))) as raw:
+        client = act_as_browser(raw)
+        create(client, "wide10", 10)
+        r = client.post(
+            "/api/v1/nodes/wide10/pods",
+            content=WIDE_POD,
+            headers={"content-type": "application/yaml"},
+        )
+        assert r.status_code == 201, r.text
+        before = client.get("/api/v1/nodes/wide10").json()
+    state = sorted(p for p in tmp_path.rglob("*_manager_state"))
+    files = {p: p.read_bytes() for p in state}
+    assert files
+    with TestClient(create_app(make_settings(tmp_path, cpu_time_budget=0.001))) as raw:
+        client = act_as_browser(raw)
+        r = client.post("/api/v1/nodes/wide10/restart", params={"release": "1.38"})
+        assert r.status_code == 503, r.text
+        assert r.json()["error"]["reason"] == "Timeout"
+        assert "the restart was stopped after 0.001 s" in r.json()["error"]["message"]
+        page = client.post("/nodes/wide10/restart", data={"release": "1.38", "action": "apply"})
+        assert page.status_code == 503 and "the restart was stopped" in page.text
+        after = client.get("/api/v1/nodes/wide10").json()
+    assert after["summary"]["release"] == before["summary"]["release"] == "1.37"
+    assert after["pods"] == before["pods"]
+    assert {p: p.read_bytes() for p in state} == files

@@ -23,6 +23,7 @@ from starlette.responses import HTMLResponse
 from app.domain.kubelet_config import RELEASES
 from app.services.nodes import NodeInputError, Rehearsal
 from app.services.pod_find import pods_page
+from app.web.offload import budgeted
 from app.web.rendering import render, wants_fragment
 from app.web.routers.nodes import NOT_FOUND_NODE, NodeName, NodeServiceDep, node_page_context
 
@@ -41,6 +42,7 @@ pages = APIRouter(tags=["nodes"])
     },
 )
 def api_restart(
+    request: Request,
     node: NodeName,
     service: NodeServiceDep,
     release: Annotated[str, Query(description=f"Kubelet release: {', '.join(RELEASES)}")],
@@ -56,9 +58,11 @@ def api_restart(
         ),
     ] = None,
 ) -> dict[str, Any]:
-    return service.restart(
-        node, release, dry_run=dry_run, pod_level_resource_managers=gate
-    ).to_dict()
+    # A sync route: already in a worker thread; the re-admissions' hint searches get the budget.
+    with budgeted(request, "the restart"):
+        return service.restart(
+            node, release, dry_run=dry_run, pod_level_resource_managers=gate
+        ).to_dict()
 
 
 def _gate_choice(value: str) -> bool | None:
@@ -84,9 +88,13 @@ def restart_form(
     rehearsal: Rehearsal | None = None
     error: NodeInputError | None = None
     try:
-        rehearsal = service.restart(
-            node, release, dry_run=action != "apply", pod_level_resource_managers=_gate_choice(gate)
-        )
+        with budgeted(request, "the restart"):
+            rehearsal = service.restart(
+                node,
+                release,
+                dry_run=action != "apply",
+                pod_level_resource_managers=_gate_choice(gate),
+            )
     except NodeInputError as err:
         error = err
     view = service.node_view(node)
