@@ -297,11 +297,18 @@ class Hub:
     # -- views ------------------------------------------------------------------------------
     def document(self) -> dict[str, Any]:
         """``GET /api/v1/fleet``: every agent and every node known (cached per generation)."""
-        sims = len(self.fleet.nodes)
+        return self._document()[1]
+
+    def _document(self) -> tuple[tuple[int, int], dict[str, Any]]:
+        """The document and the (generation, simulated nodes) it was built from: the nodes are
+        listed once, so the key never claims nodes added while it was being built."""
+        generation = self.generation
+        sims = list(self.fleet.list())
+        key = (generation, len(sims))
         cached = self._doc
-        if cached is not None and cached[0] == self.generation and cached[1] == sims:
-            return cached[2]
-        nodes = [fleet_node(n.summary(self.summaries), None, OK) for n in self.fleet.list()]
+        if cached is not None and cached[:2] == key:
+            return key, cached[2]
+        nodes = [fleet_node(n.summary(self.summaries), None, OK) for n in sims]
         for a in sorted(self.agents.values(), key=lambda a: a.url):
             status = a.status if a.status != PENDING else UNREACHABLE
             nodes.extend(fleet_node(s, a.url, status) for s in a.nodes)
@@ -313,13 +320,12 @@ class Hub:
         if self.dns is not None:
             name, port = self.dns
             doc["discovery"] = {"dns": f"{name}:{port}", "error": self.dns_error}
-        self._doc = (self.generation, sims, doc)
-        return doc
+        self._doc = (*key, doc)
+        return key, doc
 
     def encoded(self) -> Encoded:
         """The document as bytes with its ETag (for 304s), encoded once per generation."""
-        doc = self.document()
-        key = (self.generation, len(self.fleet.nodes))
+        key, doc = self._document()
         cached = self._encoded
         if cached is None or cached[:2] != key:
             cached = (*key, encode(doc))

@@ -246,3 +246,33 @@ def test_upgrade_checks_stop_at_the_time_budget_and_go_on_when_asked_again(
         assert 0 < first < 6
         second = unchecked()
         assert second < first
+
+
+def test_the_fleet_bytes_never_miss_a_node_added_while_they_were_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node added while the document is being built (the demo fleet grows in a thread) is
+    in the next answer: the cached bytes are keyed by the nodes they were built from."""
+    import json
+
+    app = create_app(make_settings(tmp_path, hub=True, demo_fleet=4))
+    with TestClient(app):
+        hub = app.state.hub
+        fleet = hub.fleet
+        assert fleet.ready.wait(60)
+        name, late = sorted(fleet.nodes.items())[-1]
+        del fleet.nodes[name]
+        listed = fleet.list
+
+        def list_then_grow() -> Any:
+            nodes = listed()
+            fleet.nodes[name] = late  # the builder thread adds a node meanwhile
+            return nodes
+
+        monkeypatch.setattr(fleet, "list", list_then_grow)
+        first = json.loads(hub.encoded().body)
+        assert name not in {n["node"] for n in first["nodes"]}
+        monkeypatch.setattr(fleet, "list", listed)
+        second = json.loads(hub.encoded().body)
+        assert name in {n["node"] for n in second["nodes"]}
+        assert len(second["nodes"]) == 4
