@@ -158,13 +158,17 @@ class RequestGuard:
         method = scope["method"]
         path = scope["path"]
         host_header = headers.get("host", "")
-        _, port = split_host(host_header)
-        cookie_name = csrf.cookie_name(port)
-        token = Request(scope).cookies.get(cookie_name)
-        issued = None
-        if not csrf.usable(token):
-            token = issued = csrf.new_token()
-        scope.setdefault("state", {})[csrf.STATE_KEY] = token
+        # The API renders no forms and checks no CSRF token: its clients get no cookie, and
+        # its hot GETs skip the cookie parsing and token generation.
+        token: str | None = None
+        issued = cookie_name = None
+        if not path.startswith("/api/"):
+            _, port = split_host(host_header)
+            cookie_name = csrf.cookie_name(port)
+            token = Request(scope).cookies.get(cookie_name)
+            if not csrf.usable(token):
+                token = issued = csrf.new_token()
+            scope.setdefault("state", {})[csrf.STATE_KEY] = token
         send = self._with_headers(send, path, cookie_name if issued else None, issued)
 
         if not self.hosts.allows(host_header) and not (
