@@ -9,9 +9,9 @@ decides with ``accepts_gzip`` instead, the one reading of the header both places
 
 from __future__ import annotations
 
-from starlette.datastructures import Headers
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.middleware.gzip import GZipMiddleware, IdentityResponder
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
 def accepts_gzip(headers: Headers) -> bool:
@@ -43,4 +43,38 @@ class Compression:
         elif accepts_gzip(Headers(scope=scope)):
             await self.gzip(scope, receive, send)
         else:  # still says Vary: Accept-Encoding on bodies that would have been compressed
-            await IdentityResponder(self.app, self.minimum_size)(scope, receive, send)
+            await self.app(scope, receive, self._identity(send))
+
+    def _identity(self, send: Send) -> Send:
+        """Starlette's ``IdentityResponder`` holds back every answer's start until its first
+        body part; a whole JSON body of known length (the cached API answers) needs no wait:
+        it gets the same ``Vary`` from its ``Content-Length`` and passes straight through."""
+        identity = IdentityResponder(self.app, self.minimum_size)
+        identity.send = send
+        direct = False
+
+        async def relay(message: Message) -> None:
+            nonlocal direct
+            if message["type"] == "http.response.start":
+                headers = Headers(raw=message.get("headers", []))
+                length = headers.get("content-length", "")
+                direct = (
+                    message["status"] != 206
+                    and "content-encoding" not in headers
+                    and headers.get("content-type", "").startswith("application/json")
+                    and length.isdigit()
+                )
+                if not direct:
+                    await identity.send_with_compression(message)
+                    return
+                if int(length) >= self.minimum_size:
+                    vary = MutableHeaders(raw=list(message.get("headers", [])))
+                    vary.add_vary_header("Accept-Encoding")
+                    message = {**message, "headers": vary.raw}
+                await send(message)
+            elif direct:
+                await send(message)
+            else:
+                await identity.send_with_compression(message)
+
+        return relay

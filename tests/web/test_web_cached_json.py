@@ -181,3 +181,21 @@ def test_peek_answers_only_bytes_at_hand(node: NodeService) -> None:
     node.remove_pod("small", "ns", "a")  # a new version: the old bytes are not served
     assert node.peek_json("small", "allocatable") is None
     assert node.allocatable_json("small") is not made
+
+
+def test_answers_without_gzip_say_vary_as_before(client: TestClient, node: NodeService) -> None:
+    """Without gzip accepted, a body that would have been compressed still says ``Vary:
+    Accept-Encoding`` (caches keep the two forms apart), whether it passes straight through
+    (whole JSON of known length) or through Starlette's identity responder (pages); small
+    bodies do not."""
+    from app.web.app import GZIP_MINIMUM
+
+    big = client.get("/nodes/small.json", headers=NO_GZIP)
+    assert len(big.content) >= GZIP_MINIMUM
+    assert "accept-encoding" in big.headers["vary"].lower()
+    assert "content-encoding" not in big.headers
+    page = client.get("/nodes/small", headers=NO_GZIP)
+    assert "accept-encoding" in page.headers["vary"].lower()
+    small = client.get("/healthz", headers=NO_GZIP)
+    assert len(small.content) < GZIP_MINIMUM
+    assert "accept-encoding" not in small.headers.get("vary", "").lower()
