@@ -4,15 +4,10 @@ second while such an upload is being inspected (inspection runs in a worker thre
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
 import threading
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -21,8 +16,8 @@ from app.domain.checkpoint import CPUCheckpointState, write_cpu_checkpoint
 from app.domain.checkpoint.overlaps import MAX_LISTED_PODS
 from app.domain.cpuset import CPUSet
 from app.services.checkpoints import MAX_INSPECT_MEMBERS
+from tests.serve_process import start_serve
 
-ROOT = Path(__file__).resolve().parents[2]
 JSON = {"Content-Type": "application/json"}
 
 
@@ -33,45 +28,18 @@ def hostile(pods: int) -> bytes:
     ).encode()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     tmp = tmp_path_factory.mktemp("serve")
-    port = _free_port()
-    env = {
-        **os.environ,
-        "NUMASCOPE_DATABASE_URL": f"sqlite:///{tmp / 'db.sqlite'}",
-        "NUMASCOPE_STATE_DIR": str(tmp / "nodes"),
-        "NUMASCOPE_SYSFS_ROOT": str(tmp / "no-sysfs"),
-        "NUMASCOPE_CPUINFO": "false",
-        "NUMASCOPE_LOG_LEVEL": "warning",
-    }
-    cmd = [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
-    proc = subprocess.Popen([*cmd, "--no-demo"], cwd=ROOT, env=env)
-    base = f"http://127.0.0.1:{port}"
+    served = start_serve(
+        tmp,
+        ["--no-demo", "--log-level", "warning"],
+        env={"NUMASCOPE_SYSFS_ROOT": str(tmp / "no-sysfs")},
+    )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"{base}/healthz", timeout=2)
-                break
-            except httpx.TransportError:
-                assert proc.poll() is None, "numascope serve exited"
-                assert time.monotonic() < deadline, "numascope serve did not answer in 60 s"
-                time.sleep(0.1)
-        yield base
+        yield served.url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        served.stop()
 
 
 def test_two_thousand_entries_on_cpu_0_give_one_finding(server: str) -> None:
