@@ -303,7 +303,7 @@ class Hub:
         """The document and the (generation, simulated nodes) it was built from: the nodes are
         listed once, so the key never claims nodes added while it was being built."""
         generation = self.generation
-        sims = list(self.fleet.list())
+        sims = self.fleet.list()  # a fresh list: the builder thread may add nodes meanwhile
         key = (generation, len(sims))
         cached = self._doc
         if cached is not None and cached[:2] == key:
