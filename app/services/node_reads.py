@@ -20,6 +20,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.adapters.db import node_repo
+from app.adapters.db.change_probe import probe_for
 from app.adapters.db.tables import ACTION_REMOVE, AdmissionRecord, as_utc
 from app.adapters.podresources_json import PodResourcesCache, allocatable_json
 from app.domain.kubelet_config import RELEASES
@@ -49,6 +50,9 @@ if TYPE_CHECKING:
     from app.settings import Settings
 
 log = logging.getLogger(__name__)
+
+#: Log answers remembered while the database is unchanged (all dropped at this many).
+LOG_MEMO_LIMIT = 256
 
 
 class ObservedNode(Protocol):
@@ -81,6 +85,7 @@ class NodeReads(ABC):
     _nodes: dict[str, Live]
     _observer: ObservedNode | None
     _podresources: PodResourcesCache
+    _log_memo: dict[tuple[Any, ...], tuple[int, list[AdmissionLogEntry]]]
     started: bool
 
     @abstractmethod
@@ -132,9 +137,22 @@ class NodeReads(ABC):
         if self._observed(name) is not None:
             return []  # nothing is ever admitted on an observed node
         live = self._fresh(name)
+        # Pages and JSON twins ask for the same entries on every request: while the
+        # database's change counter stays put (no commit by anyone) they are the last answer.
+        probe = probe_for(self.engine)
+        stamp = probe.stamp() if probe is not None else None  # read before the query
+        key = (live.record_id, live.version, limit, batch)
+        seen = self._log_memo.get(key)
+        if seen is not None and stamp is not None and seen[0] == stamp:
+            return list(seen[1])
         rows = node_repo.log_rows(self.engine, live.record_id, limit=limit, batch=batch)
         with self._lock:
-            return [self._log_entry(live, r) for r in rows]
+            entries = [self._log_entry(live, r) for r in rows]
+            if stamp is not None:
+                if len(self._log_memo) >= LOG_MEMO_LIMIT:
+                    self._log_memo.clear()
+                self._log_memo[key] = (stamp, entries)
+        return list(entries)
 
     # -- views -----------------------------------------------------------------------------
     def _views(self, live: Live) -> NodeViews:

@@ -138,6 +138,7 @@ class NodeService(NodeReads, NodeRestarts):
         self._nodes: dict[str, Live] = {}
         self._skipped: dict[str, int] = {}  # definitions that cannot be built, by version
         self._podresources = PodResourcesCache(maxsize=4096)
+        self._log_memo = {}
         self.started = False
         self._observer: ObservedNode | None = None
         self._listeners: list[Callable[[str, str], None]] = []
