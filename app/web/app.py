@@ -43,6 +43,7 @@ from app.services.topologies import TopologyService
 from app.settings import Settings
 from app.web.compression import Compression
 from app.web.errors import install_error_handlers
+from app.web.fast_json import CachedJSONFastPath
 from app.web.guard import RequestGuard
 from app.web.metrics import AppMetrics, MetricsMiddleware, NodesCollector
 from app.web.rendering import STATIC_DIR, make_templates
@@ -143,6 +144,8 @@ def create_app(
         else None
     )
 
+    # Innermost: cached JSON at hand answered before the router (app.web.fast_json).
+    app.add_middleware(CachedJSONFastPath, routes=api_nodes.api.routes)
     # Host, cross-site, body and CSRF checks (app.web.guard); metrics stay outermost.
     app.add_middleware(RequestGuard, bind_host=settings.host, allowed_hosts=settings.allowed_hosts)
     # Text answers gzipped when the client accepts it (issue 10 pt 2); level 6 costs a third
