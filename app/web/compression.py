@@ -49,12 +49,11 @@ class Compression:
         """Starlette's ``IdentityResponder`` holds back every answer's start until its first
         body part; a whole JSON body of known length (the cached API answers) needs no wait:
         it gets the same ``Vary`` from its ``Content-Length`` and passes straight through."""
-        identity = IdentityResponder(self.app, self.minimum_size)
-        identity.send = send
+        identity: IdentityResponder | None = None
         direct = False
 
         async def relay(message: Message) -> None:
-            nonlocal direct
+            nonlocal direct, identity
             if message["type"] == "http.response.start":
                 headers = Headers(raw=message.get("headers", []))
                 length = headers.get("content-length", "")
@@ -65,6 +64,9 @@ class Compression:
                     and length.isdigit()
                 )
                 if not direct:
+                    # Made only here: its set-up costs more than a cached answer's relay.
+                    identity = IdentityResponder(self.app, self.minimum_size)
+                    identity.send = send
                     await identity.send_with_compression(message)
                     return
                 if int(length) >= self.minimum_size:
@@ -72,7 +74,7 @@ class Compression:
                     vary.add_vary_header("Accept-Encoding")
                     message = {**message, "headers": vary.raw}
                 await send(message)
-            elif direct:
+            elif direct or identity is None:
                 await send(message)
             else:
                 await identity.send_with_compression(message)

@@ -60,6 +60,16 @@ YAML_TYPES = frozenset({"application/yaml", "application/x-yaml", "text/yaml", "
 FORM_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data"})
 UPLOAD_TYPES = frozenset({"multipart/form-data", "application/octet-stream"})
 FALLBACK_CSP = "default-src 'none'; frame-ancestors 'none'"
+# SECURITY_HEADERS as raw ASGI pairs, encoded once: pages get the page CSP, anything else
+# (JSON, files, errors) the fallback that allows nothing.
+_PAGE_HEADERS = tuple(
+    (key.lower().encode("latin-1"), value.encode("latin-1"))
+    for key, value in SECURITY_HEADERS.items()
+)
+_OTHER_HEADERS = tuple(
+    (name, FALLBACK_CSP.encode("latin-1") if name == b"content-security-policy" else value)
+    for name, value in _PAGE_HEADERS
+)
 
 
 def _media_type(headers: Headers) -> str:
@@ -266,13 +276,9 @@ class RequestGuard:
                 html = any(
                     k.lower() == b"content-type" and v.startswith(b"text/html") for k, v in raw
                 )
-                for key, value in SECURITY_HEADERS.items():
-                    name = key.lower().encode("latin-1")
-                    if name in present:
-                        continue
-                    if name == b"content-security-policy" and not html:
-                        value = FALLBACK_CSP
-                    raw.append((name, value.encode("latin-1")))
+                for name, value in _PAGE_HEADERS if html else _OTHER_HEADERS:
+                    if name not in present:
+                        raw.append((name, value))
                 if cookie_name is not None and token is not None and html:
                     raw.append(csrf.set_cookie_header(cookie_name, token))
                 message = {**message, "headers": raw}
