@@ -23,6 +23,10 @@ change                          pull request   upstream file
 ``DISTRIBUTED_GROUP_CHECK``     #140730        cpu_assignment.go (``takeByTopologyNUMADistributed``
                                                counts remainder capacity in whole CPU groups;
                                                before, the remainder loop could spin forever)
+``CPU_METRICS_FROM_STATE``      #141261        policy_static.go (the exclusive-CPU, shared-pool
+                                (fixes #141262) and per-NUMA gauges are recomputed from the state,
+                                               pod-level CPU sets included, every NUMA node
+                                               sampled; policy_static_metrics_test.go)
 ==============================  =============  ============================================
 
 Left out: kubernetes#141238 (deep copy of ``bestCombo``) and kubernetes#141994 (reject an
@@ -41,6 +45,7 @@ MEMORY_POD_RESTORE = "memory-pod-restore"
 MEMORY_POD_HINTS = "memory-pod-hints"
 SPREAD_BY_TOPOLOGY = "spread-by-topology"
 DISTRIBUTED_GROUP_CHECK = "distributed-group-check"
+CPU_METRICS_FROM_STATE = "cpu-metrics-from-state"
 
 #: The first release carrying each change.
 INTRODUCED: dict[str, str] = {
@@ -49,6 +54,7 @@ INTRODUCED: dict[str, str] = {
     MEMORY_POD_HINTS: "1.38",
     SPREAD_BY_TOPOLOGY: "1.38",
     DISTRIBUTED_GROUP_CHECK: "1.38",
+    CPU_METRICS_FROM_STATE: "1.38",
 }
 
 #: Upstream pull request of each change (for messages and pages).
@@ -58,6 +64,7 @@ PULL_REQUEST: dict[str, str] = {
     MEMORY_POD_HINTS: "kubernetes#141070",
     SPREAD_BY_TOPOLOGY: "kubernetes#140766",
     DISTRIBUTED_GROUP_CHECK: "kubernetes#140730",
+    CPU_METRICS_FROM_STATE: "kubernetes#141261",
 }
 
 #: The checkpoint code line a release's state files follow (1.38 reads/writes as 1.37).

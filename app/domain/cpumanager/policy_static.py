@@ -45,6 +45,8 @@ from app.domain.cpumanager.metrics import (
     SOURCE_NODE,
     SOURCE_POD,
     CPUManagerMetrics,
+    gauges_from_state,
+    numa_counts,
 )
 from app.domain.cpumanager.pod_restore import (
     drop_stale_pod_allocation,
@@ -146,6 +148,7 @@ class StaticPolicy:
         self.release = release
         self.restores_pods = releases.has(release, releases.CPU_POD_RESTORE)
         self.spread_by_topology = releases.has(release, releases.SPREAD_BY_TOPOLOGY)
+        self.gauges_from_state = releases.has(release, releases.CPU_METRICS_FROM_STATE)
         self.hang_release = (
             None if releases.has(release, releases.DISTRIBUTED_GROUP_CHECK) else release
         )
@@ -329,6 +332,8 @@ class StaticPolicy:
                     (ALIGN_SCOPE_CONTAINER, ALIGNED_PHYSICAL_CPU)
                 ] += 1
             raise
+        finally:
+            self._refresh_gauges(state)
         if self.options.full_physical_cpus_only:
             m.aligned_compute_resources[(ALIGN_SCOPE_CONTAINER, ALIGNED_PHYSICAL_CPU)] += 1
 
@@ -401,6 +406,10 @@ class StaticPolicy:
     # -- removal ------------------------------------------------------------------------
     def remove_container(self, state: CPUManagerState, pod_uid: str, container_name: str) -> None:
         """``RemoveContainer``: node-pool release, or pod-level release (§2.12, §5.7)."""
+        self._remove_container(state, pod_uid, container_name)
+        self._refresh_gauges(state)
+
+    def _remove_container(self, state: CPUManagerState, pod_uid: str, container_name: str) -> None:
         to_release = state.get_cpu_set(pod_uid, container_name)
         if to_release is None:
             return
@@ -517,6 +526,18 @@ class StaticPolicy:
         total = self.pod_guaranteed_cpus(pod)
         if total == 0:
             return
+        try:
+            self._allocate_or_restore_pod(state, pod, total, hints)
+        finally:
+            self._refresh_gauges(state)
+
+    def _allocate_or_restore_pod(
+        self,
+        state: CPUManagerState,
+        pod: Pod,
+        total: int,
+        hints: TopologyHint | Mapping[str, TopologyHint | None] | None,
+    ) -> None:
         m = self.metrics
         if self.restores_pods and state.get_pod_cpu_set(pod.uid) is not None:
             restorable = restorable_pod_cpus(state, pod)
@@ -622,49 +643,55 @@ class StaticPolicy:
         return ISOLATION_CONTAINER
 
     # -- metrics ----------------------------------------------------------------------------
+    # 1.36/1.37 keep the gauges by deltas; 1.38 recomputes them from the state at the end of
+    # every allocation and release (``_refresh_gauges``; see app.domain.cpumanager.metrics).
     def _initialize_metrics(self, state: CPUManagerState) -> None:
         m = self.metrics
-        m.shared_pool_size_millicores = self.get_available_cpus(state).size() * 1000
         for key in (
             (ALIGN_SCOPE_CONTAINER, ALIGNED_PHYSICAL_CPU),
             (ALIGN_SCOPE_CONTAINER, ALIGNED_UNCORE_CACHE),
         ):
             m.aligned_compute_resources[key] += 0
         m.aligned_compute_resources_failure[(ALIGN_SCOPE_CONTAINER, ALIGNED_PHYSICAL_CPU)] += 0
+        if self.gauges_from_state:
+            self._refresh_gauges(state)
+            return
+        m.shared_pool_size_millicores = self.get_available_cpus(state).size() * 1000
         assigned = state.assigned_cpus()
         m.exclusive_cpu_allocation_count = assigned.size()
         self._update_allocation_per_numa(assigned)
+
+    def _refresh_gauges(self, state: CPUManagerState) -> None:
+        """1.38: the gauges as the state stands; pod-level CPU sets count while the
+        ``PodLevelResourceManagers`` gate is on."""
+        if not self.gauges_from_state:
+            return
+        exclusive = state.assigned_cpus()
+        if self._gate(GATE_POD_LEVEL_RESOURCE_MANAGERS):
+            exclusive = exclusive | state.pod_entry_cpus()
+        gauges_from_state(self.metrics, self.topology, exclusive, self.get_available_cpus(state))
 
     def _update_metrics_on_allocate(
         self, state: CPUManagerState, cset: CPUSet, uncore_aligned: bool
     ) -> None:
         m = self.metrics
-        m.exclusive_cpu_allocation_count += cset.size()
-        m.shared_pool_size_millicores -= cset.size() * 1000
         if uncore_aligned:
             m.aligned_compute_resources[(ALIGN_SCOPE_CONTAINER, ALIGNED_UNCORE_CACHE)] += 1
+        if self.gauges_from_state:
+            return
+        m.exclusive_cpu_allocation_count += cset.size()
+        m.shared_pool_size_millicores -= cset.size() * 1000
         self._update_allocation_per_numa(state.assigned_cpus())
 
     def _update_metrics_on_release(self, state: CPUManagerState, cset: CPUSet) -> None:
+        if self.gauges_from_state:
+            return
         m = self.metrics
         m.exclusive_cpu_allocation_count -= cset.size()
         m.shared_pool_size_millicores += cset.size() * 1000
         self._update_allocation_per_numa(state.assigned_cpus() - cset)
 
     def _update_allocation_per_numa(self, cpus: CPUSet) -> None:
-        """Count ``cpus`` per NUMA node (a CPU unknown to the topology counts for node 0) and
-        update the gauge of the nodes that have any, in the order a walk over the CPUs meets
-        them. Per-node masks and popcounts instead of a walk over up to 512 CPUs."""
-        mask = cpus.mask
-        topology = self.topology
-        found: dict[int, tuple[int, int]] = {}  # numa -> (lowest CPU bit, count)
-        for numa in topology.numa_node_ids():
-            on_node = mask & topology.cpus_of_numa_node(numa).mask
-            if on_node:
-                found[numa] = (on_node & -on_node, on_node.bit_count())
-        unknown = mask & ~topology.all_cpus.mask
-        if unknown:
-            low, n = found.get(0, (unknown & -unknown, 0))
-            found[0] = (min(low, unknown & -unknown), n + unknown.bit_count())
-        ordered = sorted(found.items(), key=lambda item: item[1][0])
-        self.metrics.allocation_per_numa.update({numa: n for numa, (_, n) in ordered})
+        """1.36/1.37: set the gauge of the NUMA nodes ``cpus`` touches (the others keep their
+        value), in the order a walk over the CPUs meets them."""
+        self.metrics.allocation_per_numa.update(numa_counts(self.topology, cpus))
