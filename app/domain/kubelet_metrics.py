@@ -14,10 +14,18 @@ Names, types, help texts and labels are the kubelet's:
   them without a subsystem; from 1.37 they carry the ``kubelet_`` subsystem
   (kubernetes#138770). 1.35 has neither the gate nor the series.
 
-Help texts are Numascope's own words (the names, types and labels are the interface). A
-labelled counter shows only the label values counted so far, as a Go ``CounterVec`` does.
+Help texts are Numascope's own words (the names, types and labels are the interface). What a
+scrape shows follows the kubelet's registry (prometheus/client_golang ``Gather``): families
+sorted by name, label pairs sorted by label name, samples sorted by their label values (as
+strings: ``numa_node="10"`` before ``"2"``); a labelled family shows only the label values set
+so far, and one with none set (a fresh ``CounterVec``/``GaugeVec``) is left out of the text,
+HELP and TYPE included. The JSON twin still lists every registered family, samples or not.
 ``exposition`` writes the Prometheus text format 0.0.4 by hand: the kubelet's names must come
 out exactly, and prometheus-client would rename a counter without ``_total``.
+
+Per release, the CPU gauges follow ``app.domain.cpumanager.metrics`` (deltas in 1.36/1.37,
+recomputed from the state in 1.38, kubernetes#141261); the counters are the same in 1.36-1.38
+(kubernetes#134768 added them; kubernetes#138770 only renamed and re-staged them in 1.37).
 """
 
 from __future__ import annotations
@@ -46,6 +54,13 @@ class Family:
     help: str
     samples: tuple[Sample, ...]
     stability: str = "ALPHA"
+
+
+def _normalized(f: Family) -> Family:
+    """Labels by name, samples by label values, as client_golang's ``Gather`` hands them."""
+    samples = [Sample(tuple(sorted(s.labels)), s.value) for s in f.samples]
+    samples.sort(key=lambda s: (len(s.labels), [v for _, v in s.labels]))
+    return dataclasses.replace(f, samples=tuple(samples))
 
 
 def _single(name: str, kind: str, help_text: str, value: float) -> Family:
@@ -180,15 +195,16 @@ def kubelet_families(
     *,
     pod_level_resource_managers: bool,
 ) -> list[Family]:
-    """Every resource-manager family of the kubelet of ``release``, in the kubelet's
-    registration order. ``None`` for a manager whose policy counts nothing (``none``)."""
+    """Every resource-manager family the kubelet of ``release`` registers, in the order its
+    registry gathers them (see the module docstring). ``None`` for a manager whose policy
+    counts nothing (``none``)."""
     families = _cpu_families(cpu or CPUManagerMetrics())
     families += _memory_families(memory or MemoryManagerMetrics())
     prefix = resource_manager_prefix(release)
     if prefix is not None and pod_level_resource_managers:
         present = [m for m in (cpu, memory) if m is not None]
         families += _resource_manager_families(prefix, _merged(present))
-    return families
+    return sorted((_normalized(f) for f in families), key=lambda f: f.name)
 
 
 def _escape(value: str) -> str:
@@ -203,6 +219,8 @@ def exposition(families: Sequence[Family]) -> str:
     """Prometheus text format 0.0.4 (the shape of ``curl <kubelet>/metrics``)."""
     lines: list[str] = []
     for f in families:
+        if not f.samples:
+            continue  # a labelled family with no label values set is not gathered
         lines.append(f"# HELP {f.name} [{f.stability}] {f.help}")
         lines.append(f"# TYPE {f.name} {f.type}")
         for s in f.samples:

@@ -68,3 +68,38 @@ def test_exposition_text_format() -> None:
         'x_total{a="q\\"\\\\\\n"} 2\n'
         "x_total 1.5\n"
     )
+
+
+def test_families_come_out_as_the_kubelet_registry_gathers_them() -> None:
+    """prometheus/client_golang's Gather (the kubelet's /metrics): families by name, label
+    pairs by label name, samples by label values compared as strings; a labelled family with
+    no label values set is not written at all."""
+    cpu = CPUManagerMetrics()
+    cpu.allocation_per_numa.update({2: 1, 10: 3})
+    cpu.container_assignments[("memory", "pod_shared")] += 1
+    cpu.container_assignments[("cpu", "pod_shared")] += 1
+    cpu.container_assignments[("cpu", "node_exclusive")] += 1
+    fams = kubelet_families("1.37", cpu, None, pod_level_resource_managers=True)
+    assert names(fams) == sorted(names(fams))
+    text = exposition(fams)
+    per_numa = [ln for ln in text.splitlines() if ln.startswith("kubelet_cpu_manager_alloc")]
+    assert per_numa == [
+        'kubelet_cpu_manager_allocation_per_numa{numa_node="10"} 3',
+        'kubelet_cpu_manager_allocation_per_numa{numa_node="2"} 1',
+    ]
+    assignments = [
+        ln for ln in text.splitlines() if ln.startswith("kubelet_resource_manager_container")
+    ]
+    assert assignments == [
+        'kubelet_resource_manager_container_assignments{assignment_type="node_exclusive",'
+        'resource_name="cpu"} 1',
+        'kubelet_resource_manager_container_assignments{assignment_type="pod_shared",'
+        'resource_name="cpu"} 1',
+        'kubelet_resource_manager_container_assignments{assignment_type="pod_shared",'
+        'resource_name="memory"} 1',
+    ]
+    # Registered, nothing counted: in the families (the JSON twin), not in the text.
+    errors = next(f for f in fams if f.name == "kubelet_resource_manager_allocation_errors_total")
+    assert errors.samples == ()
+    assert "allocation_errors_total" not in text
+    assert "kubelet_cpu_manager_pinning_errors_total 0" in text  # a plain counter always is
