@@ -1,12 +1,13 @@
 """Cost of a simulated node's kubelet metrics (``/nodes/{node}/metrics``), computed by replaying
 its admission log (``app.services.kubelet_metrics``).
 
-Run: .venv/bin/python bench/bench_kubelet_metrics.py [--pods 250]
+Run: .venv/bin/python bench/bench_kubelet_metrics.py [--pods 250] [--release 1.37]
 A node on ``server-2s-8numa-512t`` with the demo-512 configuration gets ``--pods`` admissions
 (the mix of bench_admissions.py) through the node service on a temporary SQLite file. Prints
 the time of the first scrape (the whole log replayed on a fresh engine), of a scrape after one
 more admission (only the new row replayed) and of a scrape after no change (one log read).
-Prints figures only.
+``--release 1.38`` measures the CPU gauges recomputed from the state after every allocation
+and release (kubernetes#141261) instead of 1.37's deltas. Prints figures only.
 """
 
 from __future__ import annotations
@@ -29,13 +30,14 @@ NODE = "bench-metrics"
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=250)
+    parser.add_argument("--release", default="1.37", choices=("1.36", "1.37", "1.38"))
     args = parser.parse_args()
     with tmp_settings() as settings:
         engine = make_engine(settings.database_url)
         upgrade_head(engine)
         service = NodeService(engine, state_dir=settings.state_dir)
         service.start()
-        service.create(NODE, "server-2s-8numa-512t", SERVER_CONFIG, "1.37")
+        service.create(NODE, "server-2s-8numa-512t", SERVER_CONFIG, args.release)
         for manifest in pod_manifests(args.pods):
             service.admit(NODE, manifest)
 
@@ -60,7 +62,7 @@ def main() -> int:
         unchanged = time_calls(lambda: metrics.text(NODE), 15)
         incremental.sort()
 
-    print(f"kubelet metrics of a 512-CPU node with {args.pods} logged admissions:")
+    print(f"kubelet metrics of a 512-CPU node ({args.release}) with {args.pods} logged admissions:")
     print(f"  first scrape (full replay):          {first_ms:8.1f} ms ({len(text)} bytes)")
     print(
         f"  after one more admission (1 row):    {incremental[len(incremental) // 2]:8.1f} ms median"
