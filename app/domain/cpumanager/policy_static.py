@@ -34,11 +34,11 @@ from app.domain.cpumanager.cpu_assignment import (
     take_by_topology_numa_distributed,
     take_by_topology_numa_packed,
 )
+from app.domain.cpumanager.gauges import CPUGauges
 from app.domain.cpumanager.hints import generate_cpu_topology_hints
 from app.domain.cpumanager.metrics import (
     ALIGN_SCOPE_CONTAINER,
     ALIGNED_PHYSICAL_CPU,
-    ALIGNED_UNCORE_CACHE,
     ASSIGNMENT_NODE_EXCLUSIVE,
     ASSIGNMENT_POD_EXCLUSIVE,
     ASSIGNMENT_POD_SHARED,
@@ -46,8 +46,6 @@ from app.domain.cpumanager.metrics import (
     SOURCE_NODE,
     SOURCE_POD,
     CPUManagerMetrics,
-    gauges_from_state,
-    numa_counts,
 )
 from app.domain.cpumanager.pod_restore import (
     drop_stale_pod_allocation,
@@ -149,7 +147,6 @@ class StaticPolicy:
         self.release = release
         self.restores_pods = releases.has(release, releases.CPU_POD_RESTORE)
         self.spread_by_topology = releases.has(release, releases.SPREAD_BY_TOPOLOGY)
-        self.gauges_from_state = releases.has(release, releases.CPU_METRICS_FROM_STATE)
         self.hang_release = (
             None if releases.has(release, releases.DISTRIBUTED_GROUP_CHECK) else release
         )
@@ -189,6 +186,13 @@ class StaticPolicy:
             physical |= topology.cpus_of_core(info.core_id).mask
         self.reserved_cpus: CPUSet = reserved
         self.reserved_physical_cpus: CPUSet = CPUSet.from_mask(physical)
+        self.gauges = CPUGauges(
+            self.metrics,
+            topology,
+            reserved,
+            from_state=releases.has(release, releases.CPU_METRICS_FROM_STATE),
+            feature_gates=self.feature_gates,
+        )
 
     def name(self) -> str:
         return POLICY_STATIC
@@ -200,7 +204,7 @@ class StaticPolicy:
     def start(self, state: CPUManagerState) -> None:
         """``Start``: validate (and possibly initialise) the state, then set the gauges."""
         self.validate_state(state)
-        self._initialize_metrics(state)
+        self.gauges.start(state)
 
     def validate_state(self, state: CPUManagerState) -> None:
         """``validateState`` (§2.3)."""
@@ -322,7 +326,7 @@ class StaticPolicy:
                 )
                 state.set_cpu_set(pod.uid, c.name, cset)
                 self.update_cpus_to_reuse(pod, c, cset)
-                self._update_metrics_on_allocate(state, cset, uncore_aligned)
+                self.gauges.on_allocate(state, cset, uncore_aligned)
                 m.allocations_total[(RESOURCE_CPU, SOURCE_NODE)] += 1
                 m.container_assignments[(RESOURCE_CPU, ASSIGNMENT_NODE_EXCLUSIVE)] += 1
         except Exception:
@@ -334,7 +338,7 @@ class StaticPolicy:
                 ] += 1
             raise
         finally:
-            self._refresh_gauges(state)
+            self.gauges.refresh(state)
         if self.options.full_physical_cpus_only:
             m.aligned_compute_resources[(ALIGN_SCOPE_CONTAINER, ALIGNED_PHYSICAL_CPU)] += 1
 
@@ -408,7 +412,7 @@ class StaticPolicy:
     def remove_container(self, state: CPUManagerState, pod_uid: str, container_name: str) -> None:
         """``RemoveContainer``: node-pool release, or pod-level release (§2.12, §5.7)."""
         self._remove_container(state, pod_uid, container_name)
-        self._refresh_gauges(state)
+        self.gauges.refresh(state)
 
     def _remove_container(self, state: CPUManagerState, pod_uid: str, container_name: str) -> None:
         to_release = state.get_cpu_set(pod_uid, container_name)
@@ -422,7 +426,7 @@ class StaticPolicy:
                 if not state.assignments.get(pod_uid):
                     state.set_default_cpu_set(state.default_cpuset | pod_cpus)
                     state.delete_pod(pod_uid)
-                    self._update_metrics_on_release(state, pod_cpus)
+                    self.gauges.on_release(state, pod_cpus)
                 return
 
         in_use = EMPTY
@@ -431,7 +435,7 @@ class StaticPolicy:
                 in_use = in_use | cset
         to_release = to_release - in_use
         state.set_default_cpu_set(state.default_cpuset | to_release)
-        self._update_metrics_on_release(state, to_release)
+        self.gauges.on_release(state, to_release)
 
     def remove_stale_state(self, state: CPUManagerState, active_pods: Iterable[Pod]) -> None:
         """``removeStaleState``: drop assignments of containers no longer in an active pod."""
@@ -530,7 +534,7 @@ class StaticPolicy:
         try:
             self._allocate_or_restore_pod(state, pod, total, hints)
         finally:
-            self._refresh_gauges(state)
+            self.gauges.refresh(state)
 
     def _allocate_or_restore_pod(
         self,
@@ -592,7 +596,7 @@ class StaticPolicy:
             hint = hints.get(containers[0].name) if containers else None
         mask = hint.numa_affinity if hint is not None else None
         bubble, uncore_aligned = self._allocate_cpus(state, total, mask, EMPTY)
-        self._update_metrics_on_allocate(state, bubble, uncore_aligned)
+        self.gauges.on_allocate(state, bubble, uncore_aligned)
         state.set_pod_cpu_set(pod.uid, bubble)
 
         recorded: dict[str, CPUSet] = {}
@@ -642,57 +646,3 @@ class StaticPolicy:
         ):
             return ISOLATION_POD
         return ISOLATION_CONTAINER
-
-    # -- metrics ----------------------------------------------------------------------------
-    # 1.36/1.37 keep the gauges by deltas; 1.38 recomputes them from the state at the end of
-    # every allocation and release (``_refresh_gauges``; see app.domain.cpumanager.metrics).
-    def _initialize_metrics(self, state: CPUManagerState) -> None:
-        m = self.metrics
-        for key in (
-            (ALIGN_SCOPE_CONTAINER, ALIGNED_PHYSICAL_CPU),
-            (ALIGN_SCOPE_CONTAINER, ALIGNED_UNCORE_CACHE),
-        ):
-            m.aligned_compute_resources[key] += 0
-        m.aligned_compute_resources_failure[(ALIGN_SCOPE_CONTAINER, ALIGNED_PHYSICAL_CPU)] += 0
-        if self.gauges_from_state:
-            self._refresh_gauges(state)
-            return
-        m.shared_pool_size_millicores = self.get_available_cpus(state).size() * 1000
-        assigned = state.assigned_cpus()
-        m.exclusive_cpu_allocation_count = assigned.size()
-        self._update_allocation_per_numa(assigned)
-
-    def _refresh_gauges(self, state: CPUManagerState) -> None:
-        """1.38: the gauges as the state stands; pod-level CPU sets count while the
-        ``PodLevelResourceManagers`` gate is on."""
-        if not self.gauges_from_state:
-            return
-        exclusive = state.assigned_cpus()
-        if self._gate(GATE_POD_LEVEL_RESOURCE_MANAGERS):
-            exclusive = exclusive | state.pod_entry_cpus()
-        gauges_from_state(self.metrics, self.topology, exclusive, self.get_available_cpus(state))
-
-    def _update_metrics_on_allocate(
-        self, state: CPUManagerState, cset: CPUSet, uncore_aligned: bool
-    ) -> None:
-        m = self.metrics
-        if uncore_aligned:
-            m.aligned_compute_resources[(ALIGN_SCOPE_CONTAINER, ALIGNED_UNCORE_CACHE)] += 1
-        if self.gauges_from_state:
-            return
-        m.exclusive_cpu_allocation_count += cset.size()
-        m.shared_pool_size_millicores -= cset.size() * 1000
-        self._update_allocation_per_numa(state.assigned_cpus())
-
-    def _update_metrics_on_release(self, state: CPUManagerState, cset: CPUSet) -> None:
-        if self.gauges_from_state:
-            return
-        m = self.metrics
-        m.exclusive_cpu_allocation_count -= cset.size()
-        m.shared_pool_size_millicores += cset.size() * 1000
-        self._update_allocation_per_numa(state.assigned_cpus() - cset)
-
-    def _update_allocation_per_numa(self, cpus: CPUSet) -> None:
-        """1.36/1.37: set the gauge of the NUMA nodes ``cpus`` touches (the others keep their
-        value), in the order a walk over the CPUs meets them."""
-        self.metrics.allocation_per_numa.update(numa_counts(self.topology, cpus))

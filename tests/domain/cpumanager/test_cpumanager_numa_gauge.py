@@ -25,7 +25,7 @@ def plain_counts(topology: CPUTopology, cpus: CPUSet) -> dict[int, int]:
 
 def gauge_after(policy: StaticPolicy, cpus: CPUSet) -> dict[int, int]:
     policy.metrics.allocation_per_numa.clear()
-    policy._update_allocation_per_numa(cpus)
+    policy.gauges.update_per_numa(cpus)
     return dict(policy.metrics.allocation_per_numa)
 
 
@@ -67,5 +67,5 @@ def test_gauge_keeps_nodes_without_cpus_untouched() -> None:
     policy = StaticPolicy(topology, 1)
     policy.metrics.allocation_per_numa.clear()
     policy.metrics.allocation_per_numa[3] = 7
-    policy._update_allocation_per_numa(topology.cpus_of_numa_node(1))
+    policy.gauges.update_per_numa(topology.cpus_of_numa_node(1))
     assert policy.metrics.allocation_per_numa == {3: 7, 1: topology.cpus_of_numa_node(1).size()}
