@@ -23,7 +23,7 @@ HELP and TYPE included. The JSON twin still lists every registered family, sampl
 ``exposition`` writes the Prometheus text format 0.0.4 by hand: the kubelet's names must come
 out exactly, and prometheus-client would rename a counter without ``_total``.
 
-Per release, the CPU gauges follow ``app.domain.cpumanager.metrics`` (deltas in 1.36/1.37,
+Per release, the CPU gauges follow ``app.domain.cpumanager.gauges`` (deltas in 1.36/1.37,
 recomputed from the state in 1.38, kubernetes#141261); the counters are the same in 1.36-1.38
 (kubernetes#134768 added them; kubernetes#138770 only renamed and re-staged them in 1.37).
 """

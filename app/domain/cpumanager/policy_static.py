@@ -2,7 +2,7 @@
 pkg/kubelet/cm/cpumanager/policy_static.go and the policy-facing parts of cpu_manager.go, v1.37;
 release 1.38 = master adds the pod-level restore of kubernetes#141041, ``pod_restore.py``, the
 take-by-topology changes of ``cpu_assignment.py`` and the CPU gauges recomputed from the state
-of kubernetes#141261, ``app.domain.cpumanager.metrics``; see ``app.domain.releases``).
+of kubernetes#141261, ``app.domain.cpumanager.gauges``; see ``app.domain.releases``).
 
 ``StaticPolicy`` holds configuration (topology, reserved CPUs, options, feature gates) plus the
 two pieces of memory the kubelet's policy keeps: ``cpus_to_reuse`` (init-container CPUs that
