@@ -24,8 +24,11 @@ HELP and TYPE included. The JSON twin still lists every registered family, sampl
 out exactly, and prometheus-client would rename a counter without ``_total``.
 
 Per release, the CPU gauges follow ``app.domain.cpumanager.gauges`` (deltas in 1.36/1.37,
-recomputed from the state in 1.38, kubernetes#141261); the counters are the same in 1.36-1.38
-(kubernetes#134768 added them; kubernetes#138770 only renamed and re-staged them in 1.37).
+recomputed from the state in 1.38, kubernetes#141261); the counters are counted alike in
+1.36-1.38 (kubernetes#134768 added them; kubernetes#138770 gave them the subsystem and BETA in
+1.37). Not modelled: the same PR's memory-manager change that skips, in the container scope,
+the containers of a pod-level pod that request no exclusive memory (described in the PR, its
+code not read here), which would leave their pinning request and assignment uncounted.
 """
 
 from __future__ import annotations
