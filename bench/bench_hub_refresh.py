@@ -4,7 +4,7 @@ shows in a real hub process.
 
 Run: .venv/bin/python bench/bench_hub_refresh.py [--agents N] [--rounds N]
 Starts N ``numascope serve`` agents on 127.0.0.100… sharing one port (as a headless Service
-gives pod IPs; ``tests/fleet/processes.py``), each with two simulated nodes and a few pods.
+gives pod IPs; ``tests/processes.py``), each with two simulated nodes and a few pods.
 Then (1) an in-process ``Hub`` polls them: first round (every body), unchanged rounds (every
 agent answers 304) and rounds after a pod was admitted on every agent, median and best of
 ``--rounds``; (2) a hub process (``serve --hub``, 1 s poll interval): from a pod's admission on
@@ -26,14 +26,14 @@ from prometheus_client import CollectorRegistry
 from app.services.demo import classic_pod
 from app.services.hub import Hub
 from app.settings import Settings
-from tests.fleet.processes import Server, agent_hosts, base_env, free_port, wait_for
 from tests.helpers import POD_SCOPE, SMALL
+from tests.processes import Server, agent_hosts, free_port, server_env, wait_for
 
 
 def start(tmp: Path, count: int) -> list[Server]:
     hosts = agent_hosts(100, count)
     port = free_port(hosts)
-    agents = [Server.launch(tmp / h, h, port, env=base_env(tmp / h)) for h in hosts]
+    agents = [Server(tmp / h, host=h, port=port).launch() for h in hosts]
     for a in agents:
         a.wait_ready()
     for i, a in enumerate(agents):
@@ -85,9 +85,9 @@ async def rounds(hub: Hub, agents: list[Server], count: int) -> None:
 
 def end_to_end(tmp: Path, agents: list[Server], samples: int) -> None:
     host = "127.0.0.99"
-    env = base_env(tmp / "hub", NUMASCOPE_HUB_POLL_INTERVAL="1.0")
+    env = server_env(tmp / "hub", hub_poll_interval="1.0")
     urls = ",".join(a.url for a in agents)
-    hub = Server.start(tmp / "hub", host, free_port([host]), ["--hub", "--agents", urls], env)
+    hub = Server(tmp / "hub", env, ["--hub", "--agents", urls], host=host).start()
     try:
         wait_for(lambda: all(a["status"] == "ok" for a in hub.json("/api/v1/fleet")["agents"]))
         delays = []
@@ -110,7 +110,7 @@ def end_to_end(tmp: Path, agents: list[Server], samples: int) -> None:
             f"({samples} samples)"
         )
     finally:
-        hub.stop()
+        hub.close()
 
 
 def main() -> None:
@@ -137,7 +137,7 @@ def main() -> None:
             end_to_end(tmp, agents, 6)
         finally:
             for a in agents:
-                a.stop()
+                a.close()
 
 
 if __name__ == "__main__":

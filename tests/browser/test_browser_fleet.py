@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from tests.serve_process import ServeProcess, start_serve
+from tests.processes import Server, server_env
 
 if TYPE_CHECKING:
     from tests.browser.conftest import Screenshots
@@ -41,8 +41,8 @@ NOT_A_POD = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n"
 
 @dataclass
 class Fleet:
-    agent: ServeProcess
-    hub: ServeProcess
+    agent: Server
+    hub: Server
     agent_nodes: list[str]
 
     def api(self) -> dict[str, Any]:
@@ -50,7 +50,7 @@ class Fleet:
         return doc
 
 
-def _ready(hub: ServeProcess, nodes: int) -> dict[str, Any] | None:
+def _ready(hub: Server, nodes: int) -> dict[str, Any] | None:
     doc: dict[str, Any] = httpx.get(f"{hub.url}/api/v1/fleet", timeout=30).json()
     agents_ok = all(a["status"] == "ok" for a in doc["agents"])
     return doc if agents_ok and len(doc["nodes"]) == nodes else None
@@ -59,31 +59,21 @@ def _ready(hub: ServeProcess, nodes: int) -> dict[str, Any] | None:
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     base = tmp_path_factory.mktemp("fleet-browser")
-    agent = start_serve(base / "agent", ["--no-observe", "--log-level", "warning"], host=AGENT_HOST)
-    hub: ServeProcess | None = None
+    # The agent serves the demo nodes (what a new user's first agent shows).
+    agent = Server(base / "agent", server_env(base / "agent", demo="true"), host=AGENT_HOST)
+    agent.start()
+    hub: Server | None = None
     try:
         names = [n["name"] for n in httpx.get(f"{agent.url}/nodes.json").json()["nodes"]]
         assert names
-        hub = start_serve(
-            base / "hub",
-            [
-                "--no-observe",
-                "--no-demo",
-                "--hub",
-                "--demo-fleet",
-                str(DEMO_FLEET),
-                "--agents",
-                agent.url,
-                "--log-level",
-                "warning",
-            ],
-        )
+        args = ["--hub", "--demo-fleet", str(DEMO_FLEET), "--agents", agent.url]
+        hub = Server(base / "hub", args=args).start()
         hub.wait_for(lambda: _ready(hub, DEMO_FLEET + len(names)), "the fleet to be polled")
         yield Fleet(agent, hub, names)
     finally:
         if hub is not None:
-            hub.stop()
-        agent.stop()
+            hub.close()
+        agent.close()
 
 
 def rows(page: Any) -> list[dict[str, str]]:
@@ -285,10 +275,8 @@ def test_fleet_of_1000_nodes_is_light(
 ) -> None:
     """``--demo-fleet 1000``: the page stays under 300 KB of HTML, shows a page of rows with
     the rest one click away, and the browser's DOM stays small."""
-    hub = start_serve(
-        tmp_path_factory.mktemp("fleet-1000"),
-        ["--no-observe", "--no-demo", "--hub", "--demo-fleet", "1000", "--log-level", "warning"],
-    )
+    args = ["--hub", "--demo-fleet", "1000"]
+    hub = Server(tmp_path_factory.mktemp("fleet-1000"), args=args).start()
     try:
         hub.wait_for(lambda: _ready(hub, 1000), "1,000 simulated nodes", deadline=240)
         html = httpx.get(f"{hub.url}/fleet", timeout=60)
@@ -314,4 +302,4 @@ def test_fleet_of_1000_nodes_is_light(
         screenshot(page, "fleet-1000", full_page=False)
         assert page_errors == []
     finally:
-        hub.stop()
+        hub.close()

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from app.services.demo import bubble_pod, classic_pod
-from tests.fleet.processes import Server, agent_hosts, base_env, free_port, wait_for
 from tests.helpers import POD_SCOPE, SMALL
+from tests.processes import Server, agent_hosts, free_port, server_env, wait_for
 
 CONTAINER_SCOPE = """\
 cpuManagerPolicy: static
@@ -50,9 +50,9 @@ LAYOUT = (
 #: The fake agent's behaviours, one per URL path prefix.
 FAKE_MODES = ("garbage", "huge", "wrongtypes", "silent", "notfound")
 HUB_ENV = {
-    "NUMASCOPE_HUB_POLL_INTERVAL": "0.3",
-    "NUMASCOPE_HUB_AGENT_TIMEOUT": "2.0",
-    "NUMASCOPE_HUB_MAX_BODY_BYTES": str(256 * 1024),
+    "hub_poll_interval": "0.3",
+    "hub_agent_timeout": "2.0",
+    "hub_max_body_bytes": str(256 * 1024),
 }
 
 
@@ -117,7 +117,9 @@ class Cluster:
 def start_agents(tmp: Path, hosts: list[str], port: int, **env: str) -> list[Server]:
     """Agents launched together (they start in parallel), then waited for."""
     servers = [
-        Server.launch(tmp / f"agent-{h}", h, port, env=base_env(tmp / f"agent-{h}", **env))
+        Server(
+            tmp / f"agent-{h}", server_env(tmp / f"agent-{h}", **env), host=h, port=port
+        ).launch()
         for h in hosts
     ]
     try:
@@ -125,7 +127,7 @@ def start_agents(tmp: Path, hosts: list[str], port: int, **env: str) -> list[Ser
             s.wait_ready()
     except Exception:
         for s in servers:
-            s.stop()
+            s.close()
         raise
     return servers
 
@@ -162,10 +164,8 @@ def cluster(
         urls = [s.url for s in servers] + list(fake_agent.values())
         hub_host = "127.0.0.10"
         hub_tmp = tmp / "hub"
-        env = base_env(hub_tmp, **HUB_ENV)
-        hub = Server.start(
-            hub_tmp, hub_host, free_port([hub_host]), ["--hub", "--agents", ",".join(urls)], env
-        )
+        args = ["--hub", "--agents", ",".join(urls)]
+        hub = Server(hub_tmp, server_env(hub_tmp, **HUB_ENV), args, host=hub_host).start()
         c = Cluster(servers[:3], servers[3], hub, fake_agent)
         real = {s.url for s in servers}
         try:
@@ -176,6 +176,6 @@ def cluster(
         yield c
     finally:
         if hub is not None:
-            hub.stop()
+            hub.close()
         for s in servers:
-            s.stop()
+            s.close()

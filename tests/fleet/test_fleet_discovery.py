@@ -12,8 +12,8 @@ import pytest
 
 from tests.fleet.conftest import start_agents
 from tests.fleet.dns_server import DNSServer
-from tests.fleet.processes import NUMASCOPE, Server, agent_hosts, base_env, free_port, wait_for
 from tests.helpers import POD_SCOPE, SMALL
+from tests.processes import NUMASCOPE, Server, agent_hosts, free_port, server_env, wait_for
 
 SERVICE = "numascope-agents.numascope.svc.cluster.local"
 
@@ -33,20 +33,14 @@ def test_agents_come_and_go_with_the_services_records(tmp_path: Path, dns: DNSSe
         for i, agent in enumerate(agents):
             agent.create_node(f"dns-{i}", SMALL, POD_SCOPE, "1.37")
         dns.records[SERVICE] = hosts[:2]
-        env = base_env(
+        env = server_env(
             tmp_path / "hub",
-            NUMASCOPE_HUB_POLL_INTERVAL="0.3",
-            NUMASCOPE_HUB_AGENT_TIMEOUT="1.0",
-            NUMASCOPE_HUB_DNS_NAMESERVER=dns.address,
+            hub_poll_interval="0.3",
+            hub_agent_timeout="1.0",
+            hub_dns_nameserver=dns.address,
         )
-        hub_host = "127.0.0.50"
-        hub = Server.start(
-            tmp_path / "hub",
-            hub_host,
-            free_port([hub_host]),
-            ["--hub", "--agents-dns", f"{SERVICE}:{port}"],
-            env,
-        )
+        args = ["--hub", "--agents-dns", f"{SERVICE}:{port}"]
+        hub = Server(tmp_path / "hub", env, args, host="127.0.0.50").start()
 
         def nodes() -> set[str]:
             doc = hub.json("/api/v1/fleet")
@@ -75,9 +69,9 @@ def test_agents_come_and_go_with_the_services_records(tmp_path: Path, dns: DNSSe
         assert "NXDOMAIN" in hub.client.get("/fleet").text
     finally:
         if hub is not None:
-            hub.stop()
+            hub.close()
         for a in agents:
-            a.stop()
+            a.close()
 
 
 BAD_STARTS = [
@@ -104,7 +98,7 @@ def test_a_malformed_agent_url_or_dns_name_is_exit_2(
 ) -> None:
     out = subprocess.run(
         [NUMASCOPE, "serve", "--host", "127.0.0.1", "--port", "1", *args],
-        env=base_env(tmp_path),
+        env=server_env(tmp_path),
         capture_output=True,
         text=True,
         timeout=60,
@@ -116,7 +110,7 @@ def test_a_malformed_agent_url_or_dns_name_is_exit_2(
 
 
 def test_a_malformed_dns_name_in_the_environment_is_exit_2(tmp_path: Path) -> None:
-    env = base_env(tmp_path, NUMASCOPE_HUB="true", NUMASCOPE_HUB_AGENTS_DNS="agents..svc:8000")
+    env = server_env(tmp_path, hub="true", hub_agents_dns="agents..svc:8000")
     out = subprocess.run(
         [NUMASCOPE, "serve", "--port", "1"], env=env, capture_output=True, text=True, check=False
     )
@@ -129,15 +123,10 @@ def test_agents_bound_to_every_address_answer_the_hub_only_when_allowed(tmp_path
     # in the agent's NUMASCOPE_ALLOWED_HOSTS (app.web.guard), or the agent answers 400.
     pod_ip = "127.0.0.61"
     plain_port, allowed_port = free_port(["0.0.0.0"]), free_port(["0.0.0.0"])
-    plain = Server.launch(
-        tmp_path / "plain", "0.0.0.0", plain_port, env=base_env(tmp_path / "plain")
-    )
-    allowed = Server.launch(
-        tmp_path / "allowed",
-        "0.0.0.0",
-        allowed_port,
-        env=base_env(tmp_path / "allowed", NUMASCOPE_ALLOWED_HOSTS=f"{pod_ip},agents.example"),
-    )
+    plain = Server(tmp_path / "plain", host="0.0.0.0", port=plain_port).launch()
+    allowed_env = server_env(tmp_path / "allowed", allowed_hosts=f"{pod_ip},agents.example")
+    allowed = Server(tmp_path / "allowed", allowed_env, host="0.0.0.0", port=allowed_port)
+    allowed.launch()
     hub = None
     try:
         plain.wait_ready()
@@ -152,14 +141,9 @@ def test_agents_bound_to_every_address_answer_the_hub_only_when_allowed(tmp_path
             "plain": f"http://{pod_ip}:{plain_port}",
             "allowed": f"http://{pod_ip}:{allowed_port}",
         }
-        env = base_env(tmp_path / "hub", NUMASCOPE_HUB_POLL_INTERVAL="0.3")
-        hub = Server.start(
-            tmp_path / "hub",
-            "127.0.0.62",
-            free_port(["127.0.0.62"]),
-            ["--hub", "--agents", ",".join(urls.values())],
-            env,
-        )
+        env = server_env(tmp_path / "hub", hub_poll_interval="0.3")
+        args = ["--hub", "--agents", ",".join(urls.values())]
+        hub = Server(tmp_path / "hub", env, args, host="127.0.0.62").start()
 
         def agents() -> dict[str, dict[str, str]] | None:
             found = {a["url"]: a for a in hub.json("/api/v1/fleet")["agents"]}
@@ -179,6 +163,6 @@ def test_agents_bound_to_every_address_answer_the_hub_only_when_allowed(tmp_path
         assert result["node"] == "pod-ip-1" and result["admitted"] is True
     finally:
         if hub is not None:
-            hub.stop()
-        plain.stop()
-        allowed.stop()
+            hub.close()
+        plain.close()
+        allowed.close()

@@ -16,7 +16,7 @@ import pytest
 
 from app.services.demo import bubble_pod, classic_pod
 from tests.fleet.conftest import LAYOUT, Cluster
-from tests.fleet.processes import NUMASCOPE, Server, wait_for
+from tests.processes import NUMASCOPE, Server, wait_for
 
 YAML = {"Content-Type": "application/yaml"}
 
@@ -287,7 +287,7 @@ def test_hub_metrics_count_agents_nodes_and_polls(cluster: Cluster) -> None:
 def test_a_killed_agent_turns_unreachable_while_the_rest_stays_ok(cluster: Cluster) -> None:
     victim = cluster.victim
     assert cluster.agent_status()[victim.url] == "ok"
-    victim.kill()
+    victim.kill9()
     wait_for(lambda: cluster.agent_status()[victim.url] == "unreachable")
     status = cluster.agent_status()
     assert all(status[a.url] == "ok" for a in cluster.agents)
@@ -313,16 +313,14 @@ def test_a_killed_agent_turns_unreachable_while_the_rest_stays_ok(cluster: Clust
 
 
 def test_the_hub_answers_with_the_fleet_routes_only_as_a_hub(tmp_path: Path) -> None:
-    from tests.fleet.processes import base_env, free_port
-
-    server = Server.start(tmp_path, "127.0.0.11", free_port(["127.0.0.11"]), env=base_env(tmp_path))
+    server = Server(tmp_path, host="127.0.0.11").start()
     try:
         r = server.client.get("/api/v1/fleet")
         assert r.status_code == 404
         assert "numascope serve --hub" in r.json()["error"]["message"]
         assert server.client.get("/api/v1/summary").json()["nodes"] == []
     finally:
-        server.stop()
+        server.close()
 
 
 def test_agents_answer_the_hub_by_pod_ip_only_when_allowed(cluster: Cluster) -> None:

@@ -21,7 +21,7 @@ from app.adapters.grpc.server import PodResourcesServer
 from app.domain.presets import get_preset
 from app.services import demo
 from tests.fixtures.sysfs import fake_sysfs_from_topology
-from tests.fleet.processes import NUMASCOPE, Server, base_env, free_port, wait_for
+from tests.processes import NUMASCOPE, Server, server_env, wait_for
 from tests.services.test_services_observer import (
     NODE,
     _files_with_ghost,
@@ -57,30 +57,24 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Observed]:
         sock = base / "pr.sock"
         with PodResourcesServer(lambda: snap, str(sock)):
             host = "127.0.0.70"
-            env = base_env(
+            env = server_env(
                 tmp / "agent",
-                NUMASCOPE_OBSERVE="true",
-                NUMASCOPE_KUBELET_ROOT=str(root),
-                NUMASCOPE_PODRESOURCES_SOCKET=f"unix://{sock}",
-                NUMASCOPE_SYSFS_ROOT=str(sysfs),
-                NODE_NAME=NODE,
+                observe="true",
+                kubelet_root=str(root),
+                podresources_socket=f"unix://{sock}",
+                sysfs_root=str(sysfs),
             )
-            agent = Server.start(tmp / "agent", host, free_port([host]), env=env)
-            hub_host = "127.0.0.71"
-            hub_env = base_env(tmp / "hub", NUMASCOPE_HUB_POLL_INTERVAL="0.3")
-            hub = Server.start(
-                tmp / "hub",
-                hub_host,
-                free_port([hub_host]),
-                ["--hub", "--agents", agent.url],
-                hub_env,
-            )
+            env["NODE_NAME"] = NODE
+            agent = Server(tmp / "agent", env, host=host).start()
+            hub_env = server_env(tmp / "hub", hub_poll_interval="0.3")
+            args = ["--hub", "--agents", agent.url]
+            hub = Server(tmp / "hub", hub_env, args, host="127.0.0.71").start()
             wait_for(lambda: hub.json("/api/v1/fleet")["nodes"])
             yield Observed(agent, hub, root)
     finally:
         for s in (hub, agent):
             if s is not None:
-                s.stop()
+                s.close()
         shutil.rmtree(base, ignore_errors=True)
 
 

@@ -13,7 +13,7 @@ from sqlalchemy import create_engine, text
 
 from app.adapters.db.tables import ACTION_ADMIT, ACTION_REMOVE
 from app.domain.cpuset import CPUSet
-from tests.live.server import ServerProcess, connection_owner
+from tests.processes import Server, connection_owner
 
 TOPOLOGY = "sockets=2,cores_per_numa=8,threads_per_core=2,memory_per_numa=64Gi"  # 32 CPUs
 STATIC = """\
@@ -37,7 +37,7 @@ spec:
 
 
 def request(
-    srv: ServerProcess, method: str, path: str, body: str | None = None, ctype: str = ""
+    srv: Server, method: str, path: str, body: str | None = None, ctype: str = ""
 ) -> tuple[int, Any, int | None]:
     """One request on a new connection: status, JSON body, and the worker that served it."""
     conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=60)
@@ -56,7 +56,7 @@ def request(
         conn.close()
 
 
-def create_node(srv: ServerProcess, name: str) -> int | None:
+def create_node(srv: Server, name: str) -> int | None:
     body = json.dumps({"name": name, "topology": TOPOLOGY, "kubeletConfig": STATIC})
     status, answer, owner = request(srv, "POST", "/api/v1/nodes", body, "application/json")
     assert status == 201, answer

@@ -7,11 +7,8 @@ the figures behind the manifest's comment."""
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -20,7 +17,9 @@ import yaml
 from app.adapters.grpc.server import PodResourcesServer
 from app.domain.quantity import Quantity
 from tests.live.agent_host import NODE, agent_env, build_host, rss_kib
-from tests.live.server import REPO, free_port
+from tests.processes import Server
+
+REPO = Path(__file__).resolve().parents[2]
 
 MANIFEST = REPO / "deploy" / "daemonset.yaml"
 
@@ -53,24 +52,15 @@ def measure(base: Path) -> tuple[int, int, list[str]]:
     snap = node.snapshot()
     sock, data = base / "pr.sock", base / "data"
     data.mkdir()
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    cmd = [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--no-demo", "--observe"]
     with PodResourcesServer(lambda: snap, str(sock)):
-        proc = subprocess.Popen(cmd, cwd=REPO, env=agent_env(root, sysfs, sock, data))
+        agent = Server(data, agent_env(root, sysfs, sock, data), ["--no-demo", "--observe"])
         try:
-            end = time.monotonic() + 120
-            while time.monotonic() < end:
-                assert proc.poll() is None, "the agent exited"
-                try:
-                    if httpx.get(f"{url}/readyz", timeout=5).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                time.sleep(0.2)
-            else:
-                raise AssertionError("the agent did not become ready")
-            idle = rss_kib(proc.pid) * 1024
+            agent.start(120)
+            agent.wait_for(
+                lambda: agent.client.get("/readyz", timeout=5).status_code == 200, "/readyz", 120
+            )
+            assert agent.proc is not None
+            idle = rss_kib(agent.proc.pid) * 1024
             paths = [f"/nodes/{NODE}", f"/nodes/{NODE}.json", "/metrics"]
             paths.append(f"/api/v1/nodes/{NODE}/podresources")
             errors: list[str] = []
@@ -78,7 +68,7 @@ def measure(base: Path) -> tuple[int, int, list[str]]:
             def client() -> None:
                 with httpx.Client(timeout=60) as http:
                     for i in range(12):
-                        r = http.get(url + paths[i % len(paths)])
+                        r = http.get(agent.url + paths[i % len(paths)])
                         if r.status_code != 200:
                             errors.append(f"{paths[i % len(paths)]}: {r.status_code}")
 
@@ -87,8 +77,7 @@ def measure(base: Path) -> tuple[int, int, list[str]]:
                 t.start()
             for t in threads:
                 t.join(300)
-            peak = rss_kib(proc.pid, "VmHWM") * 1024
+            peak = rss_kib(agent.proc.pid, "VmHWM") * 1024
         finally:
-            proc.terminate()
-            proc.wait(30)
+            agent.close()
     return idle, peak, errors

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 
 from tests.fixtures.wide_machine import WIDE_CONFIG, WIDE_POD, wide_topology
-from tests.live.server import ServerProcess, server_env
+from tests.processes import Server, server_env
 
 # 13 NUMA nodes: about 6.7e7 combinations for one pod, 15 s or more on this machine.
 TOPOLOGY = wide_topology(13)
@@ -27,7 +27,7 @@ def make_wide_node(url: str) -> None:
 
 def test_healthz_answers_within_a_second_while_a_hint_search_runs(tmp_path: Path) -> None:
     env = server_env(tmp_path, hint_search_budget="0", cpu_time_budget="3")
-    server = ServerProcess(tmp_path, env).start()
+    server = Server(tmp_path, env).start()
     try:
         make_wide_node(server.url)
         for path in ("/api/v1/nodes/wide/pods?dryRun=true", "/api/v1/nodes/wide/pods"):
@@ -76,7 +76,7 @@ def test_healthz_answers_within_a_second_while_a_hint_search_runs(tmp_path: Path
 
 
 def test_the_default_hint_budget_refuses_the_search_at_once(tmp_path: Path) -> None:
-    server = ServerProcess(tmp_path, server_env(tmp_path)).start()
+    server = Server(tmp_path, server_env(tmp_path)).start()
     try:
         make_wide_node(server.url)
         t0 = time.monotonic()
@@ -94,7 +94,7 @@ def test_sigterm_during_a_hint_search_stops_the_server_within_the_time_budget(
     tmp_path: Path,
 ) -> None:
     env = server_env(tmp_path, hint_search_budget="0", cpu_time_budget="3")
-    server = ServerProcess(tmp_path, env).start()
+    server = Server(tmp_path, env).start()
     try:
         make_wide_node(server.url)
         answer: dict[str, int] = {}

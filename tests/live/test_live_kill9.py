@@ -34,7 +34,7 @@ from sqlalchemy import create_engine, text
 from app.adapters.db.tables import ACTION_ADMIT, ACTION_REMOVE
 from app.domain.checkpoint import Reader, load_cpu_checkpoint, load_memory_checkpoint
 from app.domain.cpuset import CPUSet
-from tests.live.server import ServerProcess, server_env
+from tests.processes import Server, server_env
 
 TOPOLOGY = "sockets=2,cores_per_numa=8,threads_per_core=2,memory_per_numa=64Gi"  # 32 CPUs
 STATIC = 'cpuManagerPolicy: static\nkubeReserved: {cpu: "2"}\n'
@@ -114,7 +114,7 @@ def uid_number(uid: str) -> int:
     return int(uid.rsplit("-", 1)[1])
 
 
-def check_after_restart(server: ServerProcess, database_url: str, load: Load) -> None:
+def check_after_restart(server: Server, database_url: str, load: Load) -> None:
     state_dir = server.tmp / "nodes" / "k9"
     names = {p.name for p in state_dir.iterdir()}
     assert names == STATE_FILES, f"left in the state directory: {sorted(names - STATE_FILES)}"
@@ -180,7 +180,7 @@ def check_after_restart(server: ServerProcess, database_url: str, load: Load) ->
 def test_kill9_mid_admission_loses_nothing_acknowledged_and_leaves_nothing_torn(
     tmp_path: Path, database_url: str, workers: int
 ) -> None:
-    server = ServerProcess(tmp_path, server_env(tmp_path, database_url), workers=workers)
+    server = Server(tmp_path, server_env(tmp_path, database_url), workers=workers)
     server.start()
     rng = random.Random(1337)
     load = Load(server.url, 7)

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from tests.live.node_checks import check_invariants, create_node, pod_yaml
-from tests.live.server import ServerProcess, server_env
+from tests.processes import Server, server_env
 
 
 @pytest.fixture
@@ -30,10 +30,10 @@ def replicas(tmp_path: Path, database_url: str) -> Any:
     pair = []
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
-        pair.append(ServerProcess(tmp_path / name, env))
+        pair.append(Server(tmp_path / name, env))
     errors: list[BaseException] = []
 
-    def start(srv: ServerProcess) -> None:
+    def start(srv: Server) -> None:
         try:
             srv.start()
         except BaseException as err:  # reported below, with the server's log
@@ -52,13 +52,13 @@ def replicas(tmp_path: Path, database_url: str) -> Any:
             srv.stop()
 
 
-def node_names(srv: ServerProcess) -> list[str]:
+def node_names(srv: Server) -> list[str]:
     nodes = httpx.get(f"{srv.url}/api/v1/nodes", timeout=30).json()["nodes"]
     return sorted(n["name"] for n in nodes)
 
 
 def test_two_replicas_start_together_and_share_their_nodes(
-    replicas: list[ServerProcess],
+    replicas: list[Server],
 ) -> None:
     a, b = replicas
     demo = node_names(a)
@@ -70,7 +70,7 @@ def test_two_replicas_start_together_and_share_their_nodes(
 
 
 def test_40_concurrent_admissions_through_two_replicas_keep_every_invariant(
-    replicas: list[ServerProcess], tmp_path: Path, database_url: str
+    replicas: list[Server], tmp_path: Path, database_url: str
 ) -> None:
     a, b = replicas
     create_node(b, "busy")

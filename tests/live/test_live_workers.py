@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 
 from tests.live.node_checks import check_invariants, create_node, pod_yaml, request
-from tests.live.server import ServerProcess, connection_owner, server_env
+from tests.processes import Server, connection_owner, server_env
 
 
 @pytest.fixture
 def server(tmp_path: Path, database_url: str) -> Any:
-    srv = ServerProcess(tmp_path, server_env(tmp_path, database_url), workers=2)
+    srv = Server(tmp_path, server_env(tmp_path, database_url), workers=2)
     srv.start()
     try:
         yield srv
@@ -33,7 +33,7 @@ def server(tmp_path: Path, database_url: str) -> Any:
 
 
 def connections_on_each_worker(
-    srv: ServerProcess, per_worker: int
+    srv: Server, per_worker: int
 ) -> list[tuple[http.client.HTTPConnection, int]]:
     """``per_worker`` open connections to every worker: the kernel decides which worker
     accepts, so connect (and ask ``/healthz`` once) until each worker holds enough."""
@@ -57,7 +57,7 @@ def connections_on_each_worker(
 
 
 def test_a_node_made_through_one_worker_is_seen_by_32_of_32_new_connections(
-    server: ServerProcess,
+    server: Server,
 ) -> None:
     pids = server.worker_pids()
     assert len(pids) == 2
@@ -85,7 +85,7 @@ def test_a_node_made_through_one_worker_is_seen_by_32_of_32_new_connections(
 
 
 def test_40_concurrent_admissions_on_2_workers_keep_every_invariant(
-    server: ServerProcess, database_url: str
+    server: Server, database_url: str
 ) -> None:
     pids = server.worker_pids()
     create_node(server, "busy")

@@ -8,7 +8,6 @@ goes) it updates the object with the resourceVersion it read. Plus the start-up 
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import tempfile
@@ -31,7 +30,7 @@ from app.services import demo
 from app.services.nrt import GROUP, PLURAL, VERSION
 from tests.fake_kube_api import FakeKubeAPI, kubeconfig, namespace, running
 from tests.fixtures.sysfs import fake_sysfs_from_topology
-from tests.serve_process import NUMASCOPE, ServeProcess, start_serve
+from tests.processes import NUMASCOPE, Server, server_env
 
 NODE = "worker-7"
 
@@ -77,21 +76,17 @@ def api() -> Iterator[FakeKubeAPI]:
         yield fake
 
 
-def serve(base: Path, kubelet: Kubelet, api: FakeKubeAPI) -> ServeProcess:
+def serve(base: Path, kubelet: Kubelet, api: FakeKubeAPI) -> Server:
     config = base / "kubeconfig"
     config.write_text(kubeconfig(api.url, token="agent-token"))
-    env = {
-        "KUBECONFIG": str(config),
-        "NODE_NAME": NODE,
-        "POD_NAMESPACE": "numascope",
-        "NUMASCOPE_NRT_INTERVAL": "0.2",
-    }
+    env = server_env(base / "agent", nrt_interval="0.2")
+    env.update(KUBECONFIG=str(config), NODE_NAME=NODE, POD_NAMESPACE="numascope")
     args = [
         "--no-demo", "--observe", "--publish-nrt", "--kubelet-state-dir", str(kubelet.root),
         "--sysfs", str(kubelet.sysfs), "--podresources-socket", str(kubelet.socket),
         "--log-level", "warning",
     ]  # fmt: skip
-    return start_serve(base / "agent", args, env=env, wait=False)
+    return Server(base / "agent", env, args).launch()
 
 
 def test_the_agent_creates_then_updates_its_node_resource_topology(
@@ -152,15 +147,12 @@ def test_the_agent_creates_then_updates_its_node_resource_topology(
             time.sleep(1.0)  # five more ticks of 0.2 s (nothing to wait for: absence)
             assert len(api.calls_of("PUT")) + len(api.calls_of("POST")) == writes
         finally:
-            out = agent.stop()
+            out = agent.close()
     assert "Traceback" not in out, out
 
 
 def test_publish_nrt_without_an_observed_node_is_exit_2(base: Path) -> None:
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("NUMASCOPE_")},
-        "NUMASCOPE_DATABASE_URL": f"sqlite:///{base / 'numascope.db'}",
-    }
+    env = server_env(base)
     proc = subprocess.run(
         [str(NUMASCOPE), "serve", "--no-observe", "--publish-nrt", "--no-demo"],
         env=env,

@@ -16,7 +16,7 @@ from app.domain.checkpoint import CPUCheckpointState, write_cpu_checkpoint
 from app.domain.checkpoint.overlaps import MAX_LISTED_PODS
 from app.domain.cpuset import CPUSet
 from app.services.checkpoints import MAX_INSPECT_MEMBERS
-from tests.serve_process import start_serve
+from tests.processes import Server
 
 JSON = {"Content-Type": "application/json"}
 
@@ -31,15 +31,11 @@ def hostile(pods: int) -> bytes:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     tmp = tmp_path_factory.mktemp("serve")
-    served = start_serve(
-        tmp,
-        ["--no-demo", "--log-level", "warning"],
-        env={"NUMASCOPE_SYSFS_ROOT": str(tmp / "no-sysfs")},
-    )
+    served = Server(tmp, args=["--no-demo"]).start()
     try:
         yield served.url
     finally:
-        served.stop()
+        served.close()
 
 
 def test_two_thousand_entries_on_cpu_0_give_one_finding(server: str) -> None:
