@@ -11,11 +11,12 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from app.domain.presets import get_preset
+from app.services.demo import classic_pod
 from app.services.nodes import NodeService
 from app.settings import Settings
 from app.web.app import create_app
 from tests.fixtures.sysfs import FakeCPU, FakeSysfs, fake_sysfs_from_topology
-from tests.helpers import act_as_browser, make_settings
+from tests.helpers import POD_SCOPE, SMALL, act_as_browser, make_settings
 
 # The fake host: two sockets, one NUMA node each, 2 cores x 2 threads per socket, plus a
 # memory-only NUMA node 2 (CXL-like) and 2Mi hugepages on node 0.
@@ -73,3 +74,21 @@ def client(app: FastAPI) -> Iterator[TestClient]:
 def preset_sysfs(tmp_path: Path) -> Path:
     """A sysfs tree reproducing the ``server-2s-4numa-128t`` preset."""
     return fake_sysfs_from_topology(get_preset("server-2s-4numa-128t")).write(tmp_path / "p")
+
+
+@pytest.fixture
+def small_node(client: TestClient) -> TestClient:
+    """The client, with node ``small`` (pod scope) holding pods ``ns/a`` and ``ns/b`` of two
+    exclusive CPUs each, created through the API."""
+    r = client.post(
+        "/api/v1/nodes", json={"name": "small", "topology": SMALL, "kubeletConfig": POD_SCOPE}
+    )
+    assert r.status_code == 201, r.text
+    for name in ("a", "b"):
+        r = client.post(
+            "/api/v1/nodes/small/pods",
+            content=classic_pod(name, "ns", "2", "1Gi"),
+            headers={"Content-Type": "application/yaml"},
+        )
+        assert r.status_code == 201, r.text
+    return client

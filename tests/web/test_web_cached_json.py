@@ -12,23 +12,13 @@ from fastapi.testclient import TestClient
 from app.services.demo import classic_pod
 from app.services.encoded_json import EncodedJSON, EncodedMemo, encode
 from app.services.nodes import NodeService
-from tests.helpers import POD_SCOPE, SMALL
 
 YAML = {"Content-Type": "application/yaml"}
 NO_GZIP = {"Accept-Encoding": "identity"}
 
 
 @pytest.fixture
-def node(client: TestClient, nodes: NodeService) -> NodeService:
-    r = client.post(
-        "/api/v1/nodes", json={"name": "small", "topology": SMALL, "kubeletConfig": POD_SCOPE}
-    )
-    assert r.status_code == 201, r.text
-    for name in ("a", "b"):
-        r = client.post(
-            "/api/v1/nodes/small/pods", content=classic_pod(name, "ns", "2", "1Gi"), headers=YAML
-        )
-        assert r.status_code == 201, r.text
+def node(small_node: TestClient, nodes: NodeService) -> NodeService:
     return nodes
 
 

@@ -16,7 +16,6 @@ import app.web.fast_json as fast_json
 from app.services.demo import classic_pod
 from app.settings import Settings
 from app.web.app import create_app
-from tests.helpers import POD_SCOPE, SMALL
 
 YAML = {"Content-Type": "application/yaml"}
 PATHS = [
@@ -42,17 +41,8 @@ def taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 @pytest.fixture
-def small(client: TestClient) -> TestClient:
-    r = client.post(
-        "/api/v1/nodes", json={"name": "small", "topology": SMALL, "kubeletConfig": POD_SCOPE}
-    )
-    assert r.status_code == 201, r.text
-    for name in ("a", "b"):
-        r = client.post(
-            "/api/v1/nodes/small/pods", content=classic_pod(name, "ns", "2", "1Gi"), headers=YAML
-        )
-        assert r.status_code == 201, r.text
-    return client
+def small(small_node: TestClient) -> TestClient:
+    return small_node
 
 
 def _headers(r: Any) -> dict[str, str]:
