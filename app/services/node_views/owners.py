@@ -7,6 +7,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from functools import lru_cache
 from urllib.parse import quote
 
 from app.domain.cpuset import CPUSet
@@ -47,10 +48,14 @@ def pod_tag(index: int) -> str:
     return out
 
 
+@lru_cache(maxsize=4096)
 def node_url(node: str) -> str:
     return f"/nodes/{quote(node, safe='')}"
 
 
+# Every view rebuild asks again for each pod (rows, map cells, legend, log): quoting is a
+# good part of a rebuild, and the answer never changes.
+@lru_cache(maxsize=65536)
 def pod_url(node: str, namespace: str, name: str) -> str:
     return f"{node_url(node)}/pods/{quote(namespace, safe='')}/{quote(name, safe='')}"
 
