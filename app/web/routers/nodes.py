@@ -22,7 +22,6 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from app.domain.kubelet_config import DEFAULT_RELEASE
-from app.services.history import placements
 from app.services.node_views import NodeIndexView, NodeView, PodView, node_url, pod_url
 from app.services.nodes import (
     AdmissionBatch,
@@ -33,6 +32,7 @@ from app.services.nodes import (
     ReadOnlyNodeError,
     UnknownPodError,
 )
+from app.services.placements import placements
 from app.services.pod_find import pods_page
 from app.services.rejections import latest_rejection
 from app.services.undo import last_removal
