@@ -26,8 +26,8 @@ from app.services import downloads, history_views, rejections, undo
 from app.services.history_views import DiffView, HistoryPointView, HistoryView
 from app.services.node_views import node_url, pod_url
 from app.services.rejections import RejectionView
+from app.web.deps import Namespace, NodeName, NodeServiceDep, PodName
 from app.web.rendering import STATIC_DIR, render
-from app.web.routers.nodes import Namespace, NodeName, NodeServiceDep, PodName
 
 pages = APIRouter(tags=["workflow"])
 api = APIRouter(prefix="/api/v1", tags=["workflow"])
