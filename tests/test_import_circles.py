@@ -1,9 +1,10 @@
 """No import circles inside ``app/`` (house rule: layers import one way).
 
-The graph is read from the source with ``ast``: every ``import`` and ``from … import`` a module
-runs, at module level or inside a function (a deferred import still ties the two modules
-together), but not the ones under ``if TYPE_CHECKING:`` (annotations only, never run). A
-submodule importing its own package is not an edge: Python has initialised the package first.
+The graph is read from the source with ``ast``: every ``import`` and ``from … import`` of a
+module, at module level, inside a function (a deferred import still ties the two modules
+together) or under ``if TYPE_CHECKING:`` (an annotation is a dependency too; a protocol breaks
+such a circle, as ``app.services.node_reads.ObservedNode`` does for the observer). A submodule
+importing its own package is not an edge: Python has initialised the package first.
 """
 
 from __future__ import annotations
@@ -24,21 +25,12 @@ def _module_names() -> dict[str, Path]:
     return out
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return isinstance(test, ast.Name | ast.Attribute) and ast.unparse(test).endswith(
-        "TYPE_CHECKING"
-    )
-
-
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     found: set[str] = set()
     stack: list[ast.AST] = [ast.parse(path.read_text(encoding="utf-8"))]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            stack.extend(node.orelse)
-            continue
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
