@@ -28,13 +28,8 @@ from typing import Any
 
 from app.domain.hint_budget import HintSearchBudgetError, duration_text, measure_rate
 from app.domain.kubelet_config import DEFAULT_RELEASE, RELEASES
-from app.services.simulation import (
-    SimulationInputError,
-    outcome_to_dict,
-    read_pod_source,
-    render_text,
-    simulate,
-)
+from app.services.simulation import SimulationInputError, read_pod_source, simulate
+from app.services.simulation_report import outcome_to_dict, render_text
 
 PROG = "numascope simulate"
 DEFAULT_HINT_BUDGET = 5_000_000  # as the server's NUMASCOPE_HINT_SEARCH_BUDGET

@@ -16,10 +16,10 @@ its first answer, then ``ok`` or ``unreachable``), the error text and when it la
 answering. The metrics (agents and nodes by status, poll latency by outcome) are read from the
 live state at scrape time.
 
-Pages and JSON read the last poll's results: none waits for an agent. Fit and upgrade fan out
-to the agents (each node's own engine decides), bounded by the same concurrency and timeout; a
-slow or failing agent gives an ``error`` result for its nodes, never an HTTP error of the hub.
-The demo fleet's nodes (``--demo-fleet``) answer in the hub's process (``app.services.demo_fleet``).
+Pages and JSON read the last poll's results: none waits for an agent. What is kept per agent
+and the metrics are ``app.services.hub_agents``; fit and upgrade fan out to every node
+(``app.services.hub_fanout``). The demo fleet's nodes (``--demo-fleet``) answer in the hub's
+process (``app.services.demo_fleet``).
 """
 
 from __future__ import annotations
@@ -28,38 +28,34 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from functools import partial
 from typing import Any
-from urllib.parse import urlencode
 
-from prometheus_client import CollectorRegistry, Gauge, Histogram
+from prometheus_client import CollectorRegistry
 
 from app.adapters.agents import AgentClient, AgentError
 from app.adapters.dns import DNSLookupError, agent_url, make_resolver, resolve_addresses
-from app.domain import deadline
 from app.services.agent_summary import Encoded, SummaryCache, encode
-from app.services.demo_fleet import DemoFleet, SimulatedNode
-from app.services.fleet_rows import (
-    check_summary,
-    fit_error,
-    fit_result,
-    fleet_node,
-    upgrade_error,
-    upgrade_result,
+from app.services.demo_fleet import DemoFleet
+from app.services.fleet_rows import check_summary, fleet_node
+from app.services.hub_agents import (
+    LAST_SEEN_STEP,
+    OK,
+    PENDING,
+    UNREACHABLE,
+    AgentState,
+    HubMetrics,
 )
+from app.services.hub_fanout import FleetFanOut
 from app.settings import Settings, check_dns_target, split_list
 
 log = logging.getLogger(__name__)
 
 DNS_INTERVAL = 5.0
 MAX_BACKOFF = 60.0
-PENDING, OK, UNREACHABLE = "pending", "ok", "unreachable"
 #: The poller's tick: due agents are looked for this often (at most), each polled on its own.
 MAX_TICK = 0.5
-#: How stale an ``ok`` agent's ``lastSeen`` may be in the fleet document (seconds).
-LAST_SEEN_STEP = 10.0
 
 
 class HubDisabledError(LookupError):
@@ -70,54 +66,9 @@ class HubDisabledError(LookupError):
         super().__init__(self.message)
 
 
-@dataclass
-class AgentState:
-    url: str
-    origin: str  # "static" | "dns"
-    status: str = PENDING
-    error: str | None = "not polled yet"
-    last_seen: float | None = None
-    etag: str | None = None
-    nodes: list[dict[str, Any]] = field(default_factory=list)
-    failures: int = 0
-    next_poll: float = 0.0
-    latency: float | None = None
+class Hub(FleetFanOut):
+    """The hub of one app: polls the agents, builds the fleet document, fans out."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "url": self.url,
-            "status": self.status,
-            "error": self.error,
-            "lastSeen": _iso(self.last_seen),
-        }
-
-
-def _iso(seconds: float | None) -> str | None:
-    if seconds is None:
-        return None
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
-
-
-class HubMetrics:
-    """Agents up/down, poll latency, nodes by status (registered on the app's registry)."""
-
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.agents = Gauge(
-            "numascope_hub_agents", "Agents of the hub by status.", ["status"], registry=registry
-        )
-        self.poll = Histogram(
-            "numascope_hub_poll_duration_seconds",
-            "Time of one agent poll (summary request), by outcome.",
-            ["outcome"],
-            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
-            registry=registry,
-        )
-        self.nodes = Gauge(
-            "numascope_hub_nodes", "Nodes of the fleet by status.", ["status"], registry=registry
-        )
-
-
-class Hub:
     def __init__(
         self,
         settings: Settings,
@@ -331,89 +282,3 @@ class Hub:
             cached = (*key, encode(doc))
             self._encoded = cached
         return cached[2]
-
-    # -- fan-out ----------------------------------------------------------------------------
-    def _targets(self) -> tuple[list[tuple[AgentState, str]], list[SimulatedNode]]:
-        remote = [(a, n["node"]) for a in self.agents.values() if a.status == OK for n in a.nodes]
-        return remote, list(self.fleet.list())
-
-    async def _fan_out(
-        self,
-        remote: list[tuple[AgentState, str]],
-        call: Callable[[AgentState, str], Awaitable[dict[str, Any]]],
-        failed: Callable[[str, str], dict[str, Any]],
-    ) -> list[dict[str, Any]]:
-        async def one(agent: AgentState, node: str) -> dict[str, Any]:
-            async with self.semaphore():
-                try:
-                    result = await asyncio.wait_for(
-                        call(agent, node), self.settings.hub_agent_timeout * 2
-                    )
-                except AgentError as exc:
-                    result = failed(node, exc.message)
-                except TimeoutError:
-                    result = failed(node, "timed out")
-            result["agent"] = agent.url
-            return result
-
-        return list(await asyncio.gather(*(one(a, n) for a, n in remote)))
-
-    async def fit(self, body: bytes, content_type: str, text: str) -> dict[str, Any]:
-        remote, _ = self._targets()
-
-        async def call(agent: AgentState, node: str) -> dict[str, Any]:
-            answer = await self.client().dry_run(agent.url, node, body, content_type)
-            return fit_result(node, answer.doc or {})
-
-        def local() -> list[dict[str, Any]]:
-            with deadline.within(self.settings.cpu_time_budget, "the fleet fit"):
-                return [
-                    {**fit_result(name, doc), "agent": None}
-                    for name, doc in self.fleet.dry_run_all(text)
-                ]
-
-        local_task = asyncio.to_thread(local)
-        remote_results, local_results = await asyncio.gather(
-            self._fan_out(remote, call, fit_error), local_task
-        )
-        results = sorted(
-            [*local_results, *remote_results], key=lambda r: (r["node"], r.get("agent") or "")
-        )
-        return {"results": results, "unreachable": self._unreachable()}
-
-    async def upgrade(self, release: str, gate: bool | None) -> dict[str, Any]:
-        remote, sims = self._targets()
-        params: dict[str, str] = {"release": release}
-        if gate is not None:
-            params["podLevelResourceManagers"] = "true" if gate else "false"
-        query = urlencode(params)
-
-        async def call(agent: AgentState, node: str) -> dict[str, Any]:
-            answer = await self.client().upgrade(agent.url, node, query)
-            return upgrade_result(node, answer.doc or {})
-
-        budget = self.settings.cpu_time_budget
-
-        def local() -> list[dict[str, Any]]:
-            # Nodes not reached within the budget say so; the checked ones are cached, so a
-            # retry goes on where this one stopped.
-            started = time.monotonic()
-            out: list[dict[str, Any]] = []
-            for n in sims:
-                if time.monotonic() - started > budget:
-                    message = f"not checked within the {budget:g} s time budget: ask again"
-                    out.append({**upgrade_error(n.name, message), "agent": None})
-                else:
-                    out.append({**n.upgrade(release, gate), "agent": None})
-            return out
-
-        remote_results, local_results = await asyncio.gather(
-            self._fan_out(remote, call, upgrade_error), asyncio.to_thread(local)
-        )
-        results = sorted(
-            [*local_results, *remote_results], key=lambda r: (r["node"], r.get("agent") or "")
-        )
-        return {"release": release, "results": results, "unreachable": self._unreachable()}
-
-    def _unreachable(self) -> list[dict[str, Any]]:
-        return [a.to_dict() for a in self.agents.values() if a.status != OK]

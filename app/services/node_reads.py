@@ -1,9 +1,10 @@
 """The read side of the simulated-node service: the cached views of each node (pages, JSON
 twins, summaries), its admission log, PodResources JSON and Prometheus samples.
 
-``NodeReads`` is the base of ``app.services.nodes.NodeService``; every read first catches up
-with the database (``_refresh``, nodes changed through another worker) and then answers from
-the node's ``NodeViews``, rebuilt only when the node's version changed. ``ObservedNode`` is what
+``NodeReads`` is the base of ``app.services.node_registry.NodeRegistry`` (and so of
+``app.services.nodes.NodeService``); every read first catches up with the database
+(``_refresh``, nodes changed through another worker) and then answers from the node's
+``NodeViews``, rebuilt only when the node's version changed. ``ObservedNode`` is what
 an observer (``app.services.observer.NodeObserver``) offers to be listed beside the simulated
 nodes: the service only knows this protocol, never the observer's module.
 """
@@ -78,7 +79,7 @@ class ObservedNode(Protocol):
 
 
 class NodeReads(ABC):
-    """Reads of the registry (see the module docstring); state is set by ``NodeService``."""
+    """Reads of the registry (see the module docstring); state is set by ``NodeRegistry``."""
 
     engine: Engine
     _lock: threading.RLock
@@ -90,7 +91,7 @@ class NodeReads(ABC):
 
     @abstractmethod
     def _refresh(self) -> None:
-        """Catch up with the database (``NodeService._refresh``)."""
+        """Catch up with the database (``NodeRegistry._refresh``)."""
 
     def _fresh(self, name: str) -> Live:
         self._refresh()

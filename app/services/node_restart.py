@@ -4,7 +4,7 @@ behind ``POST /api/v1/nodes/{node}/restart`` and the node page's rehearsal panel
 A simulated node's committed state files and pods go through ``app.domain.restart`` under the
 chosen release and gate, on a fresh engine: the node itself is untouched by a rehearsal (dry
 run, or a kubelet that does not start). **Applying** one makes the node run that release from
-then on, as one durable change (``NodeService._change``): the definition's release (and its
+then on, as one durable change (``NodeRegistry._change``): the definition's release (and its
 configuration when the gate was changed) in the database, the restarted engine, its state
 files in the release's formats, and a ``remove`` log row for each pod the restarted kubelet
 rejected (it no longer runs; the log and the files keep agreeing).
@@ -131,7 +131,7 @@ OBSERVED_NOTE = (
 
 
 class NodeRestarts(ABC):
-    """The restart use case of ``NodeService`` (which provides the registry, see there)."""
+    """The restart use case of ``NodeService`` (``app.services.node_registry`` provides the registry)."""
 
     store: NodeStore
     _lock: Any

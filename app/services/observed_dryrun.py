@@ -24,14 +24,14 @@ from app.services.node_inputs import AdmissionBatch, build_engine_node, parse_ma
 
 if TYPE_CHECKING:
     from app.domain.node import Node
-    from app.services.observer import NodeObserver
+    from app.services.node_reads import ObservedNode
 
 
 class ObservedCopyError(NodeServiceError):
     """The observed node's state cannot be copied into an engine (503)."""
 
 
-def dry_run_observed(observer: NodeObserver, manifest: str) -> AdmissionBatch:
+def dry_run_observed(observer: ObservedNode, manifest: str) -> AdmissionBatch:
     """Judge every pod of ``manifest`` in order on a scratch copy of the observed node."""
     views = observer.views()  # raises ObservedNodeUnavailableError when not observable
     snapshot = views.snapshot

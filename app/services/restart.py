@@ -47,7 +47,8 @@ from app.domain.node_state import (
 from app.domain.restart import RestartInputError, RestartResult, restart_node
 from app.domain.topology import CPUTopology
 from app.domain.topology_record import TopologyRecordError, topology_from_record
-from app.services.simulation import CPUPools, SimulationInputError, load_config, state_files_of
+from app.services.simulation import SimulationInputError, load_config, state_files_of
+from app.services.simulation_report import CPUPools
 
 FORMAT = "numascope-restart/1"
 

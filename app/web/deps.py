@@ -1,4 +1,5 @@
-"""FastAPI dependencies: the app's settings, services and the views routes return."""
+"""FastAPI dependencies: the app's settings, services, the views routes return, and the path
+parameters the node routes share (``NodeName``, ``Namespace``, ``PodName``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Path
 from starlette.requests import Request
 
+from app.services.nodes import NodeService
 from app.services.topologies import TopologyIndexView, TopologyService, TopologyView
 from app.settings import Settings
 
@@ -21,8 +23,19 @@ def get_topology_service(request: Request) -> TopologyService:
     return service
 
 
+async def get_node_service(request: Request) -> NodeService:
+    # async: a sync dependency would cost every request a hop to the thread pool.
+    service: NodeService = request.app.state.nodes
+    return service
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 TopologyServiceDep = Annotated[TopologyService, Depends(get_topology_service)]
+NodeServiceDep = Annotated[NodeService, Depends(get_node_service)]
+
+NodeName = Annotated[str, Path(description="Name of a simulated node")]
+Namespace = Annotated[str, Path(description="Pod namespace")]
+PodName = Annotated[str, Path(description="Pod name")]
 
 
 def topology_view(

@@ -1,4 +1,5 @@
-"""Jinja2 templates and the one ``render`` helper every HTML route uses.
+"""Jinja2 templates and the one ``render`` helper every HTML route uses (and ``see_other``, the
+303 after a form POST).
 
 ``render`` returns the full page, or only its fragment when htmx asks for one
 (``HX-Request: true``, except on ``HX-History-Restore-Request`` and boosted navigation, which
@@ -14,7 +15,7 @@ from typing import Any
 from jinja2 import pass_context
 from jinja2.runtime import Context
 from starlette.requests import Request
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, RedirectResponse
 from starlette.templating import Jinja2Templates
 
 from app import __version__
@@ -126,3 +127,9 @@ def render(
     for key, value in SECURITY_HEADERS.items():
         response.headers.setdefault(key, value)
     return response
+
+
+def see_other(request: Request, path: str) -> RedirectResponse:
+    """303 to ``path`` (under the ASGI root path): where a form POST sends the browser."""
+    root = request.scope.get("root_path", "").rstrip("/")
+    return RedirectResponse(root + path, status_code=303)

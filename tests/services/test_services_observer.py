@@ -30,7 +30,8 @@ from app.domain.observed import UID_ONLY_NAMESPACE
 from app.domain.presets import get_preset
 from app.domain.snapshot import NodeSnapshot
 from app.services import demo
-from app.services.observer import NodeObserver, ObservedNodeUnavailableError, observe_node
+from app.services.observation import observe_node
+from app.services.observer import NodeObserver, ObservedNodeUnavailableError
 from app.settings import Settings
 from app.web.app import create_app
 from tests.fixtures.sysfs import fake_sysfs_from_topology

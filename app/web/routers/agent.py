@@ -24,7 +24,7 @@ from app.services.nodes import NodeInputError, NodeService
 from app.services.nrt import build_nrt
 from app.services.observer import ObservedNodeUnavailableError
 from app.services.upgrade import UpgradeInputError, check_files, check_observed
-from app.web.routers.nodes import NodeName, NodeServiceDep
+from app.web.deps import NodeName, NodeServiceDep
 
 api = APIRouter(prefix="/api/v1", tags=["agent"])
 

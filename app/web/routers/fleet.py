@@ -26,7 +26,7 @@ from app.services.nodes import NodeInputError, parse_manifests
 from app.web.rendering import render, wants_fragment
 from app.web.routers.agent import check_release, parse_gate
 from app.web.routers.api_nodes import MAX_BODY_BYTES, _manifest_text
-from app.web.routers.nodes import SAMPLE_POD
+from app.web.routers.node_forms import SAMPLE_POD
 
 api = APIRouter(prefix="/api/v1", tags=["fleet"])
 pages = APIRouter(tags=["fleet"])

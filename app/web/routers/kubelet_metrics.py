@@ -18,7 +18,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from app.services.kubelet_metrics import CONTENT_TYPE, KubeletMetrics, KubeletMetricsView
-from app.web.routers.nodes import NodeName, NodeServiceDep
+from app.web.deps import NodeName, NodeServiceDep
 
 router = APIRouter(tags=["nodes"])
 

@@ -16,8 +16,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from app.services.pod_find import MAX_QUERY_CHARS, PodQueryError, PodsPage, pods_page
+from app.web.deps import NodeName, NodeServiceDep
 from app.web.rendering import render, wants_fragment
-from app.web.routers.nodes import NodeName, NodeServiceDep
 
 pages = APIRouter(tags=["nodes"])
 

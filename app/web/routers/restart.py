@@ -23,9 +23,11 @@ from starlette.responses import HTMLResponse
 from app.domain.kubelet_config import RELEASES
 from app.services.nodes import NodeInputError, Rehearsal
 from app.services.pod_find import pods_page
+from app.web.deps import NodeName, NodeServiceDep
 from app.web.offload import budgeted
 from app.web.rendering import render, wants_fragment
-from app.web.routers.nodes import NOT_FOUND_NODE, NodeName, NodeServiceDep, node_page_context
+from app.web.routers.node_forms import node_page_context
+from app.web.routers.nodes import NOT_FOUND_NODE
 
 api = APIRouter(prefix="/api/v1", tags=["nodes"])
 pages = APIRouter(tags=["nodes"])

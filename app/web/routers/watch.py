@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from app.services.watch import WatchState, watch_state
-from app.web.routers.nodes import NodeName, NodeServiceDep
+from app.web.deps import NodeName, NodeServiceDep
 
 api = APIRouter(prefix="/api/v1", tags=["nodes"])
 

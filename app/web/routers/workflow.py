@@ -22,12 +22,12 @@ from fastapi import APIRouter, Form, Path, Query
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
-from app.services import downloads, history, rejections, undo
-from app.services.history import DiffView, HistoryPointView, HistoryView
+from app.services import downloads, history_views, rejections, undo
+from app.services.history_views import DiffView, HistoryPointView, HistoryView
 from app.services.node_views import node_url, pod_url
 from app.services.rejections import RejectionView
+from app.web.deps import Namespace, NodeName, NodeServiceDep, PodName
 from app.web.rendering import STATIC_DIR, render
-from app.web.routers.nodes import Namespace, NodeName, NodeServiceDep, PodName
 
 pages = APIRouter(tags=["workflow"])
 api = APIRouter(prefix="/api/v1", tags=["workflow"])
@@ -82,12 +82,12 @@ def rejection_page(
 
 @pages.get("/nodes/{node}/history.json", name="history_json", summary="A node's timeline")
 def history_json(service: NodeServiceDep, node: NodeName) -> HistoryView:
-    return history.timeline(service, node)
+    return history_views.timeline(service, node)
 
 
 @pages.get("/nodes/{node}/history", name="history", include_in_schema=False)
 def history_page(request: Request, service: NodeServiceDep, node: NodeName) -> HTMLResponse:
-    return render(request, "pages/history.html", history.timeline(service, node))
+    return render(request, "pages/history.html", history_views.timeline(service, node))
 
 
 @pages.get(
@@ -96,14 +96,14 @@ def history_page(request: Request, service: NodeServiceDep, node: NodeName) -> H
     summary="A node's CPU map right after a log entry (replayed)",
 )
 def history_point_json(service: NodeServiceDep, node: NodeName, entry: Entry) -> HistoryPointView:
-    return history.map_at(service, node, entry)
+    return history_views.map_at(service, node, entry)
 
 
 @pages.get("/nodes/{node}/history/{entry}", name="history_point", include_in_schema=False)
 def history_point_page(
     request: Request, service: NodeServiceDep, node: NodeName, entry: Entry
 ) -> HTMLResponse:
-    return render(request, "pages/history_point.html", history.map_at(service, node, entry))
+    return render(request, "pages/history_point.html", history_views.map_at(service, node, entry))
 
 
 FromEntry = Annotated[int, Query(alias="from", ge=0, description="Earlier log entry id (0: empty)")]
@@ -112,14 +112,14 @@ ToEntry = Annotated[int, Query(alias="to", ge=0, description="Later log entry id
 
 @pages.get("/nodes/{node}/diff.json", name="diff_json", summary="What changed between entries")
 def diff_json(service: NodeServiceDep, node: NodeName, a: FromEntry, b: ToEntry) -> DiffView:
-    return history.diff(service, node, a, b)
+    return history_views.diff(service, node, a, b)
 
 
 @pages.get("/nodes/{node}/diff", name="diff", include_in_schema=False)
 def diff_page(
     request: Request, service: NodeServiceDep, node: NodeName, a: FromEntry, b: ToEntry
 ) -> HTMLResponse:
-    return render(request, "pages/diff.html", history.diff(service, node, a, b))
+    return render(request, "pages/diff.html", history_views.diff(service, node, a, b))
 
 
 # -- downloads -----------------------------------------------------------------------------

@@ -1,0 +1,224 @@
+"""The history pages of a simulated node, replayed from its admission log
+(``app.services.history``): ``timeline`` (one event per entry, what it changed), ``map_at``
+(the CPU map after an entry, the same view model as the node page) and ``diff`` (what moved,
+what was taken and what was freed between two entries). Entry ``0`` is the node as created.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from app.adapters.db.tables import ACTION_ADMIT, ACTION_REMOVE
+from app.domain.cpuset import CPUSet
+from app.domain.node import Node
+from app.services.history import Builder, LogRow, find_row, log_rows, replay
+from app.services.node_views import (
+    NodeMapView,
+    NodeViews,
+    iso,
+    node_topology_view,
+    node_url,
+    pod_url,
+)
+from app.services.nodes import NodeService
+
+
+class _View(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+
+class HistoryEvent(_View):
+    id: int
+    at: str
+    action: str
+    pod: str
+    admitted: bool
+    reason: str = ""
+    message: str = ""
+    changed: bool  # whether the node's CPUs/memory changed here
+    map_url: str
+    explain_url: str | None = None
+    pod_url: str | None = None
+
+
+class HistoryView(_View):
+    node: str
+    node_url: str
+    events: list[HistoryEvent]  # oldest first
+
+
+class HistoryPointView(_View):
+    node: str
+    node_url: str
+    entry: int
+    at: str
+    label: str
+    pods: list[str]
+    map: NodeMapView
+
+
+class PodMove(_View):
+    pod: str
+    change: str  # "added" | "removed" | "moved" | "unchanged"
+    before: str  # CPU list the pod held (budget and exclusive slices)
+    after: str
+    freed: str  # CPUs the pod held before and not after
+    taken: str  # CPUs the pod holds after and not before
+
+
+class DiffView(_View):
+    node: str
+    node_url: str
+    from_entry: int
+    to_entry: int
+    from_label: str
+    to_label: str
+    moves: list[PodMove]
+    freed: str  # CPUs held by a pod at "from" and by nobody at "to"
+    taken: str  # CPUs held by nobody at "from" and by some pod at "to"
+    free_before: dict[int, int]  # NUMA node -> CPUs available for exclusive requests
+    free_after: dict[int, int]
+
+
+def _label(rows: Sequence[LogRow], entry: int) -> str:
+    if entry == 0:
+        return "as created"
+    r = next(r for r in rows if r.id == entry)
+    verdict = {True: "admitted", False: "rejected"}[r.admitted]
+    what = "removed" if r.action == ACTION_REMOVE else f"{r.action} {verdict}"
+    return f"#{r.id} · {iso(r.at)} · {r.key} {what}"
+
+
+def timeline(service: NodeService, node: str) -> HistoryView:
+    rows = log_rows(service, node)
+    base = node_url(node)
+    on_node = {p.uid for p in service.snapshot(node).pods}
+    events = [
+        HistoryEvent(
+            id=r.id,
+            at=iso(r.at),
+            action=r.action,
+            pod=r.key,
+            admitted=r.admitted,
+            reason=r.reason,
+            message=r.message,
+            changed=r.changes_node,
+            map_url=f"{base}/history/{r.id}",
+            explain_url=None if r.admitted else f"{base}/admissions/{r.id}",
+            pod_url=pod_url(node, r.namespace, r.name)
+            if r.action == ACTION_ADMIT and r.admitted and r.uid in on_node
+            else None,
+        )
+        for r in rows
+    ]
+    return HistoryView(node=node, node_url=base, events=events)
+
+
+def _views(builder: Builder, engine_node: Node, node: str) -> NodeViews:
+    return NodeViews(
+        engine_node.snapshot(),
+        node=node,
+        topology=node_topology_view(
+            builder.topology, builder.definition.topology, builder.definition.topology_kind
+        ),
+        created_at=builder.definition.created_at,
+        kubelet_config_text=builder.definition.kubelet_config,
+        demo=builder.definition.demo,
+        pod_memory_requests={},
+    )
+
+
+def map_at(service: NodeService, node: str, entry: int) -> HistoryPointView:
+    rows = log_rows(service, node)
+    if entry != 0:
+        find_row(rows, node, entry)
+    builder = Builder(service, node)
+    engine_node = replay(builder, rows, before=entry + 1)
+    views = _views(builder, engine_node, node)
+    return HistoryPointView(
+        node=node,
+        node_url=node_url(node),
+        entry=entry,
+        at=iso(next(r.at for r in rows if r.id == entry)) if entry else "",
+        label=_label(rows, entry),
+        pods=[p.key for p in engine_node.pods.values()],
+        map=views.map,
+    )
+
+
+def _held(engine_node: Node) -> dict[str, CPUSet]:
+    """Pod key -> every CPU it holds (budget and exclusive slices)."""
+    out: dict[str, CPUSet] = {}
+    for p in engine_node.snapshot().pods:
+        m = p.pod_cpuset.mask if p.pod_cpuset is not None else 0
+        for c in p.containers:
+            if c.isolation == "container":
+                m |= c.cpuset.mask
+        out[f"{p.namespace}/{p.name}"] = CPUSet.from_mask(m)
+    return out
+
+
+def _free_per_numa(engine_node: Node) -> dict[int, int]:
+    snap = engine_node.snapshot()
+    available = snap.default_cpuset - snap.reserved_cpus
+    topo = engine_node.topology
+    return {n: (available & topo.cpus_in_numa_nodes([n])).size() for n in topo.numa_node_ids()}
+
+
+def diff(service: NodeService, node: str, from_entry: int, to_entry: int) -> DiffView:
+    rows = log_rows(service, node)
+    for e in (from_entry, to_entry):
+        if e != 0:
+            find_row(rows, node, e)
+    builder = Builder(service, node)
+    a = replay(builder, rows, before=from_entry + 1)
+    b = replay(builder, rows, before=to_entry + 1)
+    held_a, held_b = _held(a), _held(b)
+    moves: list[PodMove] = []
+    for key in [*held_a, *(k for k in held_b if k not in held_a)]:
+        before = held_a.get(key, CPUSet())
+        after = held_b.get(key, CPUSet())
+        if key not in held_b:
+            change = "removed"
+        elif key not in held_a:
+            change = "added"
+        elif before != after:
+            change = "moved"
+        else:
+            change = "unchanged"
+        moves.append(
+            PodMove(
+                pod=key,
+                change=change,
+                before=str(before),
+                after=str(after),
+                freed=str(before - after),
+                taken=str(after - before),
+            )
+        )
+    all_a = CPUSet.from_mask(_union(held_a.values()))
+    all_b = CPUSet.from_mask(_union(held_b.values()))
+    return DiffView(
+        node=node,
+        node_url=node_url(node),
+        from_entry=from_entry,
+        to_entry=to_entry,
+        from_label=_label(rows, from_entry),
+        to_label=_label(rows, to_entry),
+        moves=moves,
+        freed=str(all_a - all_b),
+        taken=str(all_b - all_a),
+        free_before=_free_per_numa(a),
+        free_after=_free_per_numa(b),
+    )
+
+
+def _union(sets: Any) -> int:
+    m = 0
+    for s in sets:
+        m |= s.mask
+    return m
