@@ -28,8 +28,8 @@ from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.services.node_views import AdmissionLogEntry, NodeDetail, NodeIndexView, node_url
 from app.services.nodes import NodeInputError
 from app.web.conditional import encoded_response
+from app.web.deps import Namespace, NodeName, NodeServiceDep, PodName
 from app.web.offload import offload
-from app.web.routers.nodes import Namespace, NodeName, NodeServiceDep, PodName
 
 api = APIRouter(prefix="/api/v1", tags=["nodes"])
 

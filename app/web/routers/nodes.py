@@ -28,7 +28,6 @@ from app.web.deps import (
     NodeServiceDep,
     PodName,
     TopologyIndexViewDep,
-    get_node_service,
 )
 from app.web.rendering import render, see_other, wants_fragment
 from app.web.routers import node_forms
@@ -184,6 +183,4 @@ def pod_page(
 # pages', so the order decides no match; among the app's routers they keep their place.
 pages.include_router(node_forms.forms)
 
-# ``app.web.routers.api_nodes`` imports the shared path parameters from here (they live in
-# ``app.web.deps``).
-__all__ = ["Namespace", "NodeName", "NodeServiceDep", "PodName", "get_node_service", "pages"]
+__all__ = ["NOT_FOUND_NODE", "pages"]
