@@ -21,12 +21,10 @@ from functools import partial
 
 from _common import time_calls
 
-from app.domain.cpumanager.cpu_assignment import (
+from app.domain.cpumanager.cpu_assignment.distributed import (
     take_by_topology_numa_distributed as distributed,
 )
-from app.domain.cpumanager.cpu_assignment import (
-    take_by_topology_numa_packed as packed,
-)
+from app.domain.cpumanager.cpu_assignment.packed import take_by_topology_numa_packed as packed
 from app.domain.cpuset import CPUSet
 from app.domain.topology import CPUInfo, CPUTopology
 

@@ -19,12 +19,10 @@ from app.conformance_kinds.common import (
     expect_fields,
     topology_of,
 )
-from app.domain.cpumanager.cpu_assignment import (
-    CPUAccumulator,
-    TakeByTopologyError,
-    take_by_topology_numa_distributed,
-    take_by_topology_numa_packed,
-)
+from app.domain.cpumanager.cpu_assignment.accumulator import CPUAccumulator
+from app.domain.cpumanager.cpu_assignment.common import TakeByTopologyError
+from app.domain.cpumanager.cpu_assignment.distributed import take_by_topology_numa_distributed
+from app.domain.cpumanager.cpu_assignment.packed import take_by_topology_numa_packed
 from app.domain.cpuset import CPUSet
 
 Query = Callable[[CPUAccumulator], Any]

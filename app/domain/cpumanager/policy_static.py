@@ -1,7 +1,7 @@
 """Static CPU manager policy, classic and pod-level (follows
 pkg/kubelet/cm/cpumanager/policy_static.go and the policy-facing parts of cpu_manager.go, v1.37;
 release 1.38 = master adds the pod-level restore of kubernetes#141041, ``pod_restore.py``, the
-take-by-topology changes of ``cpu_assignment.py`` and the CPU gauges recomputed from the state
+take-by-topology changes of ``cpu_assignment`` and the CPU gauges recomputed from the state
 of kubernetes#141261, ``app.domain.cpumanager.gauges``; see ``app.domain.releases``).
 
 ``StaticPolicy`` holds configuration (topology, reserved CPUs, options, feature gates) plus the
@@ -28,12 +28,9 @@ from typing import Literal
 
 from app.domain import releases
 from app.domain.admission import EmptyPodSharedPoolError, SMTAlignmentError
-from app.domain.cpumanager.cpu_assignment import (
-    CPUSortingStrategy,
-    TakeByTopologyError,
-    take_by_topology_numa_distributed,
-    take_by_topology_numa_packed,
-)
+from app.domain.cpumanager.cpu_assignment.common import CPUSortingStrategy, TakeByTopologyError
+from app.domain.cpumanager.cpu_assignment.distributed import take_by_topology_numa_distributed
+from app.domain.cpumanager.cpu_assignment.packed import take_by_topology_numa_packed
 from app.domain.cpumanager.gauges import CPUGauges
 from app.domain.cpumanager.hints import generate_cpu_topology_hints
 from app.domain.cpumanager.metrics import (

@@ -11,12 +11,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.domain.cpumanager.cpu_assignment import (
-    CPUAccumulator,
-    TakeByTopologyError,
-    take_by_topology_numa_distributed,
-    take_by_topology_numa_packed,
-)
+from app.domain.cpumanager.cpu_assignment.accumulator import CPUAccumulator
+from app.domain.cpumanager.cpu_assignment.common import TakeByTopologyError
+from app.domain.cpumanager.cpu_assignment.distributed import take_by_topology_numa_distributed
+from app.domain.cpumanager.cpu_assignment.packed import take_by_topology_numa_packed
 from app.domain.cpuset import CPUSet
 from app.domain.topology import CPUInfo, CPUTopology
 

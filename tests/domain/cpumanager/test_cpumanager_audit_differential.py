@@ -17,12 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.domain.admission import AdmissionError
-from app.domain.cpumanager.cpu_assignment import (
-    CPUAccumulator,
-    TakeByTopologyError,
-    take_by_topology_numa_distributed,
-    take_by_topology_numa_packed,
-)
+from app.domain.cpumanager.cpu_assignment.accumulator import CPUAccumulator
+from app.domain.cpumanager.cpu_assignment.common import TakeByTopologyError
+from app.domain.cpumanager.cpu_assignment.distributed import take_by_topology_numa_distributed
+from app.domain.cpumanager.cpu_assignment.packed import take_by_topology_numa_packed
 from app.domain.cpumanager.pod_scope import (
     guaranteed_cpus,
     pod_guaranteed_cpus,

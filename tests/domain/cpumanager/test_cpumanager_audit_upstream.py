@@ -10,11 +10,9 @@ from __future__ import annotations
 import pytest
 
 from app.domain.admission import SMTAlignmentError
-from app.domain.cpumanager.cpu_assignment import (
-    CPUAccumulator,
-    take_by_topology_numa_distributed,
-    take_by_topology_numa_packed,
-)
+from app.domain.cpumanager.cpu_assignment.accumulator import CPUAccumulator
+from app.domain.cpumanager.cpu_assignment.distributed import take_by_topology_numa_distributed
+from app.domain.cpumanager.cpu_assignment.packed import take_by_topology_numa_packed
 from app.domain.cpumanager.hints import generate_cpu_topology_hints
 from app.domain.cpumanager.policy_static import CPUManagerStateError, StaticPolicy
 from app.domain.cpumanager.state import CPUManagerState

@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from app.domain.cpumanager.cpu_assignment import (
-    CPUAccumulator,
+from app.domain.cpumanager.cpu_assignment.accumulator import CPUAccumulator
+from app.domain.cpumanager.cpu_assignment.common import (
     CPUAssignmentInputError,
     CPUSortingStrategy,
     TakeByTopologyError,
-    iterate_combinations,
-    standard_deviation,
-    take_by_topology_numa_distributed,
-    take_by_topology_numa_packed,
 )
+from app.domain.cpumanager.cpu_assignment.distributed import take_by_topology_numa_distributed
+from app.domain.cpumanager.cpu_assignment.go_slices import iterate_combinations
+from app.domain.cpumanager.cpu_assignment.gomath import standard_deviation
+from app.domain.cpumanager.cpu_assignment.packed import take_by_topology_numa_packed
 from app.domain.cpuset import CPUSet
 from app.domain.topology import CPUInfo, CPUTopology
 

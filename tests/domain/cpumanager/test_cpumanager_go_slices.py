@@ -11,10 +11,8 @@ import itertools
 
 import pytest
 
-from app.domain.cpumanager.cpu_assignment import (
-    go_iterate_combinations,
-    take_by_topology_numa_distributed,
-)
+from app.domain.cpumanager.cpu_assignment.distributed import take_by_topology_numa_distributed
+from app.domain.cpumanager.cpu_assignment.go_slices import go_iterate_combinations
 from app.domain.presets import get_preset
 
 

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.cpumanager.cpu_assignment import (
-    DistributedAllocationHangError,
-    take_by_topology_numa_distributed,
-    take_by_topology_numa_packed,
-)
+from app.domain.cpumanager.cpu_assignment.common import DistributedAllocationHangError
+from app.domain.cpumanager.cpu_assignment.distributed import take_by_topology_numa_distributed
+from app.domain.cpumanager.cpu_assignment.packed import take_by_topology_numa_packed
 from app.domain.cpumanager.policy_static import CPUAllocationError, StaticPolicy
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
@@ -198,7 +196,7 @@ def test_spread_by_topology_quad_socket_upstream_case() -> None:
 
 
 def test_spread_order_round_robin_over_cores_of_each_socket() -> None:
-    from app.domain.cpumanager.cpu_assignment import CPUAccumulator
+    from app.domain.cpumanager.cpu_assignment.accumulator import CPUAccumulator
 
     core_of = {0: 0, 7: 0, 2: 1, 11: 1, 5: 2, 9: 2, 1: 3, 14: 3}
     t = CPUTopology([CPUInfo(c, k, 0, 0, 0) for c, k in core_of.items()], name="interleaved")

@@ -1,0 +1,397 @@
+"""Upstream's ``cpuAccumulator`` (follows pkg/kubelet/cm/cpumanager/cpu_assignment.go, v1.37 and
+master as 1.38): the CPUs still available (``details``), the CPUs taken so far (``result``), how
+many are still needed, the topology orderings it sorts elements by, and the taking steps.
+
+Go's orderings are kept exactly:
+
+* ``sort`` orders element ids by their number of currently available CPUs, then by id. The
+  comparison is a total order, so Go's unstable ``sort.Slice`` and Python's ``sorted`` agree.
+* NUMA-first ordering iff ``topo.num_sockets >= topo.num_numa_nodes`` (the machine's counts, not
+  the available subset). Concatenated per-parent lists may hold an element twice (an element
+  spanning two parents); like upstream they are used as they are.
+* "Free" checks compare against the whole topology exactly as upstream does: NUMA nodes and uncore
+  caches against their own CPU count, sockets against ``CPUsPerSocket()`` and cores against
+  ``CPUsPerCore()`` (the machine averages).
+* ``take(cpus)`` adds ``cpus`` to the result, drops them from the available CPUs and lowers the
+  need by ``|cpus|`` (even for CPUs already taken, as upstream does).
+* Uncore step (``takeUncoreCache``): for each uncore cache in uncore order (computed once), whole
+  free caches are taken only while at least ``CPUsPerUncore()`` (the machine average) is needed,
+  then a partial take is tried on that cache; ``CoresNeededInUncoreCache`` picks the lowest core
+  ids that still have an available CPU.
+* 1.38 orders single CPUs for ``distribute-cpus-across-cores`` round-robin over the cores of
+  each socket (``spread_by_topology``, kubernetes#140766); older releases list a socket's CPUs
+  by id, which only spreads when siblings are numbered apart.
+
+Each accumulator caches its orderings until the next ``take``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from app.domain.cpumanager.cpu_assignment.common import (
+    CPUAssignmentInputError,
+    CPUSortingStrategy,
+    check_args,
+    check_group_size,
+    parse_strategy,
+)
+from app.domain.cpumanager.cpu_assignment.gomath import go_div
+from app.domain.cpumanager.cpu_assignment.topology_index import Pairs, index_of
+from app.domain.cpuset import CPUSet
+from app.domain.topology import CPUTopology
+
+__all__ = ["CPUAccumulator"]
+
+_NUMA, _SOCKET, _CORE, _UNCORE = 1, 2, 3, 4  # level tags of the per-state count cache
+
+
+def _bits(mask: int) -> Iterator[int]:
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
+class CPUAccumulator:
+    """Upstream's ``cpuAccumulator``: what is still available, what was taken, what is needed.
+
+    ``available`` is reduced to the CPUs the topology knows (``CPUDetails.KeepOnly``). Every
+    ordering reflects the CPUs available *now* and is recomputed after each ``take``.
+    """
+
+    __slots__ = (
+        "_cache",
+        "_counts",
+        "_result",
+        "avail_mask",
+        "cpu_sorting_strategy",
+        "ix",
+        "num_cpus_needed",
+        "spread_by_topology",
+        "topo",
+    )
+
+    def __init__(
+        self,
+        topo: CPUTopology,
+        available: CPUSet,
+        num_cpus: int,
+        cpu_sorting_strategy: CPUSortingStrategy | str = CPUSortingStrategy.PACKED,
+        spread_by_topology: bool = False,
+    ) -> None:
+        check_args(topo, available, num_cpus)
+        self.topo = topo
+        self.spread_by_topology = spread_by_topology
+        self.ix = index_of(topo)
+        self.avail_mask = available.mask & self.ix.all_mask
+        self._result = 0
+        self.num_cpus_needed = num_cpus
+        self.cpu_sorting_strategy = parse_strategy(cpu_sorting_strategy)
+        self._cache: dict[str, tuple[int, ...]] = {}
+        self._counts: dict[int, dict[int, int]] = {}  # level -> id -> available CPUs now
+
+    # -- state ---------------------------------------------------------------------------------
+    @property
+    def result(self) -> CPUSet:
+        """The CPUs accumulated so far."""
+        return CPUSet.from_mask(self._result)
+
+    @property
+    def details(self) -> CPUSet:
+        """The CPUs still available (upstream: ``details.CPUs()``)."""
+        return CPUSet.from_mask(self.avail_mask)
+
+    @property
+    def numa_first(self) -> bool:
+        """NUMA nodes are the first level iff the machine has at least as many sockets."""
+        return self.ix.numa_first
+
+    def take(self, cpus: CPUSet) -> None:
+        """Claim ``cpus``: add to the result, drop from the available CPUs, lower the need."""
+        if not isinstance(cpus, CPUSet):
+            raise CPUAssignmentInputError(f"take() needs a CPUSet, not {type(cpus).__name__}")
+        self.take_mask(cpus.mask)
+
+    def take_mask(self, mask: int) -> None:
+        self._result |= mask
+        self.avail_mask &= ~self._result
+        self.num_cpus_needed -= mask.bit_count()
+        self._cache = {}
+        self._counts = {}
+
+    def needs_at_least(self, n: int) -> bool:
+        return self.num_cpus_needed >= n
+
+    def is_satisfied(self) -> bool:
+        return self.num_cpus_needed < 1
+
+    def is_failed(self) -> bool:
+        return self.num_cpus_needed > self.avail_mask.bit_count()
+
+    # -- "free" checks against the whole topology --------------------------------------------
+    def is_numa_node_free(self, numa_id: int) -> bool:
+        m = self.ix.numa_mask.get(numa_id, 0)
+        return (m & self.avail_mask).bit_count() == m.bit_count()
+
+    def is_socket_free(self, socket_id: int) -> bool:
+        m = self.ix.socket_mask.get(socket_id, 0)
+        return (m & self.avail_mask).bit_count() == self.ix.cpus_per_socket
+
+    def is_core_free(self, core_id: int) -> bool:
+        m = self.ix.core_mask.get(core_id, 0)
+        return (m & self.avail_mask).bit_count() == self.ix.cpus_per_core
+
+    def is_uncore_cache_free(self, uncore_id: int) -> bool:
+        m = self.ix.uncore_mask.get(uncore_id, 0)
+        return (m & self.avail_mask).bit_count() == m.bit_count()
+
+    # -- orderings (sortAvailable*) ------------------------------------------------------------
+    def _sorted(self, items: Pairs, level: int) -> list[int]:
+        """Ids of ``items`` with an available CPU inside the parent, by (available count, id).
+
+        The count is over the whole element (``details.CPUsInX(id)``). The counts are
+        remembered (per level) for the free checks of the same state.
+        """
+        av = self.avail_mask
+        keyed = [
+            (n, i)
+            for i, inside, whole in items
+            if (n := (whole & av).bit_count()) and (inside is whole or inside & av)
+        ]
+        keyed.sort()
+        counts = self._counts.setdefault(level, {})
+        for n, i in keyed:
+            counts[i] = n
+        return [i for _, i in keyed]
+
+    def _numa_order(self) -> tuple[int, ...]:
+        hit = self._cache.get("numa")
+        if hit is None:
+            ix = self.ix
+            if ix.numa_first:
+                hit = tuple(self._sorted(ix.numa_items, _NUMA))
+            else:
+                out: list[int] = []
+                for s in self._socket_order():
+                    out += self._sorted(ix.numas_in_socket.get(s, ()), _NUMA)
+                hit = tuple(out)
+            self._cache["numa"] = hit
+        return hit
+
+    def _socket_order(self) -> tuple[int, ...]:
+        hit = self._cache.get("socket")
+        if hit is None:
+            ix = self.ix
+            if ix.numa_first:
+                out: list[int] = []
+                for n in self._numa_order():
+                    out += self._sorted(ix.sockets_in_numa.get(n, ()), _SOCKET)
+                hit = tuple(out)
+            else:
+                hit = tuple(self._sorted(ix.socket_items, _SOCKET))
+            self._cache["socket"] = hit
+        return hit
+
+    def _core_order(self) -> tuple[int, ...]:
+        hit = self._cache.get("core")
+        if hit is None:
+            ix = self.ix
+            out: list[int] = []
+            if ix.numa_first:
+                for s in self._socket_order():
+                    out += self._sorted(ix.cores_in_socket.get(s, ()), _CORE)
+            else:
+                for n in self._numa_order():
+                    out += self._sorted(ix.cores_in_numa.get(n, ()), _CORE)
+            hit = tuple(out)
+            self._cache["core"] = hit
+        return hit
+
+    def _uncore_order(self) -> tuple[int, ...]:
+        hit = self._cache.get("uncore")
+        if hit is None:
+            ix = self.ix
+            out: list[int] = []
+            for n in self._numa_order():
+                out += self._sorted(ix.uncores_in_numa.get(n, ()), _UNCORE)
+            hit = tuple(out)
+            self._cache["uncore"] = hit
+        return hit
+
+    def sort_available_numa_nodes(self) -> list[int]:
+        """NUMA nodes with an available CPU (NUMA-first: by count; else per socket in order)."""
+        return list(self._numa_order())
+
+    def sort_available_sockets(self) -> list[int]:
+        """Sockets with an available CPU (socket-first: by count; else per NUMA node in order)."""
+        return list(self._socket_order())
+
+    def sort_available_cores(self) -> list[int]:
+        """Cores with an available CPU: per socket (NUMA-first) or per NUMA node, by count."""
+        return list(self._core_order())
+
+    def sort_available_uncore_caches(self) -> list[int]:
+        """Uncore caches with an available CPU, per NUMA node in NUMA order, by count."""
+        return list(self._uncore_order())
+
+    def sort_available_cpus_packed(self) -> list[int]:
+        """Every available CPU: core by core in core order, ascending within a core."""
+        av = self.avail_mask
+        cm = self.ix.core_mask
+        out: list[int] = []
+        for c in self._core_order():
+            out.extend(_bits(cm[c] & av))
+        return out
+
+    def sort_available_cpus_spread(self) -> list[int]:
+        """Every available CPU: socket by socket in socket order, ascending within a socket."""
+        av = self.avail_mask
+        sm = self.ix.socket_mask
+        out: list[int] = []
+        for s in self._socket_order():
+            out.extend(_bits(sm[s] & av))
+        return out
+
+    def sort_available_cpus_spread_by_topology(self) -> list[int]:
+        """1.38 (kubernetes#140766): socket by socket in socket order; within a socket the
+        cores with an available CPU in core order (available count, then id), and their CPUs
+        taken round-robin: the lowest available CPU of every core, then the next one..."""
+        av = self.avail_mask
+        ix = self.ix
+        out: list[int] = []
+        for s in self._socket_order():
+            per_core = [
+                list(_bits(ix.core_mask[c] & av))
+                for c in self._sorted(ix.cores_in_socket.get(s, ()), _CORE)
+            ]
+            depth = max((len(cpus) for cpus in per_core), default=0)
+            for i in range(depth):
+                out.extend(cpus[i] for cpus in per_core if i < len(cpus))
+        return out
+
+    # -- free elements --------------------------------------------------------------------------
+    def _free(self, order: tuple[int, ...], level: int, want: dict[int, int] | int) -> list[int]:
+        """Elements of ``order`` whose available count equals ``want`` (per id, or one value)."""
+        counts = self._counts.get(level, {})
+        if isinstance(want, int):
+            return [i for i in order if counts[i] == want]
+        return [i for i in order if counts[i] == want[i]]
+
+    def free_numa_nodes(self) -> list[int]:
+        """Fully available NUMA nodes, in NUMA order."""
+        return self._free(self._numa_order(), _NUMA, self.ix.size["numa"])
+
+    def free_sockets(self) -> list[int]:
+        """Sockets with ``CPUsPerSocket()`` available CPUs, in socket order."""
+        return self._free(self._socket_order(), _SOCKET, self.ix.cpus_per_socket)
+
+    def free_cores(self) -> list[int]:
+        """Cores with ``CPUsPerCore()`` available CPUs, in core order."""
+        return self._free(self._core_order(), _CORE, self.ix.cpus_per_core)
+
+    def free_uncore_caches(self) -> list[int]:
+        """Fully available uncore caches, in uncore order."""
+        return self._free(self._uncore_order(), _UNCORE, self.ix.size["uncore"])
+
+    def free_cpus(self) -> list[int]:
+        """Available CPUs in the order of the accumulator's sorting strategy."""
+        if self.cpu_sorting_strategy is CPUSortingStrategy.PACKED:
+            return self.sort_available_cpus_packed()
+        if self.spread_by_topology:
+            return self.sort_available_cpus_spread_by_topology()
+        return self.sort_available_cpus_spread()
+
+    # -- taking steps -----------------------------------------------------------------------------
+    def _take_whole(self, ids: list[int], masks: dict[int, int], sizes: dict[int, int]) -> None:
+        """Take each listed element (all its CPUs in the topology) while it fits the need."""
+        for i in ids:
+            if self.num_cpus_needed < 1:
+                break  # every element has a CPU, so nothing later can be needed
+            if not self.needs_at_least(sizes[i]):
+                continue
+            self.take_mask(masks[i])
+
+    def take_full_numa_nodes(self) -> None:
+        ix = self.ix
+        self._take_whole(self.free_numa_nodes(), ix.numa_mask, ix.size["numa"])
+
+    def take_full_sockets(self) -> None:
+        ix = self.ix
+        self._take_whole(self.free_sockets(), ix.socket_mask, ix.size["socket"])
+
+    def take_full_first_level(self) -> None:
+        """Whole NUMA nodes when NUMA-first, else whole sockets."""
+        if self.ix.numa_first:
+            self.take_full_numa_nodes()
+        else:
+            self.take_full_sockets()
+
+    def take_full_second_level(self) -> None:
+        """Whole sockets when NUMA-first, else whole NUMA nodes."""
+        if self.ix.numa_first:
+            self.take_full_sockets()
+        else:
+            self.take_full_numa_nodes()
+
+    def take_full_uncore(self) -> None:
+        ix = self.ix
+        self._take_whole(self.free_uncore_caches(), ix.uncore_mask, ix.size["uncore"])
+
+    def take_partial_uncore(self, uncore_id: int) -> None:
+        """Take the lowest cores of one uncore cache, only if they give exactly what is needed."""
+        cpc = self.ix.cpus_per_core
+        if cpc < 1:
+            raise CPUAssignmentInputError("topology has no cores (CPUs per core is 0)")
+        need = self.num_cpus_needed
+        cores_needed = go_div(need + cpc - 1, cpc)
+        av = self.avail_mask
+        cores = [c for c, inside, _ in self.ix.cores_in_uncore.get(uncore_id, ()) if inside & av]
+        if len(cores) > cores_needed:
+            cores = cores[:cores_needed]
+        cm = self.ix.core_mask
+        free = 0
+        for c in cores:
+            free |= cm[c] & av
+        if need % 2 != 0 and cpc > 1 and free.bit_count() > need:
+            free &= ~(1 << (free.bit_length() - 1))  # drop the highest-numbered CPU
+        if need == free.bit_count():
+            self.take_mask(free)
+
+    def take_uncore_cache(self) -> None:
+        """Whole free uncore caches (when a cache's worth is needed), then a partial one."""
+        per_uncore = self.ix.cpus_per_uncore
+        for u in self._uncore_order():
+            if self.needs_at_least(per_uncore):
+                self.take_full_uncore()
+            if self.is_satisfied():
+                return
+            self.take_partial_uncore(u)
+            if self.is_satisfied():
+                return
+
+    def take_full_cores(self) -> None:
+        ix = self.ix
+        self._take_whole(self.free_cores(), ix.core_mask, ix.size["core"])
+
+    def take_remaining_cpus(self) -> None:
+        for cpu in self.free_cpus():
+            self.take_mask(1 << cpu)
+            if self.is_satisfied():
+                return
+
+    # -- distributed helpers ------------------------------------------------------------------
+    def range_numa_nodes_needed_to_satisfy(self, cpu_group_size: int) -> tuple[int, int]:
+        """Fewest and most NUMA nodes that could hold the need in groups of ``cpu_group_size``."""
+        g = check_group_size(cpu_group_size)
+        ix = self.ix
+        numas_available = sum(1 for _, _, m in ix.numa_items if m & self.avail_mask)
+        groups_total = (ix.num_cpu_ids - 1) // g + 1
+        groups_per_numa = (groups_total - 1) // ix.num_numa_ids + 1
+        groups_needed = go_div(self.num_cpus_needed - 1, g) + 1
+        min_numas = go_div(groups_needed - 1, groups_per_numa) + 1
+        max_numas = min(groups_needed, numas_available)
+        return min_numas, max_numas
+
+    def numa_count(self, numa_id: int) -> int:
+        return (self.ix.numa_mask.get(numa_id, 0) & self.avail_mask).bit_count()

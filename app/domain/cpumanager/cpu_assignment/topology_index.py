@@ -1,0 +1,127 @@
+"""The per-topology index of take-by-topology (supports
+pkg/kubelet/cm/cpumanager/cpu_assignment.go, v1.37 and master as 1.38).
+
+Everything works on int bitmasks: per-element masks and parent/child pairs are precomputed once
+per topology (a small cache keyed by the topology object). "Free" checks compare against the
+whole topology exactly as upstream does, so the index also keeps each element's CPU count and
+the machine averages upstream uses (``CPUsPerSocket()``, ``CPUsPerCore()``,
+``CPUsPerUncore()``). NUMA-first ordering iff ``topo.num_sockets >= topo.num_numa_nodes`` (the
+machine's counts, not the available subset).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.domain.topology import CPUTopology
+
+__all__ = ["Pairs", "TopologyIndex", "index_of"]
+
+# (child id, CPUs of the child inside the parent, all CPUs of the child), by child id; when the
+# child lies wholly inside the parent both masks are the same object.
+Pairs = tuple[tuple[int, int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyIndex:
+    """Masks and parent/child relations of one topology, computed once."""
+
+    numa_mask: dict[int, int]
+    socket_mask: dict[int, int]
+    core_mask: dict[int, int]
+    uncore_mask: dict[int, int]
+    numa_items: Pairs
+    socket_items: Pairs
+    sockets_in_numa: dict[int, Pairs]
+    numas_in_socket: dict[int, Pairs]
+    cores_in_socket: dict[int, Pairs]
+    cores_in_numa: dict[int, Pairs]
+    uncores_in_numa: dict[int, Pairs]
+    cores_in_uncore: dict[int, Pairs]
+    numa_sockets: dict[int, frozenset[int]]
+    size: dict[str, dict[int, int]]  # level -> element id -> CPUs in the whole topology
+    numa_first: bool
+    cpus_per_core: int
+    cpus_per_socket: int
+    cpus_per_uncore: int
+    all_mask: int
+    num_numa_ids: int
+    num_cpu_ids: int
+
+
+def _pairs(
+    topo: CPUTopology, parent: str, child: str, child_masks: dict[int, int]
+) -> dict[int, Pairs]:
+    """For each parent id: its children as ``Pairs``."""
+    acc: dict[int, dict[int, int]] = {}
+    for cpu, info in topo.cpu_details.items():
+        p = getattr(info, parent)
+        c = getattr(info, child)
+        by_child = acc.setdefault(p, {})
+        by_child[c] = by_child.get(c, 0) | (1 << cpu)
+    out: dict[int, Pairs] = {}
+    for p, children in acc.items():
+        rows = []
+        for c, inside in sorted(children.items()):
+            whole = child_masks[c]
+            rows.append((c, whole if inside == whole else inside, whole))
+        out[p] = tuple(rows)
+    return out
+
+
+def _build_index(topo: CPUTopology) -> TopologyIndex:
+    numa_mask = {n: topo.cpus_of_numa_node(n).mask for n in topo.numa_node_ids()}
+    socket_mask = {s: topo.cpus_of_socket(s).mask for s in topo.socket_ids()}
+    core_mask = {c: topo.cpus_of_core(c).mask for c in topo.core_ids()}
+    uncore_mask = {u: topo.cpus_of_uncore_cache(u).mask for u in topo.uncore_cache_ids()}
+    numa_sockets: dict[int, set[int]] = {}
+    for info in topo.cpu_details.values():
+        numa_sockets.setdefault(info.numa_node_id, set()).add(info.socket_id)
+    num_uncore = topo.num_uncore_cache
+    return TopologyIndex(
+        numa_mask=numa_mask,
+        socket_mask=socket_mask,
+        core_mask=core_mask,
+        uncore_mask=uncore_mask,
+        numa_items=tuple((n, m, m) for n, m in sorted(numa_mask.items())),
+        socket_items=tuple((s, m, m) for s, m in sorted(socket_mask.items())),
+        sockets_in_numa=_pairs(topo, "numa_node_id", "socket_id", socket_mask),
+        numas_in_socket=_pairs(topo, "socket_id", "numa_node_id", numa_mask),
+        cores_in_socket=_pairs(topo, "socket_id", "core_id", core_mask),
+        cores_in_numa=_pairs(topo, "numa_node_id", "core_id", core_mask),
+        uncores_in_numa=_pairs(topo, "numa_node_id", "uncore_cache_id", uncore_mask),
+        cores_in_uncore=_pairs(topo, "uncore_cache_id", "core_id", core_mask),
+        numa_sockets={n: frozenset(s) for n, s in numa_sockets.items()},
+        size={
+            level: {i: m.bit_count() for i, m in masks.items()}
+            for level, masks in (
+                ("numa", numa_mask),
+                ("socket", socket_mask),
+                ("core", core_mask),
+                ("uncore", uncore_mask),
+            )
+        },
+        numa_first=topo.num_sockets >= topo.num_numa_nodes,
+        cpus_per_core=topo.cpus_per_core(),
+        cpus_per_socket=topo.cpus_per_socket(),
+        cpus_per_uncore=topo.num_cpus // num_uncore if num_uncore else 0,
+        all_mask=topo.all_cpus.mask,
+        num_numa_ids=len(numa_mask),
+        num_cpu_ids=len(topo.cpu_details),
+    )
+
+
+_INDEX_CACHE: dict[int, tuple[CPUTopology, TopologyIndex]] = {}
+_INDEX_CACHE_SIZE = 32
+
+
+def index_of(topo: CPUTopology) -> TopologyIndex:
+    """The index of ``topo``; the cache holds the topology itself so its id cannot be reused."""
+    hit = _INDEX_CACHE.get(id(topo))
+    if hit is not None and hit[0] is topo:
+        return hit[1]
+    ix = _build_index(topo)
+    if len(_INDEX_CACHE) >= _INDEX_CACHE_SIZE:
+        _INDEX_CACHE.pop(next(iter(_INDEX_CACHE)))
+    _INDEX_CACHE[id(topo)] = (topo, ix)
+    return ix
