@@ -13,7 +13,9 @@ from app.conformance_kinds.common import (
     feature_gates,
     topology_hint,
 )
-from app.domain.memorymanager.policy_static import MemoryManagerError, NUMANodeInfo, StaticPolicy
+from app.domain.memorymanager.errors import MemoryManagerError
+from app.domain.memorymanager.machine import NUMANodeInfo
+from app.domain.memorymanager.policy_static import StaticPolicy
 from app.domain.memorymanager.state import (
     Block,
     MemoryManagerState,

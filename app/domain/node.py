@@ -25,12 +25,12 @@ from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
 from app.domain.deadline import DeadlineExceededError
 from app.domain.kubelet_config import KubeletConfig, KubeletConfigError
+from app.domain.memorymanager.errors import MemoryManagerError
 from app.domain.memorymanager.memory_manager import (
     MemoryManager,
     MemoryManagerConfigError,
     new_memory_manager,
 )
-from app.domain.memorymanager.policy_static import MemoryManagerError
 from app.domain.memorymanager.state import MemoryManagerState
 from app.domain.pod import Container, Pod, is_container_equivalent_qos_guaranteed, pod_qos_class
 from app.domain.snapshot import (

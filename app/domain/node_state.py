@@ -63,7 +63,7 @@ from app.domain.cpumanager.policy_static import CPUManagerStateError
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfig
-from app.domain.memorymanager.policy_static import MemoryManagerError
+from app.domain.memorymanager.errors import MemoryManagerError
 from app.domain.memorymanager.state import Block, MemoryManagerState, MemoryTable, NUMANodeState
 from app.domain.node import Node
 from app.domain.pod import Container, Pod, PodManifestError, pod_from_manifest

@@ -20,13 +20,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from app.domain.cpumanager.policy_options import go_quote
-from app.domain.memorymanager.policy_static import (
-    POLICY_TYPE_STATIC,
-    MemoryManagerError,
-    NUMANodeInfo,
-    StaticPolicy,
-    machine_nodes_from_topology,
-)
+from app.domain.memorymanager.errors import MemoryManagerError
+from app.domain.memorymanager.machine import NUMANodeInfo, machine_nodes_from_topology
+from app.domain.memorymanager.policy_static import POLICY_TYPE_STATIC, StaticPolicy
 from app.domain.memorymanager.state import Block, MemoryManagerState
 from app.domain.pod import Container, Pod
 from app.domain.quantity import BINARY_SI, DECIMAL_SI, Quantity

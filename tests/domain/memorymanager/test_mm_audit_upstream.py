@@ -14,11 +14,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from app.domain.memorymanager.policy_static import (
-    MemoryManagerError,
-    NUMANodeInfo,
-    StaticPolicy,
-)
+from app.domain.memorymanager.errors import MemoryManagerError
+from app.domain.memorymanager.machine import NUMANodeInfo
+from app.domain.memorymanager.policy_static import StaticPolicy
 from app.domain.memorymanager.state import Block, MemoryManagerState, MemoryTable, NUMANodeState
 from app.domain.pod import Container, Pod, ResourceRequirements
 from app.domain.topologymanager.bitmask import mask_of

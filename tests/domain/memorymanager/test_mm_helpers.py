@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from app.domain.memorymanager.policy_static import NUMANodeInfo, StaticPolicy
+from app.domain.memorymanager.machine import NUMANodeInfo
+from app.domain.memorymanager.policy_static import StaticPolicy
 from app.domain.memorymanager.state import MemoryManagerState
 from app.domain.pod import Container, Pod, ResourceRequirements
 

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.memorymanager.policy_static import (
-    MemoryManagerError,
-    NUMANodeInfo,
-    StaticPolicy,
-    find_best_hint,
-    hugepage_resource_name,
-    quantity_as_int64,
-)
+from app.domain.memorymanager.errors import MemoryManagerError
+from app.domain.memorymanager.hints import find_best_hint
+from app.domain.memorymanager.machine import NUMANodeInfo, hugepage_resource_name
+from app.domain.memorymanager.policy_static import StaticPolicy
+from app.domain.memorymanager.requests import quantity_as_int64
 from app.domain.memorymanager.state import Block, MemoryManagerState, MemoryTable
 from app.domain.pod import Container, ResourceRequirements
 from app.domain.quantity import Quantity

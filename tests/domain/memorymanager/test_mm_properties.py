@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.domain.memorymanager.policy_static import MemoryManagerError
+from app.domain.memorymanager.errors import MemoryManagerError
 from app.domain.memorymanager.state import MemoryManagerState
 from app.domain.topologymanager.bitmask import mask_of
 from app.domain.topologymanager.hint import TopologyHint

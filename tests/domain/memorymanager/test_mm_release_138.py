@@ -8,7 +8,8 @@ import copy
 
 import pytest
 
-from app.domain.memorymanager.policy_static import MemoryManagerError, StaticPolicy
+from app.domain.memorymanager.errors import MemoryManagerError
+from app.domain.memorymanager.policy_static import StaticPolicy
 from app.domain.topologymanager.bitmask import mask_of
 from app.domain.topologymanager.hint import TopologyHint
 from tests.domain.memorymanager.test_mm_helpers import GI, container, node, pod, started, tables

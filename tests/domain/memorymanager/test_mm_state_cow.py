@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.domain.memorymanager.policy_static import MemoryManagerError
+from app.domain.memorymanager.errors import MemoryManagerError
 from app.domain.memorymanager.state import MemoryManagerState, clone_machine_state
 from app.domain.topologymanager.bitmask import mask_of
 from app.domain.topologymanager.hint import TopologyHint
