@@ -26,6 +26,7 @@ from app.conformance_kinds.common import (
     topology_of,
 )
 from app.domain.admission import AdmissionError, SMTAlignmentError, UnexpectedAdmissionError
+from app.domain.cpumanager.errors import CPUAllocationError, CPUManagerStateError
 from app.domain.cpumanager.metrics import (
     ASSIGNMENT_POD_EXCLUSIVE,
     ASSIGNMENT_POD_SHARED,
@@ -34,11 +35,7 @@ from app.domain.cpumanager.metrics import (
 )
 from app.domain.cpumanager.pod_scope import validate_pod_scope_resources
 from app.domain.cpumanager.policy_options import CPUManagerPolicyError
-from app.domain.cpumanager.policy_static import (
-    CPUAllocationError,
-    CPUManagerStateError,
-    StaticPolicy,
-)
+from app.domain.cpumanager.policy_static import StaticPolicy
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
 from app.domain.pod import Container, Pod, ResourceRequirements, pod_from_conformance

@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from app.domain.admission import AdmissionError, UnexpectedAdmissionError
+from app.domain.cpumanager.errors import CPUManagerStateError
 from app.domain.cpumanager.policy_options import CPUManagerPolicyError
-from app.domain.cpumanager.policy_static import CPUManagerStateError, StaticPolicy
+from app.domain.cpumanager.policy_static import StaticPolicy
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
 from app.domain.deadline import DeadlineExceededError

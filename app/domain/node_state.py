@@ -59,7 +59,7 @@ from app.domain.checkpoint import (
 from app.domain.checkpoint import Block as CheckpointBlock
 from app.domain.checkpoint import MemoryTable as CheckpointMemoryTable
 from app.domain.checkpoint import NUMANodeState as CheckpointNUMANodeState
-from app.domain.cpumanager.policy_static import CPUManagerStateError
+from app.domain.cpumanager.errors import CPUManagerStateError
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfig

@@ -1,20 +1,22 @@
 """Exclusive CPU counts and the pod budget check of the static policy.
 
-Follows ``guaranteedCPUs``, ``podGuaranteedCPUs`` and ``validatePodScopeResources`` of
-pkg/kubelet/cm/cpumanager/policy_static.go, and ``resourcesQualifyForExclusiveCPUs`` of
-cpu_manager.go (v1.37). They only read the pod and the feature gates, so they are plain
+Follows ``guaranteedCPUs``, ``podGuaranteedCPUs``, ``validatePodScopeResources`` and
+``GetResourceIsolationLevel`` (§5.8) of pkg/kubelet/cm/cpumanager/policy_static.go, and
+``resourcesQualifyForExclusiveCPUs`` of cpu_manager.go (v1.37). They only read the pod and the feature gates, so they are plain
 functions here; ``StaticPolicy`` calls them with its own gates.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal
 
 from app.domain.cpumanager.policy_options import (
     GATE_POD_LEVEL_RESOURCE_MANAGERS,
     GATE_POD_LEVEL_RESOURCES,
     gate_enabled,
 )
+from app.domain.cpumanager.state import CPUManagerState
 from app.domain.pod import (
     Container,
     Pod,
@@ -122,3 +124,20 @@ def validate_pod_scope_resources(pod: Pod, gates: Gates = None) -> None:
     )
     if violation is not None:
         raise PodBudgetError(violation, cpu_budget_message(violation))
+
+
+IsolationLevel = Literal["container", "pod", "host"]
+ISOLATION_HOST: IsolationLevel = "host"
+ISOLATION_POD: IsolationLevel = "pod"
+ISOLATION_CONTAINER: IsolationLevel = "container"
+
+
+def resource_isolation_level(
+    state: CPUManagerState, pod: Pod, c: Container, gates: Mapping[str, bool]
+) -> IsolationLevel:
+    """``GetResourceIsolationLevel``: ``host``, ``pod`` or ``container``."""
+    if state.get_cpu_set(pod.uid, c.name) is None:
+        return ISOLATION_HOST
+    if uses_pod_level_managers(pod, gates) and not resources_qualify_for_exclusive_cpus(c):
+        return ISOLATION_POD
+    return ISOLATION_CONTAINER

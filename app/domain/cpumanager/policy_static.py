@@ -16,106 +16,69 @@ Allocation failures: ``SMTAlignmentError`` and ``EmptyPodSharedPoolError`` are a
 with the kubelet's reasons; anything else is a ``CPUAllocationError`` carrying the kubelet's
 text, which the topology manager/node wraps as ``UnexpectedAdmissionError``.
 
-Like the upstream line that carries ``AllocatePod``, ``takeByTopology`` does not hand the
-``align-by-socket`` flag to the NUMA-distributed algorithm.
+This module owns the policy's configuration, pools, allocation and release entry points; its
+sibling modules do the rest: ``errors``, ``reservation`` (the reserved CPUs),
+``state_validation`` (``validateState``), ``take`` (``takeByTopology`` dispatch: like the
+upstream line that carries ``AllocatePod``, it does not hand the ``align-by-socket`` flag to the
+NUMA-distributed algorithm), ``policy_hints`` (hints), ``pod_allocation`` (the KEP-5526 bubble
+partition), ``pod_restore`` (1.38 restore), ``pod_scope`` (counts, budget checks, isolation
+level) and ``gauges`` (the CPU gauges per release).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
-from typing import Literal
 
 from app.domain import releases
 from app.domain.admission import EmptyPodSharedPoolError, SMTAlignmentError
-from app.domain.cpumanager.cpu_assignment.common import CPUSortingStrategy, TakeByTopologyError
-from app.domain.cpumanager.cpu_assignment.distributed import take_by_topology_numa_distributed
-from app.domain.cpumanager.cpu_assignment.packed import take_by_topology_numa_packed
+from app.domain.cpumanager.cpu_assignment.common import TakeByTopologyError
+from app.domain.cpumanager.errors import CPUAllocationError
 from app.domain.cpumanager.gauges import CPUGauges
-from app.domain.cpumanager.hints import generate_cpu_topology_hints
 from app.domain.cpumanager.metrics import (
     ALIGN_SCOPE_CONTAINER,
     ALIGNED_PHYSICAL_CPU,
     ASSIGNMENT_NODE_EXCLUSIVE,
-    ASSIGNMENT_POD_EXCLUSIVE,
-    ASSIGNMENT_POD_SHARED,
     RESOURCE_CPU,
     SOURCE_NODE,
     SOURCE_POD,
     CPUManagerMetrics,
 )
+from app.domain.cpumanager.pod_allocation import partition_bubble
 from app.domain.cpumanager.pod_restore import (
     drop_stale_pod_allocation,
     restorable_pod_cpus,
     restore_pod,
 )
 from app.domain.cpumanager.pod_scope import (
+    IsolationLevel,
     guaranteed_cpus,
     pod_guaranteed_cpus,
-    resources_qualify_for_exclusive_cpus,
+    resource_isolation_level,
     skipped_pod_level_pod,
-    uses_pod_level_managers,
     validate_pod_scope_resources,
 )
+from app.domain.cpumanager.policy_hints import container_topology_hints, pod_topology_hints
 from app.domain.cpumanager.policy_options import (
     GATE_POD_LEVEL_RESOURCE_MANAGERS,
-    CPUManagerPolicyError,
     StaticPolicyOptions,
     gate_enabled,
     new_static_policy_options,
     validate_static_policy_options,
 )
+from app.domain.cpumanager.reservation import check_reserved_size, reserved_physical_cpus
 from app.domain.cpumanager.state import CPUManagerState
+from app.domain.cpumanager.state_validation import validate_state
+from app.domain.cpumanager.take import aligned_cpus, take_by_topology
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.domain.pod import Container, Pod
 from app.domain.pod_budget import PodBudgetError
-from app.domain.quantity import Quantity
 from app.domain.topology import CPUTopology
-from app.domain.topologymanager.bitmask import bits
 from app.domain.topologymanager.hint import ProviderHints, TopologyHint
 
 POLICY_STATIC = "static"
 
-IsolationLevel = Literal["container", "pod", "host"]
-ISOLATION_HOST: IsolationLevel = "host"
-ISOLATION_POD: IsolationLevel = "pod"
-ISOLATION_CONTAINER: IsolationLevel = "container"
-
 EMPTY = CPUSet()
-
-
-class CPUAllocationError(Exception):
-    """An untyped allocation failure; ``message`` is the kubelet's text."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-class CPUManagerStateError(Exception):
-    """``Start`` found the state inconsistent (``validateState``); the kubelet's text."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-def num_reserved_cpus_from_reservation(reserved_cpu: Quantity | None) -> int:
-    """``ceil(kubeReserved.cpu + systemReserved.cpu)`` as NewManager computes it (§2.1 step 1).
-
-    ``reserved_cpu`` is the node-allocatable CPU reservation, ``None`` when it has no cpu entry.
-    """
-    if reserved_cpu is None:
-        raise CPUManagerPolicyError(
-            "[cpumanager] unable to determine reserved CPU resources for static policy"
-        )
-    if reserved_cpu.is_zero():
-        raise CPUManagerPolicyError(
-            "[cpumanager] the static policy requires systemreserved.cpu + kubereserved.cpu "
-            "to be greater than zero"
-        )
-    return math.ceil(reserved_cpu.milli_value() / 1000)
 
 
 def _find_container(pod: Pod, container: Container | str) -> Container:
@@ -167,22 +130,9 @@ class StaticPolicy:
                 reserved = self.take_by_topology(all_cpus, num_reserved_cpus)
             except (TakeByTopologyError, CPUAllocationError):
                 reserved = EMPTY  # upstream ignores the error; the size check reports it
-        if reserved.size() != num_reserved_cpus:
-            raise CPUManagerPolicyError(
-                "[cpumanager] unable to reserve the required amount of CPUs "
-                f"(size of {reserved} did not equal {num_reserved_cpus})"
-            )
-        physical = 0
-        for cpu in reserved:
-            info = topology.cpu_details.get(cpu)
-            if info is None:
-                raise CPUManagerPolicyError(
-                    "[cpumanager] unable to build the reserved physical CPUs from the reserved "
-                    f"set: unknown CPU ID: {cpu}"
-                )
-            physical |= topology.cpus_of_core(info.core_id).mask
+        check_reserved_size(reserved, num_reserved_cpus)
+        self.reserved_physical_cpus: CPUSet = reserved_physical_cpus(topology, reserved)
         self.reserved_cpus: CPUSet = reserved
-        self.reserved_physical_cpus: CPUSet = CPUSet.from_mask(physical)
         self.gauges = CPUGauges(
             self.metrics,
             topology,
@@ -205,46 +155,13 @@ class StaticPolicy:
 
     def validate_state(self, state: CPUManagerState) -> None:
         """``validateState`` (§2.3)."""
-        default = state.default_cpuset
-        all_cpus = self.topology.all_cpus
-        if self.options.strict_cpu_reservation:
-            all_cpus = all_cpus - self.reserved_cpus
-
-        if default.is_empty():
-            if state.assignments:
-                raise CPUManagerStateError("default cpuset cannot be empty")
-            state.set_default_cpu_set(all_cpus)
-            return
-
-        if self.options.strict_cpu_reservation:
-            overlap = self.reserved_cpus & default
-            if overlap:
-                raise CPUManagerStateError(
-                    f'some of strictly reserved cpus: "{overlap}" are present in '
-                    f'defaultCpuSet: "{default}"'
-                )
-        elif (self.reserved_cpus & default) != self.reserved_cpus:
-            raise CPUManagerStateError(
-                f'not all reserved cpus: "{self.reserved_cpus}" are present in '
-                f'defaultCpuSet: "{default}"'
-            )
-
-        # Go ranges over maps in random order; we report the first overlap in sorted order.
-        for pod, container, cset in state.iter_assignments():
-            if default & cset:
-                raise CPUManagerStateError(
-                    f'pod: {pod}, container: {container} cpuset: "{cset}" overlaps with '
-                    f'default cpuset "{default}"'
-                )
-
-        known = default | state.assigned_cpus()
-        if self._gate(GATE_POD_LEVEL_RESOURCE_MANAGERS):
-            known = known | state.pod_entry_cpus()
-        if known != all_cpus:
-            raise CPUManagerStateError(
-                f'current set of available CPUs "{all_cpus}" doesn\'t match with CPUs in '
-                f'state "{known}"'
-            )
+        validate_state(
+            state,
+            self.topology.all_cpus,
+            self.reserved_cpus,
+            strict_cpu_reservation=self.options.strict_cpu_reservation,
+            pod_level_resource_managers=self._gate(GATE_POD_LEVEL_RESOURCE_MANAGERS),
+        )
 
     # -- pools ------------------------------------------------------------------------
     def get_allocatable_cpus(self, state: CPUManagerState | None = None) -> CPUSet:
@@ -360,50 +277,24 @@ class StaticPolicy:
         allocatable = self.get_available_cpus(state) | reusable
         result = EMPTY
         if mask is not None:
-            aligned = self._get_aligned_cpus(mask, allocatable)
+            aligned = aligned_cpus(self.topology, self.options.align_by_socket, mask, allocatable)
             result = result | self.take_by_topology(aligned, min(num_cpus, aligned.size()))
         remaining = self.take_by_topology(allocatable - result, num_cpus - result.size())
         result = result | remaining
         state.set_default_cpu_set(state.default_cpuset - result)
         return result, len(self.topology.uncore_caches_of(result)) == 1
 
-    def _get_aligned_cpus(self, mask: int, allocatable: CPUSet) -> CPUSet:
-        """``getAlignedCPUs``: allocatable CPUs on the mask's NUMA nodes (or their sockets)."""
-        numa_ids = bits(mask)
-        if self.options.align_by_socket:
-            sockets = self.topology.sockets_in_numa_nodes(numa_ids)
-            return allocatable & self.topology.cpus_in_sockets(sockets)
-        return allocatable & self.topology.cpus_in_numa_nodes(numa_ids)
-
     def take_by_topology(self, available: CPUSet, num_cpus: int) -> CPUSet:
         """``takeByTopology`` dispatch (§2.7); failures become ``CPUAllocationError``."""
-        strategy = (
-            CPUSortingStrategy.SPREAD
-            if self.options.distribute_cpus_across_cores
-            else CPUSortingStrategy.PACKED
+        return take_by_topology(
+            self.topology,
+            self.options,
+            self.cpu_group_size,
+            available,
+            num_cpus,
+            spread_by_topology=self.spread_by_topology,
+            hang_release=self.hang_release,
         )
-        try:
-            if self.options.distribute_cpus_across_numa:
-                group = self.cpu_group_size if self.options.full_physical_cpus_only else 1
-                return take_by_topology_numa_distributed(
-                    self.topology,
-                    available,
-                    num_cpus,
-                    group,
-                    strategy,
-                    spread_by_topology=self.spread_by_topology,
-                    hang_release=self.hang_release,
-                )
-            return take_by_topology_numa_packed(
-                self.topology,
-                available,
-                num_cpus,
-                strategy,
-                self.options.prefer_align_by_uncore_cache,
-                spread_by_topology=self.spread_by_topology,
-            )
-        except TakeByTopologyError as exc:
-            raise CPUAllocationError(str(exc)) from exc
 
     # -- removal ------------------------------------------------------------------------
     def remove_container(self, state: CPUManagerState, pod_uid: str, container_name: str) -> None:
@@ -444,73 +335,33 @@ class StaticPolicy:
                 self.remove_container(state, pod_uid, container_name)
 
     # -- hints (§2.11, §5.4) --------------------------------------------------------------
-    def generate_cpu_topology_hints(
-        self, available: CPUSet, reusable: CPUSet, request: int
-    ) -> list[TopologyHint]:
-        return generate_cpu_topology_hints(
-            self.topology, available, reusable, request, self.options.align_by_socket
-        )
-
     def get_topology_hints(
         self, state: CPUManagerState, pod: Pod, container: Container | str
     ) -> ProviderHints:
         """``GetTopologyHints``: ``{"cpu": None}`` = no preference, ``{"cpu": []}`` = none."""
-        c = _find_container(pod, container)
-        requested = self.guaranteed_cpus(pod, c)
-        if requested == 0 or skipped_pod_level_pod(pod, self.feature_gates):
-            return {RESOURCE_CPU: None}
-        allocated = state.get_cpu_set(pod.uid, c.name)
-        if allocated is not None:
-            if allocated.size() != requested:
-                return {RESOURCE_CPU: []}
-            return {RESOURCE_CPU: self.generate_cpu_topology_hints(allocated, EMPTY, requested)}
-        available = self.get_available_cpus(state)
-        reusable = self.cpus_to_reuse.get(pod.uid, EMPTY)
-        return {RESOURCE_CPU: self.generate_cpu_topology_hints(available, reusable, requested)}
+        return container_topology_hints(
+            state,
+            pod,
+            _find_container(pod, container),
+            topology=self.topology,
+            align_by_socket=self.options.align_by_socket,
+            feature_gates=self.feature_gates,
+            reserved_cpus=self.reserved_cpus,
+            reusable=self.cpus_to_reuse.get(pod.uid, EMPTY),
+        )
 
     def get_pod_topology_hints(self, state: CPUManagerState, pod: Pod) -> ProviderHints:
         """``GetPodTopologyHints`` (pod scope; sized for the bubble with pod-level resources)."""
-        requested = self.pod_guaranteed_cpus(pod)
-        if requested == 0 or skipped_pod_level_pod(pod, self.feature_gates):
-            return {RESOURCE_CPU: None}
-        if uses_pod_level_managers(pod, self.feature_gates):
-            try:
-                self.validate_pod_scope_resources(pod)
-            except PodBudgetError:
-                return {RESOURCE_CPU: []}
-            if self.restores_pods and state.get_pod_cpu_set(pod.uid) is not None:
-                return {RESOURCE_CPU: self._restored_pod_hints(state, pod, requested)}
-        assigned = EMPTY
-        for c in (*pod.init_containers, *pod.containers):
-            allocated = state.get_cpu_set(pod.uid, c.name)
-            if allocated is None:
-                continue
-            if allocated.size() != self.guaranteed_cpus(pod, c):
-                return {RESOURCE_CPU: []}
-            assigned = assigned | allocated
-        if assigned.size() == requested:
-            return {RESOURCE_CPU: self.generate_cpu_topology_hints(assigned, EMPTY, requested)}
-        available = self.get_available_cpus(state)
-        reusable = self.cpus_to_reuse.get(pod.uid, EMPTY) | assigned
-        return {RESOURCE_CPU: self.generate_cpu_topology_hints(available, reusable, requested)}
-
-    def _restored_pod_hints(
-        self, state: CPUManagerState, pod: Pod, requested: int
-    ) -> list[TopologyHint]:
-        """1.38 (kubernetes#141041): hints of a pod whose pod-level CPU set is in the state.
-
-        A restorable set gives its own hints (none when its size is not the request); a stale
-        one (overlapping the default set, or container entries with a hole) gives fresh hints
-        over the available CPUs plus the CPUs its release would give back.
-        """
-        restorable = restorable_pod_cpus(state, pod)
-        if restorable is not None:
-            if restorable.size() != requested:
-                return []
-            return self.generate_cpu_topology_hints(restorable, EMPTY, requested)
-        pod_cpus = state.get_pod_cpu_set(pod.uid) or EMPTY
-        available = (self.get_available_cpus(state) | pod_cpus) - self.reserved_cpus
-        return self.generate_cpu_topology_hints(available, EMPTY, requested)
+        return pod_topology_hints(
+            state,
+            pod,
+            topology=self.topology,
+            align_by_socket=self.options.align_by_socket,
+            feature_gates=self.feature_gates,
+            reserved_cpus=self.reserved_cpus,
+            reusable=self.cpus_to_reuse.get(pod.uid, EMPTY),
+            restores_pods=self.restores_pods,
+        )
 
     # -- pod-level allocation (§5.5) -----------------------------------------------------
     def allocate_pod(
@@ -595,40 +446,7 @@ class StaticPolicy:
         bubble, uncore_aligned = self._allocate_cpus(state, total, mask, EMPTY)
         self.gauges.on_allocate(state, bubble, uncore_aligned)
         state.set_pod_cpu_set(pod.uid, bubble)
-
-        recorded: dict[str, CPUSet] = {}
-        sidecar_cpus = EMPTY
-        for c in pod.init_containers:
-            n = self.guaranteed_cpus(pod, c)
-            if n > 0:
-                m.pinning_requests_total += 1
-                cset = self.take_by_topology(bubble - sidecar_cpus, n)
-                m.container_assignments[(RESOURCE_CPU, ASSIGNMENT_POD_EXCLUSIVE)] += 1
-                recorded[c.name] = cset
-                if c.is_sidecar:
-                    sidecar_cpus = sidecar_cpus | cset
-            elif not c.is_sidecar:
-                m.container_assignments[(RESOURCE_CPU, ASSIGNMENT_POD_SHARED)] += 1
-                recorded[c.name] = bubble - sidecar_cpus
-
-        pool = bubble - sidecar_cpus
-        for c in pod.containers:
-            n = self.guaranteed_cpus(pod, c)
-            if n > 0:
-                m.pinning_requests_total += 1
-                cset = self.take_by_topology(pool, n)
-                m.container_assignments[(RESOURCE_CPU, ASSIGNMENT_POD_EXCLUSIVE)] += 1
-                recorded[c.name] = cset
-                pool = pool - cset
-
-        for c in containers:
-            cset_or_none = recorded.get(c.name)
-            if cset_or_none is not None:
-                state.set_cpu_set(pod.uid, c.name, cset_or_none)
-            else:
-                state.set_cpu_set(pod.uid, c.name, pool)
-                m.container_assignments[(RESOURCE_CPU, ASSIGNMENT_POD_SHARED)] += 1
-            m.allocations_total[(RESOURCE_CPU, SOURCE_POD)] += 1
+        partition_bubble(state, pod, bubble, m, self.guaranteed_cpus, self.take_by_topology)
 
     # -- isolation (§5.8) -------------------------------------------------------------------
     def get_resource_isolation_level(
@@ -636,10 +454,4 @@ class StaticPolicy:
     ) -> IsolationLevel:
         """``GetResourceIsolationLevel``: ``host``, ``pod`` or ``container``."""
         c = _find_container(pod, container)
-        if state.get_cpu_set(pod.uid, c.name) is None:
-            return ISOLATION_HOST
-        if uses_pod_level_managers(pod, self.feature_gates) and (
-            not resources_qualify_for_exclusive_cpus(c)
-        ):
-            return ISOLATION_POD
-        return ISOLATION_CONTAINER
+        return resource_isolation_level(state, pod, c, self.feature_gates)

@@ -21,6 +21,7 @@ from app.domain.cpumanager.cpu_assignment.accumulator import CPUAccumulator
 from app.domain.cpumanager.cpu_assignment.common import TakeByTopologyError
 from app.domain.cpumanager.cpu_assignment.distributed import take_by_topology_numa_distributed
 from app.domain.cpumanager.cpu_assignment.packed import take_by_topology_numa_packed
+from app.domain.cpumanager.errors import CPUAllocationError
 from app.domain.cpumanager.pod_scope import (
     guaranteed_cpus,
     pod_guaranteed_cpus,
@@ -28,7 +29,7 @@ from app.domain.cpumanager.pod_scope import (
     validate_pod_scope_resources,
 )
 from app.domain.cpumanager.policy_options import CPUManagerPolicyError
-from app.domain.cpumanager.policy_static import CPUAllocationError, StaticPolicy
+from app.domain.cpumanager.policy_static import StaticPolicy
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
 from app.domain.pod import Pod, pod_from_conformance

@@ -13,8 +13,9 @@ from app.domain.admission import SMTAlignmentError
 from app.domain.cpumanager.cpu_assignment.accumulator import CPUAccumulator
 from app.domain.cpumanager.cpu_assignment.distributed import take_by_topology_numa_distributed
 from app.domain.cpumanager.cpu_assignment.packed import take_by_topology_numa_packed
+from app.domain.cpumanager.errors import CPUManagerStateError
 from app.domain.cpumanager.hints import generate_cpu_topology_hints
-from app.domain.cpumanager.policy_static import CPUManagerStateError, StaticPolicy
+from app.domain.cpumanager.policy_static import StaticPolicy
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
 from app.domain.pod import pod_from_conformance

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.cpumanager.policy_static import CPUAllocationError, StaticPolicy
+from app.domain.cpumanager.errors import CPUAllocationError
+from app.domain.cpumanager.policy_static import StaticPolicy
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
 from app.domain.pod import Container, Pod, ResourceRequirements

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from app.domain.admission import EmptyPodSharedPoolError, SMTAlignmentError
+from app.domain.cpumanager.errors import CPUAllocationError
 from app.domain.cpumanager.pod_scope import validate_pod_scope_resources
-from app.domain.cpumanager.policy_static import CPUAllocationError, StaticPolicy
+from app.domain.cpumanager.policy_static import StaticPolicy
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
 from app.domain.pod import Container, Pod, ResourceRequirements

@@ -13,7 +13,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from app.domain.admission import AdmissionError
-from app.domain.cpumanager.policy_static import CPUAllocationError, StaticPolicy
+from app.domain.cpumanager.errors import CPUAllocationError
+from app.domain.cpumanager.policy_static import StaticPolicy
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
 from app.domain.pod import Container, Pod, ResourceRequirements

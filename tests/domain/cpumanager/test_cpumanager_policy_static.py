@@ -6,13 +6,10 @@ from __future__ import annotations
 import pytest
 
 from app.domain.admission import SMTAlignmentError
+from app.domain.cpumanager.errors import CPUAllocationError, CPUManagerStateError
 from app.domain.cpumanager.policy_options import CPUManagerPolicyError, StaticPolicyOptions
-from app.domain.cpumanager.policy_static import (
-    CPUAllocationError,
-    CPUManagerStateError,
-    StaticPolicy,
-    num_reserved_cpus_from_reservation,
-)
+from app.domain.cpumanager.policy_static import StaticPolicy
+from app.domain.cpumanager.reservation import num_reserved_cpus_from_reservation
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
 from app.domain.pod import Container, Pod, ResourceRequirements

@@ -13,7 +13,8 @@ import pytest
 from app.domain.cpumanager.cpu_assignment.common import DistributedAllocationHangError
 from app.domain.cpumanager.cpu_assignment.distributed import take_by_topology_numa_distributed
 from app.domain.cpumanager.cpu_assignment.packed import take_by_topology_numa_packed
-from app.domain.cpumanager.policy_static import CPUAllocationError, StaticPolicy
+from app.domain.cpumanager.errors import CPUAllocationError
+from app.domain.cpumanager.policy_static import StaticPolicy
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
 from app.domain.pod import Container, Pod, ResourceRequirements
