@@ -33,7 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.domain.kubelet_config import kubelet_config_from_dict
 from app.domain.node import Node
-from app.domain.pod import Pod, pod_from_manifest
+from app.domain.pod import Pod
+from app.domain.pod_manifest import pod_from_manifest
 from app.domain.presets import get_preset, parse_topology_spec
 from app.domain.topology import CPUTopology
 

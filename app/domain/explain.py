@@ -36,13 +36,9 @@ from app.domain.cpuset import CPUSet
 from app.domain.doc_divergences import Divergence, divergences_for
 from app.domain.node import Node, NodeError
 from app.domain.node_state import NodeStateError, render_state_files, restore_node
-from app.domain.pod import (
-    Pod,
-    PodManifestError,
-    is_pod_level_resources_set,
-    pod_from_manifest,
-    pod_qos_class,
-)
+from app.domain.pod import Pod, PodManifestError
+from app.domain.pod_manifest import pod_from_manifest
+from app.domain.pod_qos import is_pod_level_resources_set, pod_qos_class
 from app.domain.quantity import parse_quantity
 from app.domain.topologymanager.hint import ProviderHints, TopologyHint
 from app.domain.topologymanager.scope import ContainerScope, PodScope, all_containers

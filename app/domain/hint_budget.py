@@ -29,7 +29,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from app.domain.pod import Pod, is_hugepage_resource_name, pod_qos_class
+from app.domain.pod import Pod, is_hugepage_resource_name
+from app.domain.pod_qos import pod_qos_class
 from app.domain.topologymanager.scope import NONE_TOPOLOGY_SCOPE, POD_TOPOLOGY_SCOPE
 
 if TYPE_CHECKING:

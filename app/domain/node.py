@@ -33,7 +33,8 @@ from app.domain.memorymanager.memory_manager import (
     new_memory_manager,
 )
 from app.domain.memorymanager.state import MemoryManagerState
-from app.domain.pod import Container, Pod, is_container_equivalent_qos_guaranteed, pod_qos_class
+from app.domain.pod import Container, Pod
+from app.domain.pod_qos import is_container_equivalent_qos_guaranteed, pod_qos_class
 from app.domain.snapshot import (
     ContainerAllocation,
     ContainerKind,

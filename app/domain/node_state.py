@@ -66,7 +66,8 @@ from app.domain.kubelet_config import KubeletConfig
 from app.domain.memorymanager.errors import MemoryManagerError
 from app.domain.memorymanager.state import Block, MemoryManagerState, MemoryTable, NUMANodeState
 from app.domain.node import Node
-from app.domain.pod import Container, Pod, PodManifestError, pod_from_manifest
+from app.domain.pod import Container, Pod, PodManifestError
+from app.domain.pod_manifest import pod_from_manifest
 from app.domain.topology_record import topology_to_record
 
 __all__ = [

@@ -28,7 +28,8 @@ from typing import Any
 from app.adapters.db import node_repo
 from app.adapters.db.tables import ACTION_ADMIT, ACTION_DRY_RUN, ACTION_REMOVE, as_utc
 from app.domain.node import Node
-from app.domain.pod import Pod, pod_from_manifest
+from app.domain.pod import Pod
+from app.domain.pod_manifest import pod_from_manifest
 from app.services.node_errors import NodeServiceError
 from app.services.node_inputs import build_engine_node, parse_config, resolve_topology
 from app.services.nodes import NodeService

@@ -48,7 +48,8 @@ from app.domain.node_state import (
     render_state_files,
     restore_node,
 )
-from app.domain.pod import PodManifestError, pod_from_manifest
+from app.domain.pod import PodManifestError
+from app.domain.pod_manifest import pod_from_manifest
 from app.domain.topology import CPUTopology
 from app.domain.topology_record import topology_to_record
 from app.services import simulation

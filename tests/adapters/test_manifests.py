@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from app.adapters.manifests import ManifestSyntaxError, parse_pod_manifests
-from app.domain.pod import (
+from app.domain.pod import PodManifestError
+from app.domain.pod_qos import (
     QOS_BEST_EFFORT,
     QOS_BURSTABLE,
     QOS_GUARANTEED,
-    PodManifestError,
     is_container_equivalent_qos_guaranteed,
     is_pod_level_resources_set,
     pod_qos_class,

@@ -12,7 +12,8 @@ import yaml
 from app.domain import deadline, hint_budget
 from app.domain.kubelet_config import kubelet_config_from_dict
 from app.domain.node import Node
-from app.domain.pod import Pod, pod_from_manifest
+from app.domain.pod import Pod
+from app.domain.pod_manifest import pod_from_manifest
 from app.domain.presets import parse_topology_spec
 from app.domain.topologymanager.hint import TopologyHint
 from app.domain.topologymanager.numa_info import NUMAInfo

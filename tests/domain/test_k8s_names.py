@@ -9,7 +9,8 @@ import pytest
 
 from app.domain import k8s_names as N
 from app.domain.node_state import PODS_FILE_NAME, PODS_FORMAT, NodeStateError, pods_from_document
-from app.domain.pod import PodManifestError, pod_from_manifest
+from app.domain.pod import PodManifestError
+from app.domain.pod_manifest import pod_from_manifest
 
 SUBDOMAIN = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "

@@ -58,7 +58,8 @@ from app.domain.node_state import (
     render_state_files,
     restore_node,
 )
-from app.domain.pod import Pod, pod_from_manifest
+from app.domain.pod import Pod
+from app.domain.pod_manifest import pod_from_manifest
 from app.domain.presets import get_preset, parse_topology_spec
 from app.domain.topology import CPUTopology
 from app.domain.topologymanager.bitmask import bits, iterate_bitmasks

@@ -11,29 +11,31 @@ import pytest
 from hypothesis import given, settings
 
 from app.domain.pod import (
-    QOS_BEST_EFFORT,
-    QOS_BURSTABLE,
-    QOS_GUARANTEED,
     Container,
     Pod,
     PodManifestError,
     ResourceList,
     ResourceRequirements,
-    aggregate_container_limits,
-    aggregate_container_requests,
-    compute_pod_qos,
     hugepage_size_bytes,
-    is_container_equivalent_qos_guaranteed,
     is_overcommit_allowed,
+)
+from app.domain.pod_manifest import pod_from_conformance, pod_from_manifest, synthetic_uid
+from app.domain.pod_qos import (
+    QOS_BEST_EFFORT,
+    QOS_BURSTABLE,
+    QOS_GUARANTEED,
+    compute_pod_qos,
+    is_container_equivalent_qos_guaranteed,
     is_pod_level_limits_set,
     is_pod_level_requests_set,
     is_pod_level_resources_set,
-    pod_from_conformance,
-    pod_from_manifest,
     pod_qos_class,
-    pod_requests,
     resource_qos,
-    synthetic_uid,
+)
+from app.domain.pod_requests import (
+    aggregate_container_limits,
+    aggregate_container_requests,
+    pod_requests,
 )
 from app.domain.quantity import Quantity
 from tests.strategies import pod_to_conformance, pods

@@ -17,18 +17,17 @@ from app.domain.cpumanager.policy_options import (
     gate_enabled,
 )
 from app.domain.cpumanager.state import CPUManagerState
-from app.domain.pod import (
-    Container,
-    Pod,
-    is_container_equivalent_qos_guaranteed,
-    is_pod_level_resources_set,
-    pod_qos_class,
-)
+from app.domain.pod import Container, Pod
 from app.domain.pod_budget import (
     BudgetContainer,
     PodBudgetError,
     check_pod_budget,
     cpu_budget_message,
+)
+from app.domain.pod_qos import (
+    is_container_equivalent_qos_guaranteed,
+    is_pod_level_resources_set,
+    pod_qos_class,
 )
 from app.domain.quantity import Quantity, is_integral_cpu
 

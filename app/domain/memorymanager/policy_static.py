@@ -73,15 +73,9 @@ from app.domain.memorymanager.state import (
     NUMANodeState,
 )
 from app.domain.memorymanager.state_validation import validate_state
-from app.domain.pod import (
-    QOS_GUARANTEED,
-    RESOURCE_MEMORY,
-    Container,
-    Pod,
-    is_pod_level_resources_set,
-    pod_qos_class,
-)
+from app.domain.pod import RESOURCE_MEMORY, Container, Pod
 from app.domain.pod_budget import PodBudgetError
+from app.domain.pod_qos import QOS_GUARANTEED, is_pod_level_resources_set, pod_qos_class
 from app.domain.topology import CPUTopology
 from app.domain.topologymanager.bitmask import bits
 from app.domain.topologymanager.hint import TopologyHint

@@ -32,8 +32,9 @@ from app.domain.cpumanager.policy_options import CPUManagerPolicyError
 from app.domain.cpumanager.policy_static import StaticPolicy
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
-from app.domain.pod import Pod, pod_from_conformance
+from app.domain.pod import Pod
 from app.domain.pod_budget import PodBudgetError
+from app.domain.pod_manifest import pod_from_conformance
 from app.domain.presets import get_preset
 from app.domain.topology import CPUInfo, CPUTopology, TopologyError
 from app.domain.topologymanager.hint import TopologyHint
