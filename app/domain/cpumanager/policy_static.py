@@ -20,9 +20,9 @@ This module owns the policy's configuration, pools, allocation and release entry
 sibling modules do the rest: ``errors``, ``reservation`` (the reserved CPUs),
 ``state_validation`` (``validateState``), ``take`` (``takeByTopology`` dispatch: like the
 upstream line that carries ``AllocatePod``, it does not hand the ``align-by-socket`` flag to the
-NUMA-distributed algorithm), ``policy_hints`` (hints), ``pod_allocation`` (the KEP-5526 bubble
-partition), ``pod_restore`` (1.38 restore), ``pod_scope`` (counts, budget checks, isolation
-level) and ``gauges`` (the CPU gauges per release).
+NUMA-distributed algorithm), ``policy_hints`` (hints), ``pod_allocation`` (the KEP-5526
+``AllocatePod`` path and its bubble partition), ``pod_restore`` (1.38 restore), ``pod_scope``
+(counts, budget checks, isolation level) and ``gauges`` (the CPU gauges per release).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from app.domain import releases
-from app.domain.admission import EmptyPodSharedPoolError, SMTAlignmentError
+from app.domain.admission import SMTAlignmentError
 from app.domain.cpumanager.cpu_assignment.common import TakeByTopologyError
 from app.domain.cpumanager.errors import CPUAllocationError
 from app.domain.cpumanager.gauges import CPUGauges
@@ -40,15 +40,9 @@ from app.domain.cpumanager.metrics import (
     ASSIGNMENT_NODE_EXCLUSIVE,
     RESOURCE_CPU,
     SOURCE_NODE,
-    SOURCE_POD,
     CPUManagerMetrics,
 )
-from app.domain.cpumanager.pod_allocation import partition_bubble
-from app.domain.cpumanager.pod_restore import (
-    drop_stale_pod_allocation,
-    restorable_pod_cpus,
-    restore_pod,
-)
+from app.domain.cpumanager.pod_allocation import allocate_pod
 from app.domain.cpumanager.pod_scope import (
     IsolationLevel,
     guaranteed_cpus,
@@ -72,7 +66,6 @@ from app.domain.cpumanager.take import aligned_cpus, take_by_topology
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.domain.pod import Container, Pod
-from app.domain.pod_budget import PodBudgetError
 from app.domain.topology import CPUTopology
 from app.domain.topologymanager.hint import ProviderHints, TopologyHint
 
@@ -235,7 +228,7 @@ class StaticPolicy:
                 self.update_cpus_to_reuse(pod, c, existing)
             else:
                 mask = hint.numa_affinity if hint is not None else None
-                cset, uncore_aligned = self._allocate_cpus(
+                cset, uncore_aligned = self.allocate_cpus_with_alignment(
                     state, num_cpus, mask, self.cpus_to_reuse.get(pod.uid, EMPTY)
                 )
                 state.set_cpu_set(pod.uid, c.name, cset)
@@ -268,12 +261,14 @@ class StaticPolicy:
         mask = numa_affinity
         if mask is not None and not isinstance(mask, int):
             mask = sum(1 << n for n in set(mask))
-        cset, _ = self._allocate_cpus(state, num_cpus, mask, reusable)
+        cset, _ = self.allocate_cpus_with_alignment(state, num_cpus, mask, reusable)
         return cset
 
-    def _allocate_cpus(
+    def allocate_cpus_with_alignment(
         self, state: CPUManagerState, num_cpus: int, mask: int | None, reusable: CPUSet
     ) -> tuple[CPUSet, bool]:
+        """``allocateCPUs`` on a NUMA mask (or none); also whether the CPUs share one uncore
+        cache (the uncore alignment gauge)."""
         allocatable = self.get_available_cpus(state) | reusable
         result = EMPTY
         if mask is not None:
@@ -370,83 +365,9 @@ class StaticPolicy:
         pod: Pod,
         hints: TopologyHint | Mapping[str, TopologyHint | None] | None = None,
     ) -> None:
-        """``AllocatePod``: one bubble for the pod, partitioned among its containers.
-
-        ``hints`` is the TM affinity stored for the pod's containers (a mapping by container
-        name) or one hint for all of them; the first container's (init first) is used. On
-        error the state is left as it was.
-        """
-        total = self.pod_guaranteed_cpus(pod)
-        if total == 0:
-            return
-        try:
-            self._allocate_or_restore_pod(state, pod, total, hints)
-        finally:
-            self.gauges.refresh(state)
-
-    def _allocate_or_restore_pod(
-        self,
-        state: CPUManagerState,
-        pod: Pod,
-        total: int,
-        hints: TopologyHint | Mapping[str, TopologyHint | None] | None,
-    ) -> None:
-        m = self.metrics
-        if self.restores_pods and state.get_pod_cpu_set(pod.uid) is not None:
-            restorable = restorable_pod_cpus(state, pod)
-            if restorable is not None:
-                self._restore_pod(state, pod, restorable)
-                return
-            # A stale allocation (an interrupted release or cleanup) goes back to the
-            # default set; the pod is then allocated from scratch.
-            drop_stale_pod_allocation(state, pod)
-        snapshot = state.copy()
-        try:
-            self._allocate_pod(state, pod, total, hints)
-        except Exception:
-            state.restore(snapshot)
-            m.pinning_errors_total += 1
-            m.allocation_errors_total[(RESOURCE_CPU, SOURCE_POD)] += 1
-            raise
-
-    def _restore_pod(self, state: CPUManagerState, pod: Pod, pod_cpus: CPUSet) -> None:
-        """1.38: keep the restored pod-level allocation, complete what is missing."""
-        m = self.metrics
-        try:
-            computed = restore_pod(
-                state, pod, pod_cpus, self.guaranteed_cpus, self.take_by_topology
-            )
-        except Exception:
-            m.pinning_errors_total += 1
-            m.allocation_errors_total[(RESOURCE_CPU, SOURCE_POD)] += 1
-            raise
-        m.allocations_total[(RESOURCE_CPU, SOURCE_POD)] += len(computed)
-
-    def _allocate_pod(
-        self,
-        state: CPUManagerState,
-        pod: Pod,
-        total: int,
-        hints: TopologyHint | Mapping[str, TopologyHint | None] | None,
-    ) -> None:
-        m = self.metrics
-        try:
-            self.validate_pod_scope_resources(pod)
-        except PodBudgetError as exc:
-            raise EmptyPodSharedPoolError(exc.message) from exc
-        self.enforce_smt_alignment(state, total)
-
-        containers = (*pod.init_containers, *pod.containers)
-        hint: TopologyHint | None
-        if hints is None or isinstance(hints, TopologyHint):
-            hint = hints
-        else:
-            hint = hints.get(containers[0].name) if containers else None
-        mask = hint.numa_affinity if hint is not None else None
-        bubble, uncore_aligned = self._allocate_cpus(state, total, mask, EMPTY)
-        self.gauges.on_allocate(state, bubble, uncore_aligned)
-        state.set_pod_cpu_set(pod.uid, bubble)
-        partition_bubble(state, pod, bubble, m, self.guaranteed_cpus, self.take_by_topology)
+        """``AllocatePod``: one bubble for the pod, partitioned among its containers
+        (``pod_allocation``); on error the state is left as it was."""
+        allocate_pod(self, state, pod, hints)
 
     # -- isolation (§5.8) -------------------------------------------------------------------
     def get_resource_isolation_level(
