@@ -28,7 +28,7 @@ from app.conformance_kinds.common import (
 )
 from app.domain.checkpoint import inspect
 from app.domain.kubelet_config import KubeletConfigError, kubelet_config_from_dict
-from app.domain.node_state import render_state_files, state_file_versions
+from app.domain.node_state_files import render_state_files, state_file_versions
 from app.domain.pod_manifest import pod_from_conformance
 from app.domain.restart import restart_node
 

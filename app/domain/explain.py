@@ -35,7 +35,8 @@ from app.domain.admission import AdmissionError
 from app.domain.cpuset import CPUSet
 from app.domain.doc_divergences import Divergence, divergences_for
 from app.domain.node import Node, NodeError
-from app.domain.node_state import NodeStateError, render_state_files, restore_node
+from app.domain.node_state import restore_node
+from app.domain.node_state_files import NodeStateError, render_state_files
 from app.domain.pod import Pod, PodManifestError
 from app.domain.pod_manifest import pod_from_manifest
 from app.domain.pod_qos import is_pod_level_resources_set, pod_qos_class

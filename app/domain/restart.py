@@ -44,13 +44,8 @@ from app.domain.checkpoint.readers import LoadResult, Reader
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfig
 from app.domain.node import Node
-from app.domain.node_state import (
-    GATE,
-    NodeStateError,
-    check_pod_list,
-    start_managers,
-    state_file_versions,
-)
+from app.domain.node_state import check_pod_list, start_managers
+from app.domain.node_state_files import GATE, NodeStateError, state_file_versions
 from app.domain.pod import Pod
 from app.domain.topology import CPUTopology
 

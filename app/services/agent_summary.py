@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.domain.node_state import state_file_versions
+from app.domain.node_state_files import state_file_versions
 from app.services.node_views import NodeSummary, NodeViews
 
 SUMMARY_FORMAT = "numascope.summary/v1"

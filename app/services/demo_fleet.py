@@ -24,7 +24,7 @@ from typing import Any
 
 from app.domain.kubelet_config import RELEASES, KubeletConfig
 from app.domain.node import Node
-from app.domain.node_state import render_state_files
+from app.domain.node_state_files import render_state_files
 from app.domain.pod import Pod
 from app.domain.presets import get_preset
 from app.services.agent_summary import SummaryCache, build_summary

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from app.domain.node_state import PODS_FILE_NAME
+from app.domain.node_state_files import PODS_FILE_NAME
 from app.services.nodes import NodeService, ReadOnlyNodeError
 
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # fixed: the same state gives the same bytes

@@ -12,7 +12,9 @@ from collections.abc import Callable, Sequence
 from app.adapters.db.tables import ACTION_ADMIT, ACTION_DRY_RUN, AdmissionRecord, utc_now
 from app.domain import hint_budget
 from app.domain.node import AdmissionResult
-from app.domain.node_state import NodeStateError, pod_to_manifest, render_state_files, restore_node
+from app.domain.node_pods import pod_to_manifest
+from app.domain.node_state import restore_node
+from app.domain.node_state_files import NodeStateError, render_state_files
 from app.domain.pod import Pod
 from app.services.node_errors import HintSearchTooLargeError, PodConflictError
 from app.services.node_inputs import at, build_engine_node

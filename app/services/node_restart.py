@@ -34,7 +34,8 @@ from app.domain.kubelet_config import (
     kubelet_config_from_dict,
 )
 from app.domain.node import Node
-from app.domain.node_state import GATE, pod_to_manifest
+from app.domain.node_pods import pod_to_manifest
+from app.domain.node_state_files import GATE
 from app.domain.restart import REJECTED, RestartInputError, RestartResult, restart_node
 from app.services.node_errors import NodeInputError, NodeUnavailableError, ReadOnlyNodeError
 from app.services.node_inputs import parse_config, pod_memory_requests

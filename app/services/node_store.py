@@ -39,14 +39,13 @@ from app.domain.checkpoint.cpu import CPU_FILE_NAME
 from app.domain.checkpoint.memory import MEMORY_FILE_NAME
 from app.domain.kubelet_config import KubeletConfig
 from app.domain.node import Node
-from app.domain.node_state import (
+from app.domain.node_pods import pod_to_manifest, pods_from_document
+from app.domain.node_state import restore_node
+from app.domain.node_state_files import (
     PODS_FILE_NAME,
     PODS_FORMAT,
     NodeStateError,
-    pod_to_manifest,
-    pods_from_document,
     render_state_files,
-    restore_node,
 )
 from app.domain.pod import PodManifestError
 from app.domain.pod_manifest import pod_from_manifest

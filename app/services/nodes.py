@@ -39,7 +39,7 @@ from app.adapters import statefiles
 from app.adapters.db import node_repo
 from app.adapters.db.tables import ACTION_REMOVE, AdmissionRecord, NodeRecord, utc_now
 from app.domain.kubelet_config import DEFAULT_RELEASE
-from app.domain.node_state import pod_to_manifest
+from app.domain.node_pods import pod_to_manifest
 from app.services.node_admission import (
     check_conflicts,
     check_hint_budget,

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from app.adapters import statefiles
+from app.domain.checkpoint import CPU_FILE_NAME, MEMORY_FILE_NAME
 from app.domain.kubelet_config import (
     RELEASES,
     KubeletConfig,
@@ -36,14 +37,8 @@ from app.domain.kubelet_config import (
     kubelet_config_from_dict,
 )
 from app.domain.node import Node
-from app.domain.node_state import (
-    CPU_FILE_NAME,
-    MEMORY_FILE_NAME,
-    PODS_FILE_NAME,
-    NodeStateError,
-    pods_from_document,
-    state_file_versions,
-)
+from app.domain.node_pods import pods_from_document
+from app.domain.node_state_files import PODS_FILE_NAME, NodeStateError, state_file_versions
 from app.domain.restart import RestartInputError, RestartResult, restart_node
 from app.domain.topology import CPUTopology
 from app.domain.topology_record import TopologyRecordError, topology_from_record

@@ -45,19 +45,17 @@ from app.adapters import statefiles
 from app.adapters.kubelet_files import load_kubelet_config
 from app.adapters.manifests import parse_pod_manifests
 from app.domain import hint_budget as hint_search
+from app.domain.checkpoint import CPU_FILE_NAME, MEMORY_FILE_NAME
 from app.domain.doc_divergences import Divergence, divergences_for
 from app.domain.kubelet_config import KubeletConfig, KubeletConfigError
 from app.domain.node import AdmissionResult, Node, NodeError
-from app.domain.node_state import (
-    CPU_FILE_NAME,
-    MEMORY_FILE_NAME,
+from app.domain.node_pods import pods_document, pods_from_document
+from app.domain.node_state import restore_node
+from app.domain.node_state_files import (
     PODS_FILE_NAME,
     NodeStateError,
     StateFileVersions,
-    pods_document,
-    pods_from_document,
     render_state_files,
-    restore_node,
     state_file_versions,
 )
 from app.domain.pod import Pod, PodManifestError

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from app.domain import k8s_names as N
-from app.domain.node_state import PODS_FILE_NAME, PODS_FORMAT, NodeStateError, pods_from_document
+from app.domain.node_pods import pods_from_document
+from app.domain.node_state_files import PODS_FILE_NAME, PODS_FORMAT, NodeStateError
 from app.domain.pod import PodManifestError
 from app.domain.pod_manifest import pod_from_manifest
 

@@ -51,13 +51,9 @@ from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfigError, kubelet_config_from_dict
 from app.domain.memorymanager.policy_static import StaticPolicy
 from app.domain.node import Node
-from app.domain.node_state import (
-    NodeStateError,
-    pods_document,
-    pods_from_document,
-    render_state_files,
-    restore_node,
-)
+from app.domain.node_pods import pods_document, pods_from_document
+from app.domain.node_state import restore_node
+from app.domain.node_state_files import NodeStateError, render_state_files
 from app.domain.pod import Pod
 from app.domain.pod_manifest import pod_from_manifest
 from app.domain.presets import get_preset, parse_topology_spec

@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.adapters.agents import AgentError
-from app.domain.node_state import render_state_files
+from app.domain.node_state_files import render_state_files
 from app.services.demo import bubble_pod, classic_pod
 from app.services.demo_fleet import DemoFleet
 from app.services.fleet_rows import check_summary, fit_result, upgrade_result

@@ -22,7 +22,8 @@ from sqlalchemy.exc import OperationalError
 
 from app.adapters import statejournal
 from app.adapters.db import node_repo
-from app.domain.node_state import CPU_FILE_NAME, MEMORY_FILE_NAME, PODS_FILE_NAME
+from app.domain.checkpoint import CPU_FILE_NAME, MEMORY_FILE_NAME
+from app.domain.node_state_files import PODS_FILE_NAME
 from app.services import simulation
 from app.services.demo import bubble_pod, classic_pod
 from app.services.node_store import pods_json

@@ -25,7 +25,7 @@ from app.domain.checkpoint import CPUCheckpointState, write_cpu_checkpoint
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfigError
 from app.domain.node import Node
-from app.domain.node_state import cpu_checkpoint_state, render_state_files
+from app.domain.node_state_files import cpu_checkpoint_state, render_state_files
 from app.domain.observed import UID_ONLY_NAMESPACE
 from app.domain.presets import get_preset
 from app.domain.snapshot import NodeSnapshot

@@ -1,0 +1,212 @@
+"""A simulated node's state files: which versions its kubelet release writes, and the
+conversion between the live manager states of a ``Node`` and the checkpoint package's normalised
+states, both directions (follows pkg/kubelet/cm/cpumanager/state/state_checkpoint.go and memorymanager/state/state_checkpoint.go,
+v1.37).
+
+What a kubelet release writes (spec ``checkpoints.md`` §1, §12.2; the gate is
+``PodLevelResourceManagers``, the one ``storeState`` looks at):
+
+=====================  ==================  =====================
+release                ``cpu_manager_state``  ``memory_manager_state``
+=====================  ==================  =====================
+1.35                   V2                  V1
+1.36, gate off         V2                  V1
+1.36, gate on          V3                  V2
+1.37 (gate on or off)  V4                  V3
+=====================  ==================  =====================
+
+Policy ``none`` (CPU) and ``None`` (memory) nodes write files too, as every kubelet does: the
+checkpoint state is created whatever the policy and the ``none`` policies' ``Start`` changes
+nothing, so the CPU file holds policy ``none`` with an *empty* default set (the simulator's own
+``none`` state keeps every CPU in the default set for its views; the file carries what the
+kubelet writes) and the memory file policy ``None`` with an empty machine state.
+
+The kubelet's files hold pod UIDs and container names only; the pods are kept beside them in
+``PODS_FILE_NAME`` (``app.domain.node_pods``). ``NodeStateError`` is the error of restoring any
+of these files (``app.domain.node_state``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.domain.checkpoint import (
+    CPU_FILE_NAME,
+    MEMORY_FILE_NAME,
+    CPUCheckpointState,
+    MemoryCheckpointState,
+    write_cpu_checkpoint,
+    write_memory_checkpoint,
+)
+from app.domain.checkpoint import Block as CheckpointBlock
+from app.domain.checkpoint import MemoryTable as CheckpointMemoryTable
+from app.domain.checkpoint import NUMANodeState as CheckpointNUMANodeState
+from app.domain.cpumanager.state import CPUManagerState
+from app.domain.cpuset import CPUSet
+from app.domain.kubelet_config import KubeletConfig
+from app.domain.memorymanager.state import Block, MemoryManagerState, MemoryTable, NUMANodeState
+from app.domain.node import Node
+
+__all__ = [
+    "GATE",
+    "PODS_FILE_NAME",
+    "PODS_FORMAT",
+    "NodeStateError",
+    "StateFileVersions",
+    "cpu_checkpoint_state",
+    "cpu_manager_state_from_checkpoint",
+    "memory_checkpoint_state",
+    "memory_manager_state_from_checkpoint",
+    "render_state_files",
+    "state_file_versions",
+]
+
+PODS_FILE_NAME = "pods.json"
+PODS_FORMAT = "numascope-pods/1"
+
+GATE = "PodLevelResourceManagers"
+
+
+class NodeStateError(Exception):
+    """State files cannot be restored into a node; ``message`` is the kubelet's text where the
+    kubelet has one, ``manager`` is ``cpu``, ``memory`` or ``pods``."""
+
+    def __init__(self, message: str, manager: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.manager = manager
+
+
+# -- versions ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StateFileVersions:
+    """The file versions a kubelet release writes, with display labels."""
+
+    cpu: str
+    memory: str
+    family: str
+
+    @property
+    def cpu_label(self) -> str:
+        return f"cpu_manager_state {self.cpu} ({self.family} family)"
+
+    @property
+    def memory_label(self) -> str:
+        # The memory manager came with 1.21: its V1 family starts there (as the inspector says).
+        family = self.family.replace("1.18–1.35", "1.21–1.35")
+        return f"memory_manager_state {self.memory} ({family} family)"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"cpu": self.cpu, "memory": self.memory, "family": self.family}
+
+
+def state_file_versions(config: KubeletConfig) -> StateFileVersions:
+    """Which versions the node's kubelet writes (``checkpoints.md`` §12.2)."""
+    gate = config.gate(GATE)
+    if config.release in ("1.37", "1.38"):  # 1.38 (master) writes as 1.37
+        return StateFileVersions("V4", "V3", "1.37")
+    if config.release == "1.36" and gate:
+        return StateFileVersions("V3", "V2", "1.36 pod-level")
+    if config.release == "1.36":
+        return StateFileVersions("V2", "V1", "1.36 gate off")
+    return StateFileVersions("V2", "V1", "1.18–1.35")
+
+
+# -- live state -> checkpoint state ----------------------------------------------------------
+
+
+def cpu_checkpoint_state(node: Node) -> CPUCheckpointState:
+    """What the node's CPU manager checkpoints (``storeState``)."""
+    if node.cpu_policy is None:
+        return CPUCheckpointState(policy_name="none", default_cpu_set=CPUSet(), entries={})
+    state = node.cpu_state
+    return CPUCheckpointState(
+        policy_name=node.cpu_policy.name(),
+        default_cpu_set=state.default_cpuset,
+        entries={pod: dict(containers) for pod, containers in state.assignments.items()},
+        pod_entries=dict(state.pod_entries),
+    )
+
+
+def _checkpoint_block(b: Block) -> CheckpointBlock:
+    return CheckpointBlock(tuple(b.numa_affinity), b.type, b.size)
+
+
+def memory_checkpoint_state(node: Node) -> MemoryCheckpointState:
+    """What the node's memory manager checkpoints."""
+    if node.memory is None or node.config.memory_manager_policy != "Static":
+        return MemoryCheckpointState(policy_name="None")
+    state = node.memory.state
+    machine = {
+        numa: CheckpointNUMANodeState(
+            number_of_assignments=s.number_of_assignments,
+            memory_map={
+                name: CheckpointMemoryTable(
+                    t.total_mem_size, t.system_reserved, t.allocatable, t.reserved, t.free
+                )
+                for name, t in s.memory_map.items()
+            },
+            cells=tuple(s.cells),
+        )
+        for numa, s in state.machine_state.items()
+    }
+    entries = {
+        pod: {name: tuple(_checkpoint_block(b) for b in blocks) for name, blocks in c.items()}
+        for pod, c in state.assignments.items()
+    }
+    pod_entries = {
+        pod: tuple(_checkpoint_block(b) for b in blocks)
+        for pod, blocks in state.pod_entries.items()
+    }
+    return MemoryCheckpointState("Static", machine, entries, pod_entries)
+
+
+def render_state_files(node: Node) -> dict[str, str]:
+    """The exact text of each state file the node's kubelet would have written."""
+    versions = state_file_versions(node.config)
+    return {
+        CPU_FILE_NAME: write_cpu_checkpoint(cpu_checkpoint_state(node), versions.cpu),
+        MEMORY_FILE_NAME: write_memory_checkpoint(memory_checkpoint_state(node), versions.memory),
+    }
+
+
+# -- checkpoint state -> live state ----------------------------------------------------------
+
+
+def cpu_manager_state_from_checkpoint(state: CPUCheckpointState) -> CPUManagerState:
+    """The CPU manager's in-memory state restored from a checkpoint (``restoreState``)."""
+    return CPUManagerState(
+        state.default_cpu_set,
+        {pod: dict(containers) for pod, containers in state.entries.items()},
+        dict(state.pod_entries or {}),
+    )
+
+
+def _live_block(b: CheckpointBlock) -> Block:
+    return Block(tuple(b.numa_affinity), b.type, b.size)
+
+
+def memory_manager_state_from_checkpoint(state: MemoryCheckpointState) -> MemoryManagerState:
+    """The memory manager's in-memory state restored from a checkpoint."""
+    machine = {
+        numa: NUMANodeState(
+            s.number_of_assignments,
+            {
+                name: MemoryTable(t.total, t.system_reserved, t.allocatable, t.reserved, t.free)
+                for name, t in s.memory_map.items()
+            },
+            list(s.cells),
+        )
+        for numa, s in state.machine_state.items()
+    }
+    entries = {
+        pod: {name: tuple(_live_block(b) for b in blocks) for name, blocks in c.items()}
+        for pod, c in state.entries.items()
+    }
+    pod_entries = {
+        pod: tuple(_live_block(b) for b in blocks)
+        for pod, blocks in (state.pod_entries or {}).items()
+    }
+    return MemoryManagerState(machine, entries, pod_entries)
