@@ -35,8 +35,9 @@ from app.domain.kubelet_config import kubelet_config_from_dict
 from app.domain.node import Node
 from app.domain.pod import Pod
 from app.domain.pod_manifest import pod_from_manifest
-from app.domain.presets import get_preset, parse_topology_spec
+from app.domain.presets import get_preset
 from app.domain.topology import CPUTopology
+from app.domain.topology_spec import parse_topology_spec
 
 PRESET = "server-2s-8numa-512t"
 

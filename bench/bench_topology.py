@@ -15,7 +15,8 @@ from pathlib import Path
 from _common import time_calls
 
 from app.adapters.sysfs import discover_host
-from app.domain.presets import build_preset, parse_topology_spec
+from app.domain.presets import build_preset
+from app.domain.topology_spec import parse_topology_spec
 from app.domain.topology_view import render_text, topology_to_dict
 from tests.fixtures.sysfs import fake_sysfs_from_topology
 

@@ -15,8 +15,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.domain.presets import get_preset as _get_preset
-from app.domain.presets import list_presets, parse_topology_spec
+from app.domain.presets import list_presets
 from app.domain.topology import CPUTopology, TopologyError
+from app.domain.topology_spec import parse_topology_spec
 from app.domain.topology_view import render_text, topology_to_dict
 from app.domain.units import format_bytes
 

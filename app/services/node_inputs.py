@@ -18,8 +18,9 @@ from app.domain import k8s_names
 from app.domain.kubelet_config import DEFAULT_RELEASE, RELEASES, KubeletConfig, KubeletConfigError
 from app.domain.node import AdmissionResult, Node
 from app.domain.pod import Pod, PodManifestError, is_hugepage_resource_name
-from app.domain.presets import get_preset, parse_topology_spec
+from app.domain.presets import get_preset
 from app.domain.topology import CPUTopology, TopologyError
+from app.domain.topology_spec import parse_topology_spec
 from app.services.node_errors import NodeInputError
 from app.services.node_views import AdmissionLogEntry, pod_url
 

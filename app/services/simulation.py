@@ -59,9 +59,10 @@ from app.domain.node_state_files import (
     state_file_versions,
 )
 from app.domain.pod import Pod, PodManifestError
-from app.domain.presets import get_preset, parse_topology_spec
+from app.domain.presets import get_preset
 from app.domain.snapshot import NodeSnapshot
 from app.domain.topology import CPUTopology, TopologyError
+from app.domain.topology_spec import parse_topology_spec
 
 DEFAULT_NODE_NAME = "simulated"
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024

@@ -22,7 +22,7 @@ from app.adapters.manifests import parse_pod_manifests
 from app.domain.node import Node
 from app.domain.podresources import build_list_response
 from app.domain.pools import pools_from_snapshot
-from app.domain.presets import parse_topology_spec
+from app.domain.topology_spec import parse_topology_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPOLOGY = "sockets=2,cores_per_numa=16"

@@ -14,7 +14,7 @@ from app.domain.kubelet_config import kubelet_config_from_dict
 from app.domain.node import Node
 from app.domain.pod import Pod
 from app.domain.pod_manifest import pod_from_manifest
-from app.domain.presets import parse_topology_spec
+from app.domain.topology_spec import parse_topology_spec
 from app.domain.topologymanager.hint import TopologyHint
 from app.domain.topologymanager.numa_info import NUMAInfo
 from app.domain.topologymanager.policy import POLICY_BEST_EFFORT, HintMerger

@@ -10,7 +10,8 @@ from app.adapters.manifests import parse_pod_manifests
 from app.domain.memorymanager.metrics import MemoryManagerMetrics
 from app.domain.node import Node
 from app.domain.pod import Pod
-from app.domain.presets import get_preset, parse_topology_spec
+from app.domain.presets import get_preset
+from app.domain.topology_spec import parse_topology_spec
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MEM = "memory"

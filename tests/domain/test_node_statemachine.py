@@ -56,8 +56,9 @@ from app.domain.node_state import restore_node
 from app.domain.node_state_files import NodeStateError, render_state_files
 from app.domain.pod import Pod
 from app.domain.pod_manifest import pod_from_manifest
-from app.domain.presets import get_preset, parse_topology_spec
+from app.domain.presets import get_preset
 from app.domain.topology import CPUTopology
+from app.domain.topology_spec import parse_topology_spec
 from app.domain.topologymanager.bitmask import bits, iterate_bitmasks
 from app.domain.topologymanager.hint import TopologyHint
 from tests.domain.memorymanager.test_mm_calculate_hints_reference import (

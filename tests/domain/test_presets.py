@@ -1,4 +1,4 @@
-"""Topology presets and synthetic spec strings (app/domain/presets.py)."""
+"""Topology presets (app/domain/presets.py) and synthetic spec strings (topology_spec.py)."""
 
 from __future__ import annotations
 
@@ -13,18 +13,16 @@ from hypothesis import strategies as st
 from app.domain.cpuset import CPUSet
 from app.domain.presets import (
     FIXTURE_PRESETS,
-    MAX_SPEC_CPUS,
     PRESETS,
-    TopologySpecError,
     UnknownPresetError,
     build_preset,
     get_preset,
     list_presets,
-    parse_topology_spec,
     resolve_topology,
-    synthetic_topology,
 )
 from app.domain.topology import GIB, HUGEPAGE_1G, HUGEPAGE_2M, CPUTopology, TopologyError
+from app.domain.topology_spec import parse_topology_spec
+from app.domain.topology_synthetic import MAX_SPEC_CPUS, TopologySpecError, synthetic_topology
 
 CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "conformance"
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from app.domain.cpuset import CPUSet
-from app.domain.presets import get_preset, parse_topology_spec
+from app.domain.presets import get_preset
 from app.domain.topology import (
     GIB,
     HUGEPAGE_1G,
@@ -21,6 +21,7 @@ from app.domain.topology import (
     discover,
     hugepage_resource_name,
 )
+from app.domain.topology_spec import parse_topology_spec
 from app.domain.topology_view import format_bytes, render_text, topology_to_dict
 
 DUAL_HT_FIXTURE = {
