@@ -9,12 +9,14 @@ loader, rendering, middleware; no network) prints the node page's size uncompres
 sent to a client that accepts gzip, the median and p90 server time of warm requests, and the
 time of the first page request after an admission through the API (the views are rebuilt),
 median and worst of several; each time also as the process's CPU time, which a busy machine
-does not inflate. Prints figures only.
+does not inflate. The process's gc is tuned as ``numascope serve`` tunes it
+(``--python-gc`` keeps Python's defaults). Prints figures only.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import sys
 import time
@@ -25,7 +27,7 @@ from fastapi.testclient import TestClient
 
 from app.services.demo import SERVER_CONFIG, classic_pod
 from app.services.nodes import NodeService
-from app.web.app import create_app
+from app.web.app import create_app, tune_gc_for_serving
 
 PAGE_LIMIT_KB = 400
 SERVER_MS = 50.0
@@ -103,8 +105,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--pods", type=int, default=250)
+    parser.add_argument(
+        "--python-gc", action="store_true", help="keep Python's gc thresholds (not the server's)"
+    )
     args = parser.parse_args()
-    print(f"bench_web_pages: {TOPOLOGY} (demo-512 configuration), TestClient")
+    if not args.python_gc:
+        tune_gc_for_serving()  # this process stands for a numascope serve process
+    print(
+        f"bench_web_pages: {TOPOLOGY} (demo-512 configuration), TestClient, "
+        f"gc thresholds {gc.get_threshold()}"
+    )
     for containers in (1, 4):
         bench(args.pods, containers, args.runs)
     return 0

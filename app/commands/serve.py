@@ -232,8 +232,9 @@ def run(args: argparse.Namespace) -> int:
 
     from app.adapters.db.engine import DatabaseConfigError
     from app.adapters.db.migrate import MigrationError
-    from app.web.app import create_app
+    from app.web.app import create_app, tune_gc_for_serving
 
+    tune_gc_for_serving()
     try:
         app = create_app(settings)
     except (DatabaseConfigError, MigrationError) as err:
@@ -257,8 +258,9 @@ def _run_workers(settings: Settings, workers: int) -> int:
 
     from app.adapters.db.engine import DatabaseConfigError
     from app.adapters.db.migrate import MigrationError
-    from app.web.app import create_app
+    from app.web.app import create_app, tune_gc_for_serving
 
+    tune_gc_for_serving()
     try:
         app = create_app(settings)
     except (DatabaseConfigError, MigrationError) as err:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import gc
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -104,3 +106,32 @@ def test_budget_flags_reach_the_settings_and_bad_values_exit_2(
     assert main(["serve", "--hint-search-budget", "-1"]) == 2
     assert "hint_search_budget" in capsys.readouterr().err
     assert uvicorn_calls == []
+
+
+@pytest.fixture
+def python_gc() -> Iterator[tuple[int, int, int]]:
+    """Python's gc thresholds as they were, put back after the test."""
+    before = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    yield (700, 10, 10)
+    gc.set_threshold(*before)
+
+
+def test_a_serving_process_collects_cycles_less_often(
+    python_gc: tuple[int, int, int],
+    uvicorn_calls: list[tuple[Any, dict[str, Any]]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from app.web.app import SERVING_GC_THRESHOLDS, create_app
+
+    monkeypatch.setenv("NUMASCOPE_DATABASE_URL", f"sqlite:///{tmp_path / 's.db'}")
+    create_app(serve.build_settings(parse(["serve", "--no-demo"])))
+    assert gc.get_threshold() == python_gc  # building an app (tests, embedders) changes nothing
+    assert main(["serve", "--no-demo", "--sysfs", str(tmp_path)]) == 0
+    assert gc.get_threshold() == SERVING_GC_THRESHOLDS
+    gc.set_threshold(*python_gc)
+    from app.web.app import make_app  # what each of --workers N imports
+
+    make_app()
+    assert gc.get_threshold() == SERVING_GC_THRESHOLDS
