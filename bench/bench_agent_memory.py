@@ -30,7 +30,7 @@ from _common import ROOT
 
 from app.adapters.grpc.server import PodResourcesServer
 from tests.live.agent_host import NODE, agent_env, build_host, rss_kib
-from tests.live.server import free_port
+from tests.processes import free_port
 
 
 def load(url: str, paths: list[str], until: float, counts: list[int]) -> None:

@@ -25,12 +25,12 @@ import httpx
 from _common import ROOT  # noqa: F401  (the repository on sys.path)
 
 from tests.fixtures.wide_machine import WIDE_CONFIG, WIDE_POD, wide_topology
-from tests.live.server import ServerProcess, server_env
+from tests.processes import Server, server_env
 
 
 def run(numa: int, wait: float, **settings: str) -> str:
     tmp = Path(tempfile.mkdtemp(prefix="heavy-"))
-    server = ServerProcess(tmp, server_env(tmp, **settings)).start()
+    server = Server(tmp, server_env(tmp, **settings)).start()
     try:
         body = {"name": "wide", "topology": wide_topology(numa), "kubeletConfig": WIDE_CONFIG}
         r = httpx.post(f"{server.url}/api/v1/nodes", json=body, timeout=60)
