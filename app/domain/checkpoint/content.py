@@ -13,7 +13,8 @@ from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.detect import CPU, VersionInfo
 from app.domain.checkpoint.gocpuset import GoCPUSetError
-from app.domain.checkpoint.gojson import go_quote, unmarshal_text
+from app.domain.checkpoint.gojson_decode import unmarshal_text
+from app.domain.checkpoint.gotext import go_quote
 from app.domain.cpuset import CPUSet
 
 State = C.CPUCheckpointState | M.MemoryCheckpointState

@@ -31,14 +31,9 @@ from typing import Any
 from app.domain.checkpoint.checksum import string_checksum, struct_checksum
 from app.domain.checkpoint.errors import CheckpointInputError, CheckpointStateError
 from app.domain.checkpoint.gocpuset import GoCPUSetError, parse_go_cpuset
-from app.domain.checkpoint.gojson import (
-    GoJSONError,
-    UnmarshalTypeError,
-    abort,
-    encode_fragment,
-    marshal,
-    unmarshal,
-)
+from app.domain.checkpoint.gojson_decode import UnmarshalTypeError, abort, unmarshal
+from app.domain.checkpoint.gojson_encode import encode_fragment, marshal
+from app.domain.checkpoint.gojson_scan import GoJSONError
 from app.domain.checkpoint.gotypes import (
     CHECKSUM_T,
     CPUSET_T,

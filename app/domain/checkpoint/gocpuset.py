@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from app.domain.checkpoint.gojson import go_quote
+from app.domain.checkpoint.gotext import go_quote
 from app.domain.cpuset import CPUSet
 
 MAX_GO_CPU_ID = (1 << 20) - 1

@@ -22,7 +22,8 @@ from typing import Any
 from app.domain.checkpoint.checksum import string_checksum, struct_checksum
 from app.domain.checkpoint.cpu import normalise_version
 from app.domain.checkpoint.errors import CheckpointInputError, CheckpointStateError
-from app.domain.checkpoint.gojson import encode_fragment, marshal, unmarshal
+from app.domain.checkpoint.gojson_decode import unmarshal
+from app.domain.checkpoint.gojson_encode import encode_fragment, marshal
 from app.domain.checkpoint.gotypes import (
     CHECKSUM_T,
     INT_T,

@@ -50,7 +50,9 @@ from app.domain.checkpoint.checksum import string_checksum, struct_checksum
 from app.domain.checkpoint.detect import normalise_manager
 from app.domain.checkpoint.errors import CheckpointInputError
 from app.domain.checkpoint.gocpuset import GoCPUSetError
-from app.domain.checkpoint.gojson import GoSyntaxError, go_quote, go_text, parse, unmarshal_text
+from app.domain.checkpoint.gojson_decode import unmarshal_text
+from app.domain.checkpoint.gojson_scan import GoSyntaxError, parse
+from app.domain.checkpoint.gotext import go_quote, go_text
 from app.domain.cpuset import CPUSet
 
 CORRUPT = "checkpoint is corrupted"

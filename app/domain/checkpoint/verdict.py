@@ -37,7 +37,7 @@ from app.domain.checkpoint.detect import (
 )
 from app.domain.checkpoint.errors import CheckpointError
 from app.domain.checkpoint.findings import ChecksumReport, Issue, checksum_reports
-from app.domain.checkpoint.gojson import go_text
+from app.domain.checkpoint.gotext import go_text
 from app.domain.checkpoint.readers import (
     DEFAULT_STATE_DIR,
     TARGETS,
