@@ -40,7 +40,8 @@ from app.domain import releases
 from app.domain.checkpoint import CPU_FILE_NAME, MEMORY_FILE_NAME, inspect
 from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
-from app.domain.checkpoint.readers import LoadResult, Reader
+from app.domain.checkpoint.loading import LoadResult
+from app.domain.checkpoint.reader import Reader
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfig
 from app.domain.node import Node

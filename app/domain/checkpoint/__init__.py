@@ -69,6 +69,7 @@ from app.domain.checkpoint.errors import (
     CheckpointTooLargeError,
     ConversionError,
 )
+from app.domain.checkpoint.loading import Attempt, LoadResult
 from app.domain.checkpoint.memory import (
     MEMORY_FILE_NAME,
     MEMORY_VERSIONS,
@@ -78,16 +79,10 @@ from app.domain.checkpoint.memory import (
     NUMANodeState,
     write_memory_checkpoint,
 )
-from app.domain.checkpoint.readers import (
-    TARGETS,
-    Attempt,
-    LoadResult,
-    Reader,
-    load_checkpoint,
-    load_cpu_checkpoint,
-    load_memory_checkpoint,
-    parse_reader,
-)
+from app.domain.checkpoint.read_cpu import load_cpu_checkpoint
+from app.domain.checkpoint.read_memory import load_memory_checkpoint
+from app.domain.checkpoint.reader import TARGETS, Reader, parse_reader
+from app.domain.checkpoint.readers import load_checkpoint
 from app.domain.checkpoint.verdict import (
     COMPATIBLE,
     COMPATIBLE_WITH_LOSS,

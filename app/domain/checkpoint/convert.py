@@ -39,7 +39,9 @@ from app.domain.checkpoint.detect import (
 )
 from app.domain.checkpoint.errors import CheckpointError, ConversionError
 from app.domain.checkpoint.findings import checksum_reports
-from app.domain.checkpoint.readers import DEFAULT_STATE_DIR, Reader, load_checkpoint, parse_reader
+from app.domain.checkpoint.loading import DEFAULT_STATE_DIR
+from app.domain.checkpoint.reader import Reader, parse_reader
+from app.domain.checkpoint.readers import load_checkpoint
 from app.domain.checkpoint.verdict import (
     COMPATIBLE,
     TargetVerdict,

@@ -38,13 +38,9 @@ from app.domain.checkpoint.detect import (
 from app.domain.checkpoint.errors import CheckpointError
 from app.domain.checkpoint.findings import ChecksumReport, Issue, checksum_reports
 from app.domain.checkpoint.gotext import go_text
-from app.domain.checkpoint.readers import (
-    DEFAULT_STATE_DIR,
-    TARGETS,
-    LoadResult,
-    Reader,
-    load_checkpoint,
-)
+from app.domain.checkpoint.loading import DEFAULT_STATE_DIR, LoadResult
+from app.domain.checkpoint.reader import TARGETS, Reader
+from app.domain.checkpoint.readers import load_checkpoint
 from app.domain.cpuset import CPUSet
 from app.domain.topology import CPUTopology
 
