@@ -1,4 +1,4 @@
-"""app/domain/observed.py: reading observed state files, joining checkpoint UIDs with
+"""app/domain/observed/: reading observed state files, joining checkpoint UIDs with
 PodResources pods, stale entries, and the observed snapshot against the engine's own."""
 
 from __future__ import annotations
