@@ -37,9 +37,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from app.domain import releases
-from app.domain.checkpoint import CPU_FILE_NAME, MEMORY_FILE_NAME, inspect
-from app.domain.checkpoint import cpu as C
-from app.domain.checkpoint import memory as M
+from app.domain.checkpoint import (
+    CPU_FILE_NAME,
+    MEMORY_FILE_NAME,
+    CPUCheckpointState,
+    MemoryCheckpointState,
+    inspect,
+)
 from app.domain.checkpoint.loading import LoadResult
 from app.domain.checkpoint.reader import Reader
 from app.domain.cpuset import CPUSet
@@ -194,8 +198,8 @@ def _keys(blocks: Sequence[Any] | None) -> tuple[BlockKey, ...]:
 
 @dataclass(slots=True)
 class _Before:
-    cpu: C.CPUCheckpointState | None = None
-    memory: M.MemoryCheckpointState | None = None
+    cpu: CPUCheckpointState | None = None
+    memory: MemoryCheckpointState | None = None
 
     def cpus(self, uid: str, name: str) -> CPUSet | None:
         return None if self.cpu is None else self.cpu.entries.get(uid, {}).get(name)
@@ -256,9 +260,9 @@ def _read_before(
             state = report.state
             for verdict in report.verdicts:
                 lost.extend(f"{name}: {text}" for text in verdict.lost)
-        if isinstance(state, C.CPUCheckpointState):
+        if isinstance(state, CPUCheckpointState):
             before.cpu = state
-        elif isinstance(state, M.MemoryCheckpointState):
+        elif isinstance(state, MemoryCheckpointState):
             before.memory = state
     return before, lost
 

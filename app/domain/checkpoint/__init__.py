@@ -48,12 +48,8 @@ from __future__ import annotations
 
 from app.domain.checkpoint.consistency import check_consistency
 from app.domain.checkpoint.convert import ConversionResult, convert, version_for
-from app.domain.checkpoint.cpu import (
-    CPU_FILE_NAME,
-    CPU_VERSIONS,
-    CPUCheckpointState,
-    write_cpu_checkpoint,
-)
+from app.domain.checkpoint.cpu import CPU_FILE_NAME, CPU_VERSIONS, write_cpu_checkpoint
+from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.detect import (
     ALGORITHMS,
     VersionInfo,
@@ -70,14 +66,12 @@ from app.domain.checkpoint.errors import (
     ConversionError,
 )
 from app.domain.checkpoint.loading import Attempt, LoadResult
-from app.domain.checkpoint.memory import (
-    MEMORY_FILE_NAME,
-    MEMORY_VERSIONS,
+from app.domain.checkpoint.memory import MEMORY_FILE_NAME, MEMORY_VERSIONS, write_memory_checkpoint
+from app.domain.checkpoint.memory_state import (
     Block,
     MemoryCheckpointState,
     MemoryTable,
     NUMANodeState,
-    write_memory_checkpoint,
 )
 from app.domain.checkpoint.read_cpu import load_cpu_checkpoint
 from app.domain.checkpoint.read_memory import load_memory_checkpoint

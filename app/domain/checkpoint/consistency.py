@@ -22,9 +22,11 @@ from typing import Any
 from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.content import file_content
+from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.detect import CPU, MEMORY, detect_tree, parse_checkpoint_text
 from app.domain.checkpoint.errors import CheckpointError
 from app.domain.checkpoint.findings import Issue, checksum_reports
+from app.domain.checkpoint.memory_state import Block, MemoryCheckpointState
 from app.domain.checkpoint.overlaps import (
     cap_repeated,
     left_out_message,
@@ -40,11 +42,11 @@ INFO = "info"
 
 
 def _load(
-    value: str | bytes | C.CPUCheckpointState | M.MemoryCheckpointState,
+    value: str | bytes | CPUCheckpointState | MemoryCheckpointState,
     manager: str,
     issues: list[Issue],
 ) -> Any:
-    if isinstance(value, C.CPUCheckpointState | M.MemoryCheckpointState):
+    if isinstance(value, CPUCheckpointState | MemoryCheckpointState):
         return value
     name = C.CPU_FILE_NAME if manager == CPU else M.MEMORY_FILE_NAME
     try:
@@ -69,8 +71,8 @@ def _load(
 
 
 def check_consistency(
-    cpu: str | bytes | C.CPUCheckpointState | None = None,
-    memory: str | bytes | M.MemoryCheckpointState | None = None,
+    cpu: str | bytes | CPUCheckpointState | None = None,
+    memory: str | bytes | MemoryCheckpointState | None = None,
     topology: CPUTopology | None = None,
     *,
     reserved_cpus: CPUSet | None = None,
@@ -109,7 +111,7 @@ def _stale(pods: Sequence[str], live: set[str], name: str) -> list[Issue]:
 
 
 def _check_cpu(
-    state: C.CPUCheckpointState,
+    state: CPUCheckpointState,
     topology: CPUTopology | None,
     reserved: CPUSet | None,
     strict: bool,
@@ -249,10 +251,10 @@ def _check_cpu(
 # -- memory ---------------------------------------------------------------------------------------
 
 
-def _assignment_blocks(state: M.MemoryCheckpointState) -> list[tuple[str, M.Block]]:
+def _assignment_blocks(state: MemoryCheckpointState) -> list[tuple[str, Block]]:
     """Blocks the machine state should account for: pod blocks for pods with a pod entry,
     container blocks otherwise."""
-    out: list[tuple[str, M.Block]] = []
+    out: list[tuple[str, Block]] = []
     pod_entries = state.pod_entries or {}
     for pod, blocks in sorted(pod_entries.items()):
         out.extend((f"pod {pod}", b) for b in blocks)
@@ -264,7 +266,7 @@ def _assignment_blocks(state: M.MemoryCheckpointState) -> list[tuple[str, M.Bloc
     return out
 
 
-def _groups(blocks: Iterable[M.Block], nodes: Iterable[int]) -> list[frozenset[int]]:
+def _groups(blocks: Iterable[Block], nodes: Iterable[int]) -> list[frozenset[int]]:
     parent: dict[int, int] = {n: n for n in nodes}
 
     def find(x: int) -> int:
@@ -284,7 +286,7 @@ def _groups(blocks: Iterable[M.Block], nodes: Iterable[int]) -> list[frozenset[i
     return [frozenset(c) for c in comps.values()]
 
 
-def _check_memory(state: M.MemoryCheckpointState, topology: CPUTopology | None) -> list[Issue]:
+def _check_memory(state: MemoryCheckpointState, topology: CPUTopology | None) -> list[Issue]:
     out: list[Issue] = []
     ms = state.machine_state
     for node, ns in sorted(ms.items()):
@@ -411,7 +413,7 @@ def _check_memory(state: M.MemoryCheckpointState, topology: CPUTopology | None) 
 
 
 def _check_pair(
-    cpu: C.CPUCheckpointState, mem: M.MemoryCheckpointState, topology: CPUTopology | None
+    cpu: CPUCheckpointState, mem: MemoryCheckpointState, topology: CPUTopology | None
 ) -> list[Issue]:
     out: list[Issue] = []
     cpu_pods = set(cpu.pod_entries or {})

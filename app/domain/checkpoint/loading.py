@@ -16,8 +16,10 @@ from typing import Any
 
 from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
+from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.gojson_scan import GoSyntaxError, parse
 from app.domain.checkpoint.gotext import go_quote, go_text
+from app.domain.checkpoint.memory_state import MemoryCheckpointState
 from app.domain.checkpoint.reader import Reader
 
 CORRUPT = "checkpoint is corrupted"
@@ -49,7 +51,7 @@ class Attempt:
         }
 
 
-State = C.CPUCheckpointState | M.MemoryCheckpointState
+State = CPUCheckpointState | MemoryCheckpointState
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,8 @@ from typing import Any
 
 from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint.checksum import string_checksum, struct_checksum
-from app.domain.checkpoint.gocpuset import GoCPUSetError
+from app.domain.checkpoint.cpu_state import CPUCheckpointState
+from app.domain.checkpoint.gocpuset import GoCPUSetError, parse_cpuset
 from app.domain.checkpoint.gojson_decode import unmarshal_text
 from app.domain.checkpoint.gotext import go_quote
 from app.domain.checkpoint.loading import (
@@ -160,14 +161,14 @@ def _restore_cpu(
     default_text: str,
     entries: Any,
     pod_entries: Any,
-) -> C.CPUCheckpointState:
+) -> CPUCheckpointState:
     if reader.policy is not None and reader.policy != policy:
         raise LoadFailure(
             f"configured policy {go_quote(reader.policy)} differs from state checkpoint policy "
             f"{go_quote(policy)}"
         )
     try:
-        default = C._cpu_set(default_text)
+        default = parse_cpuset(default_text)
     except GoCPUSetError as exc:
         raise LoadFailure(
             f"could not parse default cpu set {go_quote(default_text)}: {exc}"
@@ -179,7 +180,7 @@ def _restore_cpu(
         for name in sorted(containers):
             text = containers[name]
             try:
-                parsed[name] = C._cpu_set(text)
+                parsed[name] = parse_cpuset(text)
             except GoCPUSetError as exc:
                 raise LoadFailure(
                     f"could not parse cpuset {go_quote(text)} for container {go_quote(name)} "
@@ -192,10 +193,10 @@ def _restore_cpu(
             pod: (e["CPUSet"] if e["CPUSet"] is not None else CPUSet())
             for pod, e in pod_entries.items()
         }
-    return C.CPUCheckpointState(policy, default, assignments, pods)
+    return CPUCheckpointState(policy, default, assignments, pods)
 
 
-def _restore_cpu_v1_only(reader: Reader, v1: dict[str, Any]) -> C.CPUCheckpointState:
+def _restore_cpu_v1_only(reader: Reader, v1: dict[str, Any]) -> CPUCheckpointState:
     # <= 1.17: the state is keyed by container ID.
     policy = v1["PolicyName"]
     if reader.policy is not None and reader.policy != policy:
@@ -204,7 +205,7 @@ def _restore_cpu_v1_only(reader: Reader, v1: dict[str, Any]) -> C.CPUCheckpointS
             f"{go_quote(policy)}"
         )
     try:
-        default = C._cpu_set(v1["DefaultCPUSet"])
+        default = parse_cpuset(v1["DefaultCPUSet"])
     except GoCPUSetError as exc:
         raise LoadFailure(
             f"could not parse default cpu set {go_quote(v1['DefaultCPUSet'])}: {exc}"
@@ -213,12 +214,12 @@ def _restore_cpu_v1_only(reader: Reader, v1: dict[str, Any]) -> C.CPUCheckpointS
     for cid in sorted(v1["Entries"] or {}):
         text = v1["Entries"][cid]
         try:
-            containers[cid] = C._cpu_set(text)
+            containers[cid] = parse_cpuset(text)
         except GoCPUSetError as exc:
             raise LoadFailure(
                 f"could not parse cpuset {go_quote(text)} for container id {go_quote(cid)}: {exc}"
             ) from None
-    return C.CPUCheckpointState(policy, default, {}, None, containers)
+    return CPUCheckpointState(policy, default, {}, None, containers)
 
 
 def load_cpu_checkpoint(

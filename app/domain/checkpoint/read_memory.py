@@ -27,6 +27,7 @@ from app.domain.checkpoint.loading import (
     ParsedFile,
     rejected,
 )
+from app.domain.checkpoint.memory_state import MemoryCheckpointState
 from app.domain.checkpoint.reader import Reader
 
 # -- memory ------------------------------------------------------------------------------------------
@@ -119,13 +120,13 @@ def _migrate_v1_into_failed_v2(src: dict[str, Any], dst: dict[str, Any]) -> None
 
 def _restore_memory(
     reader: Reader, policy: str, machine_state: Any, entries: Any, pod_entries: Any
-) -> M.MemoryCheckpointState:
+) -> MemoryCheckpointState:
     if reader.policy is not None and reader.policy != policy:
         raise LoadFailure(
             f"[memorymanager] configured policy {go_quote(reader.policy)} differs from state "
             f"checkpoint policy {go_quote(policy)}"
         )
-    return M.MemoryCheckpointState(
+    return MemoryCheckpointState(
         policy,
         M.machine_state_from_go(machine_state),
         M.entries_from_go(entries),

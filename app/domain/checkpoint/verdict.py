@@ -22,10 +22,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.domain.checkpoint import cpu as C
-from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.consistency import check_consistency
 from app.domain.checkpoint.content import FileContent, State, file_content
+from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.detect import (
     CPU,
     FILE_NAMES,
@@ -39,6 +38,7 @@ from app.domain.checkpoint.errors import CheckpointError
 from app.domain.checkpoint.findings import ChecksumReport, Issue, checksum_reports
 from app.domain.checkpoint.gotext import go_text
 from app.domain.checkpoint.loading import DEFAULT_STATE_DIR, LoadResult
+from app.domain.checkpoint.memory_state import Block, MemoryCheckpointState
 from app.domain.checkpoint.reader import TARGETS, Reader
 from app.domain.checkpoint.readers import load_checkpoint
 from app.domain.cpuset import CPUSet
@@ -129,7 +129,7 @@ class InspectionReport:
 # -- verdicts -----------------------------------------------------------------------------------------
 
 
-def _fmt_blocks(blocks: Sequence[M.Block]) -> str:
+def _fmt_blocks(blocks: Sequence[Block]) -> str:
     return ", ".join(
         f"{b.type} {b.size} bytes on NUMA {','.join(map(str, b.numa_affinity)) or '-'}"
         for b in blocks
@@ -137,22 +137,22 @@ def _fmt_blocks(blocks: Sequence[M.Block]) -> str:
 
 
 def _describe_pod_entry(state: State, uid: str) -> str:
-    if isinstance(state, C.CPUCheckpointState):
+    if isinstance(state, CPUCheckpointState):
         cset = (state.pod_entries or {}).get(uid, CPUSet())
         return f"podEntries[{uid}] (cpuSet {str(cset) or 'empty'})"
-    assert isinstance(state, M.MemoryCheckpointState)
+    assert isinstance(state, MemoryCheckpointState)
     blocks = (state.pod_entries or {}).get(uid, ())
     return f"podEntries[{uid}] ({_fmt_blocks(blocks) or 'no blocks'})"
 
 
 def _uncovered(state: State, uid: str) -> str | None:
     """What of a pod entry no container entry of the pod accounts for (``None``: covered)."""
-    if isinstance(state, C.CPUCheckpointState):
+    if isinstance(state, CPUCheckpointState):
         pod = (state.pod_entries or {}).get(uid, CPUSet())
         held = CPUSet().union(*state.entries.get(uid, {}).values())
         rest = pod - held
         return f"CPUs {rest} of pod {uid}" if rest else None
-    assert isinstance(state, M.MemoryCheckpointState)
+    assert isinstance(state, MemoryCheckpointState)
     pod_totals: dict[str, int] = {}
     for b in (state.pod_entries or {}).get(uid, ()):
         pod_totals[b.type] = pod_totals.get(b.type, 0) + b.size
@@ -170,7 +170,7 @@ def _state_differences(content: State, read: State) -> list[str]:
         out.append(
             f"policyName: the file's data has {content.policy_name!r}, read {read.policy_name!r}"
         )
-    if isinstance(content, C.CPUCheckpointState) and isinstance(read, C.CPUCheckpointState):
+    if isinstance(content, CPUCheckpointState) and isinstance(read, CPUCheckpointState):
         if content.container_entries is not None:
             return out
         if content.default_cpu_set != read.default_cpu_set:
@@ -180,7 +180,7 @@ def _state_differences(content: State, read: State) -> list[str]:
             )
         if dict(content.entries) != dict(read.entries):
             out.append("entries: the container entries read differ from the file's data")
-    elif isinstance(content, M.MemoryCheckpointState) and isinstance(read, M.MemoryCheckpointState):
+    elif isinstance(content, MemoryCheckpointState) and isinstance(read, MemoryCheckpointState):
         if dict(content.machine_state) != dict(read.machine_state):
             out.append("machineState: the machine state read differs from the file's data")
         if dict(content.entries) != dict(read.entries):
@@ -350,14 +350,14 @@ def inspect(
     if state is not None and (wants_checks or live_pod_uids is not None):
         issues.extend(
             check_consistency(
-                state if isinstance(state, C.CPUCheckpointState) else None,
-                state if isinstance(state, M.MemoryCheckpointState) else None,
+                state if isinstance(state, CPUCheckpointState) else None,
+                state if isinstance(state, MemoryCheckpointState) else None,
                 topology,
                 reserved_cpus=reserved_cpus,
                 live_pod_uids=live_pod_uids,
             )
         )
-    if containers is None and isinstance(state, C.CPUCheckpointState) and state.container_entries:
+    if containers is None and isinstance(state, CPUCheckpointState) and state.container_entries:
         synthetic = True
         containers = {cid: (f"(pod of {cid})", cid) for cid in state.container_entries}
     found: list[TargetVerdict] = []
