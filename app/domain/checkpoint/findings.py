@@ -15,6 +15,11 @@ from app.domain.checkpoint.errors import CheckpointFormatError
 from app.domain.checkpoint.gojson_decode import unmarshal
 from app.domain.checkpoint.gotypes import CHECKSUM_T, Field, struct_type
 
+#: Severities of an ``Issue``.
+ERROR = "error"
+WARNING = "warning"
+INFO = "info"
+
 
 @dataclass(frozen=True, slots=True)
 class Issue:
