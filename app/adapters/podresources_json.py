@@ -22,9 +22,7 @@ from google.protobuf.message import DecodeError, Message
 
 from app.adapters.podresources_cache import PodResourcesCache, list_response_json
 from app.adapters.podresources_pb import PB_CLASS, from_message, to_message
-from app.domain.podresources import (
-    build_allocatable_response,
-)
+from app.domain.podresources import build_allocatable_response
 from app.domain.snapshot import NodeSnapshot
 
 __all__ = [

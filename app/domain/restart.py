@@ -21,8 +21,9 @@ cpumanager/cpu_manager.go ``Start``/``Allocate``, memorymanager/memory_manager.g
    next pod is admitted (``Node.release_resources``).
 
 ``lost`` lists what the release's reader dropped from the files, in the inspector's words
-(``verdict.py``: ``podEntries[UID] (cpuSet 2-5)``, ...). Before/after CPU sets are the state
-files' entries (``None`` when a container has none: it runs in a shared pool).
+(``checkpoint/target_verdict.py``: ``podEntries[UID] (cpuSet 2-5)``, ...). Before/after CPU
+sets are the state files' entries (``None`` when a container has none: it runs in a shared
+pool).
 
 Outcomes per pod: ``rejected`` (admission failed); ``reallocated`` (an entry found in the
 files changed, or the pod held nothing there and was given exclusive resources now);

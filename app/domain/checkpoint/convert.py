@@ -44,12 +44,12 @@ from app.domain.checkpoint.loading import DEFAULT_STATE_DIR
 from app.domain.checkpoint.memory_state import MemoryCheckpointState
 from app.domain.checkpoint.reader import Reader, parse_reader
 from app.domain.checkpoint.readers import load_checkpoint
-from app.domain.checkpoint.verdict import (
+from app.domain.checkpoint.target_verdict import (
     COMPATIBLE,
     TargetVerdict,
-    _describe_pod_entry,
-    _uncovered,
-    _verdict,
+    describe_pod_entry,
+    uncovered_pod_entry,
+    verdict_for_result,
 )
 
 
@@ -175,7 +175,7 @@ def convert(
     if target is not None:
         result = load_checkpoint(out, info.manager, target, initial_containers, DEFAULT_STATE_DIR)
         target_state = fc.state
-        verdict = _verdict(result, _after(target_state, version), None, False)
+        verdict = verdict_for_result(result, _after(target_state, version), None, False)
         if not result.accepted and not force:
             raise ConversionError(
                 f"{version} is not readable by a {target.label} kubelet: {result.error} "
@@ -204,8 +204,8 @@ def _after(state: Any, version: str) -> Any:
 def _drop_pod_entries(state: Any, lost: list[str], notes: list[str], version: str) -> None:
     pods = state.pod_entries or {}
     for uid in sorted(pods):
-        lost.append(_describe_pod_entry(state, uid))
-        gap = _uncovered(state, uid)
+        lost.append(describe_pod_entry(state, uid))
+        gap = uncovered_pod_entry(state, uid)
         if gap:
             notes.append(
                 f"{version} has no pod entries and the container entries do not hold {gap}: "

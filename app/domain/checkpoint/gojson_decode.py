@@ -15,13 +15,7 @@ import copy
 import re
 from typing import Any
 
-from app.domain.checkpoint.gojson_scan import (
-    GoJSONError,
-    GoNumber,
-    GoSyntaxError,
-    JObj,
-    parse,
-)
+from app.domain.checkpoint.gojson_scan import GoJSONError, GoNumber, GoSyntaxError, JObj, parse
 from app.domain.checkpoint.gotypes import (
     CPUSET,
     EMPTY_STRUCT,
