@@ -7,9 +7,6 @@ mapping of podresources.md §9): lowerCamelCase ``json_name``s (``NUMANode.ID`` 
 comes from json_format. Messages are converted to and from the dataclasses by
 ``podresources_pb``; a node's ``List`` and ``Get`` answers are cached per pod by
 ``podresources_cache``.
-
-``PodResourcesCache`` and ``list_response_json`` are also importable from here: the services
-import them by this path (kept stable while those modules move).
 """
 
 from __future__ import annotations
@@ -20,16 +17,13 @@ from typing import Any, TypeVar
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
 
-from app.adapters.podresources_cache import PodResourcesCache, list_response_json
 from app.adapters.podresources_pb import PB_CLASS, from_message, to_message
 from app.domain.podresources import build_allocatable_response
 from app.domain.snapshot import NodeSnapshot
 
 __all__ = [
-    "PodResourcesCache",
     "PodResourcesJSONError",
     "allocatable_json",
-    "list_response_json",
     "message_from_bytes",
     "message_from_dict",
     "message_to_dict",
