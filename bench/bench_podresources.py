@@ -42,7 +42,8 @@ from app.adapters.grpc.generated import api_pb2 as pb
 from app.adapters.grpc.generated import api_pb2_grpc as pb_grpc
 from app.adapters.grpc.ratelimit import TokenBucket
 from app.adapters.grpc.server import PodResourcesServer
-from app.adapters.podresources_json import PodResourcesCache, list_response_json, to_message
+from app.adapters.podresources_cache import PodResourcesCache, list_response_json
+from app.adapters.podresources_pb import to_message
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import kubelet_config_from_dict
 from app.domain.podresources import build_list_response

@@ -1,8 +1,8 @@
 """PodResources v1 messages as plain values, and what a kubelet answers for a NodeSnapshot.
 
 The dataclasses mirror the messages of ``proto/podresources/v1/api.proto`` field for field
-(proto names, snake_case); ``app.adapters.podresources_json`` converts them to and from the
-generated protobuf classes and canonical JSON. ``None`` stands for an unset message field
+(proto names, snake_case); ``app.adapters.podresources_pb`` converts them to and from the
+generated protobuf classes, ``app.adapters.podresources_json`` to and from canonical JSON. ``None`` stands for an unset message field
 (``topology``) and for an unset proto3 ``optional`` (``ClaimResource.share_id``).
 
 The builder follows pkg/kubelet/apis/podresources/server_v1.go and the providers in

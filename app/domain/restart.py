@@ -21,8 +21,9 @@ cpumanager/cpu_manager.go ``Start``/``Allocate``, memorymanager/memory_manager.g
    next pod is admitted (``Node.release_resources``).
 
 ``lost`` lists what the release's reader dropped from the files, in the inspector's words
-(``verdict.py``: ``podEntries[UID] (cpuSet 2-5)``, ...). Before/after CPU sets are the state
-files' entries (``None`` when a container has none: it runs in a shared pool).
+(``checkpoint/target_verdict.py``: ``podEntries[UID] (cpuSet 2-5)``, ...). Before/after CPU
+sets are the state files' entries (``None`` when a container has none: it runs in a shared
+pool).
 
 Outcomes per pod: ``rejected`` (admission failed); ``reallocated`` (an entry found in the
 files changed, or the pod held nothing there and was given exclusive resources now);
@@ -37,10 +38,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from app.domain import releases
-from app.domain.checkpoint import CPU_FILE_NAME, MEMORY_FILE_NAME, inspect
-from app.domain.checkpoint import cpu as C
-from app.domain.checkpoint import memory as M
-from app.domain.checkpoint.readers import LoadResult, Reader
+from app.domain.checkpoint import (
+    CPU_FILE_NAME,
+    MEMORY_FILE_NAME,
+    CPUCheckpointState,
+    MemoryCheckpointState,
+    inspect,
+)
+from app.domain.checkpoint.loading import LoadResult
+from app.domain.checkpoint.reader import Reader
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfig
 from app.domain.node import Node
@@ -193,8 +199,8 @@ def _keys(blocks: Sequence[Any] | None) -> tuple[BlockKey, ...]:
 
 @dataclass(slots=True)
 class _Before:
-    cpu: C.CPUCheckpointState | None = None
-    memory: M.MemoryCheckpointState | None = None
+    cpu: CPUCheckpointState | None = None
+    memory: MemoryCheckpointState | None = None
 
     def cpus(self, uid: str, name: str) -> CPUSet | None:
         return None if self.cpu is None else self.cpu.entries.get(uid, {}).get(name)
@@ -255,9 +261,9 @@ def _read_before(
             state = report.state
             for verdict in report.verdicts:
                 lost.extend(f"{name}: {text}" for text in verdict.lost)
-        if isinstance(state, C.CPUCheckpointState):
+        if isinstance(state, CPUCheckpointState):
             before.cpu = state
-        elif isinstance(state, M.MemoryCheckpointState):
+        elif isinstance(state, MemoryCheckpointState):
             before.memory = state
     return before, lost
 

@@ -23,7 +23,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from app.adapters.db import node_repo
 from app.adapters.db.change_probe import probe_for
 from app.adapters.db.tables import ACTION_REMOVE, AdmissionRecord, as_utc
-from app.adapters.podresources_json import PodResourcesCache, allocatable_json
+from app.adapters.podresources_cache import PodResourcesCache
+from app.adapters.podresources_json import allocatable_json
 from app.domain.kubelet_config import RELEASES
 from app.domain.podresources import PodNotFoundError
 from app.domain.presets import preset_names

@@ -34,7 +34,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from app.adapters import statefiles
 from app.adapters.db import node_repo
 from app.adapters.db.tables import NodeRecord
-from app.adapters.podresources_json import PodResourcesCache
+from app.adapters.podresources_cache import PodResourcesCache
 from app.services.node_errors import (
     NodeServiceError,
     NodeUnavailableError,

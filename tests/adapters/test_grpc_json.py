@@ -17,20 +17,16 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # `tests.fixtures` under bare pytest
 
 from app.adapters.grpc.generated import api_pb2 as pb
+from app.adapters.podresources_cache import PodResourcesCache, get_pod_json, list_response_json
 from app.adapters.podresources_json import (
-    PodNotFoundError,
-    PodResourcesCache,
     PodResourcesJSONError,
     allocatable_json,
-    from_message,
-    get_pod_json,
-    list_response_json,
     message_from_bytes,
     message_from_dict,
     message_to_dict,
     message_to_json,
-    to_message,
 )
+from app.adapters.podresources_pb import from_message, to_message
 from app.domain.podresources import (
     AllocatableResourcesResponse,
     CDIDevice,
@@ -43,6 +39,7 @@ from app.domain.podresources import (
     GetPodResourcesResponse,
     ListPodResourcesResponse,
     NUMANode,
+    PodNotFoundError,
     PodResources,
     TopologyInfo,
     build_list_response,

@@ -38,7 +38,7 @@ from app.adapters.grpc.server import (
     SocketInUseError,
     socket_path_of,
 )
-from app.adapters.podresources_json import PodResourcesCache
+from app.adapters.podresources_cache import PodResourcesCache
 from app.commands import podresources as cmd
 from app.domain.podresources import (
     build_allocatable_response,

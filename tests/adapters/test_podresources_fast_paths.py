@@ -12,11 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.adapters.grpc.generated import api_pb2 as pb
-from app.adapters.podresources_json import (
-    PodResourcesCache,
-    _JSONMemo,
-    to_message,
-)
+from app.adapters.podresources_cache import PodResourcesCache, _JSONMemo
+from app.adapters.podresources_pb import to_message
 from app.domain.cpuset import CPUSet
 from app.domain.podresources import (
     BuildOptions,

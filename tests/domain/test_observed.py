@@ -1,4 +1,4 @@
-"""app/domain/observed.py: reading observed state files, joining checkpoint UIDs with
+"""app/domain/observed/: reading observed state files, joining checkpoint UIDs with
 PodResources pods, stale entries, and the observed snapshot against the engine's own."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from app.domain.checkpoint import (
     write_cpu_checkpoint,
     write_memory_checkpoint,
 )
-from app.domain.checkpoint.memory import Block as CheckpointBlock
+from app.domain.checkpoint.memory_state import Block as CheckpointBlock
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfig
 from app.domain.memorymanager.state import Block

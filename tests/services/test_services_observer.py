@@ -20,7 +20,7 @@ from app.adapters import statefiles
 from app.adapters.grpc.server import PodResourcesServer
 from app.adapters.kubelet_files import parse_kubelet_config_text
 from app.adapters.manifests import parse_pod_manifests
-from app.adapters.podresources_json import list_response_json
+from app.adapters.podresources_cache import list_response_json
 from app.domain.checkpoint import CPUCheckpointState, write_cpu_checkpoint
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfigError

@@ -12,7 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.adapters.grpc.client import PodResourcesClient, PodResourcesClientError
-from app.adapters.podresources_json import list_response_json, message_to_dict
+from app.adapters.podresources_cache import list_response_json
+from app.adapters.podresources_json import message_to_dict
 from app.services import demo
 from app.services.nodes import NodeService
 from app.services.sockets import PodResourcesSockets, SocketDirError

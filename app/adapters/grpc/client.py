@@ -28,7 +28,7 @@ import grpc
 
 from app.adapters.grpc.generated import api_pb2 as pb
 from app.adapters.grpc.generated import api_pb2_grpc as pb_grpc
-from app.adapters.podresources_json import from_message
+from app.adapters.podresources_pb import from_message
 from app.domain.podresources import (
     AllocatableResourcesResponse,
     GetPodResourcesResponse,

@@ -9,7 +9,7 @@ kubelet's error texts (``Get`` for an unknown pod fails ``UNKNOWN`` with
 
 Every call asks the provider for the current snapshot, so a simulated node that admits pods
 is seen at once. Responses are assembled from the per-pod cache of
-``app.adapters.podresources_json`` and handed to gRPC already serialised.
+``app.adapters.podresources_cache`` and handed to gRPC already serialised.
 
 Socket handling differs from the kubelet on purpose: the kubelet removes whatever file is at
 the socket path, while this server refuses to start over a socket a live process still
@@ -32,7 +32,8 @@ import grpc
 
 from app.adapters.grpc.generated import api_pb2 as pb
 from app.adapters.grpc.ratelimit import RateLimitInterceptor, TokenBucket
-from app.adapters.podresources_json import DEFAULT_CACHE, PodResourcesCache, to_message
+from app.adapters.podresources_cache import DEFAULT_CACHE, PodResourcesCache
+from app.adapters.podresources_pb import to_message
 from app.domain.podresources import PodNotFoundError, build_allocatable_response
 from app.domain.snapshot import NodeSnapshot
 

@@ -48,18 +48,9 @@ from __future__ import annotations
 
 from app.domain.checkpoint.consistency import check_consistency
 from app.domain.checkpoint.convert import ConversionResult, convert, version_for
-from app.domain.checkpoint.cpu import (
-    CPU_FILE_NAME,
-    CPU_VERSIONS,
-    CPUCheckpointState,
-    write_cpu_checkpoint,
-)
-from app.domain.checkpoint.detect import (
-    ALGORITHMS,
-    VersionInfo,
-    compute_checksum,
-    detect_version,
-)
+from app.domain.checkpoint.cpu import CPU_FILE_NAME, CPU_VERSIONS, write_cpu_checkpoint
+from app.domain.checkpoint.cpu_state import CPUCheckpointState
+from app.domain.checkpoint.detect import ALGORITHMS, VersionInfo, compute_checksum, detect_version
 from app.domain.checkpoint.errors import (
     MAX_CHECKPOINT_BYTES,
     CheckpointError,
@@ -69,37 +60,28 @@ from app.domain.checkpoint.errors import (
     CheckpointTooLargeError,
     ConversionError,
 )
-from app.domain.checkpoint.memory import (
-    MEMORY_FILE_NAME,
-    MEMORY_VERSIONS,
+from app.domain.checkpoint.findings import ChecksumReport, Issue
+from app.domain.checkpoint.loading import Attempt, LoadResult
+from app.domain.checkpoint.memory import MEMORY_FILE_NAME, MEMORY_VERSIONS, write_memory_checkpoint
+from app.domain.checkpoint.memory_state import (
     Block,
     MemoryCheckpointState,
     MemoryTable,
     NUMANodeState,
-    write_memory_checkpoint,
 )
-from app.domain.checkpoint.readers import (
-    TARGETS,
-    Attempt,
-    LoadResult,
-    Reader,
-    load_checkpoint,
-    load_cpu_checkpoint,
-    load_memory_checkpoint,
-    parse_reader,
-)
-from app.domain.checkpoint.verdict import (
+from app.domain.checkpoint.read_cpu import load_cpu_checkpoint
+from app.domain.checkpoint.read_memory import load_memory_checkpoint
+from app.domain.checkpoint.reader import TARGETS, Reader, parse_reader
+from app.domain.checkpoint.readers import load_checkpoint
+from app.domain.checkpoint.target_verdict import (
     COMPATIBLE,
     COMPATIBLE_WITH_LOSS,
     POLICY_MISMATCH,
     VERDICTS,
     WILL_FAIL,
-    ChecksumReport,
-    InspectionReport,
-    Issue,
     TargetVerdict,
-    inspect,
 )
+from app.domain.checkpoint.verdict import InspectionReport, inspect
 
 __all__ = [
     "ALGORITHMS",

@@ -11,12 +11,15 @@ from typing import Any
 
 from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
+from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.detect import CPU, VersionInfo
-from app.domain.checkpoint.gocpuset import GoCPUSetError
-from app.domain.checkpoint.gojson import go_quote, unmarshal_text
+from app.domain.checkpoint.gocpuset import GoCPUSetError, parse_cpuset
+from app.domain.checkpoint.gojson_decode import unmarshal_text
+from app.domain.checkpoint.gotext import go_quote
+from app.domain.checkpoint.memory_state import MemoryCheckpointState
 from app.domain.cpuset import CPUSet
 
-State = C.CPUCheckpointState | M.MemoryCheckpointState
+State = CPUCheckpointState | MemoryCheckpointState
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +35,9 @@ class FileContent:
 
 def _cpu_state(
     policy: str, default: str, entries: Any, pod_entries: Any, problems: list[str]
-) -> C.CPUCheckpointState:
+) -> CPUCheckpointState:
     try:
-        default_set = C._cpu_set(default)
+        default_set = parse_cpuset(default)
     except GoCPUSetError as exc:
         problems.append(f"could not parse default cpu set {go_quote(default)}: {exc}")
         default_set = CPUSet()
@@ -43,7 +46,7 @@ def _cpu_state(
         inner: dict[str, CPUSet] = {}
         for name, text in sorted((entries[pod] or {}).items()):
             try:
-                inner[name] = C._cpu_set(text)
+                inner[name] = parse_cpuset(text)
             except GoCPUSetError as exc:
                 problems.append(
                     f"could not parse cpuset {go_quote(text)} for container {go_quote(name)} "
@@ -56,28 +59,28 @@ def _cpu_state(
             pod: (e["CPUSet"] if e["CPUSet"] is not None else CPUSet())
             for pod, e in pod_entries.items()
         }
-    return C.CPUCheckpointState(policy, default_set, parsed, pods)
+    return CPUCheckpointState(policy, default_set, parsed, pods)
 
 
-def _cpu_v1_state(obj: dict[str, Any], problems: list[str]) -> C.CPUCheckpointState:
+def _cpu_v1_state(obj: dict[str, Any], problems: list[str]) -> CPUCheckpointState:
     try:
-        default_set = C._cpu_set(obj["DefaultCPUSet"])
+        default_set = parse_cpuset(obj["DefaultCPUSet"])
     except GoCPUSetError as exc:
         problems.append(f"could not parse default cpu set {go_quote(obj['DefaultCPUSet'])}: {exc}")
         default_set = CPUSet()
     containers: dict[str, CPUSet] = {}
     for cid, text in sorted((obj["Entries"] or {}).items()):
         try:
-            containers[cid] = C._cpu_set(text)
+            containers[cid] = parse_cpuset(text)
         except GoCPUSetError as exc:
             problems.append(
                 f"could not parse cpuset {go_quote(text)} for container id {go_quote(cid)}: {exc}"
             )
-    return C.CPUCheckpointState(obj["PolicyName"], default_set, {}, None, containers)
+    return CPUCheckpointState(obj["PolicyName"], default_set, {}, None, containers)
 
 
-def _memory_state(obj: dict[str, Any], pods: Any) -> M.MemoryCheckpointState:
-    return M.MemoryCheckpointState(
+def _memory_state(obj: dict[str, Any], pods: Any) -> MemoryCheckpointState:
+    return MemoryCheckpointState(
         obj["PolicyName"],
         M.machine_state_from_go(obj["MachineState"]),
         M.entries_from_go(obj["Entries"]),

@@ -30,6 +30,7 @@ from typing import Any
 from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.content import file_content
+from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.detect import (
     CPU,
     MEMORY,
@@ -39,13 +40,16 @@ from app.domain.checkpoint.detect import (
 )
 from app.domain.checkpoint.errors import CheckpointError, ConversionError
 from app.domain.checkpoint.findings import checksum_reports
-from app.domain.checkpoint.readers import DEFAULT_STATE_DIR, Reader, load_checkpoint, parse_reader
-from app.domain.checkpoint.verdict import (
+from app.domain.checkpoint.loading import DEFAULT_STATE_DIR
+from app.domain.checkpoint.memory_state import MemoryCheckpointState
+from app.domain.checkpoint.reader import Reader, parse_reader
+from app.domain.checkpoint.readers import load_checkpoint
+from app.domain.checkpoint.target_verdict import (
     COMPATIBLE,
     TargetVerdict,
-    _describe_pod_entry,
-    _uncovered,
-    _verdict,
+    describe_pod_entry,
+    uncovered_pod_entry,
+    verdict_for_result,
 )
 
 
@@ -162,16 +166,16 @@ def convert(
         except CheckpointError as exc:
             raise ConversionError(exc.message) from None
     if info.manager == CPU:
-        assert isinstance(fc.state, C.CPUCheckpointState)
+        assert isinstance(fc.state, CPUCheckpointState)
         out = _convert_cpu(fc.state, version, initial_containers, lost, notes)
     else:
-        assert isinstance(fc.state, M.MemoryCheckpointState)
+        assert isinstance(fc.state, MemoryCheckpointState)
         out = _convert_memory(fc.state, version, lost, notes)
     verdict = None
     if target is not None:
         result = load_checkpoint(out, info.manager, target, initial_containers, DEFAULT_STATE_DIR)
         target_state = fc.state
-        verdict = _verdict(result, _after(target_state, version), None, False)
+        verdict = verdict_for_result(result, _after(target_state, version), None, False)
         if not result.accepted and not force:
             raise ConversionError(
                 f"{version} is not readable by a {target.label} kubelet: {result.error} "
@@ -188,20 +192,20 @@ def convert(
 
 def _after(state: Any, version: str) -> Any:
     """The content the written file holds (pod entries gone for versions without them)."""
-    if isinstance(state, C.CPUCheckpointState) and version in ("V1", "V2"):
-        return C.CPUCheckpointState(
+    if isinstance(state, CPUCheckpointState) and version in ("V1", "V2"):
+        return CPUCheckpointState(
             state.policy_name, state.default_cpu_set, state.entries, None, state.container_entries
         )
-    if isinstance(state, M.MemoryCheckpointState) and version == "V1":
-        return M.MemoryCheckpointState(state.policy_name, state.machine_state, state.entries, None)
+    if isinstance(state, MemoryCheckpointState) and version == "V1":
+        return MemoryCheckpointState(state.policy_name, state.machine_state, state.entries, None)
     return state
 
 
 def _drop_pod_entries(state: Any, lost: list[str], notes: list[str], version: str) -> None:
     pods = state.pod_entries or {}
     for uid in sorted(pods):
-        lost.append(_describe_pod_entry(state, uid))
-        gap = _uncovered(state, uid)
+        lost.append(describe_pod_entry(state, uid))
+        gap = uncovered_pod_entry(state, uid)
         if gap:
             notes.append(
                 f"{version} has no pod entries and the container entries do not hold {gap}: "
@@ -210,7 +214,7 @@ def _drop_pod_entries(state: Any, lost: list[str], notes: list[str], version: st
 
 
 def _convert_cpu(
-    state: C.CPUCheckpointState,
+    state: CPUCheckpointState,
     version: str,
     initial: Mapping[str, Sequence[str]] | None,
     lost: list[str],
@@ -249,7 +253,7 @@ def _convert_cpu(
     pod_entries = state.pod_entries
     if version in ("V1", "V2") and pod_entries:
         _drop_pod_entries(state, lost, notes, version)
-    out_state = C.CPUCheckpointState(
+    out_state = CPUCheckpointState(
         state.policy_name,
         state.default_cpu_set,
         entries,
@@ -260,11 +264,11 @@ def _convert_cpu(
 
 
 def _convert_memory(
-    state: M.MemoryCheckpointState, version: str, lost: list[str], notes: list[str]
+    state: MemoryCheckpointState, version: str, lost: list[str], notes: list[str]
 ) -> str:
     if version == "V1" and state.pod_entries:
         _drop_pod_entries(state, lost, notes, version)
-        state = M.MemoryCheckpointState(state.policy_name, state.machine_state, state.entries, None)
+        state = MemoryCheckpointState(state.policy_name, state.machine_state, state.entries, None)
     return M.write_memory_checkpoint(state, version)
 
 

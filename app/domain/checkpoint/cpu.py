@@ -1,5 +1,6 @@
-"""``cpu_manager_state``: Go structs of every format version, the normalised state, writers
-(follows pkg/kubelet/cm/cpumanager/state/checkpoint.go and state.go, v1.17 to v1.37).
+"""``cpu_manager_state``: Go structs of every format version, decoding, writers (follows
+pkg/kubelet/cm/cpumanager/state/checkpoint.go and state.go, v1.17 to v1.37). The normalised
+state the Go values map to is ``cpu_state``.
 
 Versions (each manager numbers its own formats, spec ``checkpoints.md`` §1, §5):
 
@@ -24,21 +25,15 @@ some configurations (see ``readers``).
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from app.domain.checkpoint.checksum import string_checksum, struct_checksum
+from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.errors import CheckpointInputError, CheckpointStateError
-from app.domain.checkpoint.gocpuset import GoCPUSetError, parse_go_cpuset
-from app.domain.checkpoint.gojson import (
-    GoJSONError,
-    UnmarshalTypeError,
-    abort,
-    encode_fragment,
-    marshal,
-    unmarshal,
-)
+from app.domain.checkpoint.gocpuset import GoCPUSetError, parse_cpuset
+from app.domain.checkpoint.gojson_decode import abort, unmarshal
+from app.domain.checkpoint.gojson_encode import encode_fragment, marshal
+from app.domain.checkpoint.gojson_scan import GoJSONError
 from app.domain.checkpoint.gotypes import (
     CHECKSUM_T,
     CPUSET_T,
@@ -49,7 +44,6 @@ from app.domain.checkpoint.gotypes import (
     string_type,
     struct_type,
 )
-from app.domain.cpuset import CPUSet, CPUSetError
 
 CPU_FILE_NAME = "cpu_manager_state"
 
@@ -73,14 +67,6 @@ _PODENTRY_JSON_T = struct_type(
 )
 
 
-def _cpu_set(text: str) -> CPUSet:
-    """``cpuset.Parse``: the fast project parser, Go's parser (and texts) on any doubt."""
-    try:
-        return CPUSet.parse(text)
-    except CPUSetError:
-        return parse_go_cpuset(text)
-
-
 def _pod_entry_unmarshal(dec: Any, node: Any, cur: Any) -> Any:
     # PodEntry.UnmarshalJSON: decode into podEntryJSON (its own json.Unmarshal), then
     # cpuset.Parse. Any error stops the outer decoder at once.
@@ -89,7 +75,7 @@ def _pod_entry_unmarshal(dec: Any, node: Any, cur: Any) -> Any:
     if err is not None:
         raise abort(err)
     try:
-        cset = _cpu_set(entry["CPUSet"])
+        cset = parse_cpuset(entry["CPUSet"])
     except GoCPUSetError as exc:
         raise abort(GoJSONError(f"failed to parse cpuset: {exc}")) from None
     obj = cur if cur is not None else {"CPUSet": None}
@@ -247,122 +233,6 @@ def decode_cpu(tree: Any, version: str, name: str | None = None) -> tuple[dict[s
     return obj, unmarshal(tree, gt, obj)
 
 
-# -- the normalised state ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class CPUCheckpointState:
-    """What a ``cpu_manager_state`` holds, in the form every version maps to.
-
-    * ``entries``: pod UID -> container name -> CPU set (V2 and later, or V1 after migration);
-    * ``pod_entries``: pod UID -> the pod's CPU set (KEP-5526), ``None`` when absent (file
-      version without them, or a reader that drops them);
-    * ``container_entries``: V1's container ID -> CPU set, only for V1 content that has not
-      been migrated (a <= 1.17 reader, or a state to be written as V1).
-
-    Treat the mappings as read-only.
-    """
-
-    policy_name: str
-    default_cpu_set: CPUSet = field(default_factory=CPUSet)
-    entries: Mapping[str, Mapping[str, CPUSet]] = field(default_factory=dict)
-    pod_entries: Mapping[str, CPUSet] | None = None
-    container_entries: Mapping[str, CPUSet] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The conformance normalised form (README §4.2; V1 entries keyed by container ID)."""
-        out: dict[str, Any] = {
-            "policyName": self.policy_name,
-            "defaultCpuSet": str(self.default_cpu_set),
-        }
-        if self.container_entries is not None and not self.entries:
-            out["entries"] = {cid: str(c) for cid, c in sorted(self.container_entries.items())}
-        else:
-            out["entries"] = {
-                pod: {name: str(c) for name, c in sorted(containers.items())}
-                for pod, containers in sorted(self.entries.items())
-            }
-        if self.pod_entries is not None:
-            out["podEntries"] = {pod: str(c) for pod, c in sorted(self.pod_entries.items())}
-        return out
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> CPUCheckpointState:
-        """Build from the normalised form; ``entries`` values that are strings are V1 entries
-        (container ID -> cpuset). Raises ``CheckpointStateError`` naming the bad field."""
-        if not isinstance(d, Mapping):
-            raise CheckpointStateError("a cpu_manager_state must be an object")
-        policy = d.get("policyName", "")
-        if not isinstance(policy, str):
-            raise CheckpointStateError("policyName must be a string")
-        _check_text(policy, "policyName")
-        default = _state_cpuset(d.get("defaultCpuSet", ""), "defaultCpuSet")
-        raw_entries = d.get("entries") or {}
-        if not isinstance(raw_entries, Mapping):
-            raise CheckpointStateError("entries must be an object")
-        entries: dict[str, dict[str, CPUSet]] = {}
-        v1: dict[str, CPUSet] = {}
-        for key, value in raw_entries.items():
-            _check_text(key, "entries key")
-            if isinstance(value, str):
-                v1[key] = _state_cpuset(value, f"entries[{key!r}]")
-            elif isinstance(value, Mapping):
-                inner: dict[str, CPUSet] = {}
-                for name, text in value.items():
-                    _check_text(name, f"entries[{key!r}] key")
-                    inner[name] = _state_cpuset(text, f"entries[{key!r}][{name!r}]")
-                entries[key] = inner
-            else:
-                raise CheckpointStateError(
-                    f"entries[{key!r}] must be a cpuset (V1) or an object of cpusets"
-                )
-        if v1 and entries:
-            raise CheckpointStateError(
-                "entries mixes V1 (container ID -> cpuset) and V2 (pod -> container) forms"
-            )
-        pod_entries: dict[str, CPUSet] | None = None
-        raw_pod = d.get("podEntries")
-        if raw_pod is not None:
-            if not isinstance(raw_pod, Mapping):
-                raise CheckpointStateError("podEntries must be an object")
-            pod_entries = {}
-            for pod, text in raw_pod.items():
-                _check_text(pod, "podEntries key")
-                if isinstance(text, Mapping):  # {"cpuSet": "..."} as written in files
-                    text = text.get("cpuSet", "")
-                pod_entries[pod] = _state_cpuset(text, f"podEntries[{pod!r}]")
-        return cls(
-            policy_name=policy,
-            default_cpu_set=default,
-            entries=entries,
-            pod_entries=pod_entries,
-            container_entries=v1 if v1 else None,
-        )
-
-    def all_pod_uids(self) -> list[str]:
-        return sorted(set(self.entries) | set(self.pod_entries or {}))
-
-
-def _check_text(s: Any, what: str) -> None:
-    if not isinstance(s, str):
-        raise CheckpointStateError(f"{what} must be a string, got {type(s).__name__}")
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        raise CheckpointStateError(f"{what} {s!r} is not valid Unicode text") from None
-
-
-def _state_cpuset(value: Any, what: str) -> CPUSet:
-    if isinstance(value, CPUSet):
-        return value
-    if not isinstance(value, str):
-        raise CheckpointStateError(f"{what} must be a cpuset string, got {type(value).__name__}")
-    try:
-        return _cpu_set(value)
-    except GoCPUSetError as exc:
-        raise CheckpointStateError(f"{what}: invalid cpuset {value!r}: {exc}") from None
-
-
 # -- writing ----------------------------------------------------------------------------------------
 
 
@@ -451,8 +321,6 @@ assert next(f.type for f in CPU_V4_T.fields if f.go_name == "Entries") == _ENTRI
 __all__ = [
     "CPU_FILE_NAME",
     "CPU_VERSIONS",
-    "CPUCheckpointState",
-    "UnmarshalTypeError",
     "cpu_go_value",
     "decode_cpu",
     "write_cpu_checkpoint",

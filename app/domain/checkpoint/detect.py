@@ -24,13 +24,9 @@ from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.checksum import string_checksum, struct_checksum
 from app.domain.checkpoint.errors import CheckpointFormatError, CheckpointInputError
-from app.domain.checkpoint.gojson import (
-    GoSyntaxError,
-    JObj,
-    go_text,
-    parse,
-    unmarshal,
-)
+from app.domain.checkpoint.gojson_decode import unmarshal
+from app.domain.checkpoint.gojson_scan import GoSyntaxError, JObj, parse
+from app.domain.checkpoint.gotext import go_text
 from app.domain.checkpoint.gotypes import STRING_T, Field, fold_name, struct_type
 
 CPU = "cpu"

@@ -12,8 +12,13 @@ from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.checksum import string_checksum, struct_checksum
 from app.domain.checkpoint.detect import CPU, MEMORY, VersionInfo, decoded_data_string
 from app.domain.checkpoint.errors import CheckpointFormatError
-from app.domain.checkpoint.gojson import unmarshal
+from app.domain.checkpoint.gojson_decode import unmarshal
 from app.domain.checkpoint.gotypes import CHECKSUM_T, Field, struct_type
+
+#: Severities of an ``Issue``.
+ERROR = "error"
+WARNING = "warning"
+INFO = "info"
 
 
 @dataclass(frozen=True, slots=True)

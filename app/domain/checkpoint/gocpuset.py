@@ -2,7 +2,8 @@
 
 The kubelet's messages embed the parser's error, e.g.
 ``could not parse default cpu set "1.3": strconv.Atoi: parsing "1.3": invalid syntax``, so the
-reader models need Go's exact wording rather than ``CPUSet.parse``'s own.
+reader models need Go's exact wording rather than ``CPUSet.parse``'s own. ``parse_cpuset``
+tries the fast ``CPUSet.parse`` first and falls back to Go's parser (and texts) on any doubt.
 
 Go accepts any CPU id that fits an ``int``; a range like ``0-99999999999`` would make the
 kubelet allocate a map with that many entries. The project refuses ids above
@@ -13,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-from app.domain.checkpoint.gojson import go_quote
-from app.domain.cpuset import CPUSet
+from app.domain.checkpoint.gotext import go_quote
+from app.domain.cpuset import CPUSet, CPUSetError
 
 MAX_GO_CPU_ID = (1 << 20) - 1
 _ATOI = re.compile(r"[+-]?[0-9]+\Z")
@@ -70,3 +71,11 @@ def _check_id(cpu: int) -> None:
             f"CPU id {cpu} is larger than {MAX_GO_CPU_ID} (refused by this tool; "
             "the kubelet would try to allocate every id in the range)"
         )
+
+
+def parse_cpuset(text: str) -> CPUSet:
+    """``cpuset.Parse``: the fast project parser, Go's parser (and texts) on any doubt."""
+    try:
+        return CPUSet.parse(text)
+    except CPUSetError:
+        return parse_go_cpuset(text)

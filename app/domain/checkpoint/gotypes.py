@@ -1,7 +1,8 @@
 """Descriptors of the Go types stored in checkpoint files.
 
-The codecs (``gojson``) and the go-spew renderer (``gospew``) are driven by these descriptors,
-so one description of each kubelet struct serves decoding, encoding and hashing.
+The codecs (``gojson_decode`` and ``gojson_encode``) and the go-spew renderer (``gospew``) are
+driven by these descriptors, so one description of each kubelet struct serves decoding,
+encoding and hashing.
 
 Decoded Go values are plain Python values:
 

@@ -1,16 +1,6 @@
 """Inspection of a state file: detected manager, version and release family, every checksum
 with its status, the content, and a verdict per kubelet release (spec ``checkpoints.md`` §8,
-``users.md`` §5.3).
-
-Verdicts:
-
-* ``compatible``: the release starts with the file's content;
-* ``compatible-with-loss``: it starts, but without something the file holds: pod-level entries
-  dropped by a gate-on reader (1.36 reading a 1.37 file), pod entries a gate-off reader ignores
-  while the pod's resources are not covered by its containers (start-up validation may then
-  fail, spec §8 "Uncertain"), or an inline part that differs from ``data``;
-* ``will-fail``: the kubelet refuses to start; ``error`` is its text;
-* ``policy-mismatch``: the file reads, but its policy differs from the configured one.
+``users.md`` §5.3; the verdicts are ``target_verdict``'s).
 
 ``inspect`` never raises for bad input: truncated text, non-JSON, wrong types, files over
 16 MiB and hostile nesting all give a report with ``readable = False`` or will-fail verdicts.
@@ -22,14 +12,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.domain.checkpoint import cpu as C
-from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.consistency import check_consistency
 from app.domain.checkpoint.content import FileContent, State, file_content
+from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.detect import (
     CPU,
     FILE_NAMES,
-    MEMORY,
     VersionInfo,
     detect_tree,
     normalise_manager,
@@ -37,52 +25,18 @@ from app.domain.checkpoint.detect import (
 )
 from app.domain.checkpoint.errors import CheckpointError
 from app.domain.checkpoint.findings import ChecksumReport, Issue, checksum_reports
-from app.domain.checkpoint.gojson import go_text
-from app.domain.checkpoint.readers import (
-    DEFAULT_STATE_DIR,
-    TARGETS,
-    LoadResult,
-    Reader,
-    load_checkpoint,
+from app.domain.checkpoint.gotext import go_text
+from app.domain.checkpoint.loading import DEFAULT_STATE_DIR
+from app.domain.checkpoint.memory_state import MemoryCheckpointState
+from app.domain.checkpoint.reader import TARGETS, Reader
+from app.domain.checkpoint.readers import load_checkpoint
+from app.domain.checkpoint.target_verdict import (
+    TargetVerdict,
+    state_differences,
+    verdict_for_result,
 )
 from app.domain.cpuset import CPUSet
 from app.domain.topology import CPUTopology
-
-COMPATIBLE = "compatible"
-COMPATIBLE_WITH_LOSS = "compatible-with-loss"
-WILL_FAIL = "will-fail"
-POLICY_MISMATCH = "policy-mismatch"
-VERDICTS = (COMPATIBLE, COMPATIBLE_WITH_LOSS, WILL_FAIL, POLICY_MISMATCH)
-
-
-@dataclass(frozen=True, slots=True)
-class TargetVerdict:
-    """What one kubelet release does with the file."""
-
-    target: str
-    label: str
-    release: str
-    gate: bool
-    verdict: str
-    loaded_as: str | None = None
-    lost: tuple[str, ...] = ()
-    error: str | None = None
-    message: str | None = None
-    notes: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "label": self.label,
-            "release": self.release,
-            "gate": self.gate,
-            "verdict": self.verdict,
-            "loadedAs": self.loaded_as,
-            "lost": list(self.lost),
-            "error": self.error,
-            "message": self.message,
-            "notes": list(self.notes),
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,135 +82,6 @@ class InspectionReport:
             "issues": [i.to_dict() for i in self.issues],
             "error": self.error,
         }
-
-
-# -- verdicts -----------------------------------------------------------------------------------------
-
-
-def _fmt_blocks(blocks: Sequence[M.Block]) -> str:
-    return ", ".join(
-        f"{b.type} {b.size} bytes on NUMA {','.join(map(str, b.numa_affinity)) or '-'}"
-        for b in blocks
-    )
-
-
-def _describe_pod_entry(state: State, uid: str) -> str:
-    if isinstance(state, C.CPUCheckpointState):
-        cset = (state.pod_entries or {}).get(uid, CPUSet())
-        return f"podEntries[{uid}] (cpuSet {str(cset) or 'empty'})"
-    assert isinstance(state, M.MemoryCheckpointState)
-    blocks = (state.pod_entries or {}).get(uid, ())
-    return f"podEntries[{uid}] ({_fmt_blocks(blocks) or 'no blocks'})"
-
-
-def _uncovered(state: State, uid: str) -> str | None:
-    """What of a pod entry no container entry of the pod accounts for (``None``: covered)."""
-    if isinstance(state, C.CPUCheckpointState):
-        pod = (state.pod_entries or {}).get(uid, CPUSet())
-        held = CPUSet().union(*state.entries.get(uid, {}).values())
-        rest = pod - held
-        return f"CPUs {rest} of pod {uid}" if rest else None
-    assert isinstance(state, M.MemoryCheckpointState)
-    pod_totals: dict[str, int] = {}
-    for b in (state.pod_entries or {}).get(uid, ()):
-        pod_totals[b.type] = pod_totals.get(b.type, 0) + b.size
-    held_bytes: dict[str, int] = {}
-    for blocks in state.entries.get(uid, {}).values():
-        for b in blocks:
-            held_bytes[b.type] = held_bytes.get(b.type, 0) + b.size
-    diff = [f"{t} {n} bytes" for t, n in sorted(pod_totals.items()) if held_bytes.get(t, 0) != n]
-    return f"{', '.join(diff)} of pod {uid}" if diff else None
-
-
-def _state_differences(content: State, read: State) -> list[str]:
-    out: list[str] = []
-    if content.policy_name != read.policy_name:
-        out.append(
-            f"policyName: the file's data has {content.policy_name!r}, read {read.policy_name!r}"
-        )
-    if isinstance(content, C.CPUCheckpointState) and isinstance(read, C.CPUCheckpointState):
-        if content.container_entries is not None:
-            return out
-        if content.default_cpu_set != read.default_cpu_set:
-            out.append(
-                f"defaultCpuSet: the file's data has {str(content.default_cpu_set)!r}, read "
-                f"{str(read.default_cpu_set)!r}"
-            )
-        if dict(content.entries) != dict(read.entries):
-            out.append("entries: the container entries read differ from the file's data")
-    elif isinstance(content, M.MemoryCheckpointState) and isinstance(read, M.MemoryCheckpointState):
-        if dict(content.machine_state) != dict(read.machine_state):
-            out.append("machineState: the machine state read differs from the file's data")
-        if dict(content.entries) != dict(read.entries):
-            out.append("entries: the container entries read differ from the file's data")
-    return out
-
-
-def _verdict(
-    result: LoadResult, content: State | None, info: VersionInfo | None, synthetic: bool
-) -> TargetVerdict:
-    r = result.reader
-    notes: list[str] = list(result.notes)
-
-    def make(verdict: str, **kw: Any) -> TargetVerdict:
-        return TargetVerdict(
-            r.key, r.label, r.release, r.gate, verdict, loaded_as=result.loaded_as, **kw
-        )
-
-    if info is not None and info.manager == CPU and info.version == "V1":
-        if r.line == "1.37":
-            notes.append(
-                "uncertain: whether 1.37 still falls back to V1 files is not confirmed upstream; "
-                "modelled on the 1.37 loader, whose oldest version is V2"
-            )
-        elif r.line != "1.17" and synthetic:
-            notes.append(
-                "V1 entries are migrated with the runtime's container list: every container ID "
-                "must still exist on the node"
-            )
-    if info is not None and info.manager == MEMORY and r.line == "1.36":
-        notes.append("uncertain: whether 1.36 accepts a zero memory checksum (modelled: no)")
-    if not result.accepted:
-        verdict = POLICY_MISMATCH if result.policy_mismatch else WILL_FAIL
-        return make(verdict, error=result.error, message=result.message, notes=tuple(notes))
-    if result.ignored or result.state is None or content is None:
-        return make(COMPATIBLE, notes=tuple(notes))
-    read = result.state
-    file_pods = content.pod_entries or {}
-    kept = read.pod_entries or {}
-    dropped = [uid for uid in sorted(file_pods) if uid not in kept]
-    lost: list[str] = []
-    verdict = COMPATIBLE
-    if dropped:
-        if r.gate:
-            verdict = COMPATIBLE_WITH_LOSS
-            lost.extend(_describe_pod_entry(content, uid) for uid in dropped)
-        else:
-            notes.append(
-                "pod-level entries are ignored by this release (PodLevelResourceManagers off): "
-                + ", ".join(dropped)
-            )
-            uncovered = [u for u in (_uncovered(content, uid) for uid in dropped) if u]
-            if uncovered:
-                verdict = COMPATIBLE_WITH_LOSS
-                lost.extend(_describe_pod_entry(content, uid) for uid in dropped)
-                notes.append(
-                    "not held by any container entry: "
-                    + "; ".join(uncovered)
-                    + " — start-up validation works from container entries alone and may fail "
-                    "(spec §8, uncertain)"
-                )
-    stale = sorted(set(kept) - set(file_pods))
-    if stale:
-        notes.append(
-            "pod entries restored that the file's current content does not hold (left over "
-            "from a failed newer-format attempt): " + ", ".join(stale)
-        )
-    differences = _state_differences(content, read)
-    if differences:
-        verdict = COMPATIBLE_WITH_LOSS
-        lost.extend(differences)
-    return make(verdict, lost=tuple(lost), notes=tuple(notes))
 
 
 def _size(content: str | bytes) -> int:
@@ -345,7 +170,7 @@ def inspect(
             )
         )
     if fc.inline is not None and fc.state is not None:
-        for diff in _state_differences(fc.state, fc.inline):
+        for diff in state_differences(fc.state, fc.inline):
             issues.append(Issue("inline-differs", "warning", "inline part vs data: " + diff))
     synthetic = False
     containers = initial_containers
@@ -354,21 +179,21 @@ def inspect(
     if state is not None and (wants_checks or live_pod_uids is not None):
         issues.extend(
             check_consistency(
-                state if isinstance(state, C.CPUCheckpointState) else None,
-                state if isinstance(state, M.MemoryCheckpointState) else None,
+                state if isinstance(state, CPUCheckpointState) else None,
+                state if isinstance(state, MemoryCheckpointState) else None,
                 topology,
                 reserved_cpus=reserved_cpus,
                 live_pod_uids=live_pod_uids,
             )
         )
-    if containers is None and isinstance(state, C.CPUCheckpointState) and state.container_entries:
+    if containers is None and isinstance(state, CPUCheckpointState) and state.container_entries:
         synthetic = True
         containers = {cid: (f"(pod of {cid})", cid) for cid in state.container_entries}
     found: list[TargetVerdict] = []
     for target in targets:
         reader = target.with_policy(configured_policy)
         result = load_checkpoint(text, mgr, reader, containers, state_dir)
-        found.append(_verdict(result, state, info, synthetic))
+        found.append(verdict_for_result(result, state, info, synthetic))
     return InspectionReport(
         readable=True,
         size=size,
@@ -404,19 +229,8 @@ def _verdicts_for_unreadable(
     out = []
     for target in targets:
         result = load_checkpoint(text, mgr, target.with_policy(configured_policy), None, state_dir)
-        out.append(_verdict(result, None, None, False))
+        out.append(verdict_for_result(result, None, None, False))
     return tuple(out)
 
 
-__all__ = [
-    "COMPATIBLE",
-    "COMPATIBLE_WITH_LOSS",
-    "POLICY_MISMATCH",
-    "VERDICTS",
-    "WILL_FAIL",
-    "ChecksumReport",
-    "InspectionReport",
-    "Issue",
-    "TargetVerdict",
-    "inspect",
-]
+__all__ = ["InspectionReport", "inspect"]

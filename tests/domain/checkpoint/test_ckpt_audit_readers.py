@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 
 from app.domain.checkpoint import Reader, compute_checksum, load_checkpoint
-from app.domain.checkpoint.readers import _migrate_v1_into_failed_v2
+from app.domain.checkpoint.read_memory import _migrate_v1_into_failed_v2
 
 TABLE = '{"total":2048,"systemReserved":512,"allocatable":1536,"reserved":512,"free":1024}'
 MACHINE = '{"0":{"numberOfAssignments":1,"memoryMap":{"memory":' + TABLE + '},"cells":[0]}}'

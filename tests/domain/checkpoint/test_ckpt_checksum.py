@@ -21,7 +21,7 @@ from app.domain.checkpoint.cpu import (
     decode_cpu,
 )
 from app.domain.checkpoint.detect import compute_checksum
-from app.domain.checkpoint.gojson import parse
+from app.domain.checkpoint.gojson_scan import parse
 from app.domain.checkpoint.gospew import sdump_for_hash
 from app.domain.checkpoint.memory import MEMORY_V1_T, decode_memory
 

@@ -10,17 +10,10 @@ from hypothesis import strategies as st
 
 from app.domain.checkpoint.cpu import CPU_V1_T, CPU_V3_T, decode_cpu, new_cpu_checkpoint
 from app.domain.checkpoint.errors import CheckpointTooLargeError
-from app.domain.checkpoint.gojson import (
-    GoNumber,
-    GoSyntaxError,
-    JObj,
-    _Scanner,
-    go_quote,
-    go_text,
-    marshal,
-    parse,
-    unmarshal,
-)
+from app.domain.checkpoint.gojson_decode import unmarshal
+from app.domain.checkpoint.gojson_encode import marshal
+from app.domain.checkpoint.gojson_scan import GoNumber, GoSyntaxError, JObj, _Scanner, parse
+from app.domain.checkpoint.gotext import go_quote, go_text
 from app.domain.checkpoint.gotypes import STRING_T, fold_name
 from app.domain.checkpoint.memory import MEMORY_V1_T, decode_memory
 

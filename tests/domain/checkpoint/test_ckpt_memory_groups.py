@@ -7,8 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.domain.checkpoint import check_consistency
-from app.domain.checkpoint.consistency import _assignment_blocks, _groups
-from app.domain.checkpoint.memory import Block, MemoryCheckpointState, MemoryTable, NUMANodeState
+from app.domain.checkpoint.consistency_memory import _assignment_blocks, _groups
+from app.domain.checkpoint.memory_state import (
+    Block,
+    MemoryCheckpointState,
+    MemoryTable,
+    NUMANodeState,
+)
 
 RESOURCES = ("memory", "hugepages-2Mi", "hugepages-1Gi")
 

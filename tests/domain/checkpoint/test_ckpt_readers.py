@@ -22,7 +22,7 @@ from app.domain.checkpoint import (
 )
 from app.domain.checkpoint.checksum import text_checksum
 from app.domain.checkpoint.cpu import CPU_V3_T, V3_HEADER, decode_cpu
-from app.domain.checkpoint.gojson import parse
+from app.domain.checkpoint.gojson_scan import parse
 from app.domain.checkpoint.gospew import sdump_for_hash
 from tests.domain.checkpoint.ckpt_samples import CPU_STATE
 

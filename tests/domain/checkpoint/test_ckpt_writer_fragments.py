@@ -1,6 +1,6 @@
 """The V4/V3 writers encode the values shared by ``data`` and the inline part once
-(``gojson.marshal`` fragments) and check the document for escapes with an ASCII fast path;
-the files must stay exactly what the plain composition writes."""
+(``gojson_encode.marshal`` fragments) and check the document for escapes with an ASCII fast
+path; the files must stay exactly what the plain composition writes."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from app.domain.checkpoint import (
 from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.checksum import string_checksum, struct_checksum
-from app.domain.checkpoint.gojson import encode_fragment, marshal
+from app.domain.checkpoint.gojson_encode import encode_fragment, marshal
 from app.domain.checkpoint.gotypes import STRING_T
 from app.domain.cpuset import CPUSet
 from tests.domain.checkpoint.test_ckpt_codecs import cpu_states, memory_states

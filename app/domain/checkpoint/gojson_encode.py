@@ -1,0 +1,169 @@
+"""Go ``encoding/json`` encoding, what the kubelet's checksums and files are made of
+(follows Go's encoding/json encode.go as of Go 1.22-1.24).
+
+``marshal`` writes what ``json.Marshal`` writes: compact, struct fields in declaration order,
+``omitempty``, map keys sorted by their text, ``<``, ``>``, ``&``, U+2028 and U+2029 escaped,
+``\\b \\f \\n \\r \\t`` short escapes, other control characters ``\\u00XX``, raw UTF-8 otherwise.
+``encode_fragment`` lets a writer encode a field once and reuse it in two documents.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from json.encoder import encode_basestring
+from typing import Any
+
+from app.domain.checkpoint.gotypes import (
+    EMPTY_STRUCT,
+    INT,
+    MAP,
+    PTR,
+    SLICE,
+    STRING,
+    STRUCT,
+    UINT,
+    GoType,
+)
+
+_HTML_ESCAPES = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+_NEEDS_HTML = re.compile("[<>&\u2028\u2029]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+_go_string = encode_basestring
+
+
+def encode_fragment(value: Any, t: GoType) -> str:
+    """The JSON of ``value`` as it appears inside a ``marshal`` document, before the
+    document-wide escaping pass: reusable as a ``fragments`` entry of ``marshal``."""
+    text: str = _encoder(t)(value)
+    return text
+
+
+def marshal(value: Any, t: GoType, *, fragments: Mapping[str, str] | None = None) -> str:
+    """``json.Marshal(value)`` for a value of Go type ``t``.
+
+    ``fragments`` (structs only) maps Go field names to ``encode_fragment`` of that field's
+    value, already computed for another document: they are used as they are instead of being
+    encoded again (the checkpoint writers put the same maps in ``data`` and inline).
+    """
+    text: str = _encoder(t)(value) if not fragments else _encode_struct_with(value, t, fragments)
+    if text.isascii():
+        # The common case, checked in C: no U+2028/U+2029 and no surrogates, so only the
+        # HTML characters can need escaping (``in`` is much faster than a regex scan).
+        if "<" in text or ">" in text or "&" in text:
+            text = text.translate(_HTML_ESCAPES)
+        return text
+    if _NEEDS_HTML.search(text):
+        text = text.translate(_HTML_ESCAPES)
+    if _SURROGATE.search(text):
+        # A Go string cannot hold them; Go writes invalid UTF-8 as \\ufffd. Only strings can
+        # contain them, so replacing in the document is the same as in each string.
+        text = _SURROGATE.sub("\\\\ufffd", text)
+    return text
+
+
+def _encode_struct_with(value: Any, t: GoType, fragments: Mapping[str, str]) -> str:
+    """The struct encoder of ``_compile_encoder`` with some field values pre-encoded."""
+    if t.kind != STRUCT or t.marshal is not None:
+        raise TypeError(f"fragments are for plain structs, not {t.name}")
+    out = []
+    for f in t.fields:
+        if f.json_name is None:
+            continue
+        v = value[f.go_name]
+        if f.omitempty and is_empty(v, f.type):
+            continue
+        text = fragments.get(f.go_name)
+        out.append(_go_string(f.json_name) + ":" + (_encoder(f.type)(v) if text is None else text))
+    return "{" + ",".join(out) + "}"
+
+
+def is_empty(value: Any, t: GoType) -> bool:
+    """Go's ``isEmptyValue`` (what ``omitempty`` drops)."""
+    k = t.kind
+    if k in (MAP, SLICE):
+        return not value
+    if k == STRING:
+        return value == ""
+    if k in (INT, UINT):
+        return value == 0
+    if k == PTR:
+        return value is None
+    return False
+
+
+_ENCODERS: dict[GoType, Any] = {}
+
+
+def _encoder(t: GoType) -> Any:
+    fn = _ENCODERS.get(t)
+    if fn is None:
+        fn = _ENCODERS[t] = _compile_encoder(t)
+    return fn
+
+
+def _compile_encoder(t: GoType) -> Any:
+    if t.marshal is not None:
+        return t.marshal
+    k = t.kind
+    if k == STRING:
+        return _go_string
+    if k in (INT, UINT):
+        return str
+    if k == STRUCT:
+        parts = [
+            (f.go_name, _go_string(f.json_name) + ":", _encoder(f.type), f.omitempty, f.type)
+            for f in t.fields
+            if f.json_name is not None
+        ]
+
+        def enc_struct(value: Any) -> str:
+            out = []
+            for name, prefix, enc, omitempty, ft in parts:
+                v = value[name]
+                if omitempty and is_empty(v, ft):
+                    continue
+                out.append(prefix + enc(v))
+            return "{" + ",".join(out) + "}"
+
+        return enc_struct
+    if k == MAP:
+        assert t.elem is not None and t.key is not None
+        elem_enc = _encoder(t.elem)
+        int_keys = t.key.kind != STRING
+
+        def enc_map(value: Any) -> str:
+            if value is None:
+                return "null"
+            if int_keys:
+                items = sorted((str(key), v) for key, v in value.items())
+            else:
+                items = sorted(value.items())
+            return "{" + ",".join(_go_string(key) + ":" + elem_enc(v) for key, v in items) + "}"
+
+        return enc_map
+    if k == SLICE:
+        assert t.elem is not None
+        elem_enc = _encoder(t.elem)
+
+        def enc_slice(value: Any) -> str:
+            if value is None:
+                return "null"
+            return "[" + ",".join(map(elem_enc, value)) + "]"
+
+        return enc_slice
+    if k == PTR:
+        assert t.elem is not None
+        pointee_enc = _encoder(t.elem)
+
+        def enc_ptr(value: Any) -> str:
+            return "null" if value is None else str(pointee_enc(value))
+
+        return enc_ptr
+    if k == EMPTY_STRUCT:
+        return lambda value: "{}"
+    raise AssertionError(f"cannot encode kind {k}")

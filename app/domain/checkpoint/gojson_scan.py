@@ -1,0 +1,308 @@
+"""Go ``encoding/json`` syntax: the generic tree and the scanner (follows Go's
+encoding/json scanner.go and decode.go's ``checkValid`` and ``unquote``, as of Go 1.22-1.24).
+
+``parse`` checks the syntax of the whole text and builds a generic tree. Objects become
+``JObj`` (a list of ``(key, value)`` pairs, so repeated keys survive), numbers ``GoNumber``
+(the literal text, so ``1.0`` stays distinguishable from ``1``), strings ``str`` (unquoted the
+way Go does: lone surrogate escapes become U+FFFD). A syntax error is reported with Go's text
+(``unexpected end of JSON input``, ``invalid character 'x' looking for beginning of value``...).
+
+The fast path uses the C-accelerated ``json`` module; anything it refuses or could treat
+differently from Go (NaN, lone surrogates, deep nesting) goes through a small iterative scanner
+that mirrors Go's scanner and its messages. Nothing here recurses on the input's depth.
+Decoding the tree into Go values is ``gojson_decode``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from app.domain.checkpoint.errors import MAX_NESTING_DEPTH
+from app.domain.checkpoint.gotext import go_quote
+
+# -- values of the generic tree ------------------------------------------------------------
+
+
+class JObj(list):
+    """A JSON object as the ordered list of its ``(key, value)`` pairs (duplicates kept)."""
+
+    __slots__ = ()
+
+
+class GoNumber(str):
+    """A JSON number kept as its literal text."""
+
+    __slots__ = ()
+
+
+# -- errors ----------------------------------------------------------------------------------
+
+
+class GoJSONError(Exception):
+    """An error ``json.Unmarshal`` returns; ``str(err)`` is Go's text."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class GoSyntaxError(GoJSONError):
+    """``*json.SyntaxError``."""
+
+
+def _quote_char(ch: str) -> str:
+    """encoding/json's ``quoteChar`` of the byte Go's scanner stopped at."""
+    if ch == "'":
+        return "'\\''"
+    if ch == '"':
+        return "'\"'"
+    if ch >= "\x80":
+        # Go looks at the first byte of the UTF-8 sequence and shows it as a Latin-1 rune.
+        ch = chr(ch.encode("utf-8", "surrogatepass")[0])
+    return "'" + go_quote(ch)[1:-1] + "'"
+
+
+# -- parsing -------------------------------------------------------------------------------------
+
+_EOF = "unexpected end of JSON input"
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB]")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(name)
+
+
+def parse(text: str) -> Any:
+    """Check the syntax like Go's ``checkValid`` and return the generic tree.
+
+    Raises ``GoSyntaxError`` with Go's message.
+    """
+    if not _SURROGATE_ESCAPE.search(text):
+        try:
+            return json.loads(
+                text,
+                object_pairs_hook=JObj,
+                parse_float=GoNumber,
+                parse_int=GoNumber,
+                parse_constant=_reject_constant,
+            )
+        except (ValueError, RecursionError):
+            pass
+    return _Scanner(text).parse()
+
+
+_WS = frozenset(" \t\n\r")
+_SIMPLE_STRING = re.compile(r'[^"\\\x00-\x1f]*')
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+_HEX = frozenset("0123456789abcdefABCDEF")
+_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+# scanner states
+_VALUE, _KEY_OR_END, _KEY, _COLON, _OBJ_NEXT, _ARR_FIRST, _ARR_NEXT, _END = range(8)
+
+
+class _Scanner:
+    """An iterative JSON parser with Go's error messages (encoding/json scanner.go)."""
+
+    def __init__(self, text: str) -> None:
+        self.s = text
+        self.n = len(text)
+
+    def error(self, i: int, context: str) -> GoSyntaxError:
+        # At the end of the input Go's scanner is fed one ' ' (scanner.eof), so a literal,
+        # number or escape cut short reports "invalid character ' ' <context>".
+        ch = self.s[i] if i < self.n else " "
+        return GoSyntaxError(f"invalid character {_quote_char(ch)} {context}")
+
+    def parse(self) -> Any:
+        s, n = self.s, self.n
+        stack: list[Any] = []  # JObj / list under construction
+        keys: list[str] = []  # pending keys of the open objects
+        state = _VALUE
+        i = 0
+        result: Any = None
+        while True:
+            while i < n and s[i] in _WS:
+                i += 1
+            if state == _END:
+                if i < n:
+                    raise self.error(i, "after top-level value")
+                return result
+            if i >= n:
+                raise GoSyntaxError(_EOF)
+            c = s[i]
+            if state == _COLON:
+                if c != ":":
+                    raise self.error(i, "after object key")
+                i += 1
+                state = _VALUE
+                continue
+            if state in (_OBJ_NEXT, _ARR_NEXT):
+                closer = "}" if state == _OBJ_NEXT else "]"
+                if c == ",":
+                    i += 1
+                    state = _KEY if state == _OBJ_NEXT else _VALUE
+                    continue
+                if c != closer:
+                    ctx = "after object key:value pair" if closer == "}" else "after array element"
+                    raise self.error(i, ctx)
+                i += 1
+                value = stack.pop()
+                state, result = self._finish(stack, keys, value)
+                continue
+            if state in (_KEY_OR_END, _KEY):
+                if state == _KEY_OR_END and c == "}":
+                    i += 1
+                    value = stack.pop()
+                    state, result = self._finish(stack, keys, value)
+                    continue
+                if c != '"':
+                    raise self.error(i, "looking for beginning of object key string")
+                key, i = self._string(i)
+                keys.append(key)
+                state = _COLON
+                continue
+            # _VALUE or _ARR_FIRST
+            if state == _ARR_FIRST and c == "]":
+                i += 1
+                value = stack.pop()
+                state, result = self._finish(stack, keys, value)
+                continue
+            if c == "{" or c == "[":
+                if len(stack) + 1 > MAX_NESTING_DEPTH:
+                    raise self.error(i, "exceeded max depth")
+                stack.append(JObj() if c == "{" else [])
+                state = _KEY_OR_END if c == "{" else _ARR_FIRST
+                i += 1
+                continue
+            if c == '"':
+                value, i = self._string(i)
+            elif c == "-" or "0" <= c <= "9":
+                value, i = self._number(i)
+            elif c == "t":
+                value, i = self._literal(i, "true", True)
+            elif c == "f":
+                value, i = self._literal(i, "false", False)
+            elif c == "n":
+                value, i = self._literal(i, "null", None)
+            else:
+                raise self.error(i, "looking for beginning of value")
+            state, result = self._finish(stack, keys, value)
+
+    @staticmethod
+    def _finish(stack: list[Any], keys: list[str], value: Any) -> tuple[int, Any]:
+        if not stack:
+            return _END, value
+        top = stack[-1]
+        if type(top) is JObj:
+            top.append((keys.pop(), value))
+            return _OBJ_NEXT, None
+        top.append(value)
+        return _ARR_NEXT, None
+
+    def _literal(self, i: int, word: str, value: Any) -> tuple[Any, int]:
+        s = self.s
+        for k in range(1, len(word)):
+            j = i + k
+            if j >= self.n or s[j] != word[k]:
+                raise self.error(j, f"in literal {word} (expecting {_quote_char(word[k])})")
+        return value, i + len(word)
+
+    def _number(self, i: int) -> tuple[GoNumber, int]:
+        s, n = self.s, self.n
+        m = _NUMBER.match(s, i)
+        if m is not None:
+            end = m.end()
+            lit = m.group(0)
+            # Go's scanner would continue into a '.' or an exponent that the match stopped
+            # short of ("1." or "1e" need digits): walk the literal for its error instead.
+            dangling = end < n and (
+                (s[end] == "." and "." not in lit and "e" not in lit and "E" not in lit)
+                or (s[end] in "eE" and "e" not in lit and "E" not in lit)
+            )
+            if not dangling:
+                return GoNumber(lit), end
+        # Walk the literal to find Go's error position and context.
+        j = i
+        if s[j] == "-":
+            j += 1
+            if j >= n or not ("0" <= s[j] <= "9"):
+                raise self.error(j, "in numeric literal")
+        if s[j] == "0":
+            j += 1
+        else:
+            while j < n and "0" <= s[j] <= "9":
+                j += 1
+        if j < n and s[j] == ".":
+            j += 1
+            if j >= n or not ("0" <= s[j] <= "9"):
+                raise self.error(j, "after decimal point in numeric literal")
+            while j < n and "0" <= s[j] <= "9":
+                j += 1
+        if j < n and s[j] in "eE":
+            j += 1
+            if j < n and s[j] in "+-":
+                j += 1
+            if j >= n or not ("0" <= s[j] <= "9"):
+                raise self.error(j, "in exponent of numeric literal")
+            while j < n and "0" <= s[j] <= "9":
+                j += 1
+        return GoNumber(s[i:j]), j
+
+    def _string(self, i: int) -> tuple[str, int]:
+        s, n = self.s, self.n
+        j = i + 1
+        m = _SIMPLE_STRING.match(s, j)
+        end = m.end() if m else j
+        if end < n and s[end] == '"':
+            return s[j:end], end + 1
+        out = [s[j:end]]
+        k = end
+        while True:
+            if k >= n:
+                raise GoSyntaxError(_EOF)
+            c = s[k]
+            if c == '"':
+                return "".join(out), k + 1
+            if c < " ":
+                raise self.error(k, "in string literal")
+            if c != "\\":
+                m = _SIMPLE_STRING.match(s, k)
+                stop = m.end() if m and m.end() > k else k + 1
+                out.append(s[k:stop])
+                k = stop
+                continue
+            k += 1
+            e = s[k] if k < n else " "
+            if e in _ESCAPES:
+                out.append(_ESCAPES[e])
+                k += 1
+                continue
+            if e != "u":
+                raise self.error(k, "in string escape code")
+            r, k = self._hex4(k + 1)
+            if 0xD800 <= r < 0xE000:
+                # utf16.DecodeRune with the next \uXXXX, else U+FFFD (Go's unquote).
+                if r < 0xDC00 and s.startswith("\\u", k) and k + 6 <= n:
+                    hx = s[k + 2 : k + 6]
+                    if all(h in _HEX for h in hx):
+                        r2 = int(hx, 16)
+                        if 0xDC00 <= r2 < 0xE000:
+                            out.append(chr(0x10000 + ((r - 0xD800) << 10) + (r2 - 0xDC00)))
+                            k += 6
+                            continue
+                out.append("\ufffd")
+                continue
+            out.append(chr(r))
+
+    def _hex4(self, k: int) -> tuple[int, int]:
+        s = self.s
+        for j in range(k, k + 4):
+            if j >= self.n or s[j] not in _HEX:
+                raise self.error(j, "in \\u hexadecimal character escape")
+        return int(s[k : k + 4], 16), k + 4

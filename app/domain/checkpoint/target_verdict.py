@@ -1,0 +1,190 @@
+"""What one kubelet release does with a state file: its verdict (spec ``checkpoints.md`` §8,
+``users.md`` §5.3), from the release's ``LoadResult`` (``readers``) and the file's content.
+
+Verdicts:
+
+* ``compatible``: the release starts with the file's content;
+* ``compatible-with-loss``: it starts, but without something the file holds: pod-level entries
+  dropped by a gate-on reader (1.36 reading a 1.37 file), pod entries a gate-off reader ignores
+  while the pod's resources are not covered by its containers (start-up validation may then
+  fail, spec §8 "Uncertain"), or an inline part that differs from ``data``;
+* ``will-fail``: the kubelet refuses to start; ``error`` is its text;
+* ``policy-mismatch``: the file reads, but its policy differs from the configured one.
+
+The inspector (``verdict``) and the converter (``convert``) both judge with ``verdict_for_result``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.domain.checkpoint.content import State
+from app.domain.checkpoint.cpu_state import CPUCheckpointState
+from app.domain.checkpoint.detect import CPU, MEMORY, VersionInfo
+from app.domain.checkpoint.loading import LoadResult
+from app.domain.checkpoint.memory_state import Block, MemoryCheckpointState
+from app.domain.cpuset import CPUSet
+
+COMPATIBLE = "compatible"
+COMPATIBLE_WITH_LOSS = "compatible-with-loss"
+WILL_FAIL = "will-fail"
+POLICY_MISMATCH = "policy-mismatch"
+VERDICTS = (COMPATIBLE, COMPATIBLE_WITH_LOSS, WILL_FAIL, POLICY_MISMATCH)
+
+
+@dataclass(frozen=True, slots=True)
+class TargetVerdict:
+    """What one kubelet release does with the file."""
+
+    target: str
+    label: str
+    release: str
+    gate: bool
+    verdict: str
+    loaded_as: str | None = None
+    lost: tuple[str, ...] = ()
+    error: str | None = None
+    message: str | None = None
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "label": self.label,
+            "release": self.release,
+            "gate": self.gate,
+            "verdict": self.verdict,
+            "loadedAs": self.loaded_as,
+            "lost": list(self.lost),
+            "error": self.error,
+            "message": self.message,
+            "notes": list(self.notes),
+        }
+
+
+def _fmt_blocks(blocks: Sequence[Block]) -> str:
+    return ", ".join(
+        f"{b.type} {b.size} bytes on NUMA {','.join(map(str, b.numa_affinity)) or '-'}"
+        for b in blocks
+    )
+
+
+def describe_pod_entry(state: State, uid: str) -> str:
+    if isinstance(state, CPUCheckpointState):
+        cset = (state.pod_entries or {}).get(uid, CPUSet())
+        return f"podEntries[{uid}] (cpuSet {str(cset) or 'empty'})"
+    assert isinstance(state, MemoryCheckpointState)
+    blocks = (state.pod_entries or {}).get(uid, ())
+    return f"podEntries[{uid}] ({_fmt_blocks(blocks) or 'no blocks'})"
+
+
+def uncovered_pod_entry(state: State, uid: str) -> str | None:
+    """What of a pod entry no container entry of the pod accounts for (``None``: covered)."""
+    if isinstance(state, CPUCheckpointState):
+        pod = (state.pod_entries or {}).get(uid, CPUSet())
+        held = CPUSet().union(*state.entries.get(uid, {}).values())
+        rest = pod - held
+        return f"CPUs {rest} of pod {uid}" if rest else None
+    assert isinstance(state, MemoryCheckpointState)
+    pod_totals: dict[str, int] = {}
+    for b in (state.pod_entries or {}).get(uid, ()):
+        pod_totals[b.type] = pod_totals.get(b.type, 0) + b.size
+    held_bytes: dict[str, int] = {}
+    for blocks in state.entries.get(uid, {}).values():
+        for b in blocks:
+            held_bytes[b.type] = held_bytes.get(b.type, 0) + b.size
+    diff = [f"{t} {n} bytes" for t, n in sorted(pod_totals.items()) if held_bytes.get(t, 0) != n]
+    return f"{', '.join(diff)} of pod {uid}" if diff else None
+
+
+def state_differences(content: State, read: State) -> list[str]:
+    out: list[str] = []
+    if content.policy_name != read.policy_name:
+        out.append(
+            f"policyName: the file's data has {content.policy_name!r}, read {read.policy_name!r}"
+        )
+    if isinstance(content, CPUCheckpointState) and isinstance(read, CPUCheckpointState):
+        if content.container_entries is not None:
+            return out
+        if content.default_cpu_set != read.default_cpu_set:
+            out.append(
+                f"defaultCpuSet: the file's data has {str(content.default_cpu_set)!r}, read "
+                f"{str(read.default_cpu_set)!r}"
+            )
+        if dict(content.entries) != dict(read.entries):
+            out.append("entries: the container entries read differ from the file's data")
+    elif isinstance(content, MemoryCheckpointState) and isinstance(read, MemoryCheckpointState):
+        if dict(content.machine_state) != dict(read.machine_state):
+            out.append("machineState: the machine state read differs from the file's data")
+        if dict(content.entries) != dict(read.entries):
+            out.append("entries: the container entries read differ from the file's data")
+    return out
+
+
+def verdict_for_result(
+    result: LoadResult, content: State | None, info: VersionInfo | None, synthetic: bool
+) -> TargetVerdict:
+    r = result.reader
+    notes: list[str] = list(result.notes)
+
+    def make(verdict: str, **kw: Any) -> TargetVerdict:
+        return TargetVerdict(
+            r.key, r.label, r.release, r.gate, verdict, loaded_as=result.loaded_as, **kw
+        )
+
+    if info is not None and info.manager == CPU and info.version == "V1":
+        if r.line == "1.37":
+            notes.append(
+                "uncertain: whether 1.37 still falls back to V1 files is not confirmed upstream; "
+                "modelled on the 1.37 loader, whose oldest version is V2"
+            )
+        elif r.line != "1.17" and synthetic:
+            notes.append(
+                "V1 entries are migrated with the runtime's container list: every container ID "
+                "must still exist on the node"
+            )
+    if info is not None and info.manager == MEMORY and r.line == "1.36":
+        notes.append("uncertain: whether 1.36 accepts a zero memory checksum (modelled: no)")
+    if not result.accepted:
+        verdict = POLICY_MISMATCH if result.policy_mismatch else WILL_FAIL
+        return make(verdict, error=result.error, message=result.message, notes=tuple(notes))
+    if result.ignored or result.state is None or content is None:
+        return make(COMPATIBLE, notes=tuple(notes))
+    read = result.state
+    file_pods = content.pod_entries or {}
+    kept = read.pod_entries or {}
+    dropped = [uid for uid in sorted(file_pods) if uid not in kept]
+    lost: list[str] = []
+    verdict = COMPATIBLE
+    if dropped:
+        if r.gate:
+            verdict = COMPATIBLE_WITH_LOSS
+            lost.extend(describe_pod_entry(content, uid) for uid in dropped)
+        else:
+            notes.append(
+                "pod-level entries are ignored by this release (PodLevelResourceManagers off): "
+                + ", ".join(dropped)
+            )
+            uncovered = [u for u in (uncovered_pod_entry(content, uid) for uid in dropped) if u]
+            if uncovered:
+                verdict = COMPATIBLE_WITH_LOSS
+                lost.extend(describe_pod_entry(content, uid) for uid in dropped)
+                notes.append(
+                    "not held by any container entry: "
+                    + "; ".join(uncovered)
+                    + " — start-up validation works from container entries alone and may fail "
+                    "(spec §8, uncertain)"
+                )
+    stale = sorted(set(kept) - set(file_pods))
+    if stale:
+        notes.append(
+            "pod entries restored that the file's current content does not hold (left over "
+            "from a failed newer-format attempt): " + ", ".join(stale)
+        )
+    differences = state_differences(content, read)
+    if differences:
+        verdict = COMPATIBLE_WITH_LOSS
+        lost.extend(differences)
+    return make(verdict, lost=tuple(lost), notes=tuple(notes))

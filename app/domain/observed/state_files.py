@@ -1,0 +1,148 @@
+"""Observed state files read the way the newest kubelet that accepts them would (follows
+pkg/kubelet/cm/cpumanager/state/state_checkpoint.go and
+pkg/kubelet/cm/memorymanager/state/state_checkpoint.go (v1.37) through ``app.domain.checkpoint``).
+
+``read_state_file`` tries the 1.37 readers with the ``PodLevelResourceManagers`` gate on, then
+off, then the older releases; the first reader that accepts the file wins and every newer
+reader's refusal is kept with the kubelet's text. ``infer_config`` says which release and
+configuration the files point to when no kubelet configuration could be read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from app.domain.checkpoint import (
+    CheckpointError,
+    CPUCheckpointState,
+    MemoryCheckpointState,
+    Reader,
+    inspect,
+    load_checkpoint,
+)
+from app.domain.kubelet_config import DEFAULT_RELEASE, KubeletConfig
+from app.domain.observed.model import FILE_NAMES, CheckpointFile, StateFileReading
+
+#: The readers tried on an observed state file, newest kubelet first.
+NEWEST_FIRST: tuple[Reader, ...] = (
+    Reader("1.37", True),
+    Reader("1.37", False),
+    Reader("1.36", True),
+    Reader("1.36", False),
+    Reader("1.35"),
+    Reader("1.17"),
+)
+
+
+# -- state files -----------------------------------------------------------------------------
+
+
+def read_state_file(
+    content: bytes | None,
+    manager: str,
+    *,
+    path: str,
+    state_dir: str,
+    observed_at: float,
+    read_error: str | None = None,
+    readers: Sequence[Reader] = NEWEST_FIRST,
+) -> StateFileReading:
+    """Read ``content`` (``None``: no such file) as the newest kubelet that accepts it would.
+
+    Never raises for bad content: the refusal texts are in the returned file report."""
+    name = FILE_NAMES[manager]
+    base = CheckpointFile(manager, name, path, observed_at)
+    if read_error is not None:
+        return StateFileReading(
+            CheckpointFile(manager, name, path, observed_at, present=True, read_error=read_error)
+        )
+    if content is None:
+        return StateFileReading(base)
+    report = inspect(content, manager, targets=(), state_dir=state_dir)
+    version = report.version
+    refused: list[tuple[str, str]] = []
+    first_error: str | None = None
+    first_message: str | None = None
+    accepted_by: Reader | None = None
+    state: CPUCheckpointState | MemoryCheckpointState | None = None
+    for reader in readers:
+        try:
+            result = load_checkpoint(content, manager, reader, state_dir=state_dir)
+        except CheckpointError as exc:
+            refused.append((reader.label, exc.message))
+            first_error = first_error or exc.message
+            first_message = first_message or exc.message
+            continue
+        if result.ignored:
+            continue
+        if result.accepted:
+            accepted_by = reader
+            state = result.state
+            break
+        refused.append((reader.label, result.error or "refused"))
+        if first_error is None:
+            first_error, first_message = result.error, result.message
+    policy = state.policy_name if state is not None else report.policy_name
+    return StateFileReading(
+        CheckpointFile(
+            manager,
+            name,
+            path,
+            observed_at,
+            present=True,
+            version=version.version if version is not None else None,
+            family=version.family if version is not None else None,
+            label=version.label if version is not None else None,
+            read_as=accepted_by.label if accepted_by is not None else None,
+            accepted=accepted_by is not None,
+            policy_name=policy,
+            error=first_error,
+            message=first_message,
+            refused_by=tuple(refused),
+            checksums=report.checksums,
+            size=len(content),
+        ),
+        state,
+    )
+
+
+def cpu_state_of(reading: StateFileReading | None) -> CPUCheckpointState | None:
+    if reading is not None and isinstance(reading.state, CPUCheckpointState):
+        return reading.state
+    return None
+
+
+def memory_state_of(reading: StateFileReading | None) -> MemoryCheckpointState | None:
+    if reading is not None and isinstance(reading.state, MemoryCheckpointState):
+        return reading.state
+    return None
+
+
+def infer_config(
+    cpu: StateFileReading | None, memory: StateFileReading | None
+) -> tuple[str, KubeletConfig]:
+    """The kubelet release the state files point to, and a configuration holding only what the
+    files record (policies; pod-level gates and scope ``pod`` when there are pod entries)."""
+    cpu_state, mem_state = cpu_state_of(cpu), memory_state_of(memory)
+    versions = {
+        (r.file.manager, r.file.version) for r in (cpu, memory) if r is not None and r.file.version
+    }
+    if ("cpu", "V4") in versions or ("memory", "V3") in versions:
+        release = "1.37"
+    elif ("cpu", "V3") in versions or ("memory", "V2") in versions:
+        release = "1.36"
+    elif versions:
+        release = "1.35"
+    else:
+        release = DEFAULT_RELEASE
+    pod_level = bool(cpu_state is not None and cpu_state.pod_entries) or bool(
+        mem_state is not None and mem_state.pod_entries
+    )
+    gates = {"PodLevelResources": True, "PodLevelResourceManagers": True} if pod_level else {}
+    return release, KubeletConfig(
+        release=release,
+        cpu_manager_policy=cpu_state.policy_name if cpu_state is not None else "none",
+        memory_manager_policy=mem_state.policy_name if mem_state is not None else "None",
+        topology_manager_scope="pod" if pod_level else "container",
+        feature_gates=gates,
+    )
