@@ -38,7 +38,9 @@ def format_bytes(value: int | float) -> str:
     size = abs(value)
     for power, unit in enumerate(_HUMAN_UNITS):
         scale = 1 << (10 * power)
-        if size < scale * 1024 or unit == "PiB":
+        # Below 1024 of the unit once shown: 1023.96 TiB would print as "1024.0 TiB".
+        shown = size if power == 0 or size % scale == 0 else round(size / scale, 1) * scale
+        if shown < scale * 1024 or unit == "PiB":
             if power == 0:
                 return f"{int(value)} B"
             if value % scale == 0:

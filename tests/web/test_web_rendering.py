@@ -79,3 +79,10 @@ def test_add_vary(existing: str | None, result: str) -> None:
         response.headers["Vary"] = existing
     _add_vary(response, "HX-Request")
     assert response.headers["vary"] == result
+
+
+def test_format_bytes_never_shows_1024_of_a_unit() -> None:
+    # Found by the property test above: one decimal rounded 1023.96 TiB up to "1024.0 TiB".
+    assert format_bytes(1125844931261236) == "1.0 PiB"
+    assert format_bytes(1024**4 * 1023 + 1024**3 * 900) == "1023.9 TiB"
+    assert format_bytes(1024**3 * 1023 + 1024**2 * 1000) == "1.0 TiB"
