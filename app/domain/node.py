@@ -33,18 +33,9 @@ from app.domain.memorymanager.memory_manager import (
     new_memory_manager,
 )
 from app.domain.memorymanager.state import MemoryManagerState
+from app.domain.node_snapshot import node_snapshot, pod_allocation
 from app.domain.pod import Container, Pod
-from app.domain.pod_qos import is_container_equivalent_qos_guaranteed, pod_qos_class
-from app.domain.snapshot import (
-    ContainerAllocation,
-    ContainerKind,
-    Isolation,
-    MemoryBlock,
-    MemoryTable,
-    NodeSnapshot,
-    NUMAMemoryState,
-    PodAllocation,
-)
+from app.domain.snapshot import NodeSnapshot, PodAllocation
 from app.domain.topology import CPUTopology
 from app.domain.topologymanager.hint import ProviderHints, TopologyHint
 from app.domain.topologymanager.topology_manager import (
@@ -269,7 +260,7 @@ class Node:
                 False, pod.uid, pod.namespace, pod.name, wrapped.reason, wrapped.message
             )
         now = self.clock()
-        allocation = None if checked else self._pod_allocation(pod, now)
+        allocation = None if checked else pod_allocation(self, pod, now)
         if commit:
             self.pods[pod.uid] = pod
             self.admitted_at[pod.uid] = now
@@ -350,86 +341,6 @@ class Node:
         self.topology_manager.remove_pod(pod.uid)
 
     # -- views -------------------------------------------------------------------------
-    def _container_allocation(
-        self, pod: Pod, container: Container, kind: ContainerKind
-    ) -> ContainerAllocation:
-        cset = self.cpu_state.get_cpu_set(pod.uid, container.name)
-        isolation: Isolation = "host"
-        if self.cpu_policy is not None and cset is not None:
-            isolation = self.cpu_policy.get_resource_isolation_level(self.cpu_state, pod, container)
-        blocks: tuple[MemoryBlock, ...] = ()
-        memory_isolation: Isolation = "host"
-        if self.memory is not None:
-            blocks = self.memory.state.get_memory_blocks(pod.uid, container.name) or ()
-            if blocks:
-                pod_entry = self.memory.state.get_pod_memory_blocks(pod.uid)
-                shared = pod_entry is not None and not is_container_equivalent_qos_guaranteed(
-                    container
-                )
-                memory_isolation = "pod" if shared else "container"
-        return ContainerAllocation(
-            name=container.name,
-            kind=kind,
-            cpuset=cset if cset is not None else CPUSet(),
-            isolation=isolation,
-            memory=blocks,
-            cpu_request_milli=container.cpu_request_milli(),
-            cpu_limit_milli=container.cpu_limit_milli(),
-            memory_isolation=memory_isolation,
-        )
-
-    def _pod_allocation(self, pod: Pod, admitted_at: float) -> PodAllocation:
-        containers = [
-            self._container_allocation(pod, c, "sidecar" if c.is_sidecar else "init")
-            for c in pod.init_containers
-        ]
-        containers += [self._container_allocation(pod, c, "app") for c in pod.containers]
-        pod_memory: tuple[MemoryBlock, ...] = ()
-        if self.memory is not None:
-            pod_memory = self.memory.state.get_pod_memory_blocks(pod.uid) or ()
-        pod_cpu = None
-        if pod.resources is not None and "cpu" in pod.resources.requests:
-            pod_cpu = pod.resources.requests["cpu"].milli_value()
-        return PodAllocation(
-            uid=pod.uid,
-            name=pod.name,
-            namespace=pod.namespace,
-            qos_class=pod_qos_class(pod, self.config.gate("PodLevelResources")),
-            containers=tuple(containers),
-            pod_cpuset=self.cpu_state.get_pod_cpu_set(pod.uid),
-            pod_memory=pod_memory,
-            pod_level_cpu_milli=pod_cpu,
-            admitted_at=admitted_at,
-        )
-
-    def _numa_memory(self) -> tuple[NUMAMemoryState, ...]:
-        if self.memory is None:
-            return ()
-        out = []
-        for numa_id, node in sorted(self.memory.state.machine_state.items()):
-            tables = {
-                name: MemoryTable(
-                    t.total_mem_size, t.system_reserved, t.allocatable, t.reserved, t.free
-                )
-                for name, t in sorted(node.memory_map.items())
-            }
-            out.append(
-                NUMAMemoryState(numa_id, tables, tuple(node.cells), node.number_of_assignments)
-            )
-        return tuple(out)
-
     def snapshot(self) -> NodeSnapshot:
         """Everything a page, a state file or PodResources needs, as immutable values."""
-        pods = tuple(self._pod_allocation(p, self.admitted_at[p.uid]) for p in self.pods.values())
-        return NodeSnapshot(
-            name=self.name,
-            simulated=True,
-            topology=self.topology,
-            config=self.config,
-            reserved_cpus=self.reserved_cpus,
-            default_cpuset=self.cpu_state.default_cpuset,
-            pods=pods,
-            memory=self._numa_memory(),
-            source="simulation",
-            observed_at=self.clock(),
-        )
+        return node_snapshot(self)
