@@ -3,7 +3,7 @@
 The graph is read from the source with ``ast``: every ``import`` and ``from … import`` of a
 module, at module level, inside a function (a deferred import still ties the two modules
 together) or under ``if TYPE_CHECKING:`` (an annotation is a dependency too; a protocol breaks
-such a circle, as ``app.services.node_reads.ObservedNode`` does for the observer). A submodule
+such a circle, as ``app.services.observed_protocol.ObservedNode`` does for the observer). A submodule
 importing its own package is not an edge: Python has initialised the package first.
 """
 

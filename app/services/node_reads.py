@@ -4,9 +4,8 @@ twins, summaries), its admission log, PodResources JSON and Prometheus samples.
 ``NodeReads`` is the base of ``app.services.node_registry.NodeRegistry`` (and so of
 ``app.services.nodes.NodeService``); every read first catches up with the database
 (``_refresh``, nodes changed through another worker) and then answers from the node's
-``NodeViews``, rebuilt only when the node's version changed. ``ObservedNode`` is what
-an observer (``app.services.observer.NodeObserver``) offers to be listed beside the simulated
-nodes: the service only knows this protocol, never the observer's module.
+``NodeViews``, rebuilt only when the node's version changed. An observed node is read through
+its protocol (``app.services.observed_protocol.ObservedNode``).
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import logging
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
@@ -46,37 +45,12 @@ from app.services.node_views import (
     node_topology_view,
     pod_url,
 )
-
-if TYPE_CHECKING:
-    from app.services.node_inputs import AdmissionBatch
-    from app.settings import Settings
+from app.services.observed_protocol import ObservedNode
 
 log = logging.getLogger(__name__)
 
 #: Log answers remembered while the database is unchanged (all dropped at this many).
 LOG_MEMO_LIMIT = 256
-
-
-class ObservedNode(Protocol):
-    """A read-only node listed beside the simulated ones (the observer)."""
-
-    @property
-    def name(self) -> str: ...
-
-    def views(self) -> NodeViews: ...
-    def summary(self) -> NodeSummary: ...
-    def node_view(self) -> NodeView: ...
-    def node_detail(self) -> NodeDetail: ...
-    def pod_view(self, namespace: str, name: str) -> PodView: ...
-    def podresources_list(self) -> dict[str, Any]: ...
-    def podresources_get(self, namespace: str, name: str) -> dict[str, Any]: ...
-    def allocatable(self) -> dict[str, Any]: ...
-    def metric_samples(self) -> Iterable[tuple[str, dict[str, str], float]]: ...
-    def state_file_copies(self) -> tuple[dict[str, bytes | None], str]: ...
-    # The fleet: dry runs on a copy of the observed state, and where that state lives.
-    def dry_run(self, manifest: str) -> AdmissionBatch: ...
-    @property
-    def settings(self) -> Settings: ...
 
 
 class NodeReads(ABC):

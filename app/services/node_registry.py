@@ -50,8 +50,9 @@ from app.services.node_inputs import (
     parse_config,
     resolve_topology,
 )
-from app.services.node_reads import NodeReads, ObservedNode
+from app.services.node_reads import NodeReads
 from app.services.node_store import Live, NodeStore
+from app.services.observed_protocol import ObservedNode
 from app.services.simulation import state_files_of
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ from app.services.node_inputs import AdmissionBatch, build_engine_node, parse_ma
 
 if TYPE_CHECKING:
     from app.domain.node import Node
-    from app.services.node_reads import ObservedNode
+    from app.services.observed_protocol import ObservedNode
 
 
 class ObservedCopyError(NodeServiceError):
