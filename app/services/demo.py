@@ -26,7 +26,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from app.services.node_errors import NodeExistsError
+from app.services.nodes.errors import NodeExistsError
 
 log = logging.getLogger(__name__)
 

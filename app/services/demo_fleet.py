@@ -30,11 +30,9 @@ from app.domain.presets import get_preset
 from app.services.agent_summary import SummaryCache, build_summary
 from app.services.demo import bubble_pod, classic_pod
 from app.services.node_views import NodeViews, node_topology_view
-from app.services.nodes import (
+from app.services.nodes.errors import NodeInputError, NodeServiceError, PodConflictError
+from app.services.nodes.inputs import (
     AdmissionBatch,
-    NodeInputError,
-    NodeServiceError,
-    PodConflictError,
     build_engine_node,
     parse_config,
     parse_manifests,

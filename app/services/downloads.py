@@ -23,7 +23,8 @@ from typing import Any
 import yaml
 
 from app.domain.node_state_files import PODS_FILE_NAME
-from app.services.nodes import NodeService, ReadOnlyNodeError
+from app.services.nodes.errors import ReadOnlyNodeError
+from app.services.nodes.service import NodeService
 
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # fixed: the same state gives the same bytes
 

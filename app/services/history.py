@@ -30,9 +30,9 @@ from app.adapters.db.tables import ACTION_ADMIT, ACTION_DRY_RUN, ACTION_REMOVE, 
 from app.domain.node import Node
 from app.domain.pod import Pod
 from app.domain.pod_manifest import pod_from_manifest
-from app.services.node_errors import NodeServiceError
-from app.services.node_inputs import build_engine_node, parse_config, resolve_topology
-from app.services.nodes import NodeService
+from app.services.nodes.errors import NodeServiceError
+from app.services.nodes.inputs import build_engine_node, parse_config, resolve_topology
+from app.services.nodes.service import NodeService
 
 
 class UnknownEntryError(NodeServiceError, LookupError):

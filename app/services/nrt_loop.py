@@ -21,7 +21,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 from app.services.nrt import build_nrt
 from app.services.observer import NodeObserver
 

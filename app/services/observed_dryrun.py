@@ -20,8 +20,8 @@ from app.adapters.kubelet import KubeletDirError, KubeletRootDir
 from app.domain.checkpoint import CPU_FILE_NAME, MEMORY_FILE_NAME
 from app.domain.node_state import restore_managers
 from app.domain.node_state_files import NodeStateError
-from app.services.node_errors import NodeInputError, NodeServiceError, PodConflictError
-from app.services.node_inputs import AdmissionBatch, build_engine_node, parse_manifests
+from app.services.nodes.errors import NodeInputError, NodeServiceError, PodConflictError
+from app.services.nodes.inputs import AdmissionBatch, build_engine_node, parse_manifests
 
 if TYPE_CHECKING:
     from app.domain.node import Node

@@ -1,6 +1,6 @@
 """What an observer offers to be listed beside the simulated nodes (``ObservedNode``).
 
-``app.services.node_registry.NodeRegistry`` and the reads of ``app.services.node_reads`` only
+``app.services.nodes.registry.NodeRegistry`` and the reads of ``app.services.nodes.reads`` only
 know this protocol, never the observer's module (``app.services.observer.NodeObserver``
 implements it), so the observer plugs into the node service without an import back.
 """
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from app.services.node_views import NodeDetail, NodeSummary, NodeView, NodeViews, PodView
 
 if TYPE_CHECKING:
-    from app.services.node_inputs import AdmissionBatch
+    from app.services.nodes.inputs import AdmissionBatch
     from app.settings import Settings
 
 

@@ -28,9 +28,9 @@ from app.domain.observed import (
     SourceStatus,
 )
 from app.domain.podresources import GetPodResourcesResponse
-from app.services.node_errors import NodeServiceError, UnknownPodError
-from app.services.node_inputs import AdmissionBatch
 from app.services.node_views import NodeDetail, NodeSummary, NodeView, NodeViews, PodView
+from app.services.nodes.errors import NodeServiceError, UnknownPodError
+from app.services.nodes.inputs import AdmissionBatch
 from app.services.observation import node_name_of, observe_node
 from app.services.observed_dryrun import dry_run_observed
 from app.services.observed_views import ObservedViews, build_views

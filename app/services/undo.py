@@ -20,7 +20,9 @@ from sqlmodel import col, select
 from app.adapters.db.engine import session_scope
 from app.adapters.db.tables import ACTION_REMOVE, AdmissionRecord
 from app.services.demo import DEMO_NODES, DemoNode, create_demo_nodes
-from app.services.nodes import AdmissionBatch, NodeService, NodeServiceError
+from app.services.nodes.errors import NodeServiceError
+from app.services.nodes.inputs import AdmissionBatch
+from app.services.nodes.service import NodeService
 
 
 class NothingToUndoError(NodeServiceError):

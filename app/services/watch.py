@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.services.node_views import NodeView, NodeViews
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 
 SOURCE_SIMULATED = "simulated"
 SOURCE_OBSERVED = "observed"

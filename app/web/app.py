@@ -36,7 +36,7 @@ from app.adapters.db.migrate import upgrade_head
 from app.services.demo import create_demo_nodes
 from app.services.encoded_json import GZIP_LEVEL, GZIP_MINIMUM
 from app.services.hub import Hub
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 from app.services.nrt_loop import NRTLoop
 from app.services.observer import NodeObserver
 from app.services.sockets import PodResourcesSockets

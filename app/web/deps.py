@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Path
 from starlette.requests import Request
 
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 from app.services.topologies import TopologyIndexView, TopologyService, TopologyView
 from app.settings import Settings
 

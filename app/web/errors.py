@@ -29,7 +29,7 @@ from app.domain.deadline import DeadlineExceededError
 from app.domain.podresources import PodNotFoundError
 from app.services.history import UnknownEntryError
 from app.services.hub import HubDisabledError
-from app.services.node_errors import (
+from app.services.nodes.errors import (
     HintSearchTooLargeError,
     NodeExistsError,
     NodeInputError,

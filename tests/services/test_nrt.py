@@ -23,7 +23,7 @@ from prometheus_client import CollectorRegistry
 
 from app.adapters.nrt_publisher import NRTPublisher, PublishError, cluster_client
 from app.services.demo import bubble_pod, classic_pod
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 from app.services.nrt import GROUP, KIND, PLURAL, VERSION, build_nrt, topology_policy
 from app.services.nrt_loop import NRTLoop
 from tests.fake_kube_api import kubeconfig, running

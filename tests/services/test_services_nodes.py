@@ -22,15 +22,15 @@ from app.services.demo import (
     create_demo_nodes,
 )
 from app.services.node_views import PALETTE_SIZE, palette_index, pod_tag
-from app.services.nodes import (
+from app.services.nodes.errors import (
     NodeExistsError,
     NodeInputError,
-    NodeService,
     NodeUnavailableError,
     PodConflictError,
     UnknownNodeError,
     UnknownPodError,
 )
+from app.services.nodes.service import NodeService
 from tests.helpers import POD_SCOPE, SMALL, migrated_engine
 
 

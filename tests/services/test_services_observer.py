@@ -710,7 +710,7 @@ def test_a_dry_run_on_the_observed_node_is_its_engines_answer_on_a_copy(
 
 def test_the_copy_releases_what_stale_entries_hold(sysfs_host: Host) -> None:
     from app.domain.node_state import restore_managers
-    from app.services.node_inputs import build_engine_node
+    from app.services.nodes.inputs import build_engine_node
     from app.services.observed_dryrun import release_stale
 
     twin = _sysfs_engine(sysfs_host.sysfs)

@@ -15,7 +15,7 @@ from app.adapters.grpc.client import PodResourcesClient, PodResourcesClientError
 from app.adapters.podresources_cache import list_response_json
 from app.adapters.podresources_json import message_to_dict
 from app.services import demo
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 from app.services.sockets import PodResourcesSockets, SocketDirError
 from app.web.app import create_app
 from tests.helpers import make_settings

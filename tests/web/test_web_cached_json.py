@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from app.services.demo import classic_pod
 from app.services.encoded_json import EncodedJSON, EncodedMemo, encode
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 
 YAML = {"Content-Type": "application/yaml"}
 NO_GZIP = {"Accept-Encoding": "identity"}

@@ -20,7 +20,8 @@ from starlette.responses import JSONResponse, Response
 from app import __version__
 from app.domain.kubelet_config import RELEASES
 from app.services.agent_summary import SummaryCache, build_summary, encode, etag_matches
-from app.services.nodes import NodeInputError, NodeService
+from app.services.nodes.errors import NodeInputError
+from app.services.nodes.service import NodeService
 from app.services.nrt import build_nrt
 from app.services.observer import ObservedNodeUnavailableError
 from app.services.upgrade import UpgradeInputError, check_files, check_observed

@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, Response
 
 from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.services.node_views import AdmissionLogEntry, NodeDetail, NodeIndexView, node_url
-from app.services.nodes import NodeInputError
+from app.services.nodes.errors import NodeInputError
 from app.web.conditional import encoded_response
 from app.web.deps import Namespace, NodeName, NodeServiceDep, PodName
 from app.web.offload import offload

@@ -22,7 +22,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from app.domain.kubelet_config import DEFAULT_RELEASE, RELEASES, KubeletConfig
 from app.services.fleet_views import FleetQuery, FleetQueryError, fleet_view
 from app.services.hub import Hub, HubDisabledError
-from app.services.nodes import NodeInputError, parse_manifests
+from app.services.nodes.errors import NodeInputError
+from app.services.nodes.inputs import parse_manifests
 from app.web.rendering import render, wants_fragment
 from app.web.routers.agent import check_release, parse_gate
 from app.web.routers.api_nodes import MAX_BODY_BYTES, _manifest_text

@@ -22,14 +22,14 @@ from starlette.responses import HTMLResponse, Response
 
 from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.services.node_views import NodeIndexView, NodeView, node_url, pod_url
-from app.services.nodes import (
-    AdmissionBatch,
+from app.services.nodes.errors import (
     NodeInputError,
-    NodeService,
     NodeServiceError,
     PodConflictError,
     ReadOnlyNodeError,
 )
+from app.services.nodes.inputs import AdmissionBatch
+from app.services.nodes.service import NodeService
 from app.services.placements import placements
 from app.services.pod_find import pods_page
 from app.services.undo import last_removal

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from app.services.node_views import NodeIndexView, NodeView, PodView, node_url
-from app.services.nodes import UnknownPodError
+from app.services.nodes.errors import UnknownPodError
 from app.services.rejections import latest_rejection
 from app.services.watch import WatchState, watch_state
 from app.web.conditional import encoded_response

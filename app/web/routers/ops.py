@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from app.domain.observed import SOURCE_PODRESOURCES
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 from app.services.observer import NodeObserver
 from app.web.metrics import AppMetrics
 

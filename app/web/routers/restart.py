@@ -1,6 +1,6 @@
 """Kubelet restart rehearsals on the dashboard: ``POST /api/v1/nodes/{node}/restart`` and the
 node page's panel (``POST /nodes/{node}/restart``), both answered by
-``NodeService.restart`` (``app.services.node_restart``).
+``NodeService.restart`` (``app.services.nodes.restart``).
 
 The API answers the rehearsal as JSON (the document of ``numascope restart --json`` plus
 ``node``, ``dryRun``, ``applied``, ``observed`` and ``note``), 200 whatever the kubelet did:
@@ -21,7 +21,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from app.domain.kubelet_config import RELEASES
-from app.services.nodes import NodeInputError, Rehearsal
+from app.services.nodes.errors import NodeInputError
+from app.services.nodes.restart import Rehearsal
 from app.services.pod_find import pods_page
 from app.web.deps import NodeName, NodeServiceDep
 from app.web.offload import budgeted

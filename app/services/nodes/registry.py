@@ -1,7 +1,7 @@
 """The registry of a process's simulated nodes: the live ``Node`` engines it holds, kept in step
 with the database, and the write transaction every change runs in. ``NodeRegistry`` is the
 base of ``app.services.nodes.NodeService`` (which adds the changes: create, delete, admit,
-remove); the reads are ``app.services.node_reads``, restarts ``app.services.node_restart``.
+remove); the reads are ``app.services.nodes.reads``, restarts ``app.services.nodes.restart``.
 
 **Many workers.** Every call first compares the versions in the database with the engines it
 holds (one small query, ``_refresh``): nodes created, deleted or changed through another worker
@@ -35,14 +35,14 @@ from app.adapters import statefiles
 from app.adapters.db import node_repo
 from app.adapters.db.tables import NodeRecord
 from app.adapters.podresources_cache import PodResourcesCache
-from app.services.node_errors import (
+from app.services.nodes.errors import (
     NodeServiceError,
     NodeUnavailableError,
     ReadOnlyNodeError,
     UnknownNodeError,
     write_failure,
 )
-from app.services.node_inputs import (
+from app.services.nodes.inputs import (
     NodeDefinition,
     build_engine_node,
     definition_of,
@@ -50,8 +50,8 @@ from app.services.node_inputs import (
     parse_config,
     resolve_topology,
 )
-from app.services.node_reads import NodeReads
-from app.services.node_store import Live, NodeStore
+from app.services.nodes.reads import NodeReads
+from app.services.nodes.store import Live, NodeStore
 from app.services.observed_protocol import ObservedNode
 from app.services.simulation import state_files_of
 

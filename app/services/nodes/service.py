@@ -1,14 +1,14 @@
 """Simulated nodes of the dashboard: ``NodeService``, the changes made to them (create, delete,
 admit, dry-run, remove) on top of the registry of live ``Node`` engines
-(``app.services.node_registry``).
+(``app.services.nodes.registry``).
 
 One ``NodeService`` per process (``create_app`` builds it and calls ``start``). The database is
 the source of truth: definitions, the admission log and each node's committed ``version``
 (``app.adapters.db.node_repo``); allocation state lives in kubelet-format state files under
 ``state_dir/<node>`` (``cpu_manager_state``, ``memory_manager_state``, ``pods.json``, the files
-``numascope simulate --state-dir`` reads). ``app.services.node_store`` loads nodes and makes
+``numascope simulate --state-dir`` reads). ``app.services.nodes.store`` loads nodes and makes
 each change durable; the read side (pages, JSON, PodResources, metrics) is
-``app.services.node_reads``.
+``app.services.nodes.reads``.
 
 **Durable or nothing.** A change is computed on the node's engine inside the node's write
 transaction (``NodeRegistry._change``: changes through any worker or replica are serialised, so
@@ -24,7 +24,6 @@ process runs on can be listed too (``attach_observer``): it is read-only, and ad
 removing and deleting raise ``ReadOnlyNodeError`` (409). Demo nodes and the observer plug in
 from outside (``start(seed=…)``, ``attach_observer``); this module imports neither.
 
-The errors and inputs most callers need are importable from here (``__all__``).
 """
 
 from __future__ import annotations
@@ -40,64 +39,32 @@ from app.adapters.db import node_repo
 from app.adapters.db.tables import ACTION_REMOVE, AdmissionRecord, NodeRecord, utc_now
 from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.domain.node_pods import pod_to_manifest
-from app.services.node_admission import (
+from app.services.node_views import AdmissionLogEntry
+from app.services.nodes.admission import (
     check_conflicts,
     check_hint_budget,
     dry_run_results,
     log_records,
 )
-from app.services.node_errors import (
-    DatabaseRefusedError,
+from app.services.nodes.errors import (
     NodeExistsError,
     NodeInputError,
-    NodeServiceError,
-    NodeUnavailableError,
-    PodConflictError,
     ReadOnlyNodeError,
-    StorageFullError,
-    UnknownNodeError,
     UnknownPodError,
     write_failure,
 )
-from app.services.node_inputs import (
+from app.services.nodes.inputs import (
     AdmissionBatch,
     NodeDefinition,
     build_engine_node,
     check_node_name,
-    micro_clock,
     parse_config,
     parse_manifests,
-    pod_memory_requests,
     resolve_topology,
 )
-from app.services.node_registry import NodeRegistry
-from app.services.node_restart import NodeRestarts, Rehearsal
-from app.services.node_store import STATE_FILES, Live
-from app.services.node_views import AdmissionLogEntry
-
-__all__ = [
-    "STATE_FILES",
-    "AdmissionBatch",
-    "DatabaseRefusedError",
-    "NodeDefinition",
-    "NodeExistsError",
-    "NodeInputError",
-    "NodeService",
-    "NodeServiceError",
-    "NodeUnavailableError",
-    "PodConflictError",
-    "ReadOnlyNodeError",
-    "Rehearsal",
-    "StorageFullError",
-    "UnknownNodeError",
-    "UnknownPodError",
-    "check_node_name",
-    "micro_clock",
-    "parse_config",
-    "parse_manifests",
-    "pod_memory_requests",
-    "resolve_topology",
-]
+from app.services.nodes.registry import NodeRegistry
+from app.services.nodes.restart import NodeRestarts
+from app.services.nodes.store import Live
 
 
 class NodeService(NodeRegistry, NodeRestarts):

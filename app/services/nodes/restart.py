@@ -37,10 +37,10 @@ from app.domain.node import Node
 from app.domain.node_pods import pod_to_manifest
 from app.domain.node_state_files import GATE
 from app.domain.restart import REJECTED, RestartInputError, RestartResult, restart_node
-from app.services.node_errors import NodeInputError, NodeUnavailableError, ReadOnlyNodeError
-from app.services.node_inputs import parse_config, pod_memory_requests
-from app.services.node_store import Live, NodeStore
 from app.services.node_views import NodeMapView, NodeViews, node_topology_view
+from app.services.nodes.errors import NodeInputError, NodeUnavailableError, ReadOnlyNodeError
+from app.services.nodes.inputs import parse_config, pod_memory_requests
+from app.services.nodes.store import Live, NodeStore
 
 #: The first release that knows the PodLevelResourceManagers gate.
 _GATE_SINCE = "1.36"
@@ -132,7 +132,7 @@ OBSERVED_NOTE = (
 
 
 class NodeRestarts(ABC):
-    """The restart use case of ``NodeService`` (``app.services.node_registry`` provides the registry)."""
+    """The restart use case of ``NodeService`` (``app.services.nodes.registry`` provides the registry)."""
 
     store: NodeStore
     _lock: Any

@@ -16,9 +16,9 @@ from app.domain.node_pods import pod_to_manifest
 from app.domain.node_state import restore_node
 from app.domain.node_state_files import NodeStateError, render_state_files
 from app.domain.pod import Pod
-from app.services.node_errors import HintSearchTooLargeError, PodConflictError
-from app.services.node_inputs import at, build_engine_node
-from app.services.node_store import Live
+from app.services.nodes.errors import HintSearchTooLargeError, PodConflictError
+from app.services.nodes.inputs import at, build_engine_node
+from app.services.nodes.store import Live
 
 HINT_BUDGET_NAME = "this server's budget (NUMASCOPE_HINT_SEARCH_BUDGET)"
 

@@ -52,8 +52,8 @@ from app.domain.pod_manifest import pod_from_manifest
 from app.domain.topology import CPUTopology
 from app.domain.topology_record import topology_to_record
 from app.services import simulation
-from app.services.node_inputs import NodeDefinition, build_engine_node
 from app.services.node_views import NodeViews
+from app.services.nodes.inputs import NodeDefinition, build_engine_node
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The read side of the simulated-node service: the cached views of each node (pages, JSON
 twins, summaries), its admission log, PodResources JSON and Prometheus samples.
 
-``NodeReads`` is the base of ``app.services.node_registry.NodeRegistry`` (and so of
+``NodeReads`` is the base of ``app.services.nodes.registry.NodeRegistry`` (and so of
 ``app.services.nodes.NodeService``); every read first catches up with the database
 (``_refresh``, nodes changed through another worker) and then answers from the node's
 ``NodeViews``, rebuilt only when the node's version changed. An observed node is read through
@@ -29,9 +29,6 @@ from app.domain.podresources import PodNotFoundError
 from app.domain.presets import preset_names
 from app.domain.snapshot import NodeSnapshot
 from app.services.encoded_json import EncodedJSON, encode
-from app.services.node_errors import UnknownNodeError, UnknownPodError
-from app.services.node_inputs import pod_memory_requests
-from app.services.node_store import Live
 from app.services.node_views import (
     AdmissionLogEntry,
     NodeDetail,
@@ -45,6 +42,9 @@ from app.services.node_views import (
     node_topology_view,
     pod_url,
 )
+from app.services.nodes.errors import UnknownNodeError, UnknownPodError
+from app.services.nodes.inputs import pod_memory_requests
+from app.services.nodes.store import Live
 from app.services.observed_protocol import ObservedNode
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Errors of the simulated-node service (``app.services.nodes``), in a module of their own so
+"""Errors of the simulated-node service (``app.services.nodes.service``), in a module of their own so
 that the observer and the web layer can name them without importing the service.
 
 Each carries ``message`` for people and ``field`` (if any) for forms and the API; statuses are

@@ -21,8 +21,8 @@ from app.domain.pod import Pod, PodManifestError, is_hugepage_resource_name
 from app.domain.presets import get_preset
 from app.domain.topology import CPUTopology, TopologyError
 from app.domain.topology_spec import parse_topology_spec
-from app.services.node_errors import NodeInputError
 from app.services.node_views import AdmissionLogEntry, pod_url
+from app.services.nodes.errors import NodeInputError
 
 MAX_MANIFEST_BYTES = 1024 * 1024
 MAX_CONFIG_BYTES = 1024 * 1024
