@@ -19,7 +19,7 @@ live state at scrape time.
 Pages and JSON read the last poll's results: none waits for an agent. What is kept per agent
 and the metrics are ``app.services.hub_agents``; fit and upgrade fan out to every node
 (``app.services.hub_fanout``). The demo fleet's nodes (``--demo-fleet``) answer in the hub's
-process (``app.services.demo_fleet``).
+process (``app.services.nodes.demo_fleet``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ from prometheus_client import CollectorRegistry
 from app.adapters.agents import AgentClient, AgentError
 from app.adapters.dns import DNSLookupError, agent_url, make_resolver, resolve_addresses
 from app.services.agent_summary import Encoded, SummaryCache, encode
-from app.services.demo_fleet import DemoFleet
 from app.services.fleet_rows import check_summary, fleet_node
 from app.services.hub_agents import (
     LAST_SEEN_STEP,
@@ -48,6 +47,7 @@ from app.services.hub_agents import (
     HubMetrics,
 )
 from app.services.hub_fanout import FleetFanOut
+from app.services.nodes.demo_fleet import DemoFleet
 from app.settings import Settings, check_dns_target, split_list
 
 log = logging.getLogger(__name__)
@@ -259,7 +259,7 @@ class Hub(FleetFanOut):
         cached = self._doc
         if cached is not None and cached[:2] == key:
             return key, cached[2]
-        nodes = [fleet_node(n.summary(self.summaries), None, OK) for n in sims]
+        nodes = [fleet_node(n.agent_summary(self.summaries), None, OK) for n in sims]
         for a in sorted(self.agents.values(), key=lambda a: a.url):
             status = a.status if a.status != PENDING else UNREACHABLE
             nodes.extend(fleet_node(s, a.url, status) for s in a.nodes)

@@ -2,7 +2,7 @@
 and their pages): the question goes to every node, and each node's own engine decides. Remote nodes are asked
 through their agents (``app.adapters.agents``), bounded by the hub's concurrency and a timeout
 per call: a slow or failing agent gives an ``error`` result for its nodes, never an HTTP error
-of the hub. The demo fleet's nodes (``app.services.demo_fleet``) answer in the hub's process,
+of the hub. The demo fleet's nodes (``app.services.nodes.demo_fleet``) answer in the hub's process,
 in a worker thread, within the CPU time budget.
 
 ``FleetFanOut`` is a base of ``app.services.hub.Hub``, which provides the agents, the client
@@ -20,9 +20,9 @@ from urllib.parse import urlencode
 
 from app.adapters.agents import AgentClient, AgentError
 from app.domain import deadline
-from app.services.demo_fleet import DemoFleet, SimulatedNode
 from app.services.fleet_rows import fit_error, fit_result, upgrade_error, upgrade_result
 from app.services.hub_agents import OK, AgentState
+from app.services.nodes.demo_fleet import DemoFleet, SimulatedNode
 from app.settings import Settings
 
 

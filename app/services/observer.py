@@ -30,9 +30,7 @@ from app.domain.observed import (
 from app.domain.podresources import GetPodResourcesResponse
 from app.services.node_views import NodeDetail, NodeSummary, NodeView, NodeViews, PodView
 from app.services.nodes.errors import NodeServiceError, UnknownPodError
-from app.services.nodes.inputs import AdmissionBatch
 from app.services.observation import node_name_of, observe_node
-from app.services.observed_dryrun import dry_run_observed
 from app.services.observed_views import ObservedViews, build_views
 from app.settings import Settings
 
@@ -175,10 +173,6 @@ class NodeObserver:
         pod = observed.podresources_pod(namespace, name)
         podresources = message_to_dict(GetPodResourcesResponse(pod)) if pod is not None else {}
         return views.pod_view(summary, row, podresources)
-
-    def dry_run(self, manifest: str) -> AdmissionBatch:
-        """Judge pods on a scratch copy of this node (``app.services.observed_dryrun``)."""
-        return dry_run_observed(self, manifest)
 
     def _podresources(self) -> ObservedNode:
         observed = self.current()

@@ -36,6 +36,9 @@ from app.adapters.db.migrate import upgrade_head
 from app.services.demo import create_demo_nodes
 from app.services.encoded_json import GZIP_LEVEL, GZIP_MINIMUM
 from app.services.hub import Hub
+from app.services.nodes.catalog import NodeCatalog
+from app.services.nodes.demo_fleet import DemoFleet
+from app.services.nodes.remote import RemoteNodes
 from app.services.nodes.service import NodeService
 from app.services.nrt_loop import NRTLoop
 from app.services.observer import NodeObserver
@@ -118,7 +121,6 @@ def create_app(
     except Exception:
         logging.getLogger("app").exception("the simulated nodes could not be loaded")
     app.state.nodes = node_service
-    metrics.registry.register(NodesCollector(node_service.metric_samples))
 
     # The real node this process runs on (read-only), listed beside the simulated ones.
     observer: NodeObserver | None = None
@@ -126,9 +128,22 @@ def create_app(
         observer = NodeObserver(
             settings, on_error=lambda source: metrics.source_errors.labels(source).inc()
         )
-        node_service.attach_observer(observer)
         metrics.registry.register(CheckpointCollector(observer.checkpoint_samples))
     app.state.observer = observer
+    # The cluster: the hub polls agents and holds --demo-fleet nodes (built in the background
+    # by the hub's start); both started and stopped by the lifespan.
+    demo_fleet = DemoFleet(settings.demo_fleet) if settings.hub else None
+    hub = Hub(settings, metrics.registry, fleet=demo_fleet) if settings.hub else None
+    app.state.hub = hub
+    # Every node by name, whatever its kind: routes, the CLI and the hub ask the catalog.
+    catalog = NodeCatalog(
+        node_service,
+        observer=observer,
+        fleet=demo_fleet,
+        remote=RemoteNodes(hub) if hub is not None else None,
+    )
+    app.state.catalog = catalog
+    metrics.registry.register(NodesCollector(catalog.metric_samples))
     # Each simulated node's PodResources on <podresources_dir>/<node>.sock (lifespan).
     app.state.podresources_sockets = (
         PodResourcesSockets(settings.podresources_dir, node_service)
@@ -136,11 +151,10 @@ def create_app(
         else None
     )
 
-    # The cluster: the hub polls agents (and holds --demo-fleet nodes); an observed agent may
-    # publish its NodeResourceTopology (both started and stopped by the lifespan).
-    app.state.hub = Hub(settings, metrics.registry) if settings.hub else None
+    # An observed agent may publish its NodeResourceTopology (started and stopped by the
+    # lifespan).
     app.state.nrt = (
-        NRTLoop(node_service, observer, settings.nrt_interval, registry=metrics.registry)
+        NRTLoop(catalog.get(observer.name), settings.nrt_interval, registry=metrics.registry)
         if settings.publish_nrt and observer is not None
         else None
     )

@@ -36,11 +36,12 @@ from app.services.nodes.errors import (
     NodeUnavailableError,
     PodConflictError,
     ReadOnlyNodeError,
+    RemoteNotFoundError,
     StorageFullError,
     UnknownNodeError,
     UnknownPodError,
 )
-from app.services.observed_dryrun import ObservedCopyError
+from app.services.nodes.observed import ObservedCopyError
 from app.services.observer import ObservedNodeUnavailableError
 from app.services.topologies import HostDiscoveryError, UnknownTopologyError
 from app.services.undo import NothingToUndoError
@@ -55,6 +56,7 @@ ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
     AdmissionError: (422, "UnexpectedAdmissionError"),
     UnknownNodeError: (404, "NotFound"),
     UnknownPodError: (404, "NotFound"),
+    RemoteNotFoundError: (404, "NotFound"),
     PodNotFoundError: (404, "NotFound"),
     NodeExistsError: (409, "AlreadyExists"),
     PodConflictError: (409, "AlreadyExists"),

@@ -635,7 +635,7 @@ def test_a_failing_observation_is_shown_not_raised(host: Host) -> None:
     assert list(obs.metric_samples()) == [] and not obs.ready
 
 
-# -- the fleet's fit: dry runs on a copy of the observed node (app.services.observed_dryrun) --
+# -- the fleet's fit: dry runs on a copy of the observed node (app.services.nodes.observed) --
 # The machine's files must match its sysfs exactly (a memory checkpoint written for other
 # hugepage sizes fails the memory manager's start-up check, as in the kubelet), so this host's
 # engine runs on the topology discovered from its own fake sysfs.
@@ -711,7 +711,7 @@ def test_a_dry_run_on_the_observed_node_is_its_engines_answer_on_a_copy(
 def test_the_copy_releases_what_stale_entries_hold(sysfs_host: Host) -> None:
     from app.domain.node_state import restore_managers
     from app.services.nodes.inputs import build_engine_node
-    from app.services.observed_dryrun import release_stale
+    from app.services.nodes.observed import release_stale
 
     twin = _sysfs_engine(sysfs_host.sysfs)
     files = {

@@ -1,23 +1,21 @@
-"""Admission helpers of the simulated-node service: conflicts with pods already on the node,
-the hint-search budget (``app.domain.hint_budget``), dry runs of several pods (on a scratch
-copy, never on the node itself) and the log rows of one submission.
+"""Admission helpers of the simulated-node service: the hint-search budget
+(``app.domain.hint_budget``) and the log rows of one submission. Conflicts, dry runs and
+admissions themselves are ``app.services.nodes.judge``.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from app.adapters.db.tables import ACTION_ADMIT, ACTION_DRY_RUN, AdmissionRecord, utc_now
 from app.domain import hint_budget
 from app.domain.node import AdmissionResult
 from app.domain.node_pods import pod_to_manifest
-from app.domain.node_state import restore_node
-from app.domain.node_state_files import NodeStateError, render_state_files
 from app.domain.pod import Pod
-from app.services.nodes.errors import HintSearchTooLargeError, PodConflictError
-from app.services.nodes.inputs import at, build_engine_node
+from app.services.nodes.errors import HintSearchTooLargeError
+from app.services.nodes.inputs import at
 from app.services.nodes.store import Live
 
 HINT_BUDGET_NAME = "this server's budget (NUMASCOPE_HINT_SEARCH_BUDGET)"
@@ -68,40 +66,3 @@ def log_records(
         )
         for p, r in zip(pods, results, strict=True)
     ]
-
-
-def check_conflicts(live: Live, pods: Sequence[Pod]) -> None:
-    uids: set[str] = set()
-    keys: set[str] = set()
-    for p in pods:
-        # The name first: a manifest without a uid gets one derived from its name, so a
-        # second submission of it is a name clash, not a uid the user never wrote.
-        if live.node.find_pod(p.key) is not None or p.key in keys:
-            raise PodConflictError(
-                f"pod {p.key} is already on node {live.definition.name}", "metadata.name"
-            )
-        if p.uid in live.node.pods or p.uid in uids:
-            raise PodConflictError(
-                f"pod with uid {p.uid} ({p.key}) is already on node {live.definition.name}",
-                "metadata.uid",
-            )
-        uids.add(p.uid)
-        keys.add(p.key)
-
-
-def dry_run_results(
-    live: Live, pods: Sequence[Pod], clock: Callable[[], float]
-) -> list[AdmissionResult]:
-    if len(pods) == 1:
-        return [live.node.dry_run(pods[0])]
-    # Several pods: admit them in order on a scratch copy restored from the state files.
-    scratch = build_engine_node(live.definition.name, live.topology, live.config, clock)
-    try:
-        restore_node(
-            scratch,
-            render_state_files(live.node),
-            [(p, live.node.admitted_at.get(uid, 0.0)) for uid, p in live.node.pods.items()],
-        )
-    except NodeStateError as err:  # the engine cannot read its own files: a bug
-        raise RuntimeError(f"dry run: cannot copy node {live.definition.name}: {err}") from err
-    return [scratch.admit(p) for p in pods]

@@ -19,11 +19,10 @@ and the engine is put back to the last committed state; the caller gets ``Storag
 
 A rejected pod is not an error: ``admit`` returns the verdicts (and logs them); only bad input
 raises (``NodeInputError`` naming the field, ``PodConflictError`` for a pod already on the
-node, ``UnknownNodeError``/``UnknownPodError`` for names that do not exist). The node this
-process runs on can be listed too (``attach_observer``): it is read-only, and admitting,
-removing and deleting raise ``ReadOnlyNodeError`` (409). Demo nodes and the observer plug in
-from outside (``start(seed=…)``, ``attach_observer``); this module imports neither.
-
+node, ``UnknownNodeError``/``UnknownPodError`` for names that do not exist). Only simulated
+nodes live here: the catalog (``app.services.nodes.catalog``) lists them beside the observed
+node and the others, and refuses changes to nodes that cannot be changed. Demo nodes plug in
+from outside (``start(seed=…)``).
 """
 
 from __future__ import annotations
@@ -40,16 +39,10 @@ from app.adapters.db.tables import ACTION_REMOVE, AdmissionRecord, NodeRecord, u
 from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.domain.node_pods import pod_to_manifest
 from app.services.node_views import AdmissionLogEntry
-from app.services.nodes.admission import (
-    check_conflicts,
-    check_hint_budget,
-    dry_run_results,
-    log_records,
-)
+from app.services.nodes.admission import check_hint_budget, log_records
 from app.services.nodes.errors import (
     NodeExistsError,
     NodeInputError,
-    ReadOnlyNodeError,
     UnknownPodError,
     write_failure,
 )
@@ -62,6 +55,7 @@ from app.services.nodes.inputs import (
     parse_manifests,
     resolve_topology,
 )
+from app.services.nodes.judge import judge
 from app.services.nodes.registry import NodeRegistry
 from app.services.nodes.restart import NodeRestarts
 from app.services.nodes.store import Live
@@ -96,7 +90,7 @@ class NodeService(NodeRegistry, NodeRestarts):
         """Define a new simulated node (its CPUs all free). Raises ``NodeInputError`` or
         ``NodeExistsError``."""
         check_node_name(name)
-        if self._observed(name) is not None:
+        if self.taken(name):
             raise NodeExistsError(name)
         kind, topo = resolve_topology(topology)
         if not isinstance(kubelet_config, str):
@@ -141,8 +135,6 @@ class NodeService(NodeRegistry, NodeRestarts):
         return definition
 
     def delete(self, name: str) -> None:
-        if self._observed(name) is not None:
-            raise ReadOnlyNodeError(name, "delete it")
         self._refresh()
         with self._lock:
             live = self._live(name)
@@ -157,10 +149,6 @@ class NodeService(NodeRegistry, NodeRestarts):
     # -- pods ------------------------------------------------------------------------------
     def admit(self, name: str, manifest: str, *, dry_run: bool = False) -> AdmissionBatch:
         """Admit (or with ``dry_run`` only judge) every pod of ``manifest`` in order."""
-        if (obs := self._observed(name)) is not None:
-            if dry_run:  # judged on a scratch copy of its recorded state (the fleet's fit)
-                return obs.dry_run(manifest)
-            raise ReadOnlyNodeError(name, "admit pods on it")
         self._refresh()
         with self._lock:
             live = self._live(name)
@@ -168,11 +156,7 @@ class NodeService(NodeRegistry, NodeRestarts):
             check_hint_budget(live, pods, self.hint_budget)
             action = "the dry run" if dry_run else "the admission"
             with self._change(live, action) as tx:
-                check_conflicts(live, pods)
-                if dry_run:
-                    results = dry_run_results(live, pods, self.clock)
-                else:
-                    results = [live.node.admit(p) for p in pods]
+                results = judge(live.node, pods, commit=not dry_run)
                 batch = str(uuid.uuid4())
                 records = log_records(live, batch, pods, results, dry_run)
                 tx.add(records)
@@ -188,8 +172,6 @@ class NodeService(NodeRegistry, NodeRestarts):
 
     def remove_pod(self, name: str, namespace: str, pod_name: str) -> AdmissionLogEntry:
         """Remove a pod from the node (all its containers); its CPUs and memory go back."""
-        if self._observed(name) is not None:
-            raise ReadOnlyNodeError(name, "remove its pods")
         self._refresh()
         with self._lock:
             live = self._live(name)

@@ -10,7 +10,6 @@ verdict for a kubelet of ``release`` starting on the node's state files
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
@@ -21,11 +20,10 @@ from app import __version__
 from app.domain.kubelet_config import RELEASES
 from app.services.agent_summary import SummaryCache, build_summary, encode, etag_matches
 from app.services.nodes.errors import NodeInputError
-from app.services.nodes.service import NodeService
+from app.services.nodes.source import NodeSource
 from app.services.nrt import build_nrt
 from app.services.observer import ObservedNodeUnavailableError
-from app.services.upgrade import UpgradeInputError, check_files, check_observed
-from app.web.deps import NodeName, NodeServiceDep
+from app.web.deps import CatalogDep, NodeName, NodeSourceDep
 
 api = APIRouter(prefix="/api/v1", tags=["agent"])
 
@@ -33,13 +31,12 @@ JSON_OBJECT: dict[str, Any] = {
     "description": "The document (or 304 Not Modified for a matching If-None-Match)",
     "content": {"application/json": {"schema": {"type": "object"}}},
 }
-STATE_NAMES = ("cpu_manager_state", "memory_manager_state")
 
 
-def _summary_of(service: NodeService, name: str) -> dict[str, Any]:
-    summary = service.summary(name)
+def _summary_of(source: NodeSource) -> dict[str, Any]:
+    summary = source.summary()
     try:
-        views = service.views(name)
+        views = source.views()
     except ObservedNodeUnavailableError:
         views = None
     return build_summary(summary, views)
@@ -67,10 +64,10 @@ def cached_json(request: Request, doc: Any) -> Response:
     summary="Compact summaries of every node (the agent contract; ETag / If-None-Match)",
     responses={200: JSON_OBJECT, 304: {"description": "Not modified"}},
 )
-def api_summary(request: Request, service: NodeServiceDep) -> Response:
+def api_summary(request: Request, catalog: CatalogDep) -> Response:
     settings = request.app.state.settings
     agent = {"version": __version__, "observe": bool(settings.observe), "releases": list(RELEASES)}
-    doc = _cache(request).document(service.names(), lambda n: _summary_of(service, n), agent)
+    doc = _cache(request).document(catalog.names(), lambda n: _summary_of(catalog.get(n)), agent)
     return cached_json(request, doc)
 
 
@@ -80,8 +77,8 @@ def api_summary(request: Request, service: NodeServiceDep) -> Response:
     summary="The compact summary of one node (ETag / If-None-Match)",
     responses={200: JSON_OBJECT, 304: {"description": "Not modified"}, 404: {}},
 )
-def api_node_summary(request: Request, node: NodeName, service: NodeServiceDep) -> Response:
-    return cached_json(request, _cache(request).versioned(_summary_of(service, node)))
+def api_node_summary(request: Request, node: NodeName, source: NodeSourceDep) -> Response:
+    return cached_json(request, _cache(request).versioned(_summary_of(source)))
 
 
 def parse_gate(value: str | None) -> bool | None:
@@ -108,27 +105,6 @@ def check_release(release: str) -> str:
     return release
 
 
-def node_upgrade(
-    service: NodeService, name: str, release: str, gate: bool | None
-) -> dict[str, Any]:
-    """The inspector's verdict for a kubelet of ``release`` on node ``name``."""
-    try:
-        obs = service.observer
-        if obs is not None and obs.name == name:
-            s = obs.settings
-            return check_observed(name, s.kubelet_root, s.kubelet_config_file, release, gate)
-        definition = service.definition(name)
-        directory = service.node_dir(name)
-        files: dict[str, bytes | None] = {}
-        for file in STATE_NAMES:
-            path = Path(directory) / file if directory is not None else None
-            files[file] = path.read_bytes() if path is not None and path.is_file() else None
-        uids = [p.uid for p in service.snapshot(name).pods if "/" not in p.uid]
-        return check_files(name, files, definition.kubelet_config, uids, release, gate)
-    except UpgradeInputError as exc:
-        raise NodeInputError(exc.message, exc.field) from None
-
-
 @api.get(
     "/nodes/{node}/upgrade",
     name="api_node_upgrade",
@@ -136,8 +112,7 @@ def node_upgrade(
     responses={404: {}, 422: {"description": "Unknown release or bad gate value"}},
 )
 def api_node_upgrade(
-    node: NodeName,
-    service: NodeServiceDep,
+    source: NodeSourceDep,
     release: Annotated[str, Query(description="Kubelet release: " + ", ".join(RELEASES))],
     pod_level_resource_managers: Annotated[
         str | None,
@@ -145,7 +120,7 @@ def api_node_upgrade(
     ] = None,
 ) -> JSONResponse:
     gate = parse_gate(pod_level_resource_managers)
-    return JSONResponse(node_upgrade(service, node, check_release(release), gate))
+    return JSONResponse(source.upgrade(check_release(release), gate))
 
 
 @api.get(
@@ -154,5 +129,5 @@ def api_node_upgrade(
     summary="The node as a topology.node.k8s.io/v1alpha2 NodeResourceTopology",
     responses={404: {}, 200: JSON_OBJECT},
 )
-def api_node_nrt(node: NodeName, service: NodeServiceDep) -> JSONResponse:
-    return JSONResponse(build_nrt(service.views(node)))
+def api_node_nrt(source: NodeSourceDep) -> JSONResponse:
+    return JSONResponse(build_nrt(source.views()))

@@ -1,4 +1,5 @@
-"""``/api/v1/nodes``: simulated nodes, their pods and admissions, and PodResources as JSON.
+"""``/api/v1/nodes``: every node of the catalog (simulated, observed, the hub's fleet), its pods
+and admissions, and PodResources as JSON; creating, admitting and removing on simulated nodes.
 
 PodResources is gRPC over a unix socket only (the kubelet has no HTTP endpoint for it); the
 routes under ``/podresources`` and ``/allocatable`` are the project's translation of ``List``,
@@ -28,7 +29,7 @@ from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.services.node_views import AdmissionLogEntry, NodeDetail, NodeIndexView, node_url
 from app.services.nodes.errors import NodeInputError
 from app.web.conditional import encoded_response
-from app.web.deps import Namespace, NodeName, NodeServiceDep, PodName
+from app.web.deps import CatalogDep, Namespace, NodeName, NodeServiceDep, NodeSourceDep, PodName
 from app.web.offload import offload
 
 api = APIRouter(prefix="/api/v1", tags=["nodes"])
@@ -82,8 +83,8 @@ CACHED: dict[int | str, dict[str, Any]] = {304: {"description": "Not modified (I
     response_model=NodeIndexView,
     responses=CACHED,
 )
-def api_nodes(request: Request, service: NodeServiceDep) -> Response:
-    return encoded_response(request, service.index_json())
+def api_nodes(request: Request, catalog: CatalogDep) -> Response:
+    return encoded_response(request, catalog.index_json())
 
 
 @api.post(
@@ -96,11 +97,11 @@ def api_nodes(request: Request, service: NodeServiceDep) -> Response:
         422: {"description": "Bad input"},
     },
 )
-def api_create_node(body: NodeCreate, service: NodeServiceDep) -> JSONResponse:
+def api_create_node(body: NodeCreate, catalog: CatalogDep) -> JSONResponse:
     config = body.kubelet_config
     text = json.dumps(config, indent=2) if isinstance(config, dict) else config
-    service.create(body.name, body.topology, text, body.release)
-    detail = service.node_detail(body.name)
+    catalog.service.create(body.name, body.topology, text, body.release)
+    detail = catalog.get(body.name).node_detail()
     return JSONResponse(
         detail.model_dump(mode="json"),
         status_code=201,
@@ -115,10 +116,12 @@ def api_create_node(body: NodeCreate, service: NodeServiceDep) -> JSONResponse:
     response_model=NodeDetail,
     responses={**NOT_FOUND, **CACHED},
 )
-async def api_node(request: Request, node: NodeName, service: NodeServiceDep) -> Response:
+async def api_node(
+    request: Request, node: NodeName, service: NodeServiceDep, source: NodeSourceDep
+) -> Response:
     cached = service.peek_json(node, "detail")
     if cached is None:
-        cached = await run_in_threadpool(service.node_detail_json, node)
+        cached = await run_in_threadpool(source.node_detail_json)
     return encoded_response(request, cached)
 
 
@@ -129,8 +132,8 @@ async def api_node(request: Request, node: NodeName, service: NodeServiceDep) ->
     status_code=204,
     responses=NOT_FOUND,
 )
-def api_delete_node(node: NodeName, service: NodeServiceDep) -> Response:
-    service.delete(node)
+def api_delete_node(node: NodeName, catalog: CatalogDep) -> Response:
+    catalog.writable(node, "delete it").delete()
     return Response(status_code=204)
 
 
@@ -194,12 +197,16 @@ async def _manifest_text(request: Request) -> str:
 async def api_admit(
     request: Request,
     node: NodeName,
-    service: NodeServiceDep,
+    catalog: CatalogDep,
     dry_run: Annotated[bool, Query(alias="dryRun", description="Judge only, keep nothing")] = False,
 ) -> JSONResponse:
     text = await _manifest_text(request)
     what = "the dry run" if dry_run else "the admission"
-    batch = await offload(request, service.admit, node, text, dry_run=dry_run, what=what)
+    if dry_run:
+        batch = await offload(request, catalog.get(node).dry_run, text, what=what)
+    else:
+        source = catalog.writable(node, "admit pods on it")
+        batch = await offload(request, source.admit, text, what=what)
     status = 201 if batch.admitted and not dry_run else 200
     return JSONResponse(batch.to_dict(), status_code=status)
 
@@ -211,9 +218,9 @@ async def api_admit(
     responses=NOT_FOUND,
 )
 def api_remove_pod(
-    node: NodeName, namespace: Namespace, name: PodName, service: NodeServiceDep
+    node: NodeName, namespace: Namespace, name: PodName, catalog: CatalogDep
 ) -> dict[str, Any]:
-    entry = service.remove_pod(node, namespace, name)
+    entry = catalog.writable(node, "remove its pods").remove_pod(namespace, name)
     return {"removed": entry.model_dump(mode="json")}
 
 
@@ -225,11 +232,11 @@ def api_remove_pod(
 )
 def api_admissions(
     node: NodeName,
-    service: NodeServiceDep,
+    source: NodeSourceDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     batch: Annotated[str | None, Query(description="Only this submission, in order")] = None,
 ) -> AdmissionLog:
-    return AdmissionLog(node=node, admissions=service.admissions(node, limit=limit, batch=batch))
+    return AdmissionLog(node=node, admissions=source.admissions(limit=limit, batch=batch))
 
 
 @api.get(
@@ -239,11 +246,11 @@ def api_admissions(
     responses={**NOT_FOUND, **CACHED, 200: PODRESOURCES_JSON},
 )
 async def api_podresources_list(
-    request: Request, node: NodeName, service: NodeServiceDep
+    request: Request, node: NodeName, service: NodeServiceDep, source: NodeSourceDep
 ) -> Response:
     cached = service.peek_json(node, "podresources")
     if cached is None:
-        cached = await run_in_threadpool(service.podresources_list_json, node)
+        cached = await run_in_threadpool(source.podresources_list_json)
     return encoded_response(request, cached)
 
 
@@ -254,11 +261,16 @@ async def api_podresources_list(
     responses={**NOT_FOUND, **CACHED, 200: PODRESOURCES_JSON},
 )
 async def api_podresources_get(
-    request: Request, node: NodeName, namespace: Namespace, name: PodName, service: NodeServiceDep
+    request: Request,
+    node: NodeName,
+    namespace: Namespace,
+    name: PodName,
+    service: NodeServiceDep,
+    source: NodeSourceDep,
 ) -> Response:
     cached = service.peek_json(node, "podresources", namespace, name)
     if cached is None:
-        cached = await run_in_threadpool(service.podresources_get_json, node, namespace, name)
+        cached = await run_in_threadpool(source.podresources_get_json, namespace, name)
     return encoded_response(request, cached)
 
 
@@ -268,8 +280,10 @@ async def api_podresources_get(
     summary="PodResources GetAllocatableResources (canonical proto3 JSON)",
     responses={**NOT_FOUND, **CACHED, 200: PODRESOURCES_JSON},
 )
-async def api_allocatable(request: Request, node: NodeName, service: NodeServiceDep) -> Response:
+async def api_allocatable(
+    request: Request, node: NodeName, service: NodeServiceDep, source: NodeSourceDep
+) -> Response:
     cached = service.peek_json(node, "allocatable")
     if cached is None:
-        cached = await run_in_threadpool(service.allocatable_json, node)
+        cached = await run_in_threadpool(source.allocatable_json)
     return encoded_response(request, cached)

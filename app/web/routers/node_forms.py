@@ -22,18 +22,18 @@ from starlette.responses import HTMLResponse, Response
 
 from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.services.node_views import NodeIndexView, NodeView, node_url, pod_url
+from app.services.nodes.catalog import NodeCatalog
 from app.services.nodes.errors import (
     NodeInputError,
     NodeServiceError,
     PodConflictError,
-    ReadOnlyNodeError,
 )
 from app.services.nodes.inputs import AdmissionBatch
 from app.services.nodes.service import NodeService
 from app.services.placements import placements
 from app.services.pod_find import pods_page
 from app.services.undo import last_removal
-from app.web.deps import Namespace, NodeName, NodeServiceDep, PodName
+from app.web.deps import CatalogDep, Namespace, NodeName, PodName
 from app.web.offload import budgeted
 from app.web.rendering import render, see_other, wants_fragment
 
@@ -122,7 +122,7 @@ def node_page_context(service: NodeService, view: NodeView) -> dict[str, Any]:
 @forms.post("/nodes", name="create_node_form", include_in_schema=False)
 def create_node_form(
     request: Request,
-    service: NodeServiceDep,
+    catalog: CatalogDep,
     name: Annotated[str, Form()] = "",
     topology: Annotated[str, Form()] = "",
     kubelet_config: Annotated[str, Form()] = "",
@@ -135,22 +135,20 @@ def create_node_form(
         "release": release,
     }
     try:
-        service.create(name.strip(), topology, kubelet_config, release)
+        catalog.service.create(name.strip(), topology, kubelet_config, release)
     except NodeServiceError as err:
         status = 422 if isinstance(err, NodeInputError) else 409
-        return render_nodes_page(request, service.index(), form=form, error=err, status_code=status)
+        return render_nodes_page(request, catalog.index(), form=form, error=err, status_code=status)
     return see_other(request, node_url(name.strip()))
 
 
 # -- one node ---------------------------------------------------------------------------------
 
 
-def _check_changeable(service: NodeService, node: str, action: str) -> None:
-    """Unknown nodes are 404 and observed ones 409 before any confirmation step."""
-    observer = service.observer
-    if observer is not None and observer.name == node:
-        raise ReadOnlyNodeError(node, action)
-    service.definition(node)
+def _check_changeable(catalog: NodeCatalog, node: str, action: str) -> None:
+    """Unknown nodes are 404 and read-only ones 409 before any confirmation step."""
+    catalog.writable(node, action)
+    catalog.service.definition(node)
 
 
 # Destructive forms act only when confirmed; an unconfirmed POST is sent to the confirmation
@@ -160,18 +158,18 @@ Confirm = Annotated[str, Form()]
 
 @forms.post("/nodes/{node}/delete", name="delete_node_form", include_in_schema=False)
 def delete_node_form(
-    request: Request, service: NodeServiceDep, node: NodeName, confirm: Confirm = ""
+    request: Request, catalog: CatalogDep, node: NodeName, confirm: Confirm = ""
 ) -> Response:
     if confirm != "yes":
-        _check_changeable(service, node, "delete it")
+        _check_changeable(catalog, node, "delete it")
         return see_other(request, f"{node_url(node)}/delete")
-    service.delete(node)
+    catalog.writable(node, "delete it").delete()
     return see_other(request, "/nodes")
 
 
 def _admit_answer(
     request: Request,
-    service: NodeServiceDep,
+    catalog: NodeCatalog,
     node: str,
     *,
     form_text: str,
@@ -180,7 +178,8 @@ def _admit_answer(
     removed: str | None = None,
 ) -> HTMLResponse:
     """The admission form with its result; for htmx also the map, pools and pods (OOB)."""
-    view = service.node_view(node, batch=batch.batch if batch else None)
+    service = catalog.service
+    view = catalog.get(node).node_view(batch=batch.batch if batch else None)
     htmx = wants_fragment(request)
     context = {
         "form_text": form_text,
@@ -206,7 +205,7 @@ def _admit_answer(
 @forms.post("/nodes/{node}/admissions", name="admit_form", include_in_schema=False)
 def admit_form(
     request: Request,
-    service: NodeServiceDep,
+    catalog: CatalogDep,
     node: NodeName,
     manifest: Annotated[str, Form()] = "",
     action: Annotated[str, Form()] = "admit",
@@ -214,11 +213,14 @@ def admit_form(
     dry_run = action == "dry-run"
     try:
         with budgeted(request, "the dry run" if dry_run else "the admission"):
-            batch = service.admit(node, manifest, dry_run=dry_run)
+            if dry_run:
+                batch = catalog.get(node).dry_run(manifest)
+            else:
+                batch = catalog.writable(node, "admit pods on it").admit(manifest)
     except (NodeInputError, PodConflictError) as err:
-        return _admit_answer(request, service, node, form_text=manifest, error=err)
+        return _admit_answer(request, catalog, node, form_text=manifest, error=err)
     if wants_fragment(request):
-        return _admit_answer(request, service, node, form_text=manifest, batch=batch)
+        return _admit_answer(request, catalog, node, form_text=manifest, batch=batch)
     return see_other(request, f"{node_url(node)}?batch={quote(batch.batch)}#admit")
 
 
@@ -227,19 +229,19 @@ def admit_form(
 )
 def remove_pod_form(
     request: Request,
-    service: NodeServiceDep,
+    catalog: CatalogDep,
     node: NodeName,
     namespace: Namespace,
     name: PodName,
     confirm: Confirm = "",
 ) -> Response:
     if confirm != "yes":
-        _check_changeable(service, node, "remove its pods")
+        _check_changeable(catalog, node, "remove its pods")
         return see_other(request, f"{pod_url(node, namespace, name)}/remove")
-    service.remove_pod(node, namespace, name)
+    catalog.writable(node, "remove its pods").remove_pod(namespace, name)
     if wants_fragment(request):
         return _admit_answer(
-            request, service, node, form_text=SAMPLE_POD, removed=f"{namespace}/{name}"
+            request, catalog, node, form_text=SAMPLE_POD, removed=f"{namespace}/{name}"
         )
     return see_other(request, f"{node_url(node)}#pods")
 
