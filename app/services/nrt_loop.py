@@ -38,8 +38,10 @@ class NRTLoop:
         resync: float = RESYNC,
         clock: Callable[[], float] = time.monotonic,
         registry: CollectorRegistry | None = None,
+        fingerprint_method: str = "all",
     ) -> None:
         self.node = node
+        self.fingerprint_method = fingerprint_method
         self.interval = interval
         self.resync = resync
         self._clock = clock
@@ -72,7 +74,7 @@ class NRTLoop:
     def tick(self) -> str | None:
         """Publish once if the object changed or a resync is due; what the publisher did
         (``created``, ``updated``, ``unchanged``), or ``None`` when nothing was asked."""
-        obj = build_nrt(self.node.views())
+        obj = build_nrt(self.node.views(), self.fingerprint_method)
         now = self._clock()
         due = self.last_sync is None or now - self.last_sync >= self.resync
         if obj == self.last and not due:

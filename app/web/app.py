@@ -154,7 +154,12 @@ def create_app(
     # An observed agent may publish its NodeResourceTopology (started and stopped by the
     # lifespan).
     app.state.nrt = (
-        NRTLoop(catalog.get(observer.name), settings.nrt_interval, registry=metrics.registry)
+        NRTLoop(
+            catalog.get(observer.name),
+            settings.nrt_interval,
+            registry=metrics.registry,
+            fingerprint_method=settings.nrt_fingerprint_method,
+        )
         if settings.publish_nrt and observer is not None
         else None
     )

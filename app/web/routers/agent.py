@@ -23,7 +23,7 @@ from app.services.nodes.errors import NodeInputError
 from app.services.nodes.source import NodeSource
 from app.services.nrt import build_nrt
 from app.services.observer import ObservedNodeUnavailableError
-from app.web.deps import CatalogDep, NodeName, NodeSourceDep
+from app.web.deps import CatalogDep, NodeName, NodeSourceDep, SettingsDep
 
 api = APIRouter(prefix="/api/v1", tags=["agent"])
 
@@ -129,5 +129,5 @@ def api_node_upgrade(
     summary="The node as a topology.node.k8s.io/v1alpha2 NodeResourceTopology",
     responses={404: {}, 200: JSON_OBJECT},
 )
-def api_node_nrt(source: NodeSourceDep) -> JSONResponse:
-    return JSONResponse(build_nrt(source.views()))
+def api_node_nrt(source: NodeSourceDep, settings: SettingsDep) -> JSONResponse:
+    return JSONResponse(build_nrt(source.views(), settings.nrt_fingerprint_method))
