@@ -6,7 +6,7 @@ services the routes use. ``make_app()`` builds ``Settings`` from the environment
 ``uvicorn --factory app.web.app:make_app``.
 
 With ``Settings.observe`` the node this process runs on is observed (read-only,
-``app.services.observer``) and listed beside the simulated nodes; its admission and removal
+``app.services.observe.observer``) and listed beside the simulated nodes; its admission and removal
 endpoints answer 409, a source it cannot read 503 (both mapped in ``app.web.errors``), and
 ``/readyz`` (``app.web.routers.ops``) waits for its first successful observation. With ``Settings.podresources_dir`` every simulated node's PodResources
 is served on ``<dir>/<node>.sock`` while the app runs (``app.services.sockets``, started and
@@ -41,7 +41,7 @@ from app.services.nodes.demo_fleet import DemoFleet
 from app.services.nodes.remote import RemoteNodes
 from app.services.nodes.service import NodeService
 from app.services.nrt_loop import NRTLoop
-from app.services.observer import NodeObserver
+from app.services.observe.observer import NodeObserver
 from app.services.sockets import PodResourcesSockets
 from app.services.topologies import TopologyService
 from app.settings import Settings

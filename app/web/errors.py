@@ -42,7 +42,7 @@ from app.services.nodes.errors import (
     UnknownPodError,
 )
 from app.services.nodes.observed import ObservedCopyError
-from app.services.observer import ObservedNodeUnavailableError
+from app.services.observe.observer import ObservedNodeUnavailableError
 from app.services.topologies import HostDiscoveryError, UnknownTopologyError
 from app.services.undo import NothingToUndoError
 from app.web.rendering import render, wants_fragment

@@ -1,4 +1,4 @@
-"""services/nodes.py and node_views.py: create/admit/reject/dry-run/remove, the admission log,
+"""services/nodes/service.py and node_views: create/admit/reject/dry-run/remove, the admission log,
 state files and restarts, demo nodes, the CPU map's owners and the metrics samples."""
 
 from __future__ import annotations

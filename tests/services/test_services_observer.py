@@ -1,4 +1,4 @@
-"""services/observer.py end to end, without a kubelet: a simulated node's state files in a tmp
+"""services/observe/observer.py end to end, without a kubelet: a simulated node's state files in a tmp
 "kubelet root", its PodResources served on a tmp socket, a fake sysfs tree of its topology; the
 observed node must be the simulated one. Plus the observed node in the app (pages, JSON, API,
 409 on changes, /readyz, metrics) and the read-only guarantee."""
@@ -30,8 +30,8 @@ from app.domain.observed import UID_ONLY_NAMESPACE
 from app.domain.presets import get_preset
 from app.domain.snapshot import NodeSnapshot
 from app.services import demo
-from app.services.observation import observe_node
-from app.services.observer import NodeObserver, ObservedNodeUnavailableError
+from app.services.observe.observation import observe_node
+from app.services.observe.observer import NodeObserver, ObservedNodeUnavailableError
 from app.settings import Settings
 from app.web.app import create_app
 from tests.fixtures.sysfs import fake_sysfs_from_topology

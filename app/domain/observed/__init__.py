@@ -1,6 +1,6 @@
 """An observed node: what a real kubelet recorded, merged into a ``NodeSnapshot`` (pure).
 
-The sources (spec ``users.md`` §5.1) are read by ``app.services.observation``; this package only
+The sources (spec ``users.md`` §5.1) are read by ``app.services.observe.observation``; this package only
 combines what they returned, without touching disk or sockets:
 
 * ``cpu_manager_state`` / ``memory_manager_state`` (keyed by pod UID and container name),

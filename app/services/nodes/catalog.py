@@ -35,7 +35,7 @@ from app.services.nodes.stored import StoredNode
 if TYPE_CHECKING:
     from app.services.nodes.demo_fleet import DemoFleet
     from app.services.nodes.service import NodeService
-    from app.services.observer import NodeObserver
+    from app.services.observe.observer import NodeObserver
 
 log = logging.getLogger(__name__)
 

@@ -210,3 +210,16 @@ def definition_of(r: NodeRecord) -> NodeDefinition:
         demo=r.demo,
         created_at=as_utc(r.created_at),
     )
+
+
+def record_of(d: NodeDefinition) -> NodeRecord:
+    """The database row of a new node's definition (``definition_of`` read back)."""
+    return NodeRecord(
+        name=d.name,
+        topology=d.topology,
+        topology_kind=d.topology_kind,
+        kubelet_config=d.kubelet_config,
+        release=d.release,
+        demo=d.demo,
+        created_at=d.created_at,
+    )

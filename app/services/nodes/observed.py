@@ -1,5 +1,5 @@
 """The node this process observes as a ``NodeSource`` (``ObservedSource``: read-only, it holds
-the ``app.services.observer.NodeObserver`` by reference), and its dry runs.
+the ``app.services.observe.observer.NodeObserver`` by reference), and its dry runs.
 
 Views, summary and PodResources are the observer's (PodResources: what the kubelet answered,
 not a rebuild); the upgrade verdict is the checkpoint inspector's on the kubelet's own root dir
@@ -41,7 +41,7 @@ from app.services.watch import SOURCE_OBSERVED, LastDigest
 
 if TYPE_CHECKING:
     from app.domain.node import Node
-    from app.services.observer import NodeObserver
+    from app.services.observe.observer import NodeObserver
     from app.settings import Settings
 
 

@@ -43,7 +43,7 @@ from app.services.nodes.inputs import parse_config, pod_memory_requests
 from app.services.nodes.store import Live, NodeStore
 
 if TYPE_CHECKING:
-    from app.services.observer import NodeObserver
+    from app.services.observe.observer import NodeObserver
 
 #: The first release that knows the PodLevelResourceManagers gate.
 _GATE_SINCE = "1.36"

@@ -35,7 +35,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from app.adapters import statefiles
 from app.adapters.db import node_repo
-from app.adapters.db.tables import ACTION_REMOVE, AdmissionRecord, NodeRecord, utc_now
+from app.adapters.db.tables import ACTION_REMOVE, AdmissionRecord, utc_now
 from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.domain.node_pods import pod_to_manifest
 from app.services.node_views import AdmissionLogEntry
@@ -53,6 +53,7 @@ from app.services.nodes.inputs import (
     check_node_name,
     parse_config,
     parse_manifests,
+    record_of,
     resolve_topology,
 )
 from app.services.nodes.judge import judge
@@ -97,24 +98,8 @@ class NodeService(NodeRegistry, NodeRestarts):
             raise NodeInputError("kubeletConfig: expected YAML or JSON text", "kubeletConfig")
         config = parse_config(kubelet_config, release)
         node = build_engine_node(name, topo, config, self.clock)
-        definition = NodeDefinition(
-            name=name,
-            topology=topology.strip(),
-            topology_kind=kind,
-            kubelet_config=kubelet_config,
-            release=release,
-            demo=demo,
-            created_at=utc_now(),
-        )
-        record = NodeRecord(
-            name=name,
-            topology=definition.topology,
-            topology_kind=kind,
-            kubelet_config=kubelet_config,
-            release=release,
-            demo=demo,
-            created_at=definition.created_at,
-        )
+        definition = NodeDefinition(name, topology.strip(), kind, kubelet_config, release, demo)
+        record = record_of(definition)
         self._refresh()
         with self._lock:
             if name in self._nodes:

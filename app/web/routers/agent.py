@@ -22,7 +22,7 @@ from app.services.agent_summary import SummaryCache, build_summary, encode, etag
 from app.services.nodes.errors import NodeInputError
 from app.services.nodes.source import NodeSource
 from app.services.nrt import build_nrt
-from app.services.observer import ObservedNodeUnavailableError
+from app.services.observe.observer import ObservedNodeUnavailableError
 from app.web.deps import CatalogDep, NodeName, NodeSourceDep, SettingsDep
 
 api = APIRouter(prefix="/api/v1", tags=["agent"])

@@ -1,6 +1,6 @@
 """The observed node of the dashboard: ``NodeObserver`` re-observes the real node Numascope runs
-on (``app.services.observation.observe_node``) on request when its last observation is older
-than ``ttl`` (2 s), caches its views (``app.services.observed_views``) and answers what the
+on (``app.services.observe.observation.observe_node``) on request when its last observation is older
+than ``ttl`` (2 s), caches its views (``app.services.observe.views``) and answers what the
 pages, the API and the metrics ask of it; the node service lists it beside its simulated nodes
 (``NodeService.attach_observer``). Nothing is ever written.
 
@@ -30,8 +30,8 @@ from app.domain.observed import (
 from app.domain.podresources import GetPodResourcesResponse
 from app.services.node_views import NodeDetail, NodeSummary, NodeView, NodeViews, PodView
 from app.services.nodes.errors import NodeServiceError, UnknownPodError
-from app.services.observation import node_name_of, observe_node
-from app.services.observed_views import ObservedViews, build_views
+from app.services.observe.observation import node_name_of, observe_node
+from app.services.observe.views import ObservedViews, build_views
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
