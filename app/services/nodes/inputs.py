@@ -200,26 +200,14 @@ def at(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
 
 
+#: The fields a definition and its database row share (besides ``created_at``).
+_DEFINED = ("name", "topology", "topology_kind", "kubelet_config", "release", "demo")
+
+
 def definition_of(r: NodeRecord) -> NodeDefinition:
-    return NodeDefinition(
-        name=r.name,
-        topology=r.topology,
-        topology_kind=r.topology_kind,
-        kubelet_config=r.kubelet_config,
-        release=r.release,
-        demo=r.demo,
-        created_at=as_utc(r.created_at),
-    )
+    return NodeDefinition(**{f: getattr(r, f) for f in _DEFINED}, created_at=as_utc(r.created_at))
 
 
 def record_of(d: NodeDefinition) -> NodeRecord:
     """The database row of a new node's definition (``definition_of`` read back)."""
-    return NodeRecord(
-        name=d.name,
-        topology=d.topology,
-        topology_kind=d.topology_kind,
-        kubelet_config=d.kubelet_config,
-        release=d.release,
-        demo=d.demo,
-        created_at=d.created_at,
-    )
+    return NodeRecord(**{f: getattr(d, f) for f in _DEFINED}, created_at=d.created_at)

@@ -15,7 +15,9 @@ Errors are ``{"error": {"reason", "message", "field"?}}`` (``app.web.errors``).
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
@@ -26,8 +28,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from app.domain.kubelet_config import DEFAULT_RELEASE
+from app.services.encoded_json import EncodedJSON
 from app.services.node_views import AdmissionLogEntry, NodeDetail, NodeIndexView, node_url
 from app.services.nodes.errors import NodeInputError
+from app.services.nodes.service import NodeService
 from app.web.conditional import encoded_response
 from app.web.deps import CatalogDep, Namespace, NodeName, NodeServiceDep, NodeSourceDep, PodName
 from app.web.offload import offload
@@ -76,6 +80,21 @@ class AdmissionLog(BaseModel):
 CACHED: dict[int | str, dict[str, Any]] = {304: {"description": "Not modified (If-None-Match)"}}
 
 
+async def _cached(
+    request: Request,
+    service: NodeService,
+    node: str,
+    key: tuple[str, ...],
+    build: Callable[[], EncodedJSON],
+) -> Response:
+    """The answer ``key`` of ``node``: on the event loop when its bytes are at hand
+    (``NodeService.peek_json``), else built by the node's source in the thread pool."""
+    cached = service.peek_json(node, *key)
+    if cached is None:
+        cached = await run_in_threadpool(build)
+    return encoded_response(request, cached)
+
+
 @api.get(
     "/nodes",
     name="api_nodes",
@@ -119,10 +138,7 @@ def api_create_node(body: NodeCreate, catalog: CatalogDep) -> JSONResponse:
 async def api_node(
     request: Request, node: NodeName, service: NodeServiceDep, source: NodeSourceDep
 ) -> Response:
-    cached = service.peek_json(node, "detail")
-    if cached is None:
-        cached = await run_in_threadpool(source.node_detail_json)
-    return encoded_response(request, cached)
+    return await _cached(request, service, node, ("detail",), source.node_detail_json)
 
 
 @api.delete(
@@ -248,10 +264,7 @@ def api_admissions(
 async def api_podresources_list(
     request: Request, node: NodeName, service: NodeServiceDep, source: NodeSourceDep
 ) -> Response:
-    cached = service.peek_json(node, "podresources")
-    if cached is None:
-        cached = await run_in_threadpool(source.podresources_list_json)
-    return encoded_response(request, cached)
+    return await _cached(request, service, node, ("podresources",), source.podresources_list_json)
 
 
 @api.get(
@@ -268,10 +281,8 @@ async def api_podresources_get(
     service: NodeServiceDep,
     source: NodeSourceDep,
 ) -> Response:
-    cached = service.peek_json(node, "podresources", namespace, name)
-    if cached is None:
-        cached = await run_in_threadpool(source.podresources_get_json, namespace, name)
-    return encoded_response(request, cached)
+    build = functools.partial(source.podresources_get_json, namespace, name)
+    return await _cached(request, service, node, ("podresources", namespace, name), build)
 
 
 @api.get(
@@ -283,7 +294,4 @@ async def api_podresources_get(
 async def api_allocatable(
     request: Request, node: NodeName, service: NodeServiceDep, source: NodeSourceDep
 ) -> Response:
-    cached = service.peek_json(node, "allocatable")
-    if cached is None:
-        cached = await run_in_threadpool(source.allocatable_json)
-    return encoded_response(request, cached)
+    return await _cached(request, service, node, ("allocatable",), source.allocatable_json)
