@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import httpx
 
+from app.services.demo import classic_pod
 from tests.fleet.conftest import Cluster
 
 
@@ -59,3 +60,28 @@ def test_a_remote_nodes_errors_keep_their_meaning(cluster: Cluster) -> None:
         timeout=30,
     )
     assert refused.status_code == 409 and "read-only" in refused.json()["error"]["message"]
+
+
+def test_a_dry_run_through_the_hub_is_the_agents_and_the_fit_rows_reason(cluster: Cluster) -> None:
+    """The hub asks the remote node's agent: the same verdicts as asking the agent directly,
+    and the fleet fit's row for that node carries the same reason."""
+    hub = cluster.hub.url
+    agent = _agent_of(cluster, "gamma-1")
+    manifest = classic_pod("wide", "fit", "10", "1Gi").encode()  # 11 free CPUs, 4 held
+    yaml = {"Content-Type": "application/yaml"}
+    path = "/api/v1/nodes/gamma-1/pods?dryRun=true"
+    mine = httpx.post(f"{hub}{path}", content=manifest, headers=yaml, timeout=30)
+    theirs = httpx.post(f"{agent}{path}", content=manifest, headers=yaml, timeout=30)
+    assert mine.status_code == theirs.status_code == 200, mine.text[:300]
+    drop = {"batch"}
+    assert {k: v for k, v in mine.json().items() if k not in drop} == {
+        k: v for k, v in theirs.json().items() if k not in drop
+    }
+    assert mine.json()["admitted"] is False and mine.json()["reason"]
+    fit = httpx.post(f"{hub}/api/v1/fleet/fit", content=manifest, headers=yaml, timeout=60)
+    row = next(r for r in fit.json()["results"] if r["node"] == "gamma-1")
+    assert (row["admitted"], row["reason"], row["message"]) == (
+        False,
+        mine.json()["reason"],
+        mine.json()["message"],
+    )

@@ -11,11 +11,11 @@ hub from the validated model, so their links stay on the hub. The agent's error 
 their meaning: its 404 is a 404, its 409 a conflict, its 422 names the field, anything else
 (and no answer within the timeout) is a 503 naming the agent.
 
-What is computed from a node's engine or files in the agent's process (``views()``: the
-snapshot behind the pods table and the NodeResourceTopology; a dry run, which the fleet's fit
-asks of the agent; a restart rehearsal) is not served for a remote node: those answer 503
-saying where to ask. The node page, its JSON twins, its pods' pages, PodResources, the watch
-token and the upgrade verdict are the agent's own.
+What only exists in the agent's process (``views()``: the engine's snapshot behind the pods
+table and the NodeResourceTopology; a restart rehearsal on its node's files) is not served for
+a remote node: those answer 503 saying where to ask. The node page, its JSON twins, its pods'
+pages, PodResources, the watch token, dry runs (``AgentDryRun``: the agent's answer as it wrote
+it) and the upgrade verdict are the agent's own.
 
 ``RemoteNodes`` looks names up among the hub's agents' last summaries (the first agent, by
 URL, that reports a node answers for it).
@@ -24,6 +24,7 @@ URL, that reports a node answers for it).
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, urlencode
 
@@ -86,6 +87,23 @@ class RemoteAnswer:
                 f"node {self.node}: its agent {self.agent} answered a {model.__name__} whose "
                 f"{where} is invalid: {first['msg']}"
             ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentDryRun(AdmissionBatch):
+    """A remote node's dry run: the agent's answer as it wrote it (its verdicts are its node's
+    engine's), with the batch id its node page shows the verdicts under."""
+
+    answer: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def admitted(self) -> int:
+        summary = self.answer.get("summary")
+        count = summary.get("admitted") if isinstance(summary, dict) else None
+        return count if isinstance(count, int) and not isinstance(count, bool) else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.answer)
 
 
 class RemoteNode:
@@ -182,10 +200,16 @@ class RemoteNode:
 
     # -- questions: asked of the agent, whose node's engine decides --------------------------
     def dry_run(self, manifest: str) -> AdmissionBatch:
-        raise NodeUnavailableError(
-            f"node {self._name} is a node of agent {self.agent}: its dry runs are answered "
-            "through the fleet's fit (POST /api/v1/fleet/fit), where its own engine decides"
-        )
+        """The agent's dry run (its node's own judge), answered as the agent wrote it."""
+        body = manifest.encode("utf-8")
+        answer = self._post("/api/v1/pods?dryRun=true", body, "application/yaml")
+        answer.raise_for_error()
+        batch = answer.doc.get("batch")
+        if not isinstance(batch, str) or len(batch) > 100:
+            raise NodeUnavailableError(
+                f"node {self._name}: its agent {self.agent} answered a dry run without its batch"
+            )
+        return AgentDryRun(self._name, batch, True, (), (), answer.doc)
 
     def upgrade(self, release: str, gate: bool | None) -> dict[str, Any]:
         params = {"release": release}
