@@ -24,7 +24,7 @@ import yaml
 
 from app.domain.node_state_files import PODS_FILE_NAME
 from app.services.nodes.catalog import NodeCatalog
-from app.services.nodes.source import WritableNodeSource
+from app.services.nodes.errors import ReadOnlyNodeError
 
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # fixed: the same state gives the same bytes
 
@@ -45,8 +45,7 @@ POOLS_CSV_HEADER = (
 
 
 def state_files_zip(catalog: NodeCatalog, node: str) -> bytes:
-    catalog.writable(node, "render state files for it (download the kubelet's)")
-    files = catalog.service.state_files(node)
+    files = catalog.get(node).state_files()
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for name in sorted(files):
@@ -80,10 +79,10 @@ def _observed_manifest(row: Any) -> dict[str, Any]:
 
 def pods_yaml(catalog: NodeCatalog, node: str) -> str:
     source = catalog.get(node)
-    if isinstance(source, WritableNodeSource):  # the manifests as they were submitted
-        doc = json.loads(catalog.service.state_files(node)[PODS_FILE_NAME])
+    try:  # the manifests as they were submitted
+        doc = json.loads(source.state_files()[PODS_FILE_NAME])
         manifests = [p["manifest"] for p in doc["pods"]]
-    else:  # observed or remote: what PodResources and the state files say
+    except ReadOnlyNodeError:  # observed or remote: what PodResources and the state files say
         manifests = [_observed_manifest(r) for r in source.node_view().pods]
     if not manifests:
         return ""

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from fastapi.testclient import TestClient
 
 from app.services.demo import classic_pod
@@ -80,6 +81,9 @@ def test_a_demo_fleet_node_has_a_page_and_json_like_any_node(hub: TestClient) ->
         f"/api/v1/nodes/{name}/noderesourcetopology",
         f"/api/v1/nodes/{name}/watch",
         f"/api/v1/nodes/{name}/admissions",
+        f"/nodes/{name}/state-files.zip",
+        f"/nodes/{name}/pods.yaml",
+        f"/nodes/{name}/pools.csv",
     ):
         r = hub.get(url)
         assert r.status_code == 200, (url, r.text[:300])
@@ -90,6 +94,8 @@ def test_a_demo_fleet_node_has_a_page_and_json_like_any_node(hub: TestClient) ->
     }
     listed = hub.get(f"/api/v1/nodes/{name}/podresources").json()["podResources"]
     assert len(listed) == len(sim.engine.pods)
+    manifests = list(yaml.safe_load_all(hub.get(f"/nodes/{name}/pods.yaml").text))
+    assert [m["metadata"]["name"] for m in manifests] == [p.name for p in sim.engine.pods.values()]
     missing = hub.get(f"/nodes/{name}/pods/nope/nope.json")
     assert missing.status_code == 404 and missing.json()["error"]["reason"] == "NotFound"
 

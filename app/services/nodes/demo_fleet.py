@@ -53,6 +53,7 @@ from app.services.nodes.inputs import (
 )
 from app.services.nodes.judge import judge
 from app.services.nodes.restart import Rehearsal, restart_config
+from app.services.simulation import state_files_of
 from app.services.upgrade import UpgradeInputError, check_files
 from app.services.watch import SOURCE_FLEET, LastDigest
 
@@ -183,6 +184,10 @@ class SimulatedNode:
         self, *, limit: int = 100, batch: str | None = None
     ) -> list[node_views.AdmissionLogEntry]:
         return []  # built in memory: the fleet keeps no log
+
+    def state_files(self) -> dict[str, str]:
+        with self.lock:
+            return state_files_of(self.engine)
 
     def watch_token(self) -> tuple[str, str]:
         return SOURCE_FLEET, f"f-{self._digest.of(self._views, self.node_view)}"

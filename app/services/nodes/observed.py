@@ -32,7 +32,7 @@ from app.domain.node_state import restore_managers
 from app.domain.node_state_files import NodeStateError
 from app.services import node_views
 from app.services.encoded_json import EncodedJSON, encode
-from app.services.nodes.errors import NodeInputError, NodeServiceError
+from app.services.nodes.errors import NodeInputError, NodeServiceError, ReadOnlyNodeError
 from app.services.nodes.inputs import AdmissionBatch, build_engine_node, parse_manifests
 from app.services.nodes.judge import PodsOnNode, check_conflicts, judge
 from app.services.nodes.restart import Rehearsal, rehearse_observed
@@ -141,6 +141,9 @@ class ObservedSource:
         self, *, limit: int = 100, batch: str | None = None
     ) -> list[node_views.AdmissionLogEntry]:
         return []  # nothing is ever admitted on an observed node
+
+    def state_files(self) -> dict[str, str]:
+        raise ReadOnlyNodeError(self.name, "render state files for it (download the kubelet's)")
 
     def watch_token(self) -> tuple[str, str]:
         token = self._digest.of(self.views(), self.observer.node_view)

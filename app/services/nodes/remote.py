@@ -38,6 +38,7 @@ from app.services.nodes.errors import (
     NodeInputError,
     NodeUnavailableError,
     PodConflictError,
+    ReadOnlyNodeError,
     RemoteNotFoundError,
 )
 from app.services.nodes.inputs import AdmissionBatch
@@ -169,6 +170,13 @@ class RemoteNode:
         self, *, limit: int = 100, batch: str | None = None
     ) -> list[node_views.AdmissionLogEntry]:
         return self.node_view().admissions[:limit]
+
+    def state_files(self) -> dict[str, str]:
+        raise ReadOnlyNodeError(
+            self._name,
+            "render state files for it (download the kubelet's)",
+            kind="a node of the fleet",
+        )
 
     def watch_token(self) -> tuple[str, str]:
         answer = self._get("/api/v1/watch")

@@ -44,6 +44,12 @@ class NodeSource(Protocol):
     def admissions(
         self, *, limit: int = 100, batch: str | None = None
     ) -> list[node_views.AdmissionLogEntry]: ...
+    def state_files(self) -> dict[str, str]:
+        """The node's state directory as its kubelet would write it now (file name -> text:
+        ``cpu_manager_state``, ``memory_manager_state``, ``pods.json``); ``ReadOnlyNodeError``
+        for a node whose files are a real kubelet's (observed, remote)."""
+        ...
+
     def watch_token(self) -> tuple[str, str]:
         """The node's kind as the watch API names it and a token that changes exactly when
         its page would (``app.services.watch``)."""

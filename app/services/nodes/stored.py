@@ -68,6 +68,9 @@ class StoredNode:
     ) -> list[node_views.AdmissionLogEntry]:
         return self.service.admissions(self._name, limit=limit, batch=batch)
 
+    def state_files(self) -> dict[str, str]:
+        return self.service.state_files(self._name)
+
     def watch_token(self) -> tuple[str, str]:
         return SOURCE_SIMULATED, f"s-{self.service.version_token(self._name)}"
 
