@@ -22,10 +22,9 @@ from typing import Any
 import pytest
 import yaml
 
-from app.adapters.nrt_publisher import NRTPublisher, cluster_client
+from app.adapters.nrt_publisher import GROUP, PLURAL, VERSION, NRTPublisher, cluster_client
 from app.cli import build_parser
 from app.commands.serve import build_settings
-from app.services.nrt import GROUP, PLURAL, VERSION
 from app.settings import Settings, check_dns_target
 from tests.fake_kube_api import kubeconfig, namespace, running
 

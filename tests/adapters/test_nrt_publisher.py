@@ -13,13 +13,15 @@ import pytest
 
 from app.adapters.nrt_publisher import (
     FIELD_MANAGER,
+    GROUP,
     MAX_CONFLICTS,
+    PLURAL,
+    VERSION,
     NRTPublisher,
     PublishError,
     cluster_client,
     pod_namespace,
 )
-from app.services.nrt import GROUP, PLURAL, VERSION
 from tests.fake_kube_api import (
     Call,
     FakeKubeAPI,

@@ -18,13 +18,21 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kubernetes.utils import parse_quantity
 from prometheus_client import CollectorRegistry
 
-from app.adapters.nrt_publisher import NRTPublisher, PublishError, cluster_client
+from app.adapters.nrt_publisher import (
+    GROUP,
+    KIND,
+    PLURAL,
+    VERSION,
+    NRTPublisher,
+    PublishError,
+    cluster_client,
+)
+from app.domain.quantity import parse_quantity
 from app.services.demo import bubble_pod, classic_pod
 from app.services.nodes import NodeService
-from app.services.nrt import GROUP, KIND, PLURAL, VERSION, build_nrt, topology_policy
+from app.services.nrt import build_nrt, topology_policy
 from app.services.nrt_loop import NRTLoop
 from tests.fake_kube_api import kubeconfig, running
 from tests.helpers import DB_POD, POD_SCOPE, SMALL
@@ -79,7 +87,9 @@ def check_shape(obj: dict[str, Any]) -> None:
         for r in z["resources"]:
             assert set(r) == {"name", "capacity", "allocatable", "available"}
             # Quantities as strings the API server's int-or-string pattern takes.
-            values = [parse_quantity(r[k]) for k in ("capacity", "allocatable", "available")]
+            values = [
+                parse_quantity(r[k]).milli_value() for k in ("capacity", "allocatable", "available")
+            ]
             assert all(isinstance(r[k], str) for k in ("capacity", "allocatable", "available"))
             capacity, allocatable, available = values
             assert 0 <= available <= allocatable <= capacity, r
