@@ -15,7 +15,7 @@ rules, ``k8s.io/client-go/tools/clientcmd``):
 * **kubeconfig**: the files in ``KUBECONFIG`` (``:``-separated, merged as kubectl does: the first
   file to name a cluster, user or context, or to set ``current-context``, wins). The current
   context's cluster: ``server``, ``certificate-authority`` (relative to the file) or
-  ``-data``, ``insecure-skip-tls-verify``, ``tls-server-name``; its user: ``token``,
+  ``-data``, ``insecure-skip-tls-verify``; its user: ``token``,
   ``tokenFile``, ``client-certificate``/``client-key`` (or ``-data``), ``username``/``password``.
   Exec plugins and auth providers are refused with a message saying so.
 
@@ -78,8 +78,6 @@ class KubeClient:
     server: str
     verify: ssl.SSLContext
     auth: httpx.Auth | None = None
-    #: ``tls-server-name``: the name the certificate is checked against (and sent as SNI).
-    server_name: str | None = None
     timeout: float = REQUEST_TIMEOUT
     _http: httpx.Client = field(init=False, repr=False)
 
@@ -107,7 +105,6 @@ class KubeClient:
             path,
             json=body,
             params=dict(params) if params else None,
-            extensions={"sni_hostname": self.server_name} if self.server_name else None,
         )
         if response.status_code >= 400:
             raise ApiError(response.status_code, _status_message(response))
@@ -226,8 +223,7 @@ def from_kubeconfig(paths: str) -> KubeClient:
         auth = _BearerToken(path=Path(_file(user_file.parent, user["tokenFile"])))
     elif user.get("username"):
         auth = httpx.BasicAuth(str(user["username"]), str(user.get("password", "")))
-    server_name = str(cluster["tls-server-name"]) if cluster.get("tls-server-name") else None
-    return KubeClient(str(server), verify, auth, server_name=server_name)
+    return KubeClient(str(server), verify, auth)
 
 
 def _client_certificate(context: ssl.SSLContext, user: dict[str, Any], base: Path) -> None:
