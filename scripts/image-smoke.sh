@@ -76,7 +76,9 @@ fi
 nofile=$(ulimit -n)
 [ "$nofile" = unlimited ] || [ "$nofile" -gt 65536 ] && nofile=65536
 podman_run() {
-    podman run --runtime runc --ulimit "nofile=$nofile:$nofile" --ulimit nproc=4096:4096 "$@"
+    # No health timer (it needs systemd): the checks run the HEALTHCHECK themselves.
+    podman run --runtime runc --ulimit "nofile=$nofile:$nofile" --ulimit nproc=4096:4096 \
+        --health-interval disable "$@"
 }
 
 # -- base image --------------------------------------------------------------------------------
@@ -316,7 +318,10 @@ say "hub (serve --hub --demo-fleet 50)"
 port=$(free_port)
 hub="numascope-smoke-hub-$RUN_ID"
 CONTAINERS+=("$hub")
-podman_run -d --name "$hub" --network host --read-only --tmpfs /var/lib/numascope:rw,mode=1777 \
+# A fresh volume is a copy of the image's data directory, owned by UID 10001 (podman 4.3 does
+# not apply a tmpfs mode, so a tmpfs would be root's 0755).
+VOLUMES+=("$hub")
+podman_run -d --name "$hub" --network host --read-only -v "$hub:/var/lib/numascope" \
     "$IMAGE" numascope serve --host 0.0.0.0 --port "$port" --no-demo --no-observe \
     --hub --demo-fleet 50 >/dev/null
 url="http://127.0.0.1:$port"
