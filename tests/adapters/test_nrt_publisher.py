@@ -1,4 +1,4 @@
-"""adapters/nrt_publisher.py: the official ``kubernetes`` client's calls against a fake API
+"""adapters/nrt_publisher.py: the publisher's calls (through ``kube_api``) against a fake API
 server over real HTTP (``tests/fake_kube_api.py``): the group/version/plural in the URL, the
 body, the bearer token, create when missing, update carrying the ``resourceVersion`` read,
 another read and update after a 409 conflict, and the error texts an operator acts on."""

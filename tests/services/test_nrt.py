@@ -2,7 +2,8 @@
 
 The object's shape is held against the Go types of k8stopologyawareschedwg/noderesourcetopology-api
 ``pkg/apis/topology/v1alpha2/types.go`` (required fields, int64 costs, quantities the API
-server's pattern accepts, checked with the ``kubernetes`` client's own quantity parser), the
+server's pattern accepts, checked with ``app.domain.quantity``, which follows apimachinery's
+``resource.ParseQuantity``), the
 zone names against its ``helper/numanode`` (``node-N``) and the policy attributes against
 node-feature-discovery's topology-updater names. The point of the exercise: cpu ``available``
 is the node JSON's ``numaPools[].available``, so CPUs inside a pod-level pod's budget are not
