@@ -222,7 +222,11 @@ podman_run -d --name "$dash" --network host -e "NUMASCOPE_PORT=$port" \
     -v "$volume:/var/lib/numascope" "$IMAGE" >/dev/null
 url="http://127.0.0.1:$port"
 wait_http "$url/healthz"
-for path in /healthz /nodes /api/v1/nodes /metrics; do expect_200 "$url$path" "dashboard $path"; done
+# Pages (templates), a static file and the API (the migrated database), from the installed
+# package: templates, static files and migrations are its package data.
+for path in /healthz /nodes /api/v1/nodes /metrics /static/css/numascope.css; do
+    expect_200 "$url$path" "dashboard $path"
+done
 [ "$(uid_of "$dash")" = 10001 ] || fail "the dashboard runs as UID $(uid_of "$dash"), not 10001"
 echo "   ok runs as UID 10001"
 healthy "$dash" "dashboard"
