@@ -132,7 +132,7 @@ class NRTPublisher:
         except ApiError as exc:
             log.warning("namespace %s not read (%s): publishing without an owner", ns, exc.status)
             return None
-        except (httpx.HTTPError, ValueError) as exc:  # the publish itself will report them
+        except (httpx.HTTPError, OSError, ValueError) as exc:  # the publish will report them
             log.warning("namespace %s not read (%s): publishing without an owner", ns, exc)
             return None
         meta = found.get("metadata") if isinstance(found, dict) else None
@@ -158,7 +158,7 @@ class NRTPublisher:
             return self.client.request(method, path, body, params)
         except ApiError:
             raise
-        except (httpx.HTTPError, ValueError) as exc:  # connection refused, TLS, timeouts
+        except (httpx.HTTPError, OSError, ValueError) as exc:  # refused, TLS, timeouts, token file
             raise PublishError(f"{verb} {PLURAL}.{GROUP}/{name}: {exc}") from None
 
     def publish(self, obj: dict[str, Any]) -> str:
