@@ -56,7 +56,10 @@ cleanup() {
     fi
     for c in "${CONTAINERS[@]}"; do podman rm -f -t 2 "$c" >/dev/null 2>&1 || true; done
     for v in "${VOLUMES[@]}"; do podman volume rm -f "$v" >/dev/null 2>&1 || true; done
-    [ -n "$FIXTURE_PID" ] && kill "$FIXTURE_PID" 2>/dev/null || true
+    if [ -n "$FIXTURE_PID" ]; then
+        kill "$FIXTURE_PID" 2>/dev/null || true
+        wait "$FIXTURE_PID" 2>/dev/null || true
+    fi
     rm -rf "$WORK"
     exit "$status"
 }
@@ -262,26 +265,28 @@ echo "   ok $(grep -o 'the database folder.*UID 10001' "$WORK/refused")"
 # -- agent -------------------------------------------------------------------------------------
 say "agent (serve --observe --publish-nrt; UID 0, no capabilities, read-only root)"
 node=smoke-node
-(cd "$REPO" && "$PYTHON" - "$WORK/fixture.json" "$node" >"$WORK/fixture.log" 2>&1) <<'PY' &
-import json, sys, time
+(cd "$REPO" && exec "$PYTHON" - "$WORK/fixture.json" "$node" >"$WORK/fixture.log" 2>&1) <<'PY' &
+import json, os, signal, sys, time
 from tests.fake_kube_api import kubeconfig, namespace, running
 from tests.fixtures.kubelet_host import KubeletHost
 from app.adapters.nrt_publisher import GROUP, PLURAL, VERSION
 
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # leave through the finally below
 out, node = sys.argv[1], sys.argv[2]
 host = KubeletHost(node)
-host.base.chmod(0o755)
-with running(GROUP, VERSION, PLURAL) as api:
-    api.others["/api/v1/namespaces/numascope"] = namespace("numascope", "smoke-ns-uid")
-    (host.base / "kubeconfig").write_text(kubeconfig(api.url, token="smoke-token"))
-    info = {"api": api.url, "base": str(host.base), "root": str(host.root),
-            "sysfs": str(host.sysfs), "socket": str(host.socket)}
-    with open(out + ".tmp", "w") as f:
-        json.dump(info, f)
-    import os
-    os.rename(out + ".tmp", out)
-    while True:
-        time.sleep(1)
+try:
+    with running(GROUP, VERSION, PLURAL) as api:
+        api.others["/api/v1/namespaces/numascope"] = namespace("numascope", "smoke-ns-uid")
+        (host.base / "kubeconfig").write_text(kubeconfig(api.url, token="smoke-token"))
+        info = {"api": api.url, "base": str(host.base), "root": str(host.root),
+                "sysfs": str(host.sysfs), "socket": str(host.socket)}
+        with open(out + ".tmp", "w") as f:
+            json.dump(info, f)
+        os.rename(out + ".tmp", out)
+        while True:
+            time.sleep(1)
+finally:
+    host.close()
 PY
 FIXTURE_PID=$!
 for _ in $(seq 60); do [ -f "$WORK/fixture.json" ] && break; sleep 1; done
