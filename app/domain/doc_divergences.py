@@ -94,8 +94,9 @@ def _container_scope_default_hint(
             "under restricted and best-effort the any-NUMA hint meets the single-NUMA block of "
             f"the exclusive container. Here {which}. Numascope follows the code; scope pod "
             "(one allocation for the whole pod) or memory manager policy None admit such a pod, "
-            "and so does a 1.37 or newer kubelet, which skips containers that request no "
-            "memory (kubernetes#138770)."
+            f"and so does a {releases.INTRODUCED[releases.MEMORY_SKIP_NO_REQUEST]} or newer "
+            "kubelet, which skips containers that request no memory "
+            f"({releases.PULL_REQUEST[releases.MEMORY_SKIP_NO_REQUEST]})."
         ),
         upstream_file=MEMORY_POLICY,
         upstream_url=upstream_url(MEMORY_POLICY, config.release),

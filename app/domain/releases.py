@@ -168,6 +168,9 @@ class Release:
     podresources_pod_level: bool  # PodResources by the 1.37 rules (kubernetes#138738)
     #: prefix of the KEP-5526 series (None: not registered in this release)
     resource_manager_metric_prefix: str | None
+    #: the family label of the files it writes, gate off / on (node pages, checkpoint reports)
+    writer_family_gate_off: str
+    writer_family_gate_on: str
     changes: frozenset[str] = field(default_factory=frozenset)
     gate_defaults: MappingProxyType[str, bool] = field(default_factory=lambda: _GATES_1_35)
 
@@ -179,6 +182,12 @@ class Release:
     def writes(self, gate: bool) -> tuple[str, str]:
         """The (cpu, memory) state file versions a kubelet of this release writes."""
         return self.writes_gate_on if gate and self.knows_pod_level_gate else self.writes_gate_off
+
+    def writer_family(self, gate: bool) -> str:
+        """Who else writes the same files: ``1.18–1.35``, ``1.36 gate off``, ``1.37``..."""
+        if gate and self.knows_pod_level_gate:
+            return self.writer_family_gate_on
+        return self.writer_family_gate_off
 
     def upstream_url(self, path: str) -> str:
         """An upstream file at this release's code."""
@@ -199,6 +208,8 @@ _R135 = Release(
     knows_pod_level_gate=False,
     podresources_pod_level=False,
     resource_manager_metric_prefix=None,
+    writer_family_gate_off="1.18–1.35",
+    writer_family_gate_on="1.18–1.35",
 )
 _R136 = Release(
     name="1.36",
@@ -211,6 +222,8 @@ _R136 = Release(
     knows_pod_level_gate=True,
     podresources_pod_level=False,
     resource_manager_metric_prefix="",
+    writer_family_gate_off="1.36 gate off",
+    writer_family_gate_on="1.36 pod-level",
 )
 _R137 = Release(
     name="1.37",
@@ -223,6 +236,8 @@ _R137 = Release(
     knows_pod_level_gate=True,
     podresources_pod_level=True,
     resource_manager_metric_prefix="kubelet_",
+    writer_family_gate_off="1.37",
+    writer_family_gate_on="1.37",
     changes=_CHANGES_1_37,
 )
 # Upstream master: the checkpoint readers and writers did not change, so 1.38 reads and
@@ -238,6 +253,8 @@ _R138 = Release(
     knows_pod_level_gate=True,
     podresources_pod_level=True,
     resource_manager_metric_prefix="kubelet_",
+    writer_family_gate_off=_R137.writer_family_gate_off,
+    writer_family_gate_on=_R137.writer_family_gate_on,
     changes=_CHANGES_1_38,
 )
 
@@ -250,6 +267,40 @@ RELEASES: tuple[str, ...] = tuple(r.name for r in TABLE)
 DEFAULT_RELEASE = _R137.name
 #: The newest release (upstream master).
 NEWEST = TABLE[-1].name
+
+#: The first release that knows the PodLevelResourceManagers gate (and the checkpoint code line
+#: that introduced pod entries).
+GATE_SINCE = next(r.name for r in TABLE if r.knows_pod_level_gate)
+#: The first release answering PodResources by the pod-level rules (kubernetes#138738).
+POD_LEVEL_PODRESOURCES_SINCE = next(r.name for r in TABLE if r.podresources_pod_level)
+#: The newest checkpoint code line (1.38 reads and writes files as 1.37 does).
+NEWEST_CHECKPOINT_LINE = TABLE[-1].checkpoint_line
+#: The oldest release of the table, newest of the pre-pod-level checkpoint family 1.18–1.35.
+OLDEST = TABLE[0].name
+
+#: Checkpoint reader families: a release reads state files as the newest release of its family
+#: does (pkg/kubelet/cm/{cpu,memory}manager/state of v1.17, v1.35, v1.36, v1.37; 1.38 runs
+#: 1.37's line), with their labels. 1.17 is the last release of the V1-only CPU format.
+CHECKPOINT_FAMILIES: dict[str, str] = {
+    "1.17": "≤1.17",
+    **{r.name: ("1.18–" + r.name if r is TABLE[0] else r.name) for r in TABLE},
+}
+OLDEST_CHECKPOINT_FAMILY = next(iter(CHECKPOINT_FAMILIES))
+
+#: Which releases write each state file version (manager, version) -> label.
+STATE_FILE_WRITERS: dict[tuple[str, str], str] = {
+    ("cpu", "V1"): "≤1.17",
+    ("cpu", "V2"): "1.18–1.35; 1.36 gate off",
+    ("cpu", "V3"): "1.36 pod-level",
+    ("cpu", "V4"): "1.37",
+    ("memory", "V1"): "1.21–1.35; 1.36 gate off",
+    ("memory", "V2"): "1.36 pod-level",
+    ("memory", "V3"): "1.37",
+}
+#: The release that brought the memory manager (no memory_manager_state before it).
+MEMORY_MANAGER_SINCE = "1.21"
+#: The memory manager came with 1.21: its oldest family label starts there.
+MEMORY_FAMILY_LABEL = {"1.18–1.35": "1.21–1.35"}
 
 #: The first release carrying each change.
 INTRODUCED: dict[str, str] = {

@@ -34,6 +34,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from app.domain import releases
 from app.domain.cpumanager.cpu_assignment.accumulator import CPUAccumulator
 from app.domain.cpumanager.cpu_assignment.common import (
     CPUSortingStrategy,
@@ -81,7 +82,9 @@ def _hang(remainder: int, g: int, release: str) -> DistributedAllocationHangErro
         f"a {release} kubelet never finishes this allocation: takeByTopologyNUMADistributed "
         f"keeps handing out the remaining {remainder} CPUs in groups of {g} over NUMA nodes "
         "whose leftovers are smaller than a group, holding the CPU manager lock (upstream "
-        "kubernetes#140730, fixed in 1.38); the simulator rejects the pod instead of hanging"
+        f"{releases.PULL_REQUEST[releases.DISTRIBUTED_GROUP_CHECK]}, fixed in "
+        f"{releases.INTRODUCED[releases.DISTRIBUTED_GROUP_CHECK]}); the simulator rejects the "
+        "pod instead of hanging"
     )
 
 
