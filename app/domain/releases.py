@@ -189,6 +189,14 @@ class Release:
             return self.writer_family_gate_on
         return self.writer_family_gate_off
 
+    @property
+    def known_gates(self) -> frozenset[str]:
+        """The feature gate names this release's kubelet accepts (data in
+        ``app.domain.feature_gate_tables``)."""
+        from app.domain.feature_gate_tables import KNOWN  # the data module imports this one
+
+        return KNOWN[self.name]
+
     def upstream_url(self, path: str) -> str:
         """An upstream file at this release's code."""
         return f"https://github.com/kubernetes/kubernetes/blob/{self.code_ref}/{path}"

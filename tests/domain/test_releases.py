@@ -143,3 +143,9 @@ def test_min_numas_from_hint_raises_the_floor() -> None:
     # A floor above what can be used falls back to the packed algorithm, as Go's empty loop.
     five = take_by_topology_numa_distributed(topo, topo.all_cpus, 8, 1, min_numas_from_hint=5)
     assert five.size() == 8
+
+
+def test_known_gates_agree_with_the_pod_level_gate_column() -> None:
+    for row in releases.TABLE:
+        assert ("PodLevelResourceManagers" in row.known_gates) == row.knows_pod_level_gate
+        assert set(row.gate_defaults) <= row.known_gates | {"PodLevelResourceManagers"}
