@@ -96,3 +96,23 @@ def test_min_numas_from_hint_is_refused_before_1_38() -> None:
         case.fixtures,
     )
     assert run_case(ok, HANDLERS).passed
+
+
+def test_1_35_has_no_pod_level_path_whatever_the_case_gates_say() -> None:
+    """1.35 has no PodLevelResourceManagers gate: a pod-level pod is left alone there."""
+    (base,) = [c for c in CASES if c.id.endswith("no-memory-request/1.36")]
+    inputs = dict(base.inputs, container="exclusive")
+    expected_136 = {"error": ""}
+    case_136 = Case("x", base.kind, inputs, expected_136, base.fixtures)
+    assert run_case(case_136, HANDLERS).passed
+    allocated = {
+        "assignments": {
+            "container-scope-mixed": {
+                "exclusive": [{"numaAffinity": [0], "type": "memory", "size": 512 * 1024 * 1024}]
+            }
+        }
+    }
+    assert run_case(Case("x", base.kind, inputs, allocated, base.fixtures), HANDLERS).passed
+    as_135 = dict(inputs, release="1.35")
+    nothing = {"error": "", "assignments": {}, "machine_state_unchanged": True}
+    assert run_case(Case("x", base.kind, as_135, nothing, base.fixtures), HANDLERS).passed

@@ -66,10 +66,15 @@ def topology_of(case: Case) -> CPUTopology:
     return topo
 
 
-def feature_gates(inputs: Mapping[str, Any], defaults: Mapping[str, bool]) -> dict[str, bool]:
-    """``defaults`` overridden by the case's ``feature_gates``."""
+def feature_gates(
+    inputs: Mapping[str, Any], defaults: Mapping[str, bool], release: releases.Release
+) -> dict[str, bool]:
+    """``defaults`` overridden by the case's ``feature_gates``. A release without the
+    ``PodLevelResourceManagers`` gate (1.35) has no pod-level code path: the gate is off."""
     gates = dict(defaults)
     gates.update(inputs.get("feature_gates") or {})
+    if not release.knows_pod_level_gate:
+        gates["PodLevelResourceManagers"] = False
     return gates
 
 

@@ -56,8 +56,8 @@ _GATES = {
 }
 
 
-def _gates(inputs: Mapping[str, Any]) -> dict[str, bool]:
-    return feature_gates(inputs, _GATES)
+def _gates(case: Case) -> dict[str, bool]:
+    return feature_gates(case.inputs, _GATES, release_of(case))
 
 
 def _policy(case: Case, *, options: bool = True) -> StaticPolicy:
@@ -69,7 +69,7 @@ def _policy(case: Case, *, options: bool = True) -> StaticPolicy:
         int(i.get("num_reserved_cpus", 0)),
         None if reserved is None else cpuset_of(reserved),
         (i.get("options") or {}) if options else {},
-        feature_gates=_gates(i),
+        feature_gates=_gates(case),
         release=release_of(case).name,
     )
 
@@ -289,7 +289,7 @@ def validate_pod_scope_resources_case(case: Case) -> list[str]:
     message: str | None = None
     try:
         init_check = not release_of(case).has(releases.POD_BUDGET_WITHOUT_INIT_CHECK)
-        validate_pod_scope_resources(pod, _gates(i), init_check=init_check)
+        validate_pod_scope_resources(pod, _gates(case), init_check=init_check)
     except PodBudgetError as exc:
         message = exc.message
     expect_equal(problems, "error", case.expected["error"], message is not None)

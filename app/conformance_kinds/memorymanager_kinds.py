@@ -45,7 +45,7 @@ def _system_reserved(raw: Mapping[str, Any] | None) -> dict[int, dict[str, int]]
 
 def _policy(case: Case, nodes: tuple[NUMANodeInfo, ...] = ()) -> StaticPolicy:
     inputs = case.inputs
-    gates = feature_gates(inputs, POD_LEVEL_GATES)
+    gates = feature_gates(inputs, POD_LEVEL_GATES, release_of(case))
     return StaticPolicy(
         nodes,
         _system_reserved(inputs.get("system_reserved")),
