@@ -85,7 +85,7 @@ Besides the changes, each ``Release`` row says which upstream branch its code is
 (``code_ref``), which checkpoint code line it runs and which state file versions it writes and
 reads, whether it knows ``PodLevelResourceManagers``, whether PodResources answers by the 1.37
 pod-level rules, and the prefix of the KEP-5526 metric names. Feature gate names per release
-are data in ``app.domain.feature_gate_tables``.
+are data in ``app.domain.feature_gate_tables`` (``KNOWN``, keyed by this table's releases).
 """
 
 from __future__ import annotations
@@ -188,14 +188,6 @@ class Release:
         if gate and self.knows_pod_level_gate:
             return self.writer_family_gate_on
         return self.writer_family_gate_off
-
-    @property
-    def known_gates(self) -> frozenset[str]:
-        """The feature gate names this release's kubelet accepts (data in
-        ``app.domain.feature_gate_tables``)."""
-        from app.domain.feature_gate_tables import KNOWN  # the data module imports this one
-
-        return KNOWN[self.name]
 
     def upstream_url(self, path: str) -> str:
         """An upstream file at this release's code."""

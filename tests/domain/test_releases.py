@@ -10,6 +10,7 @@ from app.domain.cpumanager.cpu_assignment.distributed import take_by_topology_nu
 from app.domain.cpumanager.policy_static import StaticPolicy
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
+from app.domain.feature_gate_tables import KNOWN
 from app.domain.kubelet_config import KubeletConfig
 from app.domain.kubelet_metrics import resource_manager_prefix
 from app.domain.pod_manifest import pod_from_conformance
@@ -146,6 +147,7 @@ def test_min_numas_from_hint_raises_the_floor() -> None:
 
 
 def test_known_gates_agree_with_the_pod_level_gate_column() -> None:
+    assert set(KNOWN) == set(releases.RELEASES)
     for row in releases.TABLE:
-        assert ("PodLevelResourceManagers" in row.known_gates) == row.knows_pod_level_gate
-        assert set(row.gate_defaults) <= row.known_gates | {"PodLevelResourceManagers"}
+        assert ("PodLevelResourceManagers" in KNOWN[row.name]) == row.knows_pod_level_gate
+        assert set(row.gate_defaults) <= KNOWN[row.name] | {"PodLevelResourceManagers"}
