@@ -61,10 +61,10 @@ change                              pull request     upstream file / what was re
                                                      distributed algorithm (PR review thread).
 ``DISTRIBUTED_MIN_NUMAS_FROM_HINT`` #139456          cpu_assignment.go: the topology hint's NUMA
 (1.38)                              (fixes #139430)  count is the floor of the NUMA nodes the
-                                                     distributed algorithm spreads over (the
-                                                     function's signature and doc comment as the
-                                                     PR review thread shows them; its call site
-                                                     was not readable - see
+                                                     distributed algorithm spreads over (only
+                                                     the function's signature and doc comment in
+                                                     the PR review thread and the PR description
+                                                     were readable, not its code - see
                                                      ``app.domain.cpumanager.take``).
 ``POD_BUDGET_WITHOUT_INIT_CHECK``   -                cpumanager and memorymanager policy_static.go
 (1.38)                                               ``validatePodScopeResources`` no longer has

@@ -141,9 +141,9 @@ def test_min_numas_from_hint_raises_the_floor() -> None:
     two = take_by_topology_numa_distributed(topo, topo.all_cpus, 8, 1, min_numas_from_hint=2)
     assert topo.numa_nodes_of(one) == [0]
     assert topo.numa_nodes_of(two) == [0, 1]
-    # A floor above what can be used falls back to the packed algorithm, as Go's empty loop.
+    # A floor above what the request can use leaves the original behaviour (PR description).
     five = take_by_topology_numa_distributed(topo, topo.all_cpus, 8, 1, min_numas_from_hint=5)
-    assert five.size() == 8
+    assert five == one
 
 
 def test_known_gates_agree_with_the_pod_level_gate_column() -> None:

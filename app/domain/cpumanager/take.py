@@ -10,8 +10,8 @@ a ``CPUAllocationError`` with the kubelet's text.
 Per release (``app.domain.releases``, all 1.38 = master): the ``align-by-socket`` flag is
 handed to the distributed algorithm from kubernetes#139778 (1.35-1.37 never pass it); the
 topology hint's NUMA count is its floor from kubernetes#139456 (``min_numas``; the static
-policy passes the hint's count for the take on the hint's aligned CPUs and 0 elsewhere - the
-PR's call site could not be read, this is the one take that the hint constrains); best
+policy passes the hint's count for the take on the hint's aligned CPUs and 0 for the other
+takes, as the PR description says ``allocateCPUs`` does - its code could not be read); best
 combinations are copied from kubernetes#141238.
 """
 

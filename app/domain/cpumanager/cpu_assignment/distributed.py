@@ -15,9 +15,10 @@ Per release (``app.domain.releases``):
   never passes it, so the single-socket preference and the per-NUMA distribution cap below
   are inert - ``app.domain.cpumanager.take``).
 * 1.38 receives the topology hint's NUMA count as the floor of the combination sizes tried
-  (kubernetes#139456, ``minNUMAsFromHint``): ``min_numas_from_hint``. Only the function's
-  signature and doc comment were readable (PR review thread); the floor is applied to the
-  lower end of the range as that comment says, without capping it at the upper end.
+  (kubernetes#139456, ``minNUMAsFromHint``): ``min_numas_from_hint``. The function's code was
+  not readable, only its signature and doc comment (PR review thread) and the PR description:
+  the count raises the fewest NUMA nodes tried, and a count beyond what the request can use
+  (more than the most NUMA nodes tried) leaves the original behaviour.
 
 * 1.38 (upstream master) counts the capacity of NUMA combinations and remainder subsets in
   whole CPU groups (kubernetes#140730) - the functions' default. A 1.35-1.37 kubelet checks
@@ -253,7 +254,8 @@ def take_by_topology_numa_distributed(
     ix = acc.ix
     numas = acc.sort_available_numa_nodes()
     min_numas, max_numas = acc.range_numa_nodes_needed_to_satisfy(g)
-    min_numas = max(min_numas, min_numas_from_hint)  # kubernetes#139456 (1.38)
+    if min_numas < min_numas_from_hint <= max_numas:  # kubernetes#139456 (1.38)
+        min_numas = min_numas_from_hint
 
     for k in range(min_numas, max_numas + 1):
         best = _choose_combo(acc, numas, k, num_cpus, g, align_by_socket, hang_release, copy_best)
