@@ -26,6 +26,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from app.domain import releases
 from app.services.nodes.errors import NodeExistsError
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ class DemoNode:
     topology: str
     kubelet_config: str
     pods: tuple[str, ...]  # manifests, admitted one after the other
-    release: str = "1.37"
+    release: str = releases.DEFAULT_RELEASE
 
 
 POD_SCOPE_CONFIG = """\

@@ -26,6 +26,7 @@ from typing import Any
 
 from app.adapters.podresources_cache import get_pod_json, list_response_json
 from app.adapters.podresources_json import allocatable_json
+from app.domain import releases
 from app.domain.kubelet_config import RELEASES, KubeletConfig, KubeletConfigError
 from app.domain.node import Node
 from app.domain.node_state_files import render_state_files
@@ -85,7 +86,7 @@ reservedMemory:
 
 def _config(kind: str, release: str) -> str:
     head = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
-    pod_level = RELEASES.index(release) >= RELEASES.index("1.36") if "1.36" in RELEASES else False
+    pod_level = releases.get(release).knows_pod_level_gate
     if kind == "pod-scope" and pod_level:
         return (
             head + "cpuManagerPolicy: static\nmemoryManagerPolicy: Static\n"

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.adapters.db import node_repo
 from app.adapters.db.tables import ACTION_REMOVE, AdmissionRecord, utc_now
+from app.domain import releases
 from app.domain.kubelet_config import (
     RELEASES,
     KubeletConfig,
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from app.services.observe.observer import NodeObserver
 
 #: The first release that knows the PodLevelResourceManagers gate.
-_GATE_SINCE = "1.36"
+_GATE_SINCE = releases.GATE_SINCE
 
 
 @dataclass(frozen=True, slots=True)
