@@ -1,5 +1,5 @@
-"""Errors of the simulated-node service (``app.services.nodes.service``), in a module of their own so
-that the observer and the web layer can name them without importing the service.
+"""Errors of the nodes (``app.services.nodes``), in a module of their own so that every source,
+the observer and the web layer can name them without importing the service.
 
 Each carries ``message`` for people and ``field`` (if any) for forms and the API; statuses are
 mapped in ``app.web.errors``. ``write_failure`` turns what the database or the state files
