@@ -1,158 +1,35 @@
-"""What the hub keeps of an agent's answers: summaries checked field by field, fleet rows and
-fit results.
+"""The hub's rows: a fleet row per node (``fleet_node``, the ``FleetNode`` of
+``app.contracts.fleet``), fit results and upgrade results.
 
 An agent is a remote program the hub does not control; its JSON may be from another version,
-truncated by a proxy, or garbage. ``check_summary`` accepts a summary document
-(``app.services.agent_summary``, format ``numascope.summary/v1``) only when every field the
-fleet views read has the type they expect, and otherwise raises ``AgentError`` naming the node
-and field, so a bad answer turns its agent ``unreachable`` with that text instead of reaching a
-page (where a string in place of a number would be a 500). Fields the views do not read are
-dropped.
+truncated by a proxy, or garbage. Its summary reaches these rows only after passing the contract
+(``app.contracts.summary.NodeSummaryV1``, parsed by ``app.adapters.agents``): every field a page
+reads has the type and size it expects. A fleet row is that summary as the agent gave it with
+the agent, its status, the largest free single-NUMA block and the findings the hub adds (a node
+name two agents claim).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from app.adapters.agents import AgentError
-
-MAX_NAME = 253
-MAX_TEXT = 2000
-NUMA_INTS = ("numaNode", "total", "reserved", "nodeShared", "podShared", "exclusive", "available")
-MEMORY_INTS = ("allocatable", "reserved", "free")
+from app.contracts.summary import Finding, NodeSummaryV1
 
 
-def _int(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise AgentError(f"answered a summary whose {where} is not a non-negative integer")
-    return value
-
-
-def _text(value: Any, where: str, *, optional: bool = True, limit: int = MAX_TEXT) -> str | None:
-    if value is None and optional:
-        return None
-    if not isinstance(value, str) or len(value) > limit:
-        raise AgentError(f"answered a summary whose {where} is not a string")
-    return value
-
-
-def _numa_row(row: Any, where: str) -> dict[str, Any]:
-    if not isinstance(row, dict):
-        raise AgentError(f"answered a summary whose {where} is not an object")
-    out: dict[str, Any] = {k: _int(row.get(k), f"{where}.{k}") for k in NUMA_INTS}
-    memory = row.get("memory", [])
-    if not isinstance(memory, list):
-        raise AgentError(f"answered a summary whose {where}.memory is not a list")
-    out["memory"] = []
-    for j, m in enumerate(memory):
-        at = f"{where}.memory[{j}]"
-        if not isinstance(m, dict):
-            raise AgentError(f"answered a summary whose {at} is not an object")
-        entry: dict[str, Any] = {"resource": _text(m.get("resource"), f"{at}.resource")}
-        entry.update({k: _int(m.get(k), f"{at}.{k}") for k in MEMORY_INTS})
-        out["memory"].append(entry)
-    return out
-
-
-def _findings(value: Any, where: str) -> list[dict[str, str]]:
-    if not isinstance(value, list):
-        raise AgentError(f"answered a summary whose {where} is not a list")
-    out = []
-    for i, f in enumerate(value):
-        if not isinstance(f, dict):
-            raise AgentError(f"answered a summary whose {where}[{i}] is not an object")
-        out.append(
-            {k: _text(f.get(k), f"{where}[{i}].{k}") or "" for k in ("code", "severity", "message")}
-        )
-    return out
-
-
-def _scalars(value: Any, where: str) -> dict[str, Any]:
-    """A flat object of names to JSON scalars (feature gates, policies, state-file versions)."""
-    if not isinstance(value, dict):
-        raise AgentError(f"answered a summary whose {where} is not an object")
-    for k, v in value.items():
-        if len(k) > MAX_NAME or not (v is None or isinstance(v, (str, bool, int, float))):
-            raise AgentError(f"answered a summary whose {where}.{k[:60]} is not a plain value")
-        if isinstance(v, str) and len(v) > MAX_TEXT:
-            raise AgentError(f"answered a summary whose {where}.{k[:60]} is too long")
-    return dict(value)
-
-
-def _object(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise AgentError(f"answered a summary whose {where} is not an object")
-    return value
-
-
-def check_node(summary: Any, index: int) -> dict[str, Any]:
-    """One node of a summary document, with only checked fields."""
-    if not isinstance(summary, dict) or not isinstance(summary.get("node"), str):
-        raise AgentError(f"answered a summary whose nodes[{index}] has no name")
-    name = summary["node"]
-    if not name or len(name) > MAX_NAME:
-        raise AgentError(f"answered a summary whose nodes[{index}].node is not a node name")
-    where = f"node {name[:60]!r}"
-    numa = summary.get("numa", [])
-    if not isinstance(numa, list):
-        raise AgentError(f"answered a summary of {where} without a 'numa' list")
-    version = summary.get("version")
-    url = _text(summary.get("url"), f"{where} url")
-    return {
-        "node": name,
-        "source": _text(summary.get("source"), f"{where} source"),
-        "release": _text(summary.get("release"), f"{where} release", limit=32),
-        "numa": [_numa_row(r, f"{where} numa[{i}]") for i, r in enumerate(numa)],
-        "pods": _int(summary.get("pods", 0), f"{where} pods"),
-        "rejected": _int(summary.get("rejected", 0), f"{where} rejected"),
-        "findings": _findings(summary.get("findings", []), f"{where} findings"),
-        "stateFiles": _scalars(summary.get("stateFiles", {}), f"{where} stateFiles"),
-        "featureGates": _scalars(summary.get("featureGates", {}), f"{where} featureGates"),
-        # Shown as given (JSON the size cap already bounds), never computed with.
-        "policies": _object(summary.get("policies", {}), f"{where} policies"),
-        "topology": _object(summary.get("topology", {}), f"{where} topology"),
-        "version": _int(version, f"{where} version") if version is not None else None,
-        # Only a path on the agent (never another site) becomes the row's link.
-        "url": url if url and url.startswith("/") and not url.startswith("//") else None,
-    }
-
-
-def check_summary(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """The checked nodes of an agent's summary document, or ``AgentError`` saying what is
-    wrong (the first problem found)."""
-    nodes = doc.get("nodes")
-    if not isinstance(nodes, list):
-        raise AgentError("answered JSON without a 'nodes' list (not a Numascope agent?)")
-    checked = [check_node(n, i) for i, n in enumerate(nodes)]
-    names = [n["node"] for n in checked]
-    if len(set(names)) != len(names):
-        raise AgentError("answered a summary that lists a node twice")
-    return checked
-
-
-def fleet_node(summary: dict[str, Any], agent: str | None, status: str) -> dict[str, Any]:
-    """A fleet row: a checked summary with its agent, status and largest free NUMA block."""
-    numa = summary.get("numa", [])
-    url = summary.get("url")
-    return {
-        "node": summary["node"],
-        "agent": agent,
-        "status": status,
-        "release": summary.get("release"),
-        "numa": numa,
-        "largestFreeNuma": max((r["available"] for r in numa), default=0),
-        "pods": summary.get("pods"),
-        "rejected": summary.get("rejected"),
-        "findings": summary.get("findings", []),
-        "stateFiles": summary.get("stateFiles"),
-        "featureGates": summary.get("featureGates", {}),
-        "policies": summary.get("policies", {}),
-        "topology": summary.get("topology", {}),
-        "source": summary.get("source"),
-        "version": summary.get("version"),
-        # The node's page on its agent (the hub's own simulated nodes have no page).
-        "url": agent + url if agent and url else None,
-    }
+def fleet_node(
+    summary: NodeSummaryV1, agent: str | None, status: str, extra: list[Finding] | None = None
+) -> dict[str, Any]:
+    """A fleet row (``FleetNode``): a checked summary with its agent, status, largest free
+    NUMA block and the hub's own findings about it."""
+    row = summary.model_dump(mode="json")
+    row["agent"] = agent
+    row["status"] = status
+    row["largestFreeNuma"] = max((r.available for r in summary.numa), default=0)
+    if extra:
+        row["findings"] = row["findings"] + [f.model_dump(mode="json") for f in extra]
+    # The node's page on its agent (the hub's own simulated nodes have no page).
+    row["url"] = agent + summary.url if agent and summary.url else None
+    return row
 
 
 def fit_result(node: str, answer: dict[str, Any]) -> dict[str, Any]:

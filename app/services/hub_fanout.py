@@ -1,7 +1,9 @@
 """Fit and upgrade across the fleet (``POST /api/v1/fleet/fit``, ``GET /api/v1/fleet/upgrade``
-and their pages): the question goes to every node, and each node's own engine decides. Remote nodes are asked
-through their agents (``app.adapters.agents``), bounded by the hub's concurrency and a timeout
-per call: a slow or failing agent gives an ``error`` result for its nodes, never an HTTP error
+and their pages): the question goes to every node, and each node's own engine decides. Remote
+nodes are asked through their agents (``app.adapters.agents``), bounded by the hub's
+concurrency, one deadline per answer and one deadline for the whole fan-out, and at most
+``hub_max_fanout`` requests per question (the nodes past it are listed as not asked, never as
+failing): a slow or failing agent gives an ``error`` result for its nodes, never an HTTP error
 of the hub. The demo fleet's nodes (``app.services.demo_fleet``) answer in the hub's process,
 in a worker thread, within the CPU time budget.
 
@@ -25,6 +27,9 @@ from app.services.fleet_rows import fit_error, fit_result, upgrade_error, upgrad
 from app.services.hub_agents import OK, AgentState
 from app.settings import Settings
 
+#: The whole fan-out of one question ends after this many answer deadlines.
+FANOUT_DEADLINES = 3
+
 
 class FleetFanOut(ABC):
     """The fan-out of ``Hub`` (see the module docstring)."""
@@ -39,7 +44,7 @@ class FleetFanOut(ABC):
     def semaphore(self) -> asyncio.Semaphore: ...
 
     def _targets(self) -> tuple[list[tuple[AgentState, str]], list[SimulatedNode]]:
-        remote = [(a, n["node"]) for a in self.agents.values() if a.status == OK for n in a.nodes]
+        remote = [(a, n.node) for a in self.agents.values() if a.status == OK for n in a.nodes]
         return remote, list(self.fleet.list())
 
     async def _fan_out(
@@ -48,20 +53,33 @@ class FleetFanOut(ABC):
         call: Callable[[AgentState, str], Awaitable[dict[str, Any]]],
         failed: Callable[[str, str], dict[str, Any]],
     ) -> list[dict[str, Any]]:
+        """Every remote node's answer, in ``remote``'s order: at most ``hub_max_fanout``
+        requests, all of them within ``FANOUT_DEADLINES`` answer deadlines."""
+        cap = self.settings.hub_max_fanout
+        deadline = self.settings.hub_agent_timeout * FANOUT_DEADLINES
+
         async def one(agent: AgentState, node: str) -> dict[str, Any]:
             async with self.semaphore():
                 try:
-                    result = await asyncio.wait_for(
-                        call(agent, node), self.settings.hub_agent_timeout * 2
-                    )
+                    return await call(agent, node)  # the client's deadline bounds each answer
                 except AgentError as exc:
-                    result = failed(node, exc.message)
-                except TimeoutError:
-                    result = failed(node, "timed out")
-            result["agent"] = agent.url
-            return result
+                    return failed(node, exc.message)
 
-        return list(await asyncio.gather(*(one(a, n) for a, n in remote)))
+        tasks = [asyncio.ensure_future(one(a, n)) for a, n in remote[:cap]]
+        if tasks:
+            await asyncio.wait(tasks, timeout=deadline)
+        results = []
+        for (agent, node), task in zip(remote[:cap], tasks, strict=True):
+            if task.done():
+                result = task.result()
+            else:
+                task.cancel()
+                result = failed(node, f"no answer within the question's {deadline:g} s deadline")
+            results.append({**result, "agent": agent.url})
+        for agent, node in remote[cap:]:
+            message = f"not asked: over the hub's cap of {cap} agent requests per question"
+            results.append({**failed(node, message), "agent": agent.url})
+        return results
 
     async def fit(self, body: bytes, content_type: str, text: str) -> dict[str, Any]:
         remote, _ = self._targets()

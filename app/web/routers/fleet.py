@@ -19,6 +19,7 @@ from fastapi import APIRouter, Depends, Query
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
+from app.contracts.fleet import FleetDocument, FleetView
 from app.domain.kubelet_config import DEFAULT_RELEASE, RELEASES, KubeletConfig
 from app.services.fleet_views import FleetQuery, FleetQueryError, fleet_view
 from app.services.hub import Hub, HubDisabledError
@@ -65,7 +66,7 @@ FleetQueryDep = Annotated[FleetQuery, Depends(fleet_query)]
     name="api_fleet",
     summary="Every agent and node of the fleet (last poll; ETag / If-None-Match)",
     responses={
-        200: {"content": {"application/json": {"schema": {"type": "object"}}}},
+        200: {"model": FleetDocument, "description": "The fleet"},
         304: {"description": "Not modified"},
         404: {"description": "Not a hub"},
     },
@@ -79,7 +80,12 @@ def api_fleet(request: Request, hub: HubDep) -> Response:
     return Response(encoded.body, media_type="application/json", headers=headers)
 
 
-@pages.get("/fleet.json", name="fleet_json", summary="The fleet page's data (filtered, sorted)")
+@pages.get(
+    "/fleet.json",
+    name="fleet_json",
+    summary="The fleet page's data (filtered, sorted)",
+    response_model=FleetView,
+)
 def fleet_json(hub: HubDep, query: FleetQueryDep) -> dict[str, Any]:
     return fleet_view(hub.document(), query)
 
