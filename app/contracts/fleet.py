@@ -1,7 +1,8 @@
 """What the hub serves about the fleet: ``GET /api/v1/fleet`` (``FleetDocument``) and the fleet
 page's JSON twin ``/fleet.json`` (``FleetView``), one row per node (``FleetNode``: the node's
 summary as its agent gave it, checked by ``app.contracts.summary``, with the agent, its status
-and the largest free single-NUMA block).
+and the largest free single-NUMA block); a fit row per node (``FitRow``) and an upgrade row per
+node (``UpgradeRow``), each checked before a page reads it.
 
 The hub builds its rows only from summaries that passed ``NodeSummaryV1`` (an agent's, or a
 node of its own demo fleet), so every row is bounded: nothing an agent sends reaches a page or
@@ -12,13 +13,17 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints
 
 from app.contracts.base import Contract, Count, Text, Token
-from app.contracts.summary import NodeSummaryV1
+from app.contracts.summary import NodeName, NodeSummaryV1
 
 AgentStatus = Literal["pending", "ok", "unreachable"]
 URL = Annotated[str, StringConstraints(max_length=2048)]
+#: A CPU list in the Linux format (``0-3,8``): 1,024 NUMA nodes of threads at most.
+CpuList = Annotated[str, StringConstraints(max_length=16384, pattern=r"^[0-9,\-]*$")]
+#: Items of a list of texts (lost pods, recovery steps).
+MAX_LIST = 5000
 
 
 class FleetAgent(Contract):
@@ -69,3 +74,72 @@ class FleetView(Contract):
     nodes: list[FleetNode]
     releases: list[Token]
     query: dict[str, str | int]
+
+
+# -- fit ------------------------------------------------------------------------------------
+
+NumaId = Annotated[int, Field(ge=0, lt=1024)]
+
+
+class MemoryBlock(Contract):
+    """A memory manager block of an allocation (the checkpoint's form)."""
+
+    numa_affinity: Annotated[list[NumaId], Field(max_length=1024)]
+    type: Token
+    size: Count
+
+
+class ContainerAllocation(Contract):
+    name: Annotated[str, StringConstraints(max_length=253)]
+    kind: Token
+    isolation: Token
+    cpuset: CpuList
+    memory: Annotated[list[MemoryBlock], Field(max_length=64)] = []
+
+
+class Allocation(Contract):
+    """What a node's dry run gave the first pod: CPU sets and memory blocks."""
+
+    qos_class: Token
+    pod_cpuset: CpuList | None = None
+    pod_shared_cpuset: CpuList
+    pod_memory: Annotated[list[MemoryBlock], Field(max_length=64)] = []
+    containers: Annotated[list[ContainerAllocation], Field(max_length=500)] = []
+
+
+class FitRow(Contract):
+    """One node's fit (``POST /api/v1/fleet/fit``): the node's own dry-run answer field for
+    field (the fields not named here are passed on as the node gave them, bounded by
+    ``app.contracts.base.parse_json``), with the first pod's ``allocation`` and the NUMA nodes
+    of its hints lifted to the top, and the hub's ranking (``score`` under the chosen scoring
+    strategy, ``flags``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    node: NodeName
+    agent: URL | None = None
+    admitted: bool
+    reason: Text | None = ""
+    message: Text | None = ""
+    allocation: Allocation | None = None
+    numa_nodes: Annotated[list[NumaId], Field(max_length=1024)] = []
+    error: Text | None = None
+    #: ``False``: the node was not asked (over the fan-out cap, or past the deadline).
+    checked: bool = True
+    score: Annotated[int, Field(ge=0, le=100)] | None = None
+    flags: Annotated[list[Token], Field(max_length=8)] = []
+
+
+class UpgradeRow(Contract):
+    """One node's upgrade verdict (``GET /api/v1/fleet/upgrade``): the node's own answer field
+    for field, with ``verdict``/``lost``/``error``/``recovery`` of the types the page reads."""
+
+    model_config = ConfigDict(extra="allow")
+
+    node: NodeName
+    agent: URL | None = None
+    verdict: Token | None = None
+    lost: Annotated[list[Text], Field(max_length=MAX_LIST)] = []
+    error: Text | None = None
+    recovery: Annotated[list[Text], Field(max_length=MAX_LIST)] = []
+    checked: bool = True

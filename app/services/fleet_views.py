@@ -1,11 +1,18 @@
-"""The fleet page's view: the hub's nodes filtered (name, release, findings, a free single-NUMA
-block of at least N CPUs), sorted (name, release, largest free single-NUMA block, findings) and
-paged; the same loader feeds ``/fleet``, its htmx fragment and ``/fleet.json``."""
+"""The fleet pages' views, each the one loader of a page, its htmx fragment and its JSON twin:
+
+* ``fleet_view``: the hub's nodes filtered (name, release, findings, a free single-NUMA block of
+  at least N CPUs), sorted (name, release, largest free single-NUMA block, findings) and paged
+  (``/fleet``, ``/fleet.json``);
+* ``fit_view``: a fleet fit, ranked best first (``app.services.fleet_score``), counted, filtered
+  (every node, the fits, the fits without flags) and paged (``/fleet/fit``, ``/fleet/fit.json``).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from app.services.fleet_score import STRATEGIES
 
 SORTS = ("name", "release", "free", "findings")
 FINDINGS = ("any", "with", "without")
@@ -105,4 +112,61 @@ def fleet_view(doc: dict[str, Any], query: FleetQuery) -> dict[str, Any]:
         "releases": releases,
         # The filter without the offset: the pager links add their own.
         "query": query.params(offset=None),
+    }
+
+
+# -- fit --------------------------------------------------------------------------------------
+
+FIT_SHOWS = ("fits", "clean", "all")
+FIT_LIMIT = 100
+
+
+@dataclass(frozen=True, slots=True)
+class FitQuery:
+    """What a fit page shows: ``strategy`` (the scheduler plugin's scoring strategy), ``show``
+    (``fits``; ``clean``: fits on exclusive CPUs of one NUMA node; ``all``: every node)."""
+
+    strategy: str
+    show: str = "fits"
+    offset: int = 0
+    limit: int = FIT_LIMIT
+
+    def check(self) -> FitQuery:
+        if self.strategy not in STRATEGIES:
+            raise FleetQueryError(
+                f"strategy: Unsupported value: {self.strategy!r}: supported values: "
+                + ", ".join(f'"{s}"' for s in STRATEGIES),
+                "strategy",
+            )
+        if self.show not in FIT_SHOWS:
+            raise FleetQueryError(
+                f"show: Unsupported value: {self.show!r}: use {', '.join(FIT_SHOWS)}", "show"
+            )
+        if self.offset < 0 or not 1 <= self.limit <= MAX_LIMIT:
+            raise FleetQueryError("offset/limit: out of range", "limit")
+        return self
+
+
+def fit_view(result: dict[str, Any], query: FitQuery) -> dict[str, Any]:
+    """The ranked fit counted (fits, clean fits, refusals, errors, not checked) and paged."""
+    rows = result["results"]
+    fits = [r for r in rows if r["admitted"]]
+    clean = [r for r in fits if not r.get("flags")]
+    shown = {"fits": fits, "clean": clean, "all": rows}[query.show]
+    return {
+        "strategy": query.strategy,
+        "show": query.show,
+        "total": len(rows),
+        "fits": len(fits),
+        "clean": len(clean),
+        "refused": sum(
+            1 for r in rows if not r["admitted"] and r.get("checked", True) and not r.get("error")
+        ),
+        "errors": sum(1 for r in rows if r.get("error") and r.get("checked", True)),
+        "notChecked": sum(1 for r in rows if not r.get("checked", True)),
+        "matched": len(shown),
+        "offset": query.offset,
+        "limit": query.limit,
+        "results": shown[query.offset : query.offset + query.limit],
+        "unreachable": result["unreachable"],
     }

@@ -41,7 +41,7 @@ from app.adapters.agents import AgentClient, AgentError
 from app.adapters.dns import DNSLookupError, agent_url, make_resolver, resolve_addresses
 from app.contracts.summary import Finding, NodeSummaryV1, SummaryDocumentV1
 from app.services.agent_summary import Encoded, SummaryCache, encode
-from app.services.demo_fleet import DemoFleet
+from app.services.demo_fleet import DemoFleet, SimulatedNode
 from app.services.fleet_rows import fleet_node
 from app.services.hub_agents import (
     LAST_SEEN_STEP,
@@ -100,6 +100,8 @@ class Hub(FleetFanOut):
         self._semaphore: asyncio.Semaphore | None = None
         self._in_flight: dict[str, asyncio.Task[None]] = {}
         self._encoded: tuple[int, int, Encoded] | None = None
+        # A simulated node never changes once built: its summary is built once.
+        self._sim_summaries: dict[str, NodeSummaryV1] = {}
         self.polls = 0
         self._bind_metrics()
 
@@ -280,7 +282,7 @@ class Hub(FleetFanOut):
         cached = self._doc
         if cached is not None and cached[:2] == key:
             return key, cached[2]
-        nodes = [fleet_node(n.summary(self.summaries), None, OK) for n in sims]
+        nodes = [fleet_node(self._sim_summary(n), None, OK) for n in sims]
         agents = sorted(self.agents.values(), key=lambda a: a.url)
         claims: dict[str, list[str]] = {}
         for a in agents:
@@ -301,6 +303,20 @@ class Hub(FleetFanOut):
             doc["discovery"] = {"dns": f"{name}:{port}", "error": self.dns_error}
         self._doc = (*key, doc)
         return key, doc
+
+    def _sim_summary(self, node: SimulatedNode) -> NodeSummaryV1:
+        summary = self._sim_summaries.get(node.name)
+        if summary is None:
+            summary = self._sim_summaries[node.name] = node.summary(self.summaries)
+        return summary
+
+    def summary_of(self, node: str, agent: str | None) -> NodeSummaryV1 | None:
+        """The summary of ``node`` as the hub holds it (``agent`` ``None``: a demo-fleet node)."""
+        if agent is None:
+            sim = self.fleet.nodes.get(node)
+            return self._sim_summary(sim) if sim is not None else None
+        state = self.agents.get(agent)
+        return next((s for s in state.nodes if s.node == node), None) if state else None
 
     def encoded(self) -> Encoded:
         """The document as bytes with its ETag (for 304s), encoded once per generation."""

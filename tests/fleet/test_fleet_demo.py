@@ -86,9 +86,12 @@ def test_fit_on_simulated_nodes_is_each_engines_dry_run(hub: TestClient, pod: st
     for name, node in _fleet(hub).nodes.items():
         own = fit_result(name, node.dry_run(pod))
         got = results[name]
-        assert {k: v for k, v in got.items() if k not in ("batch", "agent")} == {
-            k: v for k, v in own.items() if k != "batch"
+        # The hub adds its ranking (score and flags of a fit) to the node's own answer.
+        ranking = ("batch", "agent", "score", "flags")
+        assert {k: v for k, v in got.items() if k not in ranking} == {
+            k: v for k, v in own.items() if k not in ranking
         }
+        assert (got["score"] is not None) == got["admitted"]
     assert any(x["admitted"] for x in results.values())
 
 

@@ -21,7 +21,16 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from app.contracts.fleet import FleetDocument, FleetView
 from app.domain.kubelet_config import DEFAULT_RELEASE, RELEASES, KubeletConfig
-from app.services.fleet_views import FleetQuery, FleetQueryError, fleet_view
+from app.domain.pod import Pod
+from app.services.fleet_score import LEAST_ALLOCATED, STRATEGIES
+from app.services.fleet_views import (
+    FIT_LIMIT,
+    FitQuery,
+    FleetQuery,
+    FleetQueryError,
+    fit_view,
+    fleet_view,
+)
 from app.services.hub import Hub, HubDisabledError
 from app.services.nodes import NodeInputError, parse_manifests
 from app.web.rendering import render, wants_fragment
@@ -117,32 +126,102 @@ FIT_BODY: dict[str, Any] = {
 }
 
 
-def _check_pod(text: str) -> str:
-    """The same checks (and 422) as admission, before anything is fanned out."""
-    parse_manifests(text, KubeletConfig(release=DEFAULT_RELEASE))
-    return text
+def _first_pod(text: str) -> Pod:
+    """The same checks (and 422) as admission, before anything is fanned out; the first pod
+    is the one ranked."""
+    return parse_manifests(text, KubeletConfig(release=DEFAULT_RELEASE))[0]
 
 
-async def run_fit(hub: Hub, text: str) -> dict[str, Any]:
-    _check_pod(text)
-    return await hub.fit(text.encode(), "application/yaml", text)
+async def run_fit(hub: Hub, text: str, strategy: str = LEAST_ALLOCATED) -> dict[str, Any]:
+    pod = _first_pod(text)
+    try:
+        FitQuery(strategy).check()
+    except FleetQueryError as exc:
+        raise NodeInputError(exc.message, exc.field) from None
+    return await hub.fit(text.encode(), "application/yaml", text, pod, strategy)
+
+
+def fit_query(
+    strategy: Annotated[
+        str, Query(description="Scoring strategy: " + ", ".join(STRATEGIES))
+    ] = LEAST_ALLOCATED,
+    show: Annotated[str, Query(description="fits, clean (no flags) or all")] = "fits",
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = FIT_LIMIT,
+) -> FitQuery:
+    try:
+        return FitQuery(strategy, show, offset, limit).check()
+    except FleetQueryError as exc:
+        raise NodeInputError(exc.message, exc.field) from None
+
+
+FitQueryDep = Annotated[FitQuery, Depends(fit_query)]
+StrategyQuery = Annotated[
+    str,
+    Query(description="The scheduler plugin's scoring strategy: " + ", ".join(STRATEGIES)),
+]
 
 
 @api.post(
     "/fleet/fit",
     name="api_fleet_fit",
-    summary="Where a pod fits: every node's own dry run",
+    summary="Where a pod fits: every node's own dry run, ranked best first",
     responses={404: {"description": "Not a hub"}, 422: {"description": "Not a pod manifest"}},
     openapi_extra=FIT_BODY,
 )
-async def api_fleet_fit(request: Request, hub: HubDep) -> JSONResponse:
+async def api_fleet_fit(
+    request: Request, hub: HubDep, strategy: StrategyQuery = LEAST_ALLOCATED
+) -> JSONResponse:
     text = await _manifest_text(request)
-    return JSONResponse(await run_fit(hub, text))
+    return JSONResponse(await run_fit(hub, text, strategy))
+
+
+def _fit_page(
+    request: Request, text: str, query: FitQuery, result: dict[str, Any] | None, **extra: Any
+) -> HTMLResponse:
+    view = {
+        "manifest": text,
+        "strategies": list(STRATEGIES),
+        "query": {"strategy": query.strategy, "show": query.show, "limit": query.limit},
+        "result": fit_view(result, query) if result is not None else None,
+        "error": None,
+        **extra,
+    }
+    return render(
+        request,
+        "pages/fleet_fit.html",
+        view,
+        fragment="fragments/_fleet_fit_results.html",
+        status_code=422 if view["error"] and not wants_fragment(request) else 200,
+    )
+
+
+ManifestQuery = Annotated[str, Query(max_length=MAX_BODY_BYTES, description="A Pod manifest")]
 
 
 @pages.get("/fleet/fit", name="fleet_fit", include_in_schema=False)
-def fleet_fit_page(request: Request, hub: HubDep) -> HTMLResponse:
-    return render(request, "pages/fleet_fit.html", {"manifest": SAMPLE_POD, "result": None})
+async def fleet_fit_page(
+    request: Request, hub: HubDep, query: FitQueryDep, manifest: ManifestQuery = ""
+) -> HTMLResponse:
+    if not manifest:
+        return _fit_page(request, SAMPLE_POD, query, None)
+    try:
+        result = await run_fit(hub, manifest, query.strategy)
+    except NodeInputError as exc:
+        error = {"message": exc.message, "field": exc.field}
+        return _fit_page(request, manifest, query, None, error=error)
+    return _fit_page(request, manifest, query, result)
+
+
+@pages.get(
+    "/fleet/fit.json",
+    name="fleet_fit_json",
+    summary="The fit page's data: every node's dry run of a pod, ranked, counted and paged",
+)
+async def fleet_fit_json(
+    hub: HubDep, query: FitQueryDep, manifest: Annotated[str, Query(max_length=MAX_BODY_BYTES)]
+) -> dict[str, Any]:
+    return fit_view(await run_fit(hub, manifest, query.strategy), query)
 
 
 @pages.post("/fleet/fit", name="fleet_fit_form", include_in_schema=False)
@@ -153,26 +232,17 @@ async def fleet_fit_form(request: Request, hub: HubDep) -> HTMLResponse:
     form = await request.form()
     manifest = form.get("manifest")
     text = manifest if isinstance(manifest, str) else ""
+    fields = {k: form.get(k) for k in ("strategy", "show")}
+    strategy = fields["strategy"] if isinstance(fields["strategy"], str) else LEAST_ALLOCATED
+    show = fields["show"] if isinstance(fields["show"], str) else "fits"
     try:
-        result = await run_fit(hub, text)
-    except NodeInputError as exc:
-        view = {
-            "manifest": text,
-            "result": None,
-            "error": {"message": exc.message, "field": exc.field},
-        }
+        query = FitQuery(strategy, show).check()
+        result = await run_fit(hub, text, query.strategy)
+    except (NodeInputError, FleetQueryError) as exc:  # FleetQueryError: the form's choices
         # htmx swaps only 2xx answers: it gets the results fragment carrying the error.
-        return render(
-            request,
-            "pages/fleet_fit.html",
-            view,
-            fragment="fragments/_fleet_fit_results.html",
-            status_code=200 if wants_fragment(request) else 422,
-        )
-    view = {"manifest": text, "result": result, "error": None}
-    return render(
-        request, "pages/fleet_fit.html", view, fragment="fragments/_fleet_fit_results.html"
-    )
+        error = {"message": exc.message, "field": exc.field}
+        return _fit_page(request, text, FitQuery(LEAST_ALLOCATED), None, error=error)
+    return _fit_page(request, text, query, result)
 
 
 # -- upgrade --------------------------------------------------------------------------------
