@@ -11,7 +11,7 @@ a JSON answer unchecked.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints
 
@@ -130,9 +130,42 @@ class FitRow(Contract):
     flags: Annotated[list[Token], Field(max_length=8)] = []
 
 
+class Rescue(Contract):
+    """A conversion that keeps a node starting (``numascope checkpoint convert …``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    to_version: Token | None = None
+    verdict: Token | None = None
+    lost: Annotated[list[Any], Field(max_length=MAX_LIST)] = []
+    command: Text | None = None
+
+
+class FileVerdict(Contract):
+    model_config = ConfigDict(extra="allow")
+
+    error: Text | None = None
+    message: Text | None = None
+
+
+class UpgradeFile(Contract):
+    """One state file's verdict, with the rescues and advice the drain plan groups by."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: Token
+    status: Token | None = None
+    version: Token | None = None
+    verdict: FileVerdict | None = None
+    rescues: Annotated[list[Rescue], Field(max_length=64)] = []
+    advice: Annotated[list[Text], Field(max_length=64)] = []
+
+
 class UpgradeRow(Contract):
     """One node's upgrade verdict (``GET /api/v1/fleet/upgrade``): the node's own answer field
-    for field, with ``verdict``/``lost``/``error``/``recovery`` of the types the page reads."""
+    for field, with the fields the page and the drain plan read typed (``verdict``, ``lost``,
+    ``error``, ``recovery``, ``files``); ``checked`` false: not checked yet (never counted as
+    failing)."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -142,4 +175,5 @@ class UpgradeRow(Contract):
     lost: Annotated[list[Text], Field(max_length=MAX_LIST)] = []
     error: Text | None = None
     recovery: Annotated[list[Text], Field(max_length=MAX_LIST)] = []
+    files: Annotated[list[UpgradeFile], Field(max_length=16)] = []
     checked: bool = True

@@ -129,14 +129,16 @@ def upgrade_result(node: str, answer: dict[str, Any]) -> dict[str, Any]:
     row["error"] = err if isinstance(err, str) else None
     if row["verdict"] is None and row["error"] is None:
         row["error"] = "the agent answered without a verdict"
+    row["checked"] = True
     checked = _checked(UpgradeRow, row, "an upgrade check")
     if isinstance(checked, str):
         return upgrade_error(node, checked)
-    return checked.model_dump(mode="json")
+    # What the node answered, as it answered it (no defaults added to its files).
+    return checked.model_dump(mode="json", exclude_unset=True)
 
 
 def upgrade_error(node: str, message: str, *, asked: bool = True) -> dict[str, Any]:
     """The upgrade row of a node without a verdict (``asked`` false: not checked yet, which
     is never counted as failing)."""
-    row = UpgradeRow(node=node, error=_cut(message), checked=asked)
-    return row.model_dump(mode="json")
+    row = UpgradeRow(node=node, verdict=None, lost=[], error=_cut(message), recovery=[])
+    return {**row.model_dump(mode="json", exclude={"agent", "files"}), "checked": asked}

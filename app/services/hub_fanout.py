@@ -141,7 +141,7 @@ class FleetFanOut(ABC):
                     message = f"not checked within the {budget:g} s time budget: ask again"
                     out.append({**upgrade_error(n.name, message, asked=False), "agent": None})
                 else:
-                    out.append({**n.upgrade(release, gate), "agent": None})
+                    out.append({**upgrade_result(n.name, n.upgrade(release, gate)), "agent": None})
             return out
 
         remote_results, local_results = await asyncio.gather(

@@ -115,7 +115,9 @@ def test_upgrade_on_simulated_nodes_is_the_inspectors_verdict(hub: TestClient) -
             "1.35",
             None,
         )
-        assert {k: v for k, v in results[name].items() if k != "agent"} == own
+        # The hub adds who answered and that the node was checked (``UpgradeRow``).
+        assert results[name]["checked"] is True
+        assert {k: v for k, v in results[name].items() if k not in ("agent", "checked")} == own
     verdicts = {x["verdict"] for x in results.values()}
     assert verdicts <= {"compatible", "compatible-with-loss", "will-fail", "policy-mismatch"}
     page = hub.get("/fleet/upgrade", params={"release": "1.35"})

@@ -3,10 +3,14 @@ upgrade readiness, each page with its JSON twin.
 
 * ``GET /api/v1/fleet``: ``{"agents": [...], "nodes": [...]}`` from the last poll (ETag; never
   waits for an agent). ``/fleet`` (and ``/fleet.json``) filter, sort and page it.
-* ``POST /api/v1/fleet/fit``: a Pod manifest in the formats admission takes; every node's own
-  dry run. ``/fleet/fit``: the form and the answer.
+* ``POST /api/v1/fleet/fit[?strategy=…]``: a Pod manifest in the formats admission takes;
+  every node's own dry run, ranked by the scheduler plugin's scoring strategy.
+  ``/fleet/fit``: the form and the ranked answer, filtered and paged; its JSON twin
+  ``/fleet/fit.json?manifest=…``.
 * ``GET /api/v1/fleet/upgrade?release=R[&podLevelResourceManagers=…]``: every node's verdict
-  for a kubelet of release R. ``/fleet/upgrade``: the form and the verdicts.
+  for a kubelet of release R. ``/fleet/upgrade``: the form and the drain plan (failing nodes
+  grouped by cause, one recovery per cause, a ``kubectl drain`` line and a label selector), its
+  JSON twin ``/fleet/upgrade.json`` and the nodes to drain as ``/fleet/upgrade.csv``.
 
 Without ``--hub`` these routes answer 404 (``HubDisabledError``).
 """
@@ -28,8 +32,10 @@ from app.services.fleet_views import (
     FitQuery,
     FleetQuery,
     FleetQueryError,
+    drain_csv,
     fit_view,
     fleet_view,
+    upgrade_view,
 )
 from app.services.hub import Hub, HubDisabledError
 from app.services.nodes import NodeInputError, parse_manifests
@@ -145,7 +151,7 @@ def fit_query(
     strategy: Annotated[
         str, Query(description="Scoring strategy: " + ", ".join(STRATEGIES))
     ] = LEAST_ALLOCATED,
-    show: Annotated[str, Query(description="fits, clean (no flags) or all")] = "fits",
+    show: Annotated[str, Query(description="all, fits or clean (fits without flags)")] = "all",
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = FIT_LIMIT,
 ) -> FitQuery:
@@ -234,7 +240,7 @@ async def fleet_fit_form(request: Request, hub: HubDep) -> HTMLResponse:
     text = manifest if isinstance(manifest, str) else ""
     fields = {k: form.get(k) for k in ("strategy", "show")}
     strategy = fields["strategy"] if isinstance(fields["strategy"], str) else LEAST_ALLOCATED
-    show = fields["show"] if isinstance(fields["show"], str) else "fits"
+    show = fields["show"] if isinstance(fields["show"], str) else "all"
     try:
         query = FitQuery(strategy, show).check()
         result = await run_fit(hub, text, query.strategy)
@@ -279,5 +285,39 @@ async def fleet_upgrade_page(
     gate: GateQuery = None,
 ) -> HTMLResponse:
     result = await run_upgrade(hub, release, gate) if release else None
-    view = {"releases": list(RELEASES), "release": release, "gate": gate or "", "result": result}
+    view = {
+        "releases": list(RELEASES),
+        "release": release,
+        "gate": gate or "",
+        "plan": upgrade_view(result) if result is not None else None,
+    }
     return render(request, "pages/fleet_upgrade.html", view)
+
+
+@pages.get(
+    "/fleet/upgrade.json",
+    name="fleet_upgrade_json",
+    summary="The upgrade page's data: every node's verdict as a drain plan (grouped by cause)",
+    responses={422: {"description": "Bad release or gate"}},
+)
+async def fleet_upgrade_json(
+    hub: HubDep, release: ReleaseQuery, gate: GateQuery = None
+) -> dict[str, Any]:
+    return upgrade_view(await run_upgrade(hub, release, gate))
+
+
+@pages.get(
+    "/fleet/upgrade.csv",
+    name="fleet_upgrade_csv",
+    summary="The nodes to drain before a kubelet of release R replaces theirs (CSV)",
+    response_class=Response,
+    responses={200: {"content": {"text/csv": {}}}, 422: {"description": "Bad release or gate"}},
+)
+async def fleet_upgrade_csv(hub: HubDep, release: ReleaseQuery, gate: GateQuery = None) -> Response:
+    text = drain_csv(upgrade_view(await run_upgrade(hub, release, gate)))
+    name = f"drain-{release}.csv"
+    return Response(
+        text,
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )
