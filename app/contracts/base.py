@@ -2,9 +2,9 @@
 
 A document from another process (an agent answering the hub) may be from another version,
 truncated, or hostile. Parsing with ``parse`` goes through pydantic-core's JSON parser, which
-refuses ``NaN``/``Infinity`` (not JSON), numbers past 64-bit range and nesting deeper than
-``MAX_JSON_DEPTH``, before any model sees the data; the models then bound every integer, string
-and list. Everything is strict: a string where a number belongs, or ``true`` where a count
+refuses nesting deeper than ``MAX_JSON_DEPTH`` (the error names the path where it happens)
+before any model sees the data; the models then bound every integer, string and list and refuse
+``NaN``/``Infinity`` (not JSON, read as floats so the field holding one is named). Everything is strict: a string where a number belongs, or ``true`` where a count
 belongs, is refused rather than coerced. Unknown fields are dropped (an agent of a newer
 version may send more), so only fields someone reads are kept.
 
@@ -97,10 +97,7 @@ def parse(model: type[M], body: bytes) -> M:
     """``body`` as ``model``, or ``ContractError`` naming the first bad field. The JSON is read
     first (``NaN``/``Infinity`` kept as floats, so the model names the field that holds one
     rather than the parser refusing the whole text), then checked by the model."""
-    try:
-        value = pydantic_core.from_json(body, allow_inf_nan=True)
-    except ValueError as exc:
-        raise ContractError("", f"not valid JSON ({exc})") from None
+    value = _read(body)
     try:
         return model.model_validate(value)
     except ValidationError as exc:
@@ -111,12 +108,56 @@ def parse_json(body: bytes) -> Any:
     """``body`` as a JSON value with the contract parser's limits (no ``NaN``/``Infinity``,
     nesting at most ``MAX_JSON_DEPTH``, integers at most ``MAX_INT``), or ``ContractError``
     naming where: for the parts of an answer passed on as the node gave them."""
-    try:
-        value = pydantic_core.from_json(body, allow_inf_nan=True)
-    except ValueError as exc:
-        raise ContractError("", f"not valid JSON ({exc})") from None
+    value = _read(body)
     _check_numbers(value, ())
     return value
+
+
+def _read(body: bytes) -> Any:
+    try:
+        return pydantic_core.from_json(body, allow_inf_nan=True)
+    except ValueError as exc:
+        text = str(exc)
+        if "recursion limit exceeded" in text:
+            where = _too_deep(body)
+            if where:
+                raise ContractError(where, f"nested deeper than {MAX_JSON_DEPTH} levels") from None
+        raise ContractError("", f"not valid JSON ({text})") from None
+
+
+def _too_deep(body: bytes) -> str:
+    """Where ``body`` (JSON the parser refused for its depth) first nests deeper than
+    ``MAX_JSON_DEPTH``: the path of its first four levels (``nodes[0].policies.a…``). A scan of
+    the text up to that point, counting brackets outside strings."""
+    text = body.decode("utf-8", "replace")
+    stack: list[list[Any]] = []  # per open container: [is_object, key or index, awaiting a key]
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            if stack and stack[-1][0] and stack[-1][2]:
+                stack[-1][1] = text[i + 1 : j]
+            i = j + 1
+            continue
+        if c in "{[":
+            if len(stack) >= MAX_JSON_DEPTH:
+                parts = tuple(entry[1] for entry in stack if entry[1] is not None)
+                return json_path(parts[:4]) + ("…" if len(parts) > 4 else "")
+            stack.append([True, None, True] if c == "{" else [False, 0, False])
+        elif c in "}]" and stack:
+            stack.pop()
+        elif c == ":" and stack:
+            stack[-1][2] = False
+        elif c == "," and stack:
+            if stack[-1][0]:
+                stack[-1][2] = True
+            else:
+                stack[-1][1] += 1
+        i += 1
+    return ""
 
 
 def _check_numbers(value: Any, loc: tuple[int | str, ...]) -> None:

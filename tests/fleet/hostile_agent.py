@@ -56,7 +56,7 @@ def summary(mode: str) -> bytes:
         raw["@BIG@"] = "9" * 4300
     elif mode == "deep":
         node["policies"] = "@DEEP@"
-        raw["@DEEP@"] = "[" * 950 + "]" * 950
+        raw["@DEEP@"] = '{"a": ' * 950 + "1" + "}" * 950
     elif mode == "nan":
         node["featureGates"]["PodLevelResources"] = "@NAN@"
         raw["@NAN@"] = "NaN"

@@ -34,10 +34,10 @@ HUB_ENV = {
     "hub_max_nodes_per_agent": "50",
     "demo_fleet": "2",
 }
-#: The field each broken agent is refused for (``None``: the answer is not JSON at all).
+#: The field each broken agent is refused for (``None``: no field is to blame).
 REFUSED = {
     "bignum": "nodes[0].numa[0].exclusive",
-    "deep": None,
+    "deep": "nodes[0].policies.a…",
     "nan": "nodes[0].featureGates.PodLevelResources",
     "infinity": "nodes[0].topology.cpus",
     "hugestring": "nodes[0].findings[0].message",
@@ -124,7 +124,7 @@ def test_each_broken_agent_is_unreachable_with_the_field_named(hostile: Hostile)
         if field is not None:
             assert field in agent["error"], (mode, agent)
         assert agent["nodes"] == 0
-    assert "not JSON" in seen["deep"]["error"]
+    assert "nested deeper than 200 levels" in seen["deep"]["error"]
     assert f"claims {MANY} nodes" in seen["manynodes"]["error"]
     assert "at most 50" in seen["manynodes"]["error"]
     assert "demo fleet" in seen["simname"]["error"]
@@ -194,7 +194,7 @@ def test_no_hub_page_or_json_fails_because_of_an_agent(hostile: Hostile) -> None
     assert upgrade.status_code == 200
     rows = {(r["node"], r["agent"]): r for r in strict_json(upgrade.text)["results"]}
     evil = rows[("evilanswers-1", hostile.urls["evilanswers"])]
-    assert evil["verdict"] is None and "not JSON" in evil["error"]
+    assert evil["verdict"] is None and "deep[0][0][0]…: nested deeper" in evil["error"]
     pod = classic_pod("probe", "default", "1", "1Gi").encode()
     fit = client.post("/api/v1/fleet/fit", content=pod, headers=YAML)
     assert fit.status_code == 200, fit.text[:300]
