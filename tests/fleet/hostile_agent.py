@@ -7,7 +7,7 @@ it stands for any program at an agent's address, not for Numascope.
 Modes (``MODES``): numbers past every limit, nesting 950 deep, ``NaN``/``Infinity``, huge
 strings, negative counts, wrong types, more nodes than the hub takes from one agent, the hub's own ``sim-*`` names, a node name
 another agent has, a body trickled a byte a second, and hostile dry-run and upgrade answers
-behind a good summary.
+behind a good summary, a dry run whose allocation has a size that is not a number.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ MODES = (
     "duplicate",
     "trickle",
     "evilanswers",
+    "badalloc",
 )
 BASE: dict[str, Any] = {}
 #: Nodes the ``manynodes`` agent claims (the test's hub takes fewer from one agent).
@@ -84,6 +85,31 @@ def summary(mode: str) -> bytes:
 EVIL_DRY_RUN = (
     b'{"node": "evilanswers-1", "admitted": true, "score": NaN, "results": [{"x": 1e400}]}'
 )
+#: A dry run whose allocation a page would render: a size that is not a number.
+BAD_ALLOCATION = json.dumps(
+    {
+        "node": "badalloc-1",
+        "admitted": True,
+        "results": [
+            {
+                "admitted": True,
+                "allocation": {
+                    "qosClass": "Guaranteed",
+                    "podSharedCpuset": "",
+                    "containers": [
+                        {
+                            "name": "c",
+                            "kind": "app",
+                            "isolation": "container",
+                            "cpuset": "1-2",
+                            "memory": [{"numaAffinity": [0], "type": "memory", "size": "huge"}],
+                        }
+                    ],
+                },
+            }
+        ],
+    }
+).encode()
 EVIL_UPGRADE = b'{"verdict": "compatible", "deep": ' + b"[" * 950 + b"]" * 950 + b"}"
 
 
@@ -111,6 +137,8 @@ class Handler(BaseHTTPRequestHandler):
         self.rfile.read(length)
         if self.path.startswith("/evilanswers/"):
             self._send(200, EVIL_DRY_RUN)
+        elif self.path.startswith("/badalloc/"):
+            self._send(200, BAD_ALLOCATION)
         else:
             self._send(404, b'{"error": {"reason": "NotFound", "message": "no such thing"}}')
 

@@ -47,7 +47,7 @@ REFUSED = {
     "simname": "nodes[0].node",
     "trickle": None,
 }
-ACCEPTED = ("duplicate", "evilanswers")
+ACCEPTED = ("duplicate", "evilanswers", "badalloc")
 
 
 def strict_json(text: str) -> Any:
@@ -202,6 +202,12 @@ def test_no_hub_page_or_json_fails_because_of_an_agent(hostile: Hostile) -> None
     evil = rows[("evilanswers-1", hostile.urls["evilanswers"])]
     assert evil["admitted"] is False and "score" in evil["error"]
     assert rows[("real-1", hostile.agent.url)]["admitted"] is True
+    bad = rows[("badalloc-1", hostile.urls["badalloc"])]
+    assert bad["admitted"] is False
+    assert "allocation.containers[0].memory[0].size" in bad["error"]
+    # The page renders every row (a size that is not a number never reaches the page).
+    page = client.get("/fleet/fit", params={"manifest": pod.decode(), "show": "all"})
+    assert page.status_code == 200 and "badalloc-1" in page.text
     assert all(not math.isnan(float(r.get("score", 0) or 0)) for r in rows.values())
 
 
@@ -218,5 +224,32 @@ def test_one_question_asks_at_most_the_fan_out_cap(hostile: Hostile, tmp_path: P
         asked = [r for r in fit["results"] if r["admitted"]]
         capped = [r for r in fit["results"] if "cap of 1" in (r.get("error") or "")]
         assert len(asked) == 1 and len(capped) == 1
+    finally:
+        hub.close()
+
+
+def test_a_demo_fleet_hub_is_ready_only_once_its_fleet_is_built(tmp_path: Path) -> None:
+    """``/readyz`` answers 503 while the demo fleet is built (naming how far it is) and 200
+    only once every node is there: a rollout never sends traffic to a half-built fleet."""
+    count = 600
+    hub = Server(
+        tmp_path, server_env(tmp_path, demo_fleet=str(count)), ["--hub"], host="127.0.0.35"
+    )
+    hub.start()
+    try:
+        building: list[str] = []
+
+        def ready() -> bool:
+            r = hub.client.get("/readyz")
+            if r.status_code == 503:
+                building.append(r.json()["error"]["message"])
+                assert r.json()["checks"]["demoFleet"] == "building"
+                return False
+            assert r.status_code == 200 and r.json()["checks"]["demoFleet"] == "ok"
+            return True
+
+        wait_for(ready, timeout=180.0)
+        assert len(hub.json("/api/v1/fleet")["nodes"]) == count
+        assert building and all(f"of {count} nodes built" in m for m in building)
     finally:
         hub.close()
