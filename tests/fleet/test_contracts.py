@@ -162,3 +162,24 @@ def test_a_hub_fleet_document_passes_its_contract(tmp_path: Path) -> None:
         assert len(doc.nodes) == 6 and all(n.agent is None for n in doc.nodes)
         view = client.get("/fleet.json")
         assert view.status_code == 200 and view.json()["total"] == 6
+
+
+def test_contracts_import_only_pydantic_and_the_domain() -> None:
+    """DESIGN.md §1: both sides of a boundary use the contracts, so they depend on nothing
+    but pydantic, the standard library and ``app.domain``."""
+    import sys
+
+    from tests.import_graph import imported_names, module_names
+
+    modules = module_names()
+    for name, path in modules.items():
+        if name != "app.contracts" and not name.startswith("app.contracts."):
+            continue
+        for imported in imported_names(name, path, modules):
+            top = imported.split(".")[0]
+            allowed = (
+                top in ("pydantic", "pydantic_core", "__future__")
+                or top in sys.stdlib_module_names
+                or imported.startswith(("app.contracts", "app.domain"))
+            )
+            assert allowed, f"{name} imports {imported}"
