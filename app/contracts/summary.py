@@ -5,7 +5,7 @@ summary`` (``NodeSummaryV1``), and what the hub polls and trusts.
 The agent builds its summaries as these models (``app.services.agent_summary``); the hub parses
 every answer with them (``app.adapters.agents``), so a field the hub's pages read is of the type
 and size they expect or the answer is refused, naming the field. Bounds: every count and size
-is a non-negative integer up to ``MAX_INT``; names are DNS-1123 subdomains as node names are;
+is a non-negative integer up to ``MAX_INT``; node names are names Kubernetes or a host gives;
 texts, lists and maps are bounded (``MAX_NUMA_NODES``, ``MAX_FINDINGS``, ``MAX_GATES``,
 ``MAX_NODES``).
 """
@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, StringConstraints
+from pydantic import Field, StringConstraints
 
 from app.contracts.base import MAX_NAME, Contract, Count, LocalPath, Release, Text, Token
-from app.domain.k8s_names import is_dns1123_subdomain
 
 SummaryFormat = Literal["numascope.summary/v1"]
 SUMMARY_FORMAT: SummaryFormat = "numascope.summary/v1"
@@ -33,15 +32,16 @@ MAX_GATES = 512
 MAX_NODES = 5000
 
 
-def _node_name(value: str) -> str:
-    errors = is_dns1123_subdomain(value)
-    if errors:
-        raise ValueError("not a node name: " + errors[0])
-    return value
-
-
+#: A node's name: a DNS-1123 subdomain as Kubernetes names nodes, or a host name as an agent
+#: outside a cluster falls back to (capitals and ``_`` allowed); never a path, space or control
+#: character.
 NodeName = Annotated[
-    str, StringConstraints(min_length=1, max_length=MAX_NAME), AfterValidator(_node_name)
+    str,
+    StringConstraints(
+        min_length=1,
+        max_length=MAX_NAME,
+        pattern=r"^[A-Za-z0-9]([-_.A-Za-z0-9]*[A-Za-z0-9])?$",
+    ),
 ]
 GateName = Annotated[str, StringConstraints(min_length=1, max_length=MAX_NAME)]
 
