@@ -3,7 +3,8 @@ requests, fit dry runs and upgrade checks fanned out to them.
 
 Every call has one deadline for the whole answer (connecting, the headers and every byte of the
 body: an agent trickling a byte a second is cut off at the deadline, not kept while each read
-stays under httpx's per-read timeout) and reads at most ``max_bytes`` of the answer (streamed, so
+stays under httpx's per-read timeout; a dry run or an upgrade check, work on the agent, gets
+``WORK_FACTOR`` times the summary's) and reads at most ``max_bytes`` of the answer (streamed, so
 a huge body costs no more than the cap). A summary is parsed with its contract
 (``app.contracts.summary.SummaryDocumentV1``); dry-run and upgrade answers with the contracts'
 bounded JSON parser (``app.contracts.base.parse_json``: no ``NaN``, bounded depth and numbers).
@@ -26,6 +27,9 @@ from app.contracts.base import ContractError, parse, parse_json
 from app.contracts.summary import SummaryDocumentV1
 
 USER_AGENT = "numascope-hub"
+#: A dry run or an upgrade check is work on the agent: its answer may take this many times
+#: the deadline of a summary (which is served from cached bytes).
+WORK_FACTOR = 2
 
 
 class AgentError(Exception):
@@ -97,14 +101,17 @@ class AgentClient:
         headers: dict[str, str] | None = None,
         content: bytes | None = None,
         ok: tuple[int, ...] = (200,),
+        deadline: float | None = None,
     ) -> _Raw:
-        """The answer's bytes within one deadline for the whole answer."""
+        """The answer's bytes within one deadline for the whole answer (``timeout`` unless
+        ``deadline`` says otherwise)."""
+        limit = self.timeout if deadline is None else deadline
         try:
-            async with asyncio.timeout(self.timeout):
+            async with asyncio.timeout(limit):
                 return await self._read(method, url, headers, content, ok)
         except TimeoutError:
             raise AgentError(
-                f"timed out (no complete answer within the {self.timeout:g} s deadline)"
+                f"timed out (no complete answer within the {limit:g} s deadline)"
             ) from None
 
     async def _read(
@@ -179,6 +186,7 @@ class AgentClient:
             headers={"Content-Type": content_type},
             content=body,
             ok=(200, 201, 404, 409, 422, 503),  # the node's own answer, errors included
+            deadline=self.timeout * WORK_FACTOR,
         )
 
     async def upgrade(self, base: str, node: str, query: str) -> AgentAnswer:
@@ -186,6 +194,7 @@ class AgentClient:
             "GET",
             f"{base}/api/v1/nodes/{quote(node, safe='')}/upgrade?{query}",
             ok=(200, 404, 422, 503),
+            deadline=self.timeout * WORK_FACTOR,
         )
 
 
