@@ -30,6 +30,8 @@ USER_AGENT = "numascope-hub"
 #: A dry run or an upgrade check is work on the agent: its answer may take this many times
 #: the deadline of a summary (which is served from cached bytes).
 WORK_FACTOR = 2
+#: Seconds httpx's per-operation timeouts run past the whole-answer deadline.
+BACKSTOP = 1.0
 
 
 class AgentError(Exception):
@@ -108,7 +110,7 @@ class AgentClient:
         limit = self.timeout if deadline is None else deadline
         try:
             async with asyncio.timeout(limit):
-                return await self._read(method, url, headers, content, ok)
+                return await self._read(method, url, headers, content, ok, limit)
         except TimeoutError:
             raise AgentError(
                 f"timed out (no complete answer within the {limit:g} s deadline)"
@@ -121,9 +123,14 @@ class AgentClient:
         headers: dict[str, str] | None,
         content: bytes | None,
         ok: tuple[int, ...],
+        limit: float,
     ) -> _Raw:
         try:
-            request = self._client.build_request(method, url, headers=headers, content=content)
+            # httpx's own per-operation timeouts are a backstop behind the whole-answer deadline.
+            timeout = httpx.Timeout(limit + BACKSTOP)
+            request = self._client.build_request(
+                method, url, headers=headers, content=content, timeout=timeout
+            )
             response = await self._client.send(request, stream=True)
             try:
                 if response.status_code == 304:

@@ -77,16 +77,20 @@ class FleetFanOut(ABC):
                     return failed(node, exc.message)
 
         tasks = [asyncio.ensure_future(one(a, n)) for a, n in remote[:cap]]
-        if tasks:
-            await asyncio.wait(tasks, timeout=deadline)
+        try:
+            if tasks:
+                await asyncio.wait(tasks, timeout=deadline)
+        finally:  # past the deadline, or the question itself cancelled: nothing left running
+            late = {t for t in tasks if not t.done()}
+            for t in late:
+                t.cancel()
         results = []
         for (agent, node), task in zip(remote[:cap], tasks, strict=True):
-            if task.done():
-                result = task.result()
-            else:
-                task.cancel()
+            if task in late:
                 message = f"not checked: no answer within the question's {deadline:g} s deadline"
                 result = failed(node, message, asked=False)
+            else:
+                result = task.result()
             results.append({**result, "agent": agent.url})
         for agent, node in remote[cap:]:
             message = f"not asked: over the hub's cap of {cap} agent requests per question"

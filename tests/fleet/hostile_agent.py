@@ -7,7 +7,7 @@ it stands for any program at an agent's address, not for Numascope.
 Modes (``MODES``): numbers past every limit, nesting 950 deep, ``NaN``/``Infinity``, huge
 strings, negative counts, wrong types, more nodes than the hub takes from one agent, the hub's own ``sim-*`` names, a node name
 another agent has, a body trickled a byte a second, and hostile dry-run and upgrade answers
-behind a good summary, a dry run whose allocation has a size that is not a number.
+behind a good summary, a dry run whose allocation has a size that is not a number, a dry run that takes 8 s.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ MODES = (
     "trickle",
     "evilanswers",
     "badalloc",
+    "slowfit",
 )
 BASE: dict[str, Any] = {}
 #: Nodes the ``manynodes`` agent claims (the test's hub takes fewer from one agent).
@@ -138,6 +139,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.path.startswith("/evilanswers/"):
             self._send(200, EVIL_DRY_RUN)
         elif self.path.startswith("/badalloc/"):
+            self._send(200, BAD_ALLOCATION)
+        elif self.path.startswith("/slowfit/"):
+            time.sleep(8.0)  # past any deadline the hub gives a dry run
             self._send(200, BAD_ALLOCATION)
         else:
             self._send(404, b'{"error": {"reason": "NotFound", "message": "no such thing"}}')

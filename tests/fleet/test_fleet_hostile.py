@@ -47,7 +47,7 @@ REFUSED = {
     "simname": "nodes[0].node",
     "trickle": None,
 }
-ACCEPTED = ("duplicate", "evilanswers", "badalloc")
+ACCEPTED = ("duplicate", "evilanswers", "badalloc", "slowfit")
 
 
 def strict_json(text: str) -> Any:
@@ -196,12 +196,17 @@ def test_no_hub_page_or_json_fails_because_of_an_agent(hostile: Hostile) -> None
     evil = rows[("evilanswers-1", hostile.urls["evilanswers"])]
     assert evil["verdict"] is None and "deep[0][0][0]…: nested deeper" in evil["error"]
     pod = classic_pod("probe", "default", "1", "1Gi").encode()
+    started = time.monotonic()
     fit = client.post("/api/v1/fleet/fit", content=pod, headers=YAML)
     assert fit.status_code == 200, fit.text[:300]
+    # The slow agent's dry run is cut off at its deadline (twice a summary's), not awaited.
+    assert time.monotonic() - started < 2 * DEADLINE + 2.0
     rows = {(r["node"], r["agent"]): r for r in strict_json(fit.text)["results"]}
     evil = rows[("evilanswers-1", hostile.urls["evilanswers"])]
     assert evil["admitted"] is False and "score" in evil["error"]
     assert rows[("real-1", hostile.agent.url)]["admitted"] is True
+    slow = rows[("slowfit-1", hostile.urls["slowfit"])]
+    assert slow["admitted"] is False and f"within the {2 * DEADLINE:g} s deadline" in slow["error"]
     bad = rows[("badalloc-1", hostile.urls["badalloc"])]
     assert bad["admitted"] is False
     assert "allocation.containers[0].memory[0].size" in bad["error"]
