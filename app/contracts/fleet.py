@@ -177,3 +177,19 @@ class UpgradeRow(Contract):
     recovery: Annotated[list[Text], Field(max_length=MAX_LIST)] = []
     files: Annotated[list[UpgradeFile], Field(max_length=16)] = []
     checked: bool = True
+
+
+class FitAnswer(Contract):
+    """``POST /api/v1/fleet/fit``: every node's fit, best first."""
+
+    strategy: Token
+    results: list[FitRow]
+    unreachable: list[FleetAgent]
+
+
+class UpgradeAnswer(Contract):
+    """``GET /api/v1/fleet/upgrade``: every node's verdict for a kubelet of ``release``."""
+
+    release: Token
+    results: list[UpgradeRow]
+    unreachable: list[FleetAgent]

@@ -14,8 +14,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.contracts.base import MAX_INT, ContractError, parse, parse_json
-from app.contracts.fleet import FleetDocument
+from app.contracts.fleet import FitAnswer, FleetDocument, UpgradeAnswer
 from app.contracts.summary import NodeSummaryV1, SummaryDocumentV1
+from app.services.demo import classic_pod
 from app.web.app import create_app
 from tests.helpers import make_settings
 
@@ -164,6 +165,22 @@ def test_a_hub_fleet_document_passes_its_contract(tmp_path: Path) -> None:
         assert len(doc.nodes) == 6 and all(n.agent is None for n in doc.nodes)
         view = client.get("/fleet.json")
         assert view.status_code == 200 and view.json()["total"] == 6
+        pod = classic_pod("p", "default", "1", "1Gi").encode()
+        fit = client.post(
+            "/api/v1/fleet/fit", content=pod, headers={"Content-Type": "application/yaml"}
+        )
+        assert len(parse(FitAnswer, fit.content).results) == 6
+        upgrade = client.get("/api/v1/fleet/upgrade", params={"release": "1.37"})
+        assert len(parse(UpgradeAnswer, upgrade.content).results) == 6
+        schemas = client.get("/openapi.json").json()["components"]["schemas"]
+        for model in (
+            "SummaryDocumentV1",
+            "FleetDocument",
+            "FleetView",
+            "FitAnswer",
+            "UpgradeAnswer",
+        ):
+            assert model in schemas
 
 
 def test_contracts_import_only_pydantic_and_the_domain() -> None:

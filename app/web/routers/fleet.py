@@ -23,7 +23,7 @@ from fastapi import APIRouter, Depends, Query
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
-from app.contracts.fleet import FleetDocument, FleetView
+from app.contracts.fleet import FitAnswer, FleetDocument, FleetView, UpgradeAnswer
 from app.domain.kubelet_config import DEFAULT_RELEASE, RELEASES, KubeletConfig
 from app.domain.pod import Pod
 from app.services.fleet_score import LEAST_ALLOCATED, STRATEGIES
@@ -174,7 +174,11 @@ StrategyQuery = Annotated[
     "/fleet/fit",
     name="api_fleet_fit",
     summary="Where a pod fits: every node's own dry run, ranked best first",
-    responses={404: {"description": "Not a hub"}, 422: {"description": "Not a pod manifest"}},
+    responses={
+        200: {"model": FitAnswer, "description": "Every node's fit, best first"},
+        404: {"description": "Not a hub"},
+        422: {"description": "Not a pod manifest"},
+    },
     openapi_extra=FIT_BODY,
 )
 async def api_fleet_fit(
@@ -271,7 +275,11 @@ GateQuery = Annotated[
     "/fleet/upgrade",
     name="api_fleet_upgrade",
     summary="Upgrade readiness: what a kubelet of release R does with every node's state files",
-    responses={404: {"description": "Not a hub"}, 422: {"description": "Bad release or gate"}},
+    responses={
+        200: {"model": UpgradeAnswer, "description": "Every node's verdict"},
+        404: {"description": "Not a hub"},
+        422: {"description": "Bad release or gate"},
+    },
 )
 async def api_fleet_upgrade(
     hub: HubDep, release: ReleaseQuery, gate: GateQuery = None
