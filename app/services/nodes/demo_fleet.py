@@ -26,6 +26,7 @@ from typing import Any
 
 from app.adapters.podresources_cache import get_pod_json, list_response_json
 from app.adapters.podresources_json import allocatable_json
+from app.contracts.summary import NodeSummaryV1
 from app.domain import releases
 from app.domain.kubelet_config import RELEASES, KubeletConfig, KubeletConfigError
 from app.domain.node import Node
@@ -153,7 +154,7 @@ class SimulatedNode:
     def summary(self) -> node_views.NodeSummary:
         return self._views.summary(rejected=self.rejected, load_error=None)
 
-    def agent_summary(self, cache: SummaryCache) -> dict[str, Any]:
+    def agent_summary(self, cache: SummaryCache) -> NodeSummaryV1:
         """The node's summary as its agent would publish it (``numascope.summary/v1``)."""
         return cache.versioned(build_summary(self.summary(), self._views))
 
@@ -307,11 +308,15 @@ def _pods_of(manifest: str, config: KubeletConfig) -> Sequence[Pod]:
     return _PODS[key]
 
 
+def node_name(index: int) -> str:
+    return f"sim-{index:04d}"
+
+
 def build_node(rng: random.Random, index: int) -> SimulatedNode:
     preset = rng.choice(PRESETS)
     release = rng.choice(RELEASES)
     kind = rng.choice(KINDS)
-    name = f"sim-{index:04d}"
+    name = node_name(index)
     topology = get_preset(preset)
     try:
         text = _config(kind, release)
@@ -354,6 +359,14 @@ class DemoFleet:
         if self.count and self._thread is None:
             self._thread = threading.Thread(target=self.build, name="demo-fleet", daemon=True)
             self._thread.start()
+
+    def claims(self, name: str) -> bool:
+        """Whether ``name`` is (or, while the fleet is built, will be) one of its nodes."""
+        head, _, number = name.partition("-")
+        if head != "sim" or not number.isdigit() or not number.isascii():
+            return False
+        index = int(number)
+        return index < self.count and node_name(index) == name
 
     def list(self) -> Sequence[SimulatedNode]:
         return list(self.nodes.values())

@@ -249,7 +249,7 @@ class RemoteNodes:
             index = {}
             for agent in sorted(list(self.hub.agents.values()), key=lambda a: a.url):
                 for n in agent.nodes:
-                    index.setdefault(str(n.get("node")), agent.url)
+                    index.setdefault(n.node, agent.url)
             self._index = (generation, index)
         url = index.get(name)
         return None if url is None else RemoteNode(name, url, self.hub.client)
