@@ -239,18 +239,17 @@ def _validation_info(exc: RequestValidationError) -> ErrorInfo:
 _METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
+def serves(request: Request, method: str) -> bool:
+    """Whether some route serves ``method`` on this request's path (asked of the router)."""
+    probe = {**request.scope, "method": method}
+    return any(route.matches(probe)[0] == Match.FULL for route in request.app.router.routes)
+
+
 def allowed_methods(request: Request) -> str:
     """Every method some route serves on this path (asked of the router, method by method).
     Starlette's own 405 names only the first route that matched the path, so a path with a
     GET page and a POST form said ``GET``."""
-    methods = []
-    for method in _METHOD_ORDER:
-        probe = {**request.scope, "method": method}
-        for route in request.app.router.routes:
-            if route.matches(probe)[0] == Match.FULL:
-                methods.append(method)
-                break
-    return ", ".join(methods)
+    return ", ".join(method for method in _METHOD_ORDER if serves(request, method))
 
 
 def install_error_handlers(app: FastAPI) -> None:

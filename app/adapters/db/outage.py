@@ -89,8 +89,10 @@ def _sqlite_text(exc: BaseException) -> str | None:
 
 def _one(exc: BaseException) -> str | None:
     """The reason for this one exception (not its chain), or None."""
-    if isinstance(exc, sa_exc.DBAPIError) and isinstance(exc.orig, sqlite3.Error):
-        return _sqlite_text(exc.orig)
+    if isinstance(exc, sa_exc.DBAPIError):
+        said = _sqlite_text(exc.orig)
+        if said is not None or isinstance(exc.orig, sqlite3.Error):
+            return said
     if isinstance(exc, sqlite3.OperationalError):
         return _sqlite_text(exc)
     if isinstance(exc, sa_exc.TimeoutError):
