@@ -82,7 +82,9 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return seen
 
 
-def _sqlite_text(exc: BaseException) -> str | None:
+def _sqlite_text(exc: BaseException | None) -> str | None:
+    if exc is None:
+        return None
     text = str(exc).lower()
     return next((said for key, said in _SQLITE_TEXTS.items() if key in text), None)
 
