@@ -1,8 +1,8 @@
 """Every conformance case passes: the project's own corpus, always, and the team's shared
 corpus as an extra one when it is present.
 
-* ``tests/conformance/*.json`` (in the repository, see its README.md): run on every clone. With
-  ``NUMASCOPE_REQUIRE_CONFORMANCE=1`` an empty folder fails instead of passing vacuously.
+* ``tests/conformance/*.json`` (in the repository, see its README.md): run on every clone; a
+  missing or emptied corpus fails (``NUMASCOPE_REQUIRE_CONFORMANCE`` is no longer needed).
 * ``../shared/conformance/*.json`` beside the checkout (``NUMASCOPE_SHARED`` names another
   folder holding ``conformance/``): an extra corpus. Its cases that the repository already
   holds unchanged (same id, kind, inputs, expectation and fixtures) run once, under the
