@@ -14,6 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.adapters.db import engine as db_engine
+from app.adapters.db import outage
 from app.web.app import create_app
 from tests.helpers import make_settings
 
@@ -32,6 +33,7 @@ def test_a_locked_sqlite_database_is_a_503_that_passes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(db_engine, "SQLITE_BUSY_TIMEOUT_MS", 100)  # wait 0.1 s, not 5
+    monkeypatch.setattr(outage, "OUTAGE", outage.Outage())  # no outage from an earlier test
     db = tmp_path / "numascope.db"
     app = create_app(make_settings(tmp_path, database_url=f"sqlite:///{db}"))
     yaml = {"content-type": "application/yaml"}

@@ -4,8 +4,7 @@ SQLite connections get ``journal_mode=WAL`` (file databases), ``foreign_keys=ON`
 timeout; the folder of a SQLite file is created on demand. SQLAlchemy (not pysqlite) begins
 SQLite transactions, so that a writer can ask for ``BEGIN IMMEDIATE`` — the database's write lock
 taken at the start, which serialises changes across processes (``immediate_engine``). Postgres needs the optional
-``postgres`` extra (psycopg); a missing driver is reported as ``DatabaseConfigError``. Every
-new connection tells ``outage.OUTAGE`` that the database is reachable again.
+``postgres`` extra (psycopg); a missing driver is reported as ``DatabaseConfigError``.
 """
 
 from __future__ import annotations
@@ -20,8 +19,6 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session
-
-from app.adapters.db.outage import OUTAGE
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
 IMMEDIATE = "numascope_immediate"
@@ -98,7 +95,6 @@ def make_engine(url: str | URL, *, echo: bool = False) -> Engine:
             lambda conn, record: _sqlite_pragmas(conn, record, wal=wal),
         )
         event.listen(engine, "begin", _sqlite_begin)
-    event.listen(engine, "connect", OUTAGE.connected)
     return engine
 
 

@@ -18,10 +18,10 @@ them, anywhere in an exception's cause/context chain (a service may wrap the dri
 carries host names, ports, file paths and, in SQLAlchemy's rendering, SQL).
 
 ``OUTAGE`` is the process's record of an outage: ``noticed(exc)`` logs one warning the first
-time (kind, driver's first line); later failures stay quiet until the outage ends, which is
-when a new database connection is made (``make_engine`` hooks ``connected`` on every engine's
-``connect`` event) or after ``QUIET_SECONDS`` without a failure (SQLite opens no new
-connection when a lock clears). Each worker process logs its own line.
+time (kind, driver's first line); later failures stay quiet while they keep coming. The outage
+is over once ``QUIET_SECONDS`` pass without a failure: a new connection is no proof (while
+PostgreSQL stops, a reconnection can still succeed a moment before the next failure, and a
+SQLite lock clears without any new connection). Each worker process logs its own line.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import logging
 import sqlite3
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
 
 from sqlalchemy import exc as sa_exc
 
@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 #: What a 503 for an unreachable database tells clients to wait (``Retry-After``, seconds).
 RETRY_AFTER_SECONDS = 2
 #: A failure this long after the previous one starts a new outage (and a new log line).
-QUIET_SECONDS = 30.0
+QUIET_SECONDS = 10.0
 
 _SQLITE_TEXTS = {
     "database is locked": "the database is locked by another writer",
@@ -134,25 +134,28 @@ def _first_line(exc: BaseException) -> str:
 class Outage:
     """One process's current database outage, if any (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self, quiet: float = QUIET_SECONDS, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._lock = threading.Lock()
-        self._since: float | None = None
-        self._last = 0.0
+        self._quiet = quiet
+        self._clock = clock
+        self._last: float | None = None  # when the last failure was noticed
         self.count = 0  # outages logged by this process
 
     @property
     def open(self) -> bool:
-        return self._since is not None
+        last = self._last
+        return last is not None and self._clock() - last <= self._quiet
 
     def noticed(self, exc: BaseException) -> None:
         """A request failed because of the database: log it if it starts an outage."""
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
-            starts = self._since is None or now - self._last > QUIET_SECONDS
-            if starts:
-                self._since = now
-                self.count += 1
+            starts = self._last is None or now - self._last > self._quiet
             self._last = now
+            if starts:
+                self.count += 1
         if starts:
             log.warning(
                 "database unavailable (%s); answering 503 with Retry-After: %d until it is "
@@ -160,12 +163,6 @@ class Outage:
                 _first_line(exc),
                 RETRY_AFTER_SECONDS,
             )
-
-    def connected(self, *_args: Any) -> None:
-        """A new connection to the database was made: an open outage is over."""
-        if self._since is not None:
-            with self._lock:
-                self._since = None
 
 
 OUTAGE = Outage()

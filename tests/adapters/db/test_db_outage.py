@@ -66,12 +66,14 @@ def test_a_postgresql_that_does_not_answer_is_an_outage() -> None:
 
 def test_one_line_per_outage(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     err = locked_error(tmp_path)
-    record = outage.Outage()
+    now = [100.0]
+    record = outage.Outage(quiet=10.0, clock=lambda: now[0])
     with caplog.at_level(logging.WARNING, logger=outage.__name__):
-        for _ in range(5):
+        for _ in range(5):  # failures 4 s apart: one outage
             record.noticed(err)
+            now[0] += 4.0
         assert record.open and record.count == 1
-        record.connected()  # a new connection: the database is back
+        now[0] += 10.0  # quiet for longer than 10 s: it is over
         assert not record.open
         record.noticed(err)
     lines = [r.getMessage() for r in caplog.records if "database unavailable" in r.getMessage()]
