@@ -1,8 +1,8 @@
 """The observed node of the dashboard: ``NodeObserver`` re-observes the real node Numascope runs
-on (``app.services.observe.observation.observe_node``) on request when its last observation is older
-than ``ttl`` (2 s), caches its views (``app.services.observe.views``) and answers what the
-pages, the API and the metrics ask of it; the node service lists it beside its simulated nodes
-(``NodeService.attach_observer``). Nothing is ever written.
+on (``app.services.observe.observation.observe_node``) on request when its last observation is
+older than ``ttl`` (2 s), caches its views (``app.services.observe.views``) and answers what the
+pages, the API and the metrics ask of it; the catalog serves it as a node like the others
+(``app.services.nodes.observed.ObservedSource``). Nothing is ever written.
 
 Each error of an observation is reported to ``on_error`` (which the app counts in
 ``numascope_source_errors_total{source}``). Its PodResources routes answer what the kubelet
