@@ -73,16 +73,18 @@ class RestartInputError(ValueError):
         self.message = message
 
 
-def recovery_steps(state_dir: str, release: str) -> tuple[str, ...]:
-    """The documented way to start a kubelet that refuses its state files."""
+def recovery_steps(state_dir: str, release: str, node: str | None) -> tuple[str, ...]:
+    """The documented way to start a kubelet that refuses its state files (kubelet docs
+    "Changing the CPU Manager Policy"); ``node``: the node's name (``None``: not known)."""
     where = f"{state_dir.rstrip('/')}/" if state_dir else ""
+    name = node or "NODE"
     return (
-        "drain the node (kubectl drain NODE --ignore-daemonsets)",
+        f"drain the node (kubectl drain {name} --ignore-daemonsets)",
         "stop the kubelet",
         f"remove {where}{CPU_FILE_NAME} and {where}{MEMORY_FILE_NAME}",
         f"start the kubelet (release {release}): it writes new state files and admits the "
         "node's pods afresh",
-        "uncordon the node (kubectl uncordon NODE)",
+        f"uncordon the node (kubectl uncordon {name})",
     )
 
 
@@ -302,7 +304,7 @@ def restart_node(
         if err.manager == "pods":
             raise RestartInputError(err.message) from None
         result.error = err.message
-        result.recovery = recovery_steps(state_dir, release)
+        result.recovery = recovery_steps(state_dir, release, name)
         result.lost = tuple(_read_before(files, {}, config, state_dir)[1])
         return result
     before, lost = _read_before(files, loaded, config, state_dir)

@@ -36,6 +36,7 @@ from app.domain.checkpoint import (
     version_for,
 )
 from app.domain.kubelet_config import RELEASES, KubeletConfig, KubeletConfigError
+from app.domain.restart import recovery_steps
 from app.services.checkpoints.arguments import (
     resolve_target,
 )
@@ -274,8 +275,8 @@ def check_root_dir(
             )
         elif status == WILL_FAIL and not rescues:
             advice.append(
-                "no conversion rescues this file (corrupted or unreadable): drain the node, stop "
-                f"the kubelet, move {path.name} aside (e.g. to {path.name}.bak), start the kubelet"
+                "no conversion keeps this kubelet starting: "
+                + "; ".join(recovery_steps(str(d.path), reader.release, None))
             )
         if (
             status == COMPATIBLE_WITH_LOSS
