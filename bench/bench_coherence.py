@@ -26,11 +26,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="print every pair")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-coherence-") as tmp:
-        with start_cluster(Path(tmp)) as (agent, hub):
-            t0 = time.perf_counter()
-            pairs = survey(agent, hub)
-            took = time.perf_counter() - t0
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-coherence-") as tmp,
+        start_cluster(Path(tmp)) as (agent, hub),
+    ):
+        t0 = time.perf_counter()
+        pairs = survey(agent, hub)
+        took = time.perf_counter() - t0
     disagree = [p for p in pairs if not p.agrees]
     unanswered = [p for p in pairs if not p.answered]
     for p in pairs:
