@@ -34,7 +34,7 @@ container entries computed inside it); ``kept`` otherwise (everything found is u
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.domain import releases
@@ -48,10 +48,21 @@ from app.domain.checkpoint import (
 from app.domain.checkpoint.loading import LoadResult
 from app.domain.checkpoint.reader import Reader
 from app.domain.cpuset import CPUSet
-from app.domain.kubelet_config import KubeletConfig
+from app.domain.feature_gates import is_known, locked_value
+from app.domain.kubelet_config import (
+    RELEASES,
+    KubeletConfig,
+    KubeletConfigError,
+    kubelet_config_from_dict,
+)
 from app.domain.node import Node
 from app.domain.node_state import check_pod_list, start_managers
-from app.domain.node_state_files import GATE, NodeStateError, state_file_versions
+from app.domain.node_state_files import (
+    GATE,
+    NodeStateError,
+    render_state_files,
+    state_file_versions,
+)
 from app.domain.pod import Pod
 from app.domain.topology import CPUTopology
 
@@ -71,6 +82,76 @@ class RestartInputError(ValueError):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class GateRefusal:
+    """A feature gate the configuration sets and the kubelet of ``release`` refuses at start-up
+    (cmd/kubelet/app/server.go: the kubelet exits with ``error``); ``change`` says what to change
+    in the configuration."""
+
+    gate: str
+    error: str
+    change: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"gate": self.gate, "error": self.error, "change": self.change}
+
+
+@dataclass(frozen=True, slots=True)
+class TargetConfig:
+    """A configuration for a target release: what the kubelet accepts (``config``, once the
+    ``refusals`` are changed) and the gates as configured (the refused ones included)."""
+
+    config: KubeletConfig
+    refusals: tuple[GateRefusal, ...] = ()
+    configured_gates: Mapping[str, bool] = field(default_factory=dict)
+
+
+def config_for_release(base: Mapping[str, Any], release: str) -> TargetConfig:
+    """The configuration ``base`` (KubeletConfiguration spelling) for ``release``. Where the
+    release refuses a feature gate ``base`` sets — one it does not know (yet, or any more) or
+    one locked to another value — the refusal is recorded, the gate changed as it says (left
+    out, or set to its locked value) and the check repeated, in the kubelet's order. A gate no
+    release knows, and every other problem, raises ``KubeletConfigError``."""
+    doc = dict(base)
+    configured = dict(doc.get("featureGates") or {})
+    refusals: list[GateRefusal] = []
+    while True:
+        try:
+            config = kubelet_config_from_dict(doc, release)
+        except KubeletConfigError as err:
+            refusals.append(_refusal(err, doc, release))
+            continue
+        gates = {g: config.gate(g) for g in ("PodLevelResources", GATE)}
+        gates.update({g: bool(v) for g, v in configured.items() if g in gates})
+        return TargetConfig(config, tuple(refusals), gates)
+
+
+def _refusal(err: KubeletConfigError, doc: dict[str, Any], release: str) -> GateRefusal:
+    """The refusal ``err`` is, with ``doc`` changed as it says; re-raises ``err`` otherwise."""
+    gate = err.field.removeprefix("featureGates.")
+    gates = dict(doc.get("featureGates") or {})
+    if not err.field.startswith("featureGates.") or gate not in gates:
+        raise err
+    if not any(is_known(gate, r) for r in RELEASES):
+        raise err  # a name no kubelet knows: bad input, not an answer
+    locked = locked_value(gate, release)
+    if not is_known(gate, release):
+        gates.pop(gate)
+        change = f"remove {gate} from featureGates (kubelet {release} does not know it)"
+    elif locked is not None and gates[gate] != locked:
+        gates[gate] = locked
+        change = (
+            f"set featureGates.{gate} to {'true' if locked else 'false'} "
+            f"(locked in kubelet {release})"
+        )
+    else:
+        raise err
+    doc.pop("featureGates", None)
+    if gates:
+        doc["featureGates"] = gates
+    return GateRefusal(gate, err.message, change)
 
 
 def recovery_steps(state_dir: str, release: str, node: str | None) -> tuple[str, ...]:
@@ -118,6 +199,7 @@ class PodRestart:
     memory_before: tuple[BlockKey, ...] = ()
     memory_after: tuple[BlockKey, ...] = ()
     containers: tuple[ContainerRestart, ...] = ()
+    leaked_cpus: CPUSet | None = None  # rejected while these CPUs were leaked (#140989)
 
     @property
     def key(self) -> str:
@@ -136,6 +218,7 @@ class PodRestart:
                 "after": _blocks(self.memory_after),
             },
             "containers": [c.to_dict() for c in self.containers],
+            "leakedCpus": _text(self.leaked_cpus),
         }
 
 
@@ -153,11 +236,18 @@ class RestartResult:
     pods: tuple[PodRestart, ...] = ()
     node: Node | None = None
     previous_release: str | None = None
+    refusals: tuple[GateRefusal, ...] = ()
+    once_changed: RestartResult | None = None  # the restart once the refused gates are changed
+    leaked_cpus: CPUSet = field(default_factory=CPUSet)
+    warnings: tuple[str, ...] = ()
 
     @property
     def all_kept(self) -> bool:
         return (
-            self.started and not self.lost and all(p.outcome in (KEPT, RESTORED) for p in self.pods)
+            self.started
+            and not self.lost
+            and not self.leaked_cpus
+            and all(p.outcome in (KEPT, RESTORED) for p in self.pods)
         )
 
     @property
@@ -181,6 +271,10 @@ class RestartResult:
             "lost": list(self.lost),
             "summary": self.counts(),
             "pods": [p.to_dict() for p in self.pods],
+            "leakedCpus": str(self.leaked_cpus),
+            "warnings": list(self.warnings),
+            "featureGatesRefused": [r.to_dict() for r in self.refusals],
+            "onceChanged": None if self.once_changed is None else self.once_changed.to_dict(),
         }
 
 
@@ -313,12 +407,79 @@ def restart_node(
     result.node = node
     order = sorted(by_uid.values(), key=lambda item: item[1])  # stable: record order on ties
     result.pods = tuple(_readmit(node, pod, at, before) for pod, at in order)
+    result.leaked_cpus = leaked_cpus(node)
+    if result.leaked_cpus:
+        result.warnings = _leak_warnings(node, result.leaked_cpus, state_dir, name)
     return result
+
+
+def leaked_cpus(node: Node) -> CPUSet:
+    """CPUs no one owns any more: neither in the node shared pool nor in any container's or
+    pod's entry (kubernetes#140989: in 1.36 and 1.37 a re-admitted pod-level pod gets a new
+    CPU set and its old one is never given back; fixed in 1.38 by kubernetes#141041)."""
+    policy = node.cpu_policy
+    if policy is None:
+        return CPUSet()
+    everything = node.topology.all_cpus
+    if policy.options.strict_cpu_reservation:
+        everything = everything - policy.reserved_cpus
+    state = node.cpu_state
+    return everything - (state.default_cpuset | state.assigned_cpus() | state.pod_entry_cpus())
+
+
+def _leak_warnings(node: Node, leaked: CPUSet, state_dir: str, name: str) -> tuple[str, ...]:
+    """What the leak means for the next start: the files this kubelet writes, started on by
+    the same release (the start-up model run on them)."""
+    again = Node(name, node.topology, node.config)
+    try:
+        start_managers(again, render_state_files(node), None, state_dir)
+    except NodeStateError as err:
+        steps = "; ".join(recovery_steps(state_dir, node.config.release, name))
+        return (
+            f"CPUs {leaked} are leaked (kubernetes#140989): the next kubelet start on the files "
+            f"this restart writes fails: {err.message}",
+            "the way out before the next restart: a kubelet carrying kubernetes#141041 (1.38) "
+            f"restores pod-level CPU sets instead of leaking them; or {steps}",
+        )
+    return (f"CPUs {leaked} are leaked (kubernetes#140989): no one can use them until a restart",)
+
+
+def restart_for(
+    target: TargetConfig,
+    topology: CPUTopology,
+    files: Mapping[str, str | bytes | None],
+    pods: Sequence[tuple[Pod, float]] | None,
+    **kw: Any,
+) -> RestartResult:
+    """``restart_node`` under ``target``: when the release refuses a gate of the
+    configuration, the kubelet does not start (``error`` is its text), ``recovery`` says what
+    to change, and ``once_changed`` is the restart with the configuration changed so."""
+    result = restart_node(topology, target.config, files, pods, **kw)
+    if not target.refusals:
+        return result
+    steps = [f"change the kubelet configuration: {r.change}" for r in target.refusals]
+    if result.started:
+        steps.append(f"then the kubelet {result.release} starts (see onceChanged)")
+    else:
+        steps.append(f"then the kubelet {result.release} still does not start: {result.error}")
+        steps.extend(result.recovery)
+    return RestartResult(
+        result.release,
+        dict(target.configured_gates),
+        False,
+        error=target.refusals[0].error,
+        recovery=tuple(steps),
+        previous_release=result.previous_release,
+        refusals=target.refusals,
+        once_changed=result,
+    )
 
 
 def _readmit(node: Node, pod: Pod, admitted_at: float, before: _Before) -> PodRestart:
     answer = node.readmit(pod, admitted_at)
+    leaked: CPUSet | None = None
     if not answer.admitted:
+        leaked = leaked_cpus(node) or None  # CPUs the pod might have had (#140989)
         node.release_resources(pod)  # removeStaleState before the next Allocate
     containers = []
     for c in (*pod.init_containers, *pod.containers):
@@ -351,6 +512,7 @@ def _readmit(node: Node, pod: Pod, admitted_at: float, before: _Before) -> PodRe
         before.pod_memory(pod.uid),
         pod_mem_after,
         tuple(containers),
+        leaked,
     )
     if not answer.admitted:
         return restart

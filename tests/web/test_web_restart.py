@@ -123,11 +123,9 @@ def test_other_worker_picks_up_the_new_release(
     ("query", "field"),
     [
         ("release=1.34", "release"),
-        ("release=1.35&podLevelResourceManagers=true", "podLevelResourceManagers"),
-        ("release=1.35", "PodLevelResourceManagers"),
         ("", "release"),
     ],
-    ids=["unknown-release", "gate-unknown-in-1.35", "recorded-gate-in-1.35", "missing-release"],
+    ids=["unknown-release", "missing-release"],
 )
 def test_bad_parameters_are_422_naming_them(
     node: TestClient, settings: Settings, query: str, field: str
@@ -138,6 +136,35 @@ def test_bad_parameters_are_422_naming_them(
     error = r.json()["error"]
     assert field in (error.get("field") or "") + error["message"]
     assert files(state_dir(settings)) == before
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["release=1.35", "release=1.35&podLevelResourceManagers=true"],
+    ids=["recorded-gate-in-1.35", "gate-unknown-in-1.35"],
+)
+def test_a_gate_the_release_refuses_is_an_answer(
+    node: TestClient, settings: Settings, query: str
+) -> None:
+    """200 with the kubelet's gate error, the change, and the restart once changed (a 422
+    before this change, issue 19 point 4)."""
+    before = files(state_dir(settings))
+    r = node.post(f"/api/v1/nodes/small/restart?{query}&dryRun=true")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["started"] is False and body["applied"] is False
+    assert body["error"].endswith("unrecognized feature gate: PodLevelResourceManagers")
+    assert [g["gate"] for g in body["featureGatesRefused"]] == ["PodLevelResourceManagers"]
+    assert body["recovery"][0] == (
+        "change the kubelet configuration: remove PodLevelResourceManagers from featureGates "
+        "(kubelet 1.35 does not know it)"
+    )
+    once = body["onceChanged"]
+    assert once["featureGates"]["PodLevelResourceManagers"] is False
+    assert once["started"] is False and once["error"].startswith("start memory manager error")
+    assert files(state_dir(settings)) == before
+    applied = node.post(f"/api/v1/nodes/small/restart?{query}").json()
+    assert applied["applied"] is False and files(state_dir(settings)) == before
 
 
 def test_downgrade_to_135_with_the_gate_off(node: TestClient) -> None:
@@ -213,15 +240,15 @@ def test_apply_keeps_the_configuration_text_unless_the_gate_changes(
     node.post("/api/v1/nodes/small/restart?release=1.38&podLevelResourceManagers=true")
     assert nodes.definition("small").release == "1.38"
     assert nodes.definition("small").kubelet_config == POD_SCOPE  # comments and all
-    config, text = restart_config(POD_SCOPE, "1.38", "1.37", False)
-    assert not config.gate("PodLevelResourceManagers")
+    target, text = restart_config(POD_SCOPE, "1.38", "1.37", False)
+    assert not target.config.gate("PodLevelResourceManagers")
     assert json.loads(text)["featureGates"] == {
         "PodLevelResources": True,
         "PodLevelResourceManagers": False,
     }
-    config, text = restart_config(POD_SCOPE, "1.38", "1.35", False)
+    target, text = restart_config(POD_SCOPE, "1.38", "1.35", False)
     assert "PodLevelResourceManagers" not in json.loads(text)["featureGates"]
-    assert config.release == "1.35"
+    assert target.config.release == "1.35" and target.refusals == ()
 
 
 def test_apply_works_on_the_committed_state_of_another_worker(
