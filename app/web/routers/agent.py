@@ -23,7 +23,7 @@ from app.services.agent_summary import SummaryCache, build_summary, encode, etag
 from app.services.nodes import NodeInputError, NodeService
 from app.services.nrt import build_nrt
 from app.services.observer import ObservedNodeUnavailableError
-from app.services.upgrade import UpgradeInputError, check_files, check_observed
+from app.services.upgrade import NodeFiles, UpgradeInputError, check_files, check_observed
 from app.web.deps import NodeName, NodeServiceDep
 
 api = APIRouter(prefix="/api/v1", tags=["agent"])
@@ -122,8 +122,12 @@ def node_upgrade(
         for file in STATE_NAMES:
             path = Path(directory) / file if directory is not None else None
             files[file] = path.read_bytes() if path is not None and path.is_file() else None
-        uids = [p.uid for p in service.snapshot(name).pods if "/" not in p.uid]
-        return check_files(name, files, definition.kubelet_config, uids, release, gate)
+        snapshot = service.snapshot(name)
+        pods = {p.uid: f"{p.namespace}/{p.name}" for p in snapshot.pods if "/" not in p.uid}
+        node = NodeFiles(
+            name, snapshot.topology, definition.release, definition.kubelet_config, files, pods
+        )
+        return check_files(node, release, gate)
     except UpgradeInputError as exc:
         raise NodeInputError(exc.message, exc.field) from None
 
