@@ -11,7 +11,6 @@ version, which older releases read through its inline part).
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,13 +26,10 @@ from app.domain.checkpoint import (
     COMPATIBLE_WITH_LOSS,
     POLICY_MISMATCH,
     WILL_FAIL,
-    CheckpointError,
     Issue,
     Reader,
     TargetVerdict,
     check_consistency,
-    convert,
-    version_for,
 )
 from app.domain.kubelet_config import RELEASES, KubeletConfig, KubeletConfigError
 from app.domain.restart import recovery_steps
@@ -49,30 +45,11 @@ from app.services.checkpoints.inspection import (
     MANAGERS,
     SEVERITY_ORDER,
     InspectionView,
+    Rescue,
     inspect_content,
 )
 
 # -- checking a kubelet root dir ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Rescue:
-    """A conversion that makes the file readable by the target release."""
-
-    to_version: str
-    verdict: str
-    lost: tuple[str, ...]
-    notes: tuple[str, ...]
-    command: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "toVersion": self.to_version,
-            "verdict": self.verdict,
-            "lost": list(self.lost),
-            "notes": list(self.notes),
-            "command": self.command,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,36 +149,13 @@ def _load_config(
         return None, str(path), problem
 
 
-def _rescue_versions(manager: str, target: Reader, current: str | None) -> list[str]:
-    newest = "V4" if manager == "cpu" else "V3"
-    out = []
-    for v in (version_for(manager, target), newest):
-        if v != current and v not in out:
-            out.append(v)
-    return out
-
-
-def _rescues(
-    path: Path, content: bytes, manager: str, target: Reader, view: InspectionView
-) -> tuple[Rescue, ...]:
-    current = view.report.version.version if view.report.version is not None else None
-    found: list[Rescue] = []
-    for version in _rescue_versions(manager, target, current):
-        try:
-            result = convert(content, version, target, False, manager=manager)
-        except CheckpointError:
-            continue
-        if result.verdict is None or result.verdict.verdict not in (
-            COMPATIBLE,
-            COMPATIBLE_WITH_LOSS,
-        ):
-            continue
-        p = shlex.quote(str(path))
-        command = (
-            f"numascope checkpoint convert {p} --to {version} --release {target.key} --out {p}"
-        )
-        found.append(Rescue(version, result.verdict.verdict, result.lost, result.notes, command))
-    return tuple(found)
+def _gate_reads(reader: Reader, manager: str, view: InspectionView) -> bool:
+    """Whether this release with the gate on reads the file's pod entries (1.37 every version
+    it reads; 1.36 its own V3 CPU / V2 memory files)."""
+    version = view.report.version.version if view.report.version is not None else None
+    if reader.line == "1.37":
+        return True
+    return reader.line == "1.36" and version == ("V3" if manager == "cpu" else "V2")
 
 
 def check_root_dir(
@@ -267,7 +221,7 @@ def check_root_dir(
         advice: list[str] = []
         status = verdict.verdict if verdict is not None else WILL_FAIL
         if status in (WILL_FAIL, COMPATIBLE_WITH_LOSS) and too_large is None:
-            rescues = _rescues(path, content, manager, reader, view)
+            rescues = view.rescues.get(reader.key, ())
         if status == POLICY_MISMATCH:
             advice.append(
                 "the configured policy differs from the file's: a policy change needs the "
@@ -279,8 +233,8 @@ def check_root_dir(
                 + "; ".join(recovery_steps(str(d.path), reader.release, None))
             )
         if (
-            status == COMPATIBLE_WITH_LOSS
-            and reader.line in ("1.36", "1.37")
+            status in (COMPATIBLE_WITH_LOSS, WILL_FAIL)
+            and _gate_reads(reader, manager, view)
             and not reader.gate
             and view.report.state is not None
             and view.report.state.pod_entries
