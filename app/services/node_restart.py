@@ -121,7 +121,7 @@ def restart_config(
     try:
         same = parse_config(text, release)
     except NodeInputError as err:
-        if not err.field.startswith("featureGates."):
+        if not (err.field or "").startswith("featureGates."):
             raise
         same = None
     if same is not None and (gate is None or same.gate(GATE) == gate):

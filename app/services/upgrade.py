@@ -135,7 +135,7 @@ def check_files(node: NodeFiles, release: str, gate: bool | None) -> dict[str, A
     try:
         target, _ = restart_config(node.config_text, node.release, release, gate)
     except NodeInputError as exc:
-        raise UpgradeInputError(exc.message, exc.field) from None
+        raise UpgradeInputError(exc.message, exc.field or "kubeletConfig") from None
     try:
         start = restart_for(
             target, node.topology, node.files, None, state_dir=KUBELET_ROOT, name=node.name

@@ -148,10 +148,10 @@ def start_error(machine: State, read: State, gate: bool) -> str | None:
     if isinstance(read, MemoryCheckpointState) and isinstance(content, MemoryCheckpointState):
         if read.policy_name != "Static":
             return None
-        machine = _file_machine(content)
+        tables = _file_machine(content)
         try:
             validate_memory_state(
-                memory_manager_state_from_checkpoint(read), lambda: _copy(machine), gate
+                memory_manager_state_from_checkpoint(read), lambda: _copy(tables), gate
             )
         except MemoryManagerError as err:
             return MEMORY_START_ERROR + err.message

@@ -254,14 +254,14 @@ def inspect_content(
     view = InspectionView(source, report, consistency, policy, targets, tables)
     if report.manager is None or report.version is None:
         return view
-    found: dict[str, tuple[Rescue, ...]] = {}
+    rescued: dict[str, tuple[Rescue, ...]] = {}
     for verdict, target in zip(report.verdicts, targets, strict=True):
         if verdict.verdict in (WILL_FAIL, COMPATIBLE_WITH_LOSS):
             reader = target.with_policy(policy)
             rescues = rescues_for(source, data, report.manager, reader, view)
             if rescues:
-                found[verdict.target] = rescues
-    return replace(view, rescues=found)
+                rescued[verdict.target] = rescues
+    return replace(view, rescues=rescued)
 
 
 def read_source(path: str | Path) -> tuple[bytes | None, int | None]:
