@@ -143,7 +143,11 @@ def test_a_kubelet_that_does_not_start_writes_nothing_and_says_how_to_recover(
         sorted(t.split(": ")[0] for t in doc["lost"])
         == ["cpu_manager_state"] * 2 + ["memory_manager_state"] * 2
     )
-    assert all("podEntries[" in t for t in doc["lost"])
+    # pods named, memory humanised (issue 21 point 2; the entries used to be named by UID)
+    assert all("podEntries of " in t for t in doc["lost"])
+    assert any(" GiB on NUMA " in t for t in doc["lost"])
+    assert doc["lostPods"] and all("/" in p for p in doc["lostPods"])
+    assert any("safely restores" in n and "validateState" in n for n in doc["notes"])
     assert files(pod_level) == before
 
 

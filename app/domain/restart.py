@@ -47,6 +47,7 @@ from app.domain.checkpoint import (
 )
 from app.domain.checkpoint.loading import LoadResult
 from app.domain.checkpoint.reader import Reader
+from app.domain.checkpoint.startup import SAFELY_RESTORES
 from app.domain.cpuset import CPUSet
 from app.domain.feature_gates import is_known, locked_value
 from app.domain.kubelet_config import (
@@ -236,6 +237,8 @@ class RestartResult:
     pods: tuple[PodRestart, ...] = ()
     node: Node | None = None
     previous_release: str | None = None
+    lost_pods: tuple[str, ...] = ()  # ``namespace/name`` of the pods whose entries are lost
+    notes: tuple[str, ...] = ()
     refusals: tuple[GateRefusal, ...] = ()
     once_changed: RestartResult | None = None  # the restart once the refused gates are changed
     leaked_cpus: CPUSet = field(default_factory=CPUSet)
@@ -269,6 +272,8 @@ class RestartResult:
             "error": self.error,
             "recovery": list(self.recovery),
             "lost": list(self.lost),
+            "lostPods": list(self.lost_pods),
+            "notes": list(self.notes),
             "summary": self.counts(),
             "pods": [p.to_dict() for p in self.pods],
             "leakedCpus": str(self.leaked_cpus),
@@ -328,11 +333,13 @@ def _read_before(
     loaded: Mapping[str, LoadResult],
     config: KubeletConfig,
     state_dir: str,
-) -> tuple[_Before, list[str]]:
+    names: Mapping[str, str] | None = None,
+) -> tuple[_Before, list[str], list[str]]:
     """The files' own content (whatever the release makes of it) and what the release's
     reader drops from it (the inspector's verdict for the release)."""
     before = _Before()
     lost: list[str] = []
+    lost_uids: list[str] = []
     policies = {
         CPU_FILE_NAME: config.cpu_manager_policy,
         MEMORY_FILE_NAME: config.memory_manager_policy,
@@ -353,15 +360,17 @@ def _read_before(
                 configured_policy=policies[name],
                 targets=(reader.with_policy(policies[name]),),
                 state_dir=state_dir or "/var/lib/kubelet",
+                pod_names=names,
             )
             state = report.state
             for verdict in report.verdicts:
                 lost.extend(f"{name}: {text}" for text in verdict.lost)
+                lost_uids.extend(u for u in verdict.lost_pods if u not in lost_uids)
         if isinstance(state, CPUCheckpointState):
             before.cpu = state
         elif isinstance(state, MemoryCheckpointState):
             before.memory = state
-    return before, lost
+    return before, lost, lost_uids
 
 
 # -- the restart ----------------------------------------------------------------------------
@@ -392,6 +401,7 @@ def restart_node(
     except NodeStateError as err:
         raise RestartInputError(err.message) from None
     result = RestartResult(release, gates, False, previous_release=previous_release)
+    names = {uid: pod.key for uid, (pod, _) in by_uid.items()}
     try:
         loaded = start_managers(node, files, None if pods is None else set(by_uid), state_dir)
     except NodeStateError as err:
@@ -399,11 +409,16 @@ def restart_node(
             raise RestartInputError(err.message) from None
         result.error = err.message
         result.recovery = recovery_steps(state_dir, release, name)
-        result.lost = tuple(_read_before(files, {}, config, state_dir)[1])
+        _, lost, lost_uids = _read_before(files, {}, config, state_dir, names)
+        result.lost = tuple(lost)
+        result.lost_pods = tuple(names[u] for u in lost_uids if u in names)
+        if lost_uids and "could not restore state" not in err.message:
+            result.notes = (SAFELY_RESTORES,)  # read without the pod entries, then refused
         return result
-    before, lost = _read_before(files, loaded, config, state_dir)
+    before, lost, lost_uids = _read_before(files, loaded, config, state_dir, names)
     result.started = True
     result.lost = tuple(lost)
+    result.lost_pods = tuple(names[u] for u in lost_uids if u in names)
     result.node = node
     order = sorted(by_uid.values(), key=lambda item: item[1])  # stable: record order on ties
     result.pods = tuple(_readmit(node, pod, at, before) for pod, at in order)

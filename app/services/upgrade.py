@@ -105,9 +105,15 @@ def _rewrite(doc: Any, old: str, new: str) -> Any:
     return doc
 
 
-def _check(root: str | Path, release: str, gate: bool | None, config: Path | None) -> DirCheck:
+def _check(
+    root: str | Path,
+    release: str,
+    gate: bool | None,
+    config: Path | None,
+    pod_names: Mapping[str, str] | None = None,
+) -> DirCheck:
     try:
-        return check_root_dir(root, release, gate=gate, config_file=config)
+        return check_root_dir(root, release, gate=gate, config_file=config, pod_names=pod_names)
     except CheckpointServiceError as exc:
         field = "podLevelResourceManagers" if exc.field == "gate" else "release"
         raise UpgradeInputError(exc.message, field) from None
@@ -153,7 +159,8 @@ def check_files(node: NodeFiles, release: str, gate: bool | None) -> dict[str, A
             "recovery": list(start.recovery),
             "featureGatesRefused": [r.to_dict() for r in start.refusals],
             "onceChanged": {
-                k: once.get(k) for k in ("verdict", "lost", "error", "why", "recovery", "startup")
+                k: once.get(k)
+                for k in ("verdict", "lost", "error", "why", "notes", "recovery", "startup")
             },
         }
         return doc
@@ -173,6 +180,7 @@ def _judged(doc: dict[str, Any], start: RestartResult) -> dict[str, Any]:
         doc["verdict"] = WILL_FAIL
     doc["error"] = start.error
     doc["why"] = doc.get("why") or _why(doc)
+    doc["notes"] = list(start.notes)
     if not any("numascope checkpoint convert" in r for r in doc["recovery"]):
         doc["recovery"] = list(start.recovery)  # no conversion keeps this kubelet starting
     return doc
@@ -198,8 +206,20 @@ def _inspect_files(node: NodeFiles, release: str, gate: bool) -> dict[str, Any]:
         (root / "pods").mkdir()
         for uid in node.pods:
             os.mkdir(root / "pods" / uid)
-        check = _check(root, release, gate, None)
-        return node_verdict(node.name, check, root=KUBELET_ROOT)
+        check = _check(root, release, gate, None, node.pods)
+        doc = node_verdict(node.name, check, root=KUBELET_ROOT)
+    doc["lostPods"] = _lost_pods(doc, node.pods)
+    return doc
+
+
+def _lost_pods(doc: dict[str, Any], names: Mapping[str, str]) -> list[dict[str, str]]:
+    """The pods whose entries a file's reader drops, named (for links)."""
+    uids: list[str] = []
+    for f in doc["files"]:
+        for uid in (f.get("verdict") or {}).get("lostPods", []):
+            if uid not in uids:
+                uids.append(uid)
+    return [{"uid": u, "pod": names[u]} for u in uids if u in names]
 
 
 def check_observed(

@@ -66,7 +66,9 @@ def test_a_kubelet_that_does_not_start(node: TestClient, settings: Settings) -> 
     body = r.json()
     assert body["started"] is False and body["applied"] is False
     assert body["error"].startswith("start ") and body["recovery"]
-    assert any(t.startswith("cpu_manager_state: podEntries[") for t in body["lost"])
+    assert any(t.startswith("cpu_manager_state: podEntries of ") for t in body["lost"])
+    assert body["lostPods"] and all(any(p in t for t in body["lost"]) for p in body["lostPods"])
+    assert "kubectl drain small " in body["recovery"][0]  # the node's name, not NODE
     assert files(state_dir(settings)) == before
 
 

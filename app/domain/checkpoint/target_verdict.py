@@ -18,7 +18,7 @@ The inspector (``verdict``) and the converter (``convert``) both judge with ``ve
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,7 @@ from app.domain.checkpoint.memory_state import Block, MemoryCheckpointState
 from app.domain.checkpoint.reader import Reader
 from app.domain.checkpoint.startup import SAFELY_RESTORES, start_error
 from app.domain.cpuset import CPUSet
+from app.domain.units import format_bytes
 
 COMPATIBLE = "compatible"
 COMPATIBLE_WITH_LOSS = "compatible-with-loss"
@@ -53,6 +54,7 @@ class TargetVerdict:
     message: str | None = None
     notes: tuple[str, ...] = ()
     why: str | None = None  # one line: why the kubelet refuses (``will-fail``/``policy-mismatch``)
+    lost_pods: tuple[str, ...] = ()  # UIDs of the pods whose pod entries are in ``lost``
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -67,23 +69,30 @@ class TargetVerdict:
             "message": self.message,
             "notes": list(self.notes),
             "why": self.why,
+            "lostPods": list(self.lost_pods),
         }
 
 
-def _fmt_blocks(blocks: Sequence[Block]) -> str:
+def _fmt_blocks(blocks: Sequence[Block], human: bool) -> str:
     return ", ".join(
-        f"{b.type} {b.size} bytes on NUMA {','.join(map(str, b.numa_affinity)) or '-'}"
+        f"{b.type} {format_bytes(b.size) if human else f'{b.size} bytes'} on NUMA "
+        f"{','.join(map(str, b.numa_affinity)) or '-'}"
         for b in blocks
     )
 
 
-def describe_pod_entry(state: State, uid: str) -> str:
+def describe_pod_entry(state: State, uid: str, names: Mapping[str, str] | None = None) -> str:
+    """A pod entry as a loss: ``podEntries[UID] (cpuSet 4-7)``; with ``names`` (uid ->
+    ``namespace/name``, the node's pods) the pod is named and sizes are humanised:
+    ``podEntries of databases/db (memory 16 GiB on NUMA 0)``."""
+    name = (names or {}).get(uid)
+    who = f"podEntries of {name}" if name else f"podEntries[{uid}]"
     if isinstance(state, CPUCheckpointState):
         cset = (state.pod_entries or {}).get(uid, CPUSet())
-        return f"podEntries[{uid}] (cpuSet {str(cset) or 'empty'})"
+        return f"{who} (cpuSet {str(cset) or 'empty'})"
     assert isinstance(state, MemoryCheckpointState)
     blocks = (state.pod_entries or {}).get(uid, ())
-    return f"podEntries[{uid}] ({_fmt_blocks(blocks) or 'no blocks'})"
+    return f"{who} ({_fmt_blocks(blocks, name is not None) or 'no blocks'})"
 
 
 def uncovered_pod_entry(state: State, uid: str) -> str | None:
@@ -136,10 +145,12 @@ def verdict_for_result(
     synthetic: bool,
     *,
     machine: State | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> TargetVerdict:
     """The verdict of ``result``'s release on a file holding ``content``; ``machine`` is the
     state whose CPUs and memory tables describe the machine (default: ``content``; a
-    conversion passes the file it converted, whose pod entries the new version may drop)."""
+    conversion passes the file it converted, whose pod entries the new version may drop);
+    ``names`` (uid -> ``namespace/name``) names the pods of lost entries."""
     r = result.reader
     notes: list[str] = list(result.notes)
 
@@ -177,11 +188,13 @@ def verdict_for_result(
     kept = read.pod_entries or {}
     dropped = [uid for uid in sorted(file_pods) if uid not in kept]
     lost: list[str] = []
+    lost_pods: tuple[str, ...] = ()
     verdict = COMPATIBLE
     if dropped:
         if r.gate:
             verdict = COMPATIBLE_WITH_LOSS
-            lost.extend(describe_pod_entry(content, uid) for uid in dropped)
+            lost.extend(describe_pod_entry(content, uid, names) for uid in dropped)
+            lost_pods = tuple(dropped)
         else:
             notes.append(
                 "pod-level entries are ignored by this release (PodLevelResourceManagers off): "
@@ -190,7 +203,8 @@ def verdict_for_result(
             uncovered = [u for u in (uncovered_pod_entry(content, uid) for uid in dropped) if u]
             if uncovered:
                 verdict = COMPATIBLE_WITH_LOSS
-                lost.extend(describe_pod_entry(content, uid) for uid in dropped)
+                lost.extend(describe_pod_entry(content, uid, names) for uid in dropped)
+                lost_pods = tuple(dropped)
                 notes.append("not held by any container entry: " + "; ".join(uncovered))
     stale = sorted(set(kept) - set(file_pods))
     if stale:
@@ -209,12 +223,13 @@ def verdict_for_result(
         return make(
             WILL_FAIL,
             lost=tuple(lost),
+            lost_pods=lost_pods,
             error=failure,
             message=failure,
             notes=tuple(notes),
             why=_why_not_started(_name(r), read, bool(dropped), r.gate),
         )
-    return make(verdict, lost=tuple(lost), notes=tuple(notes))
+    return make(verdict, lost=tuple(lost), lost_pods=lost_pods, notes=tuple(notes))
 
 
 def _name(r: Reader) -> str:

@@ -216,6 +216,7 @@ def inspect_content(
     size: int | None = None,
     state_dir: str | None = None,
     live_pod_uids: Sequence[str] | None = None,
+    pod_names: Mapping[str, str] | None = None,
 ) -> InspectionView:
     """Inspect a state file's bytes. ``source`` names it (a path, an upload's file name); a
     name like ``cpu_manager_state.bak`` tells the manager when the content does not.
@@ -236,6 +237,8 @@ def inspect_content(
         report = _too_many_members_report(members, real_size, hint)
         return InspectionView(source, report, (), policy, targets)
     extra: dict[str, Any] = {"state_dir": state_dir} if state_dir is not None else {}
+    if pod_names:
+        extra["pod_names"] = pod_names
     report = inspect(data, manager, configured_policy=policy, targets=targets, **extra)
     if not report.readable and manager is None and hint is not None:
         # A truncated or hostile file has no keys to tell the manager: its name does.

@@ -11,6 +11,7 @@ version, which older releases read through its inline part).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -164,8 +165,10 @@ def check_root_dir(
     *,
     gate: bool | None = None,
     config_file: str | Path | None = None,
+    pod_names: Mapping[str, str] | None = None,
 ) -> DirCheck:
-    """What a kubelet of ``target`` does with the state files of ``root`` (read-only)."""
+    """What a kubelet of ``target`` does with the state files of ``root`` (read-only);
+    ``pod_names`` (uid -> ``namespace/name``) names the pods of lost entries."""
     d = KubeletRootDir(root, config_file=config_file)
     try:
         d.check()
@@ -215,6 +218,7 @@ def check_root_dir(
             targets=(reader,),
             size=too_large,
             state_dir=str(d.path),
+            pod_names=pod_names,
         )
         verdict = view.report.verdict_for(reader.key)
         rescues: tuple[Rescue, ...] = ()
