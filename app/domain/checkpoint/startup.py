@@ -1,8 +1,9 @@
 """The start-up model of one state file: what a kubelet's policy ``Start`` (``validateState``)
 makes of what the release's reader read (follows pkg/kubelet/cm/cpumanager/policy_static.go
 and pkg/kubelet/cm/memorymanager/policy_static.go ``Start``/``validateState``; read in
-kubernetes/kubernetes content ids 3556663868 (CPU, 1.36/1.37 line) and 4195507488 (memory,
-1.36/1.37 line), and the CPU state readers 54529627806, 54677950288, 54675463210, 4181800816).
+kubernetes/kubernetes content ids 3556663868 (CPU) and 4195507488 (memory), both the 1.36/1.37
+code line; the issue's CPU reader ids 54529627806, 54677950288, 54675463210, 4181800816 are
+what ``readers.py`` models).
 
 A release's reader may *read* a file and still refuse to *start* on it: the reader keeps the
 container entries and drops (or, gate off, ignores) the pod-level entries, and ``validateState``
@@ -20,7 +21,12 @@ then checks the state without them:
   container's blocks are. ``AllocatePod`` booked a pod-level pod once per NUMA node and gave
   each container blocks of its own (shared containers the pod shared pool), so booking the
   containers instead matches the stored machine state **only when the pod has a single
-  container**: ``the expected machine state is different from the real one``.
+  container whose blocks are the pod's whole memory** (one booking per NUMA node, the same
+  bytes): ``the expected machine state is different from the real one``.
+
+Read line by line: CPU ``validateState`` step 3 and ``AllocatePod`` (content id 3556663868),
+memory ``validateState``/``updateExpectedMachineState``/``AllocatePod`` (content id
+4195507488); the readers that drop or ignore the pod entries are ``readers.py``'s models.
 
 So the documentation's "a 1.36 kubelet safely restores standard container allocations" holds
 for *reading* a 1.37 file, not for *starting* on it (``SAFELY_RESTORES``).
@@ -61,8 +67,8 @@ SAFELY_RESTORES = (
     "the files, not for starting the kubelet: without the pod entries, validateState "
     "(pkg/kubelet/cm/cpumanager/policy_static.go, pkg/kubelet/cm/memorymanager/"
     "policy_static.go) fails for a pod-level pod with no shared-pool container whose exclusive "
-    "containers use less than its budget (CPU) and for a pod-level pod with more than one "
-    "container (memory)"
+    "containers use less than its CPU budget (CPU), and for every pod-level pod but one with a "
+    "single container holding the pod's whole memory (memory)"
 )
 
 
