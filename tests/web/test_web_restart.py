@@ -3,6 +3,7 @@ applied, on a simulated node), the node page's panel (with and without htmx), an
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -16,6 +17,9 @@ from app.settings import Settings
 from tests.helpers import DB_POD, POD_SCOPE, SMALL
 
 YAML = {"Content-Type": "application/yaml"}
+
+
+HX = {"HX-Request": "true"}
 
 
 @pytest.fixture
@@ -217,6 +221,31 @@ def test_panel_with_htmx_swaps_the_panel_only(node: TestClient) -> None:
     assert html.lstrip().startswith("{#") is False and '<section id="restart"' in html
     assert 'data-started="false"' in html and "Recovery" in html
     assert 'id="cpu-map"' not in html  # nothing applied: the page's map stays
+
+
+def test_panel_names_the_lost_pods_and_the_way_out(node: TestClient) -> None:
+    """Issue 21 point 2 / issue 19 point 4: 1.37 files on a 1.36 kubelet: the pod is named and
+    linked, memory humanised, the drain command names the node, and why it does not start."""
+    r = node.post("/nodes/small/restart", data={"release": "1.36", "gate": "on"}, headers=HX)
+    page = html.unescape(r.text)
+    assert 'data-started="false"' in page
+    assert "podEntries of prod/db (memory 8 GiB on NUMA " in page
+    assert 'href="/nodes/small/pods/prod/db"' in page
+    assert "kubectl drain small --ignore-daemonsets" in page and "NODE" not in page
+    assert "safely restores standard container allocations" in page
+
+
+def test_panel_shows_a_refused_gate_and_what_happens_once_changed(node: TestClient) -> None:
+    r = node.post("/nodes/small/restart", data={"release": "1.35", "gate": "keep"}, headers=HX)
+    assert r.status_code == 200
+    page = html.unescape(r.text)
+    assert "does not start with this configuration" in page
+    assert "unrecognized feature gate: PodLevelResourceManagers" in page
+    assert 'data-gate="PodLevelResourceManagers"' in page
+    assert (
+        "remove PodLevelResourceManagers from featureGates (kubelet 1.35 does not know it)" in page
+    )
+    assert 'data-once-changed="fails"' in page
 
 
 def test_panel_apply_with_htmx_updates_the_map(node: TestClient) -> None:
