@@ -237,6 +237,7 @@ class RestartResult:
     pods: tuple[PodRestart, ...] = ()
     node: Node | None = None
     previous_release: str | None = None
+    lost_named: tuple[str, ...] = ()  # ``lost`` with the pods named and sizes humanised
     lost_pods: tuple[str, ...] = ()  # ``namespace/name`` of the pods whose entries are lost
     notes: tuple[str, ...] = ()
     refusals: tuple[GateRefusal, ...] = ()
@@ -271,7 +272,7 @@ class RestartResult:
             "started": self.started,
             "error": self.error,
             "recovery": list(self.recovery),
-            "lost": list(self.lost),
+            "lost": list(self.lost_named or self.lost),
             "lostPods": list(self.lost_pods),
             "notes": list(self.notes),
             "summary": self.counts(),
@@ -334,11 +335,12 @@ def _read_before(
     config: KubeletConfig,
     state_dir: str,
     names: Mapping[str, str] | None = None,
-) -> tuple[_Before, list[str], list[str]]:
+) -> tuple[_Before, list[str], list[str], list[str]]:
     """The files' own content (whatever the release makes of it) and what the release's
     reader drops from it (the inspector's verdict for the release)."""
     before = _Before()
     lost: list[str] = []
+    named: list[str] = []
     lost_uids: list[str] = []
     policies = {
         CPU_FILE_NAME: config.cpu_manager_policy,
@@ -365,12 +367,13 @@ def _read_before(
             state = report.state
             for verdict in report.verdicts:
                 lost.extend(f"{name}: {text}" for text in verdict.lost)
+                named.extend(f"{name}: {text}" for text in verdict.lost_named or verdict.lost)
                 lost_uids.extend(u for u in verdict.lost_pods if u not in lost_uids)
         if isinstance(state, CPUCheckpointState):
             before.cpu = state
         elif isinstance(state, MemoryCheckpointState):
             before.memory = state
-    return before, lost, lost_uids
+    return before, lost, named, lost_uids
 
 
 # -- the restart ----------------------------------------------------------------------------
@@ -409,15 +412,15 @@ def restart_node(
             raise RestartInputError(err.message) from None
         result.error = err.message
         result.recovery = recovery_steps(state_dir, release, name)
-        _, lost, lost_uids = _read_before(files, {}, config, state_dir, names)
-        result.lost = tuple(lost)
+        _, lost, named, lost_uids = _read_before(files, {}, config, state_dir, names)
+        result.lost, result.lost_named = tuple(lost), tuple(named)
         result.lost_pods = tuple(names[u] for u in lost_uids if u in names)
         if lost_uids and "could not restore state" not in err.message:
             result.notes = (SAFELY_RESTORES,)  # read without the pod entries, then refused
         return result
-    before, lost, lost_uids = _read_before(files, loaded, config, state_dir, names)
+    before, lost, named, lost_uids = _read_before(files, loaded, config, state_dir, names)
     result.started = True
-    result.lost = tuple(lost)
+    result.lost, result.lost_named = tuple(lost), tuple(named)
     result.lost_pods = tuple(names[u] for u in lost_uids if u in names)
     result.node = node
     order = sorted(by_uid.values(), key=lambda item: item[1])  # stable: record order on ties

@@ -318,7 +318,7 @@ def _result_lines(r: RestartResult) -> list[str]:
         lines += ["", "The kubelet does not start", f"  {r.error}", "", "Recovery"]
         lines += [f"  {i}. {step}" for i, step in enumerate(r.recovery, 1)]
     if r.lost:
-        lines += ["", "Lost by the reader"] + [f"  {text}" for text in r.lost]
+        lines += ["", "Lost by the reader"] + [f"  {text}" for text in r.lost_named or r.lost]
     if r.started:
         counts = r.counts()
         lines += [

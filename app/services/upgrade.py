@@ -58,7 +58,7 @@ def node_verdict(node: str, check: DirCheck, *, root: str | None = None) -> dict
     recovery: list[str] = []
     for f in files:
         v = f.get("verdict") or {}
-        lost.extend(f"{f['name']}: {item}" for item in v.get("lost", []))
+        lost.extend(f"{f['name']}: {item}" for item in v.get("lostNamed") or v.get("lost", []))
         if error is None and f["status"] in (WILL_FAIL, POLICY_MISMATCH):
             error = v.get("message") or v.get("error") or f"{f['name']}: {f['status']}"
         for r in f.get("rescues", []):

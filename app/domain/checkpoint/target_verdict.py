@@ -55,6 +55,8 @@ class TargetVerdict:
     notes: tuple[str, ...] = ()
     why: str | None = None  # one line: why the kubelet refuses (``will-fail``/``policy-mismatch``)
     lost_pods: tuple[str, ...] = ()  # UIDs of the pods whose pod entries are in ``lost``
+    #: ``lost`` with the pods named and sizes humanised (when the pods' names were given)
+    lost_named: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +72,7 @@ class TargetVerdict:
             "notes": list(self.notes),
             "why": self.why,
             "lostPods": list(self.lost_pods),
+            "lostNamed": list(self.lost_named or self.lost),
         }
 
 
@@ -150,11 +153,18 @@ def verdict_for_result(
     """The verdict of ``result``'s release on a file holding ``content``; ``machine`` is the
     state whose CPUs and memory tables describe the machine (default: ``content``; a
     conversion passes the file it converted, whose pod entries the new version may drop);
-    ``names`` (uid -> ``namespace/name``) names the pods of lost entries."""
+    ``names`` (uid -> ``namespace/name``) gives ``lost_named`` (``lost`` stays the inspector's
+    words, UIDs and bytes)."""
     r = result.reader
     notes: list[str] = list(result.notes)
 
     def make(verdict: str, **kw: Any) -> TargetVerdict:
+        if names and kw.get("lost_pods") and content is not None:
+            plain = {describe_pod_entry(content, u): u for u in kw["lost_pods"]}
+            kw["lost_named"] = tuple(
+                describe_pod_entry(content, plain[x], names) if x in plain else x
+                for x in kw.get("lost", ())
+            )
         return TargetVerdict(
             r.key, r.label, r.release, r.gate, verdict, loaded_as=result.loaded_as, **kw
         )
@@ -193,7 +203,7 @@ def verdict_for_result(
     if dropped:
         if r.gate:
             verdict = COMPATIBLE_WITH_LOSS
-            lost.extend(describe_pod_entry(content, uid, names) for uid in dropped)
+            lost.extend(describe_pod_entry(content, uid) for uid in dropped)
             lost_pods = tuple(dropped)
         else:
             notes.append(
@@ -203,7 +213,7 @@ def verdict_for_result(
             uncovered = [u for u in (uncovered_pod_entry(content, uid) for uid in dropped) if u]
             if uncovered:
                 verdict = COMPATIBLE_WITH_LOSS
-                lost.extend(describe_pod_entry(content, uid, names) for uid in dropped)
+                lost.extend(describe_pod_entry(content, uid) for uid in dropped)
                 lost_pods = tuple(dropped)
                 notes.append("not held by any container entry: " + "; ".join(uncovered))
     stale = sorted(set(kept) - set(file_pods))
