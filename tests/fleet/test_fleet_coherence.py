@@ -12,12 +12,18 @@ from pathlib import Path
 import pytest
 
 from tests.coherence import NODES, STARTS, Pair, start_cluster, survey
+from tests.processes import Server
 
 
 @pytest.fixture(scope="module")
-def pairs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Pair]]:
-    with start_cluster(Path(tmp_path_factory.mktemp("coherence"))) as (agent, hub):
-        yield survey(agent, hub)
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Server]]:
+    with start_cluster(Path(tmp_path_factory.mktemp("coherence"))) as servers:
+        yield servers
+
+
+@pytest.fixture(scope="module")
+def pairs(cluster: tuple[Server, Server]) -> list[Pair]:
+    return survey(*cluster)
 
 
 def test_every_pair_is_answered(pairs: list[Pair]) -> None:
@@ -46,3 +52,24 @@ def test_1_37_files_do_not_start_a_1_36_kubelet_with_pod_level_pods(pairs: list[
     assert downgrades[("node-137", None)].verdict == "will-fail"
     assert downgrades[("node-137", None)].started is False
     assert downgrades[("node-136", None)].started is True
+
+
+def test_a_refused_gate_is_an_answer_everywhere(cluster: tuple[Server, Server]) -> None:
+    """Issue 18/19: 1.36 files with the gate on, a 1.35 kubelet as configured: the gate error,
+    what to change, and what happens once changed, on the node's answer, the fleet row and
+    the rehearsal (all 200)."""
+    agent, hub = cluster
+    node = agent.json("/api/v1/nodes/node-136/upgrade", release="1.35")
+    row = {r["node"]: r for r in hub.json("/api/v1/fleet/upgrade", release="1.35")["results"]}
+    rehearsal = agent.client.post(
+        "/api/v1/nodes/node-136/restart", params={"release": "1.35", "dryRun": "true"}
+    ).json()
+    gate_error = "unrecognized feature gate: PodLevelResourceManagers"
+    for answer in (node, row["node-136"]):
+        assert answer["verdict"] == "will-fail" and answer["error"].endswith(gate_error)
+        assert answer["featureGatesRefused"][0]["gate"] == "PodLevelResourceManagers"
+        once = answer["onceChanged"]
+        assert once["verdict"] == "will-fail" and "checkpoint is corrupted" in once["error"]
+        assert any("kubectl drain node-136" in step for step in answer["recovery"])
+    assert rehearsal["error"].endswith(gate_error)
+    assert "checkpoint is corrupted" in rehearsal["onceChanged"]["error"]
