@@ -149,6 +149,12 @@ def check_files(node: NodeFiles, release: str, gate: bool | None) -> dict[str, A
     except KubeletConfigError as exc:
         raise UpgradeInputError(f"kubeletConfig.{exc.field}: {exc.message}", exc.field) from None
     doc = _inspect_files(node, release, target.config.gate(GATE))
+    return with_start(doc, start)
+
+
+def with_start(doc: dict[str, Any], start: RestartResult) -> dict[str, Any]:
+    """The inspector's node ``doc`` judged by the start-up model's ``start`` (the rehearsal's
+    start-up on the same files): a refused gate answers ``will-fail`` with ``onceChanged``."""
     if start.refusals:
         assert start.once_changed is not None
         once = _judged(dict(doc), start.once_changed)
@@ -223,7 +229,14 @@ def _lost_pods(doc: dict[str, Any], names: Mapping[str, str]) -> list[dict[str, 
 
 
 def check_observed(
-    node: str, kubelet_root: Path, config_file: Path | None, release: str, gate: bool | None
+    node: str,
+    kubelet_root: Path,
+    config_file: Path | None,
+    release: str,
+    gate: bool | None,
+    start: RestartResult | None = None,
 ) -> dict[str, Any]:
-    """The verdict for the observed node's own kubelet root dir (read-only)."""
-    return node_verdict(node, _check(kubelet_root, release, gate, config_file))
+    """The verdict for the observed node's own kubelet root dir (read-only); ``start`` is the
+    rehearsal's start-up on a copy of its files (``None``: not known, the inspector's alone)."""
+    doc = node_verdict(node, _check(kubelet_root, release, gate, config_file))
+    return doc if start is None else with_start(doc, start)

@@ -115,7 +115,14 @@ def node_upgrade(
         obs = service.observer
         if obs is not None and obs.name == name:
             s = obs.settings
-            return check_observed(name, s.kubelet_root, s.kubelet_config_file, release, gate)
+            try:  # the rehearsal's start-up on a copy of its files judges, as for any node
+                rehearsal = service.restart(
+                    name, release, dry_run=True, pod_level_resource_managers=gate
+                )
+                start = rehearsal.result
+            except ObservedNodeUnavailableError:
+                start = None
+            return check_observed(name, s.kubelet_root, s.kubelet_config_file, release, gate, start)
         definition = service.definition(name)
         directory = service.node_dir(name)
         files: dict[str, bytes | None] = {}
