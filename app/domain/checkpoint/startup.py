@@ -55,6 +55,7 @@ from app.domain.memorymanager.state import (
     MemoryTable,
     NUMANodeMap,
     NUMANodeState,
+    clone_machine_state,
 )
 from app.domain.memorymanager.state_validation import validate_state as validate_memory_state
 
@@ -157,24 +158,10 @@ def start_error(machine: State, read: State, gate: bool) -> str | None:
         tables = _file_machine(content)
         try:
             validate_memory_state(
-                memory_manager_state_from_checkpoint(read), lambda: _copy(tables), gate
+                memory_manager_state_from_checkpoint(read),
+                lambda: clone_machine_state(tables),
+                gate,
             )
         except MemoryManagerError as err:
             return MEMORY_START_ERROR + err.message
     return None
-
-
-def _copy(machine: NUMANodeMap) -> NUMANodeMap:
-    return {
-        n: NUMANodeState(
-            s.number_of_assignments,
-            {
-                k: MemoryTable(
-                    t.total_mem_size, t.system_reserved, t.allocatable, t.reserved, t.free
-                )
-                for k, t in s.memory_map.items()
-            },
-            list(s.cells),
-        )
-        for n, s in machine.items()
-    }
