@@ -456,8 +456,9 @@ def _leak_warnings(node: Node, leaked: CPUSet, state_dir: str, name: str) -> tup
         return (
             f"CPUs {leaked} are leaked (kubernetes#140989): the next kubelet start on the files "
             f"this restart writes fails: {err.message}",
-            "the way out before the next restart: a kubelet carrying kubernetes#141041 (1.38) "
-            f"restores pod-level CPU sets instead of leaking them; or {steps}",
+            "the way out before the next restart: a kubelet carrying kubernetes#141041 "
+            f"({releases.INTRODUCED[releases.CPU_POD_RESTORE]}) restores pod-level CPU sets "
+            f"instead of leaking them; or {steps}",
         )
     return (f"CPUs {leaked} are leaked (kubernetes#140989): no one can use them until a restart",)
 

@@ -152,12 +152,13 @@ def _load_config(
 
 
 def _gate_reads(reader: Reader, manager: str, view: InspectionView) -> bool:
-    """Whether this release with the gate on reads the file's pod entries (1.37 every version
-    it reads; 1.36 its own V3 CPU / V2 memory files)."""
+    """Whether this release with the gate on reads the file's pod entries: a version that
+    carries them, no newer than the one the release writes with the gate on."""
     version = view.report.version.version if view.report.version is not None else None
-    if reader.line == "1.37":
-        return True
-    return reader.line == "1.36" and version == ("V3" if manager == "cpu" else "V2")
+    cpu = manager == "cpu"
+    own = releases.get(reader.release).writes(True)[0 if cpu else 1]
+    pod_formats = ("V3", "V4") if cpu else ("V2", "V3")
+    return version in pod_formats and version <= own
 
 
 def check_root_dir(
