@@ -70,7 +70,14 @@ def test_rehearse_then_apply_an_upgrade(
     expect(verdict).to_contain_text("A 1.36 kubelet does not start on these files")
     expect(verdict).to_contain_text("start memory manager error")
     expect(verdict.locator("ol.recovery li")).to_have_count(5)
-    expect(panel.locator(".restart-lost")).to_contain_text("podEntries[")
+    # pods named and linked, memory humanised (issue 21 point 2), the node named in the drain
+    lost = panel.locator(".restart-lost")
+    expect(lost).to_contain_text("podEntries of prod/db (memory 8 GiB on NUMA ")
+    expect(lost.get_by_role("link", name="prod/db")).to_have_attribute(
+        "href", f"/nodes/{NODE}/pods/prod/db"
+    )
+    expect(verdict.locator("ol.recovery li").first).to_contain_text(f"kubectl drain {NODE} ")
+    expect(verdict).to_contain_text("safely restores standard container allocations")
     screenshot(panel, "restart-rehearsal-136-refused")
 
     panel.get_by_label("Kubelet release").select_option("1.38")

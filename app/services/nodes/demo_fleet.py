@@ -34,7 +34,7 @@ from app.domain.node_state_files import render_state_files
 from app.domain.pod import Pod
 from app.domain.podresources import PodNotFoundError
 from app.domain.presets import get_preset
-from app.domain.restart import restart_node
+from app.domain.restart import restart_for
 from app.services import node_views
 from app.services.agent_summary import SummaryCache, build_summary
 from app.services.demo import bubble_pod, classic_pod
@@ -56,7 +56,7 @@ from app.services.nodes.inputs import (
 from app.services.nodes.judge import judge
 from app.services.nodes.restart import Rehearsal, restart_config
 from app.services.simulation import state_files_of
-from app.services.upgrade import UpgradeInputError, check_files
+from app.services.upgrade import NodeFiles, UpgradeInputError, check_files
 from app.services.watch import SOURCE_FLEET, LastDigest
 
 SEED = 20260501
@@ -223,20 +223,24 @@ class SimulatedNode:
             results = judge(self.engine, pods)
         return AdmissionBatch(self.name, str(uuid.uuid4()), True, tuple(results), ())
 
+    def node_files(self) -> NodeFiles:
+        """What its kubelet's start-up is judged on (the upgrade verdict, as for any node)."""
+        return NodeFiles(
+            self.name,
+            self.engine.topology,
+            self.release,
+            self.config_text,
+            render_state_files(self.engine),
+            {uid: p.key for uid, p in self.engine.pods.items()},
+        )
+
     def upgrade(self, release: str, gate: bool | None) -> dict[str, Any]:
         key = (release, gate)
         with self.lock:
             cached = self._upgrades.get(key)
             if cached is None:
                 try:
-                    cached = check_files(
-                        self.name,
-                        render_state_files(self.engine),
-                        self.config_text,
-                        list(self.engine.pods),
-                        release,
-                        gate,
-                    )
+                    cached = check_files(self.node_files(), release, gate)
                 except UpgradeInputError as exc:
                     raise NodeInputError(exc.message, exc.field) from None
                 self._upgrades[key] = cached
@@ -245,14 +249,14 @@ class SimulatedNode:
     def rehearse(self, release: str, gate: bool | None) -> Rehearsal:
         """A kubelet of ``release`` restarting on this node's state files and pods (a copy:
         the node keeps its release)."""
-        config, text = restart_config(self.config_text, self.release, release, gate)
+        target, text = restart_config(self.config_text, self.release, release, gate)
         with self.lock:
             files = render_state_files(self.engine)
             pods = [(p, self.engine.admitted_at.get(u, 0.0)) for u, p in self.engine.pods.items()]
         try:
-            result = restart_node(
+            result = restart_for(
+                target,
                 self.engine.topology,
-                config,
                 files,
                 pods,
                 name=self.name,

@@ -36,6 +36,7 @@ from app.services.nodes.errors import NodeInputError, NodeServiceError, ReadOnly
 from app.services.nodes.inputs import AdmissionBatch, build_engine_node, parse_manifests
 from app.services.nodes.judge import PodsOnNode, check_conflicts, judge
 from app.services.nodes.restart import Rehearsal, rehearse_observed
+from app.services.observe.observer import ObservedNodeUnavailableError
 from app.services.upgrade import UpgradeInputError, check_observed
 from app.services.watch import SOURCE_OBSERVED, LastDigest
 
@@ -164,8 +165,14 @@ class ObservedSource:
 
     def upgrade(self, release: str, gate: bool | None) -> dict[str, Any]:
         s = self.observer.settings
+        try:  # the rehearsal's start-up on a copy of its files judges, as for any node
+            start = self.rehearse(release, gate).result
+        except ObservedNodeUnavailableError:
+            start = None
         try:
-            return check_observed(self.name, s.kubelet_root, s.kubelet_config_file, release, gate)
+            return check_observed(
+                self.name, s.kubelet_root, s.kubelet_config_file, release, gate, start
+            )
         except UpgradeInputError as exc:
             raise NodeInputError(exc.message, exc.field) from None
 

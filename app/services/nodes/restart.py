@@ -28,16 +28,18 @@ from typing import TYPE_CHECKING, Any
 from app.adapters.db import node_repo
 from app.adapters.db.tables import ACTION_REMOVE, AdmissionRecord, utc_now
 from app.domain import releases
-from app.domain.kubelet_config import (
-    RELEASES,
-    KubeletConfig,
-    KubeletConfigError,
-    kubelet_config_from_dict,
-)
+from app.domain.kubelet_config import RELEASES, KubeletConfig, KubeletConfigError
 from app.domain.node import Node
 from app.domain.node_pods import pod_to_manifest
 from app.domain.node_state_files import GATE
-from app.domain.restart import REJECTED, RestartInputError, RestartResult, restart_node
+from app.domain.restart import (
+    REJECTED,
+    RestartInputError,
+    RestartResult,
+    TargetConfig,
+    config_for_release,
+    restart_for,
+)
 from app.services.node_views import NodeMapView, NodeViews, node_topology_view
 from app.services.nodes.errors import NodeInputError, NodeUnavailableError
 from app.services.nodes.inputs import parse_config, pod_memory_requests
@@ -89,10 +91,11 @@ def _check_release(release: str) -> None:
         )
 
 
-def config_with_gate(base: dict[str, Any], release: str, gate: bool) -> KubeletConfig:
+def config_with_gate(base: dict[str, Any], release: str, gate: bool) -> TargetConfig:
     """``base`` (KubeletConfiguration spelling) for ``release`` with ``PodLevelResourceManagers``
     set to ``gate`` (left out where the release does not know the gate and ``gate`` is false);
-    ``base`` is updated in place."""
+    ``base`` is updated in place. A gate the release refuses is an answer
+    (``TargetConfig.refusals``), not an input error."""
     gates = dict(base.get("featureGates") or {})
     if gate or _gate_known(release):
         gates[GATE] = gate
@@ -101,8 +104,12 @@ def config_with_gate(base: dict[str, Any], release: str, gate: bool) -> KubeletC
     base.pop("featureGates", None)
     if gates:
         base["featureGates"] = gates
+    return _target(base, release)
+
+
+def _target(base: dict[str, Any], release: str) -> TargetConfig:
     try:
-        return kubelet_config_from_dict(base, release)
+        return config_for_release(base, release)
     except KubeletConfigError as err:
         field = "podLevelResourceManagers" if err.field == f"featureGates.{GATE}" else err.field
         raise NodeInputError(f"{field}: {err.message}", field) from None
@@ -110,21 +117,24 @@ def config_with_gate(base: dict[str, Any], release: str, gate: bool) -> KubeletC
 
 def restart_config(
     text: str, current_release: str, release: str, gate: bool | None
-) -> tuple[KubeletConfig, str]:
+) -> tuple[TargetConfig, str]:
     """The node's configuration for ``release`` and the text to keep: the definition's own
-    text, or (``gate`` given) the configuration with the gate set (``config_with_gate``)."""
+    text, or (``gate`` given) the configuration with the gate set (``config_with_gate``). A
+    gate of the configuration that ``release`` refuses is recorded in the answer."""
     _check_release(release)
-    if gate is None:
-        return parse_config(text, release), text
     try:
         same = parse_config(text, release)
-    except NodeInputError:
+    except NodeInputError as err:
+        if not (err.field or "").startswith("featureGates."):
+            raise
         same = None
-    if same is not None and same.gate(GATE) == gate:
-        return same, text  # the gate as chosen already: the user's text (and comments) stay
+    if same is not None and (gate is None or same.gate(GATE) == gate):
+        return TargetConfig(same), text  # as configured: the user's text (and comments) stay
     base = parse_config(text, current_release).to_dict()
-    config = config_with_gate(base, release, gate)
-    return config, json.dumps(base, indent=2) + "\n"
+    if gate is None:
+        return _target(base, release), text
+    target = config_with_gate(base, release, gate)
+    return target, json.dumps(base, indent=2) + "\n"
 
 
 OBSERVED_NOTE = (
@@ -196,16 +206,17 @@ class NodeRestarts(ABC):
     ) -> tuple[RestartResult, KubeletConfig, str]:
         """The restart of ``live``'s committed files and pods (its engine is not touched)."""
         name = live.definition.name
-        config, text = restart_config(
+        target, text = restart_config(
             live.definition.kubelet_config, live.config.release, release, gate
         )
+        config = target.config
         files = self.store.files_of(live)
         pods = [(p, live.node.admitted_at.get(uid, 0.0)) for uid, p in live.node.pods.items()]
         directory = self.store.node_dir(name)
         try:
-            result = restart_node(
+            result = restart_for(
+                target,
                 live.topology,
-                config,
                 files,
                 pods,
                 state_dir=str(directory) if directory is not None else "",
@@ -279,12 +290,12 @@ def rehearse_observed(observed: NodeObserver, release: str, gate: bool | None) -
     base = snapshot.config.to_dict()
     if gate is None:
         gate = snapshot.config.gate(GATE)
-    config = config_with_gate(base, release, gate)
+    target = config_with_gate(base, release, gate)
     files, state_dir = observed.state_file_copies()
     try:
-        result = restart_node(
+        result = restart_for(
+            target,
             snapshot.topology,
-            config,
             files,
             None,
             state_dir=state_dir,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.services import node_views
 from app.services.nodes.errors import NodeInputError
-from app.services.upgrade import UpgradeInputError, check_files
+from app.services.upgrade import NodeFiles, UpgradeInputError, check_files
 from app.services.watch import SOURCE_SIMULATED
 
 if TYPE_CHECKING:
@@ -93,9 +93,18 @@ class StoredNode:
         for file in STATE_NAMES:
             path = Path(directory) / file if directory is not None else None
             files[file] = path.read_bytes() if path is not None and path.is_file() else None
-        uids = [p.uid for p in self.views().snapshot.pods if "/" not in p.uid]
+        snapshot = self.views().snapshot
+        pods = {p.uid: f"{p.namespace}/{p.name}" for p in snapshot.pods if "/" not in p.uid}
+        node = NodeFiles(
+            self._name,
+            snapshot.topology,
+            definition.release,
+            definition.kubelet_config,
+            files,
+            pods,
+        )
         try:
-            return check_files(self._name, files, definition.kubelet_config, uids, release, gate)
+            return check_files(node, release, gate)
         except UpgradeInputError as exc:
             raise NodeInputError(exc.message, exc.field) from None
 
