@@ -7,6 +7,7 @@ what was taken and what was freed between two entries). Entry ``0`` is the node 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -43,6 +44,10 @@ class HistoryEvent(_View):
     map_url: str
     explain_url: str | None = None
     pod_url: str | None = None
+    # A kubelet restart: the maps before and after it side by side (the diff from the entry
+    # before it), and the releases and gate of the restart.
+    diff_url: str | None = None
+    restart: dict[str, Any] | None = None
 
 
 class HistoryView(_View):
@@ -89,20 +94,35 @@ def _label(rows: Sequence[LogRow], entry: int) -> str:
         return "as created"
     r = next(r for r in rows if r.id == entry)
     verdict = {True: "admitted", False: "rejected"}[r.admitted]
-    what = "removed" if r.action == ACTION_REMOVE else f"{r.action} {verdict}"
-    return f"#{r.id} · {iso(r.at)} · {r.key} {what}"
+    if r.is_restart:
+        what = "restart"
+    elif r.action == ACTION_REMOVE:
+        what = "removed"
+    else:
+        what = f"{r.action} {verdict}"
+    return f"#{r.id} · {iso(r.at)} · {r.label} {what}"
+
+
+def _restart_fields(r: LogRow) -> dict[str, Any]:
+    m = r.manifest
+    return {
+        "fromRelease": m.get("fromRelease"),
+        "toRelease": m.get("toRelease"),
+        "podLevelResourceManagers": m.get("podLevelResourceManagers"),
+    }
 
 
 def timeline(service: NodeService, node: str) -> HistoryView:
     rows = log_rows(service, node)
     base = node_url(node)
     on_node = {p.uid for p in service.snapshot(node).pods}
+    previous = {r.id: prev.id for prev, r in pairwise(rows)}
     events = [
         HistoryEvent(
             id=r.id,
             at=iso(r.at),
             action=r.action,
-            pod=r.key,
+            pod=r.label,
             admitted=r.admitted,
             reason=r.reason,
             message=r.message,
@@ -112,6 +132,10 @@ def timeline(service: NodeService, node: str) -> HistoryView:
             pod_url=pod_url(node, r.namespace, r.name)
             if r.action == ACTION_ADMIT and r.admitted and r.uid in on_node
             else None,
+            diff_url=f"{base}/diff?from={previous.get(r.id, 0)}&to={r.id}"
+            if r.is_restart
+            else None,
+            restart=_restart_fields(r) if r.is_restart else None,
         )
         for r in rows
     ]

@@ -54,6 +54,7 @@ from app.web.routers import (
     checkpoints,
     fleet,
     kubelet_metrics,
+    kubelet_restarts,
     node_pods,
     nodes,
     ops,
@@ -163,6 +164,8 @@ def create_app(
     app.include_router(workflow.pages)  # explain, history, downloads, confirm, undo, glossary
     app.include_router(restart.api)
     app.include_router(restart.pages)
+    app.include_router(kubelet_restarts.pages)  # a restart's confirmation and undo
+    app.include_router(kubelet_restarts.api)
     app.include_router(kubelet_metrics.router)  # each simulated node's kubelet series
     app.include_router(workflow.api)
     app.include_router(watch.api)  # a node page's live refresh

@@ -193,7 +193,7 @@ def test_panel_with_htmx_swaps_the_panel_only(node: TestClient) -> None:
 def test_panel_apply_with_htmx_updates_the_map(node: TestClient) -> None:
     r = node.post(
         "/nodes/small/restart",
-        data={"release": "1.38", "gate": "on", "action": "apply"},
+        data={"release": "1.38", "gate": "on", "action": "apply", "confirm": "yes"},
         headers={"HX-Request": "true"},
     )
     assert 'data-applied="true"' in r.text

@@ -32,7 +32,7 @@ from app.services.nodes import (
 )
 from app.services.placements import placements
 from app.services.pod_find import pods_page
-from app.services.undo import last_removal
+from app.services.undo import last_undoable
 from app.web.deps import Namespace, NodeName, NodeServiceDep, PodName
 from app.web.offload import budgeted
 from app.web.rendering import render, see_other, wants_fragment
@@ -111,7 +111,7 @@ def node_page_context(service: NodeService, view: NodeView) -> dict[str, Any]:
     return {
         "form_text": SAMPLE_POD,
         "pods_page": pods_page(view.pods, view.summary),
-        "undo": last_removal(service, view.summary.name),
+        "undo": last_undoable(service, view.summary.name),
         "placements": placements(service, view.summary.name, view.last_batch),
     }
 
@@ -190,7 +190,7 @@ def _admit_answer(
         "pods_page": pods_page(view.pods, view.summary),
         "dry_run": batch.dry_run if batch else False,
         "placements": placements(service, node, view.last_batch),
-        "undo": last_removal(service, node),
+        "undo": last_undoable(service, node),
     }
     if htmx:
         return render(request, "fragments/_admit_form.html", view, context=context)
