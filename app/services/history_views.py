@@ -6,6 +6,7 @@ what was taken and what was freed between two entries). Entry ``0`` is the node 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from app.adapters.db.tables import ACTION_ADMIT, ACTION_REMOVE
+from app.adapters.db.tables import ACTION_ADMIT, ACTION_DRY_RUN, ACTION_REMOVE
 from app.domain.cpuset import CPUSet
 from app.domain.node import Node
 from app.services.history import Builder, LogRow, find_row, log_rows, replay
@@ -48,6 +49,9 @@ class HistoryEvent(_View):
     # before it), and the releases and gate of the restart.
     diff_url: str | None = None
     restart: dict[str, Any] | None = None
+    # A dry run of several pods, collapsed to one event: its verdicts' page and size.
+    batch_url: str | None = None
+    batch_size: int = 1
 
 
 class HistoryView(_View):
@@ -113,33 +117,68 @@ def _restart_fields(r: LogRow) -> dict[str, Any]:
 
 
 def timeline(service: NodeService, node: str) -> HistoryView:
+    """One event per log entry, oldest first; a dry run of several pods is one event (its
+    totals, and a link to its verdicts), so it does not bury the node's history."""
     rows = log_rows(service, node)
     base = node_url(node)
     on_node = {p.uid for p in service.snapshot(node).pods}
     previous = {r.id: prev.id for prev, r in pairwise(rows)}
-    events = [
-        HistoryEvent(
-            id=r.id,
-            at=iso(r.at),
-            action=r.action,
-            pod=r.label,
-            admitted=r.admitted,
-            reason=r.reason,
-            message=r.message,
-            changed=r.changes_node,
-            map_url=f"{base}/history/{r.id}",
-            explain_url=None if r.admitted else f"{base}/admissions/{r.id}",
-            pod_url=pod_url(node, r.namespace, r.name)
-            if r.action == ACTION_ADMIT and r.admitted and r.uid in on_node
-            else None,
-            diff_url=f"{base}/diff?from={previous.get(r.id, 0)}&to={r.id}"
-            if r.is_restart
-            else None,
-            restart=_restart_fields(r) if r.is_restart else None,
+    dry_runs: dict[str, list[LogRow]] = {}
+    for r in rows:
+        if r.action == ACTION_DRY_RUN:
+            dry_runs.setdefault(r.batch, []).append(r)
+    events = []
+    for r in rows:
+        group = dry_runs.get(r.batch, []) if r.action == ACTION_DRY_RUN else []
+        if len(group) > 1:
+            if r is group[0]:
+                events.append(_dry_run_event(base, group))
+            continue
+        events.append(
+            HistoryEvent(
+                id=r.id,
+                at=iso(r.at),
+                action=r.action,
+                pod=r.label,
+                admitted=r.admitted,
+                reason=r.reason,
+                message=r.message,
+                changed=r.changes_node,
+                map_url=f"{base}/history/{r.id}",
+                explain_url=None if r.admitted else f"{base}/admissions/{r.id}",
+                pod_url=pod_url(node, r.namespace, r.name)
+                if r.action == ACTION_ADMIT and r.admitted and r.uid in on_node
+                else None,
+                diff_url=f"{base}/diff?from={previous.get(r.id, 0)}&to={r.id}"
+                if r.is_restart
+                else None,
+                restart=_restart_fields(r) if r.is_restart else None,
+            )
         )
-        for r in rows
-    ]
     return HistoryView(node=node, node_url=base, events=events)
+
+
+def _dry_run_event(base: str, group: Sequence[LogRow]) -> HistoryEvent:
+    """One event for a dry run of several pods: how many would be admitted and rejected."""
+    first = group[0]
+    admitted = sum(1 for r in group if r.admitted)
+    reasons = Counter(r.reason for r in group if not r.admitted)
+    message = f"{admitted:,} would be admitted, {len(group) - admitted:,} would be rejected"
+    if reasons:
+        message += " (" + ", ".join(f"{k} {n:,}" for k, n in reasons.most_common()) + ")"
+    return HistoryEvent(
+        id=first.id,
+        at=iso(first.at),
+        action=first.action,
+        pod=f"{len(group):,} pods",
+        admitted=admitted == len(group),
+        reason=reasons.most_common(1)[0][0] if reasons else "",
+        message=message,
+        changed=False,
+        map_url=f"{base}/history/{first.id}",
+        batch_url=f"{base}/batches/{first.batch}",
+        batch_size=len(group),
+    )
 
 
 def _views(builder: Builder, engine_node: Node, node: str) -> NodeViews:

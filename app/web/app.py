@@ -51,6 +51,7 @@ from app.web.rendering import STATIC_DIR, make_templates
 from app.web.routers import (
     agent,
     api_nodes,
+    batches,
     checkpoints,
     fleet,
     kubelet_metrics,
@@ -166,6 +167,7 @@ def create_app(
     app.include_router(restart.pages)
     app.include_router(kubelet_restarts.pages)  # a restart's confirmation and undo
     app.include_router(kubelet_restarts.api)
+    app.include_router(batches.pages)  # one submission's verdicts, a page at a time
     app.include_router(kubelet_metrics.router)  # each simulated node's kubelet series
     app.include_router(workflow.api)
     app.include_router(watch.api)  # a node page's live refresh

@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from app.domain.kubelet_config import DEFAULT_RELEASE
+from app.services.batch_verdicts import batch_context
 from app.services.node_views import NodeIndexView, NodeView, node_url, pod_url
 from app.services.nodes import (
     AdmissionBatch,
@@ -30,7 +31,6 @@ from app.services.nodes import (
     PodConflictError,
     ReadOnlyNodeError,
 )
-from app.services.placements import placements
 from app.services.pod_find import pods_page
 from app.services.undo import last_undoable
 from app.web.deps import Namespace, NodeName, NodeServiceDep, PodName
@@ -112,7 +112,9 @@ def node_page_context(service: NodeService, view: NodeView) -> dict[str, Any]:
         "form_text": SAMPLE_POD,
         "pods_page": pods_page(view.pods, view.summary),
         "undo": last_undoable(service, view.summary.name),
-        "placements": placements(service, view.summary.name, view.last_batch),
+        **batch_context(
+            service, view.summary.name, view.last_batch[0].batch if view.last_batch else None
+        ),
     }
 
 
@@ -189,7 +191,7 @@ def _admit_answer(
         "oob": htmx,
         "pods_page": pods_page(view.pods, view.summary),
         "dry_run": batch.dry_run if batch else False,
-        "placements": placements(service, node, view.last_batch),
+        **batch_context(service, node, batch.batch if batch else None),
         "undo": last_undoable(service, node),
     }
     if htmx:
