@@ -56,6 +56,7 @@ from app.web.routers import (
     fleet,
     kubelet_metrics,
     kubelet_restarts,
+    maps,
     node_pods,
     nodes,
     ops,
@@ -168,6 +169,7 @@ def create_app(
     app.include_router(kubelet_restarts.pages)  # a restart's confirmation and undo
     app.include_router(kubelet_restarts.api)
     app.include_router(batches.pages)  # one submission's verdicts, a page at a time
+    app.include_router(maps.pages)  # the CPU map as a picture
     app.include_router(kubelet_metrics.router)  # each simulated node's kubelet series
     app.include_router(workflow.api)
     app.include_router(watch.api)  # a node page's live refresh

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from app.services.nodes import NodeService
+from tests.browser.axe import describe, violations
 from tests.helpers import POD_SCOPE, SMALL, make_settings
 
 if TYPE_CHECKING:
@@ -82,4 +83,6 @@ def test_a_3000_pod_dry_run_shows_totals_first(
     screenshot(page, "batch-3000-history")
     rows.first.get_by_role("link", name="3,000 pods").click()
     expect(page.locator("h1")).to_have_text("Dry run of 3,000 pods on small")
+    found = violations(page)
+    assert found == [], describe(found)
     assert page_errors == []
