@@ -184,6 +184,11 @@ class Settings(BaseSettings):
         "else $KUBECONFIG).",
     )
     nrt_interval: float = Field(default=10.0, gt=0, description="Seconds between NRT updates.")
+    nrt_fingerprint_method: Literal["all", "with-exclusive-resources"] = Field(
+        default="all",
+        description="Which pods the NodeResourceTopology's pod fingerprint counts: all, or only "
+        "pods holding exclusive CPUs, pinned memory or NUMA-local devices.",
+    )
     hint_search_budget: int = Field(
         default=5_000_000,
         ge=0,

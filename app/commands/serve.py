@@ -149,6 +149,14 @@ def register(sub: Any) -> None:
         default=None,
         help="publish the observed node's NodeResourceTopology (env NUMASCOPE_PUBLISH_NRT)",
     )
+    cluster.add_argument(
+        "--nrt-fingerprint-method",
+        dest="nrt_fingerprint_method",
+        default=None,
+        choices=["all", "with-exclusive-resources"],
+        help="which pods the NodeResourceTopology's pod fingerprint counts (default all, "
+        "env NUMASCOPE_NRT_FINGERPRINT_METHOD)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -173,6 +181,7 @@ OVERRIDES = (
     "hub_agents_dns",
     "demo_fleet",
     "publish_nrt",
+    "nrt_fingerprint_method",
 )
 
 

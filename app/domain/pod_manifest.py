@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from app.domain import k8s_names
+from app.domain.golang.strconv import go_quote
 from app.domain.pod import (
     Container,
     Pod,
@@ -38,7 +39,7 @@ from app.domain.pod import (
 )
 from app.domain.pod_qos import QOS_CLASSES
 from app.domain.pod_requests import aggregate_container_limits, aggregate_container_requests
-from app.domain.quantity import Quantity, QuantityError, go_quote
+from app.domain.quantity import Quantity, QuantityError
 
 MAX_GENERATED_PREFIX = 63 - 5  # maxNameLength - randomLength of the API server's generator
 

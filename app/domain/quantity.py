@@ -37,6 +37,8 @@ import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from app.domain.golang.strconv import go_quote
+
 DECIMAL_SI = "DecimalSI"
 BINARY_SI = "BinarySI"
 DECIMAL_EXPONENT = "DecimalExponent"
@@ -75,33 +77,6 @@ _BINARY_BY_EXPONENT[0] = ""
 # a suffix (letters from its alphabet, an optional sign, digits); the suffix is checked apart.
 _SHAPE = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*[-+]?[0-9]*)", re.ASCII)
 _EXPONENT = re.compile(r"[+-]?[0-9]+", re.ASCII)
-
-
-def go_quote(text: str) -> str:
-    """``text`` in double quotes with backslash escapes, close to Go's ``%q``."""
-    out = ['"']
-    for ch in text:
-        if ch == '"' or ch == "\\":
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif not ch.isprintable():
-            code = ord(ch)
-            out.append(
-                f"\\x{code:02x}"
-                if code < 0x80
-                else f"\\u{code:04x}"
-                if code < 0x10000
-                else f"\\U{code:08x}"
-            )
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
 
 
 class QuantityError(ValueError):

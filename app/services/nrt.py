@@ -17,14 +17,19 @@ One zone ``node-N`` of type ``Node`` per NUMA node (memory-only nodes included, 
   manager's policy is ``None``, which does not account per NUMA node).
 
 ``attributes`` name the topology manager policy and scope (``topologyManagerPolicy``,
-``topologyManagerScope``, the names NFD uses) and ``topologyPolicies`` keeps the deprecated
-single-string form older schedulers read.
+``topologyManagerScope``, the names NFD uses) and carry the pod-set fingerprint
+(``nodeTopologyPodsFingerprint`` and ``nodeTopologyPodsFingerprintMethod``, also the
+``topology.node.k8s.io/fingerprint`` annotation, as resource-topology-exporter publishes them):
+the scheduler's cache trusts the object only once it reflects the pods the scheduler placed.
+``topologyPolicies`` keeps the deprecated single-string form older schedulers read.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from app.domain import podfingerprint
+from app.domain.podresources import build_list_response
 from app.services.node_views import NodeViews
 
 GROUP = "topology.node.k8s.io"
@@ -51,7 +56,10 @@ def topology_policy(policy: str, scope: str) -> str:
     return _POLICY_NAMES.get((policy, scope), "None")
 
 
-def build_nrt(views: NodeViews) -> dict[str, Any]:
+def build_nrt(
+    views: NodeViews, fingerprint_method: str = podfingerprint.METHOD_ALL
+) -> dict[str, Any]:
+    """The object for ``views``; ``fingerprint_method`` chooses which pods the fingerprint counts."""
     snapshot = views.snapshot
     topo = snapshot.topology
     config = snapshot.config
@@ -91,12 +99,15 @@ def build_nrt(views: NodeViews) -> dict[str, Any]:
                 "resources": resources,
             }
         )
+    pods = build_list_response(snapshot).pod_resources
+    fingerprint = podfingerprint.fingerprint(pods, fingerprint_method)
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": KIND,
         "metadata": {
             "name": views.node,
             "labels": {"app.kubernetes.io/managed-by": "numascope"},
+            "annotations": {podfingerprint.ANNOTATION: fingerprint},
         },
         "topologyPolicies": [
             topology_policy(config.topology_manager_policy, config.topology_manager_scope)
@@ -105,5 +116,7 @@ def build_nrt(views: NodeViews) -> dict[str, Any]:
         "attributes": [
             {"name": "topologyManagerPolicy", "value": config.topology_manager_policy},
             {"name": "topologyManagerScope", "value": config.topology_manager_scope},
+            {"name": podfingerprint.ATTRIBUTE, "value": fingerprint},
+            {"name": podfingerprint.ATTRIBUTE_METHOD, "value": fingerprint_method},
         ],
     }

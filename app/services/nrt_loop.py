@@ -40,8 +40,10 @@ class NRTLoop:
         resync: float = RESYNC,
         clock: Callable[[], float] = time.monotonic,
         registry: CollectorRegistry | None = None,
+        fingerprint_method: str = "all",
     ) -> None:
         self.service = service
+        self.fingerprint_method = fingerprint_method
         self.observer = observer
         self.interval = interval
         self.resync = resync
@@ -75,7 +77,7 @@ class NRTLoop:
     def tick(self) -> str | None:
         """Publish once if the object changed or a resync is due; what the publisher did
         (``created``, ``updated``, ``unchanged``), or ``None`` when nothing was asked."""
-        obj = build_nrt(self.service.views(self.observer.name))
+        obj = build_nrt(self.service.views(self.observer.name), self.fingerprint_method)
         now = self._clock()
         due = self.last_sync is None or now - self.last_sync >= self.resync
         if obj == self.last and not due:

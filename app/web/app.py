@@ -143,7 +143,13 @@ def create_app(
     # publish its NodeResourceTopology (both started and stopped by the lifespan).
     app.state.hub = Hub(settings, metrics.registry) if settings.hub else None
     app.state.nrt = (
-        NRTLoop(node_service, observer, settings.nrt_interval, registry=metrics.registry)
+        NRTLoop(
+            node_service,
+            observer,
+            settings.nrt_interval,
+            registry=metrics.registry,
+            fingerprint_method=settings.nrt_fingerprint_method,
+        )
         if settings.publish_nrt and observer is not None
         else None
     )

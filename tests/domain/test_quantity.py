@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.domain.golang.strconv import go_quote
 from app.domain.quantity import (
     BINARY_SI,
     DECIMAL_EXPONENT,
@@ -24,7 +25,6 @@ from app.domain.quantity import (
     Quantity,
     QuantityError,
     canonicalize,
-    go_quote,
     is_integral_cpu,
     parse_quantity,
 )
@@ -294,15 +294,6 @@ def test_quantities_are_immutable() -> None:
     q = Quantity.parse("1")
     with pytest.raises(AttributeError):
         q.amount = F(2)  # type: ignore[misc]
-
-
-@pytest.mark.parametrize(
-    ("text", "quoted"),
-    [("abc", '"abc"'), ('a"b', '"a\\"b"'), ("a\nb", '"a\\nb"'), ("\x00", '"\\x00"')],
-    ids=repr,
-)
-def test_go_quote(text: str, quoted: str) -> None:
-    assert go_quote(text) == quoted
 
 
 @settings(max_examples=200, deadline=None)

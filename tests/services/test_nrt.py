@@ -22,6 +22,7 @@ from kubernetes.utils import parse_quantity
 from prometheus_client import CollectorRegistry
 
 from app.adapters.nrt_publisher import NRTPublisher, PublishError, cluster_client
+from app.domain import podfingerprint
 from app.services.demo import bubble_pod, classic_pod
 from app.services.nodes import NodeService
 from app.services.nrt import GROUP, KIND, PLURAL, VERSION, build_nrt, topology_policy
@@ -97,6 +98,7 @@ def test_an_empty_node_is_all_available_but_the_reserved_cpu(small: NodeService)
     assert obj["metadata"] == {
         "name": "small",
         "labels": {"app.kubernetes.io/managed-by": "numascope"},
+        "annotations": {podfingerprint.ANNOTATION: podfingerprint.sign([])},
     }
     z = zones(obj)
     assert list(z) == ["node-0", "node-1"]
@@ -193,7 +195,7 @@ def test_without_the_memory_manager_memory_is_not_accounted_per_numa(
         mem = resource(z, "memory")
         assert mem["available"] == mem["allocatable"]
     assert obj["topologyPolicies"] == ["None"]
-    assert obj["attributes"] == [
+    assert obj["attributes"][:2] == [
         {"name": "topologyManagerPolicy", "value": "none"},
         {"name": "topologyManagerScope", "value": "container"},
     ]
@@ -223,7 +225,7 @@ def test_topology_policies_name_policy_and_scope(
     service.create("tm", SMALL, config)
     obj = build_nrt(service.views("tm"))
     assert obj["topologyPolicies"] == [expected]
-    assert obj["attributes"] == [
+    assert obj["attributes"][:2] == [
         {"name": "topologyManagerPolicy", "value": policy},
         {"name": "topologyManagerScope", "value": scope},
     ]
@@ -327,3 +329,34 @@ def test_the_loop_puts_back_an_object_someone_deleted(small: NodeService, tmp_pa
         now[0] = 120.0
         assert loop.tick() == "unchanged"  # resync again: read, nothing to write
         assert [c.method for c in api.calls] == ["GET", "POST", "GET", "POST", "GET"]
+
+
+BURSTABLE = (
+    "apiVersion: v1\nkind: Pod\nmetadata: {name: burst, namespace: prod}\n"
+    "spec:\n  containers:\n  - name: main\n    image: burst:1\n"
+    "    resources: {requests: {cpu: 500m}}\n"
+)
+
+
+def _attribute(obj: dict[str, Any], name: str) -> str:
+    (value,) = [a["value"] for a in obj["attributes"] if a["name"] == name]
+    return str(value)
+
+
+def test_the_pod_fingerprint_follows_the_pod_set(small: NodeService) -> None:
+    empty = build_nrt(small.views("small"))
+    assert _attribute(empty, podfingerprint.ATTRIBUTE) == podfingerprint.sign([])
+    assert _attribute(empty, podfingerprint.ATTRIBUTE_METHOD) == "all"
+    small.admit("small", classic_pod("web", "prod", "2", "2Gi"))
+    small.admit("small", BURSTABLE)
+    both = build_nrt(small.views("small"))
+    expected = podfingerprint.sign([("prod", "web"), ("prod", "burst")])
+    assert _attribute(both, podfingerprint.ATTRIBUTE) == expected
+    assert both["metadata"]["annotations"][podfingerprint.ANNOTATION] == expected
+    exclusive = build_nrt(small.views("small"), podfingerprint.METHOD_WITH_EXCLUSIVE_RESOURCES)
+    # only web holds exclusive CPUs; the Burstable pod shares the pool
+    assert _attribute(exclusive, podfingerprint.ATTRIBUTE) == podfingerprint.sign([("prod", "web")])
+    assert _attribute(exclusive, podfingerprint.ATTRIBUTE_METHOD) == "with-exclusive-resources"
+    small.remove_pod("small", "prod", "web")
+    after = build_nrt(small.views("small"))
+    assert _attribute(after, podfingerprint.ATTRIBUTE) == podfingerprint.sign([("prod", "burst")])

@@ -15,9 +15,9 @@ from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.detect import CPU, VersionInfo
 from app.domain.checkpoint.gocpuset import GoCPUSetError, parse_cpuset
 from app.domain.checkpoint.gojson_decode import unmarshal_text
-from app.domain.checkpoint.gotext import go_quote
 from app.domain.checkpoint.memory_state import MemoryCheckpointState
 from app.domain.cpuset import CPUSet
+from app.domain.golang.strconv import go_quote
 
 State = CPUCheckpointState | MemoryCheckpointState
 

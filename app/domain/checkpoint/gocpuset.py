@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-from app.domain.checkpoint.gotext import go_quote
 from app.domain.cpuset import CPUSet, CPUSetError
+from app.domain.golang.strconv import go_quote
 
 MAX_GO_CPU_ID = (1 << 20) - 1
 _ATOI = re.compile(r"[+-]?[0-9]+\Z")

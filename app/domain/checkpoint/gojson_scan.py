@@ -20,7 +20,7 @@ import re
 from typing import Any
 
 from app.domain.checkpoint.errors import MAX_NESTING_DEPTH
-from app.domain.checkpoint.gotext import go_quote
+from app.domain.golang.strconv import go_quote
 
 # -- values of the generic tree ------------------------------------------------------------
 

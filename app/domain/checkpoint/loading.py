@@ -18,9 +18,10 @@ from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.gojson_scan import GoSyntaxError, parse
-from app.domain.checkpoint.gotext import go_quote, go_text
+from app.domain.checkpoint.gotext import go_text
 from app.domain.checkpoint.memory_state import MemoryCheckpointState
 from app.domain.checkpoint.reader import Reader
+from app.domain.golang.strconv import go_quote
 
 CORRUPT = "checkpoint is corrupted"
 DEFAULT_STATE_DIR = "/var/lib/kubelet"

@@ -19,7 +19,6 @@ from app.domain.checkpoint.checksum import string_checksum, struct_checksum
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.gocpuset import GoCPUSetError, parse_cpuset
 from app.domain.checkpoint.gojson_decode import unmarshal_text
-from app.domain.checkpoint.gotext import go_quote
 from app.domain.checkpoint.loading import (
     CORRUPT,
     CPU,
@@ -32,6 +31,7 @@ from app.domain.checkpoint.loading import (
 )
 from app.domain.checkpoint.reader import Reader
 from app.domain.cpuset import CPUSet
+from app.domain.golang.strconv import go_quote
 
 # -- CPU ---------------------------------------------------------------------------------------------
 

@@ -16,7 +16,6 @@ from typing import Any
 from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.checksum import string_checksum, struct_checksum
 from app.domain.checkpoint.gojson_decode import unmarshal_text
-from app.domain.checkpoint.gotext import go_quote
 from app.domain.checkpoint.loading import (
     CORRUPT,
     DEFAULT_STATE_DIR,
@@ -29,6 +28,7 @@ from app.domain.checkpoint.loading import (
 )
 from app.domain.checkpoint.memory_state import MemoryCheckpointState
 from app.domain.checkpoint.reader import Reader
+from app.domain.golang.strconv import go_quote
 
 # -- memory ------------------------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from app.domain.golang.strconv import go_quote, parse_go_bool
 from app.domain.topology import CPUTopology
 
 FULL_PCPUS_ONLY_OPTION = "full-pcpus-only"
@@ -62,55 +63,6 @@ def gate_enabled(feature_gates: Mapping[str, bool] | None, name: str) -> bool:
     if feature_gates is not None and name in feature_gates:
         return bool(feature_gates[name])
     return DEFAULT_FEATURE_GATES.get(name, False)
-
-
-_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
-_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
-
-
-_GO_ESCAPES = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-}
-
-
-def go_quote(text: str) -> str:
-    """Go's ``strconv.Quote`` (what ``%q`` prints for a string)."""
-    out = ['"']
-    for ch in text:
-        code = ord(ch)
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == " " or (ch.isprintable() and not 0xD800 <= code <= 0xDFFF):
-            out.append(ch)
-        elif ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
-        elif 0xD800 <= code <= 0xDFFF:
-            out.append("\\ufffd")  # Go strings hold no surrogates: invalid UTF-8 -> U+FFFD
-        elif code < 0x10000:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
-
-
-def parse_go_bool(value: str) -> bool:
-    """``strconv.ParseBool``; raises ``ValueError`` with Go's error text."""
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ValueError(f"strconv.ParseBool: parsing {go_quote(value)}: invalid syntax")
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from app.domain.cpumanager.policy_options import go_quote
+from app.domain.golang.strconv import go_quote
 from app.domain.memorymanager.errors import MemoryManagerError
 from app.domain.memorymanager.machine import NUMANodeInfo, machine_nodes_from_topology
 from app.domain.memorymanager.policy_static import POLICY_TYPE_STATIC, StaticPolicy

@@ -13,11 +13,10 @@ first bad one (the spec's canonical rule). Error texts are the kubelet's.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from app.domain.cpumanager.policy_options import go_quote, parse_go_bool
+from app.domain.golang.strconv import go_atoi, go_quote, parse_go_bool
 
 PREFER_CLOSEST_NUMA_NODES = "prefer-closest-numa-nodes"
 MAX_ALLOWABLE_NUMA_NODES = "max-allowable-numa-nodes"
@@ -30,10 +29,6 @@ STABLE_OPTIONS = frozenset({PREFER_CLOSEST_NUMA_NODES, MAX_ALLOWABLE_NUMA_NODES}
 
 GATE_ALPHA_OPTIONS = "TopologyManagerPolicyAlphaOptions"
 GATE_BETA_OPTIONS = "TopologyManagerPolicyBetaOptions"
-
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
-_DECIMAL = re.compile(r"[+-]?[0-9]+")
 
 
 class TopologyManagerOptionError(ValueError):
@@ -51,16 +46,6 @@ class PolicyOptions:
 
     prefer_closest_numa: bool = False
     max_allowable_numa_nodes: int = DEFAULT_MAX_ALLOWABLE_NUMA_NODES
-
-
-def go_atoi(value: str) -> int:
-    """``strconv.Atoi`` (base 10, optional sign, int64); raises ``ValueError`` with Go's text."""
-    if not _DECIMAL.fullmatch(value):
-        raise ValueError(f"strconv.Atoi: parsing {go_quote(value)}: invalid syntax")
-    n = int(value)
-    if not _INT64_MIN <= n <= _INT64_MAX:
-        raise ValueError(f"strconv.Atoi: parsing {go_quote(value)}: value out of range")
-    return n
 
 
 def check_policy_option_available(

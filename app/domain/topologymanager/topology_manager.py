@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from app.domain.cpumanager.policy_options import go_quote
+from app.domain.golang.strconv import go_quote
 from app.domain.pod import Pod
 from app.domain.topology import CPUTopology
 from app.domain.topologymanager.hint import TopologyHint

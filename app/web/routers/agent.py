@@ -24,7 +24,7 @@ from app.services.nodes import NodeInputError, NodeService
 from app.services.nrt import build_nrt
 from app.services.observer import ObservedNodeUnavailableError
 from app.services.upgrade import UpgradeInputError, check_files, check_observed
-from app.web.deps import NodeName, NodeServiceDep
+from app.web.deps import NodeName, NodeServiceDep, SettingsDep
 
 api = APIRouter(prefix="/api/v1", tags=["agent"])
 
@@ -153,5 +153,5 @@ def api_node_upgrade(
     summary="The node as a topology.node.k8s.io/v1alpha2 NodeResourceTopology",
     responses={404: {}, 200: JSON_OBJECT},
 )
-def api_node_nrt(node: NodeName, service: NodeServiceDep) -> JSONResponse:
-    return JSONResponse(build_nrt(service.views(node)))
+def api_node_nrt(node: NodeName, service: NodeServiceDep, settings: SettingsDep) -> JSONResponse:
+    return JSONResponse(build_nrt(service.views(node), settings.nrt_fingerprint_method))

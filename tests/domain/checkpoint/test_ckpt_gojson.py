@@ -13,7 +13,7 @@ from app.domain.checkpoint.errors import CheckpointTooLargeError
 from app.domain.checkpoint.gojson_decode import unmarshal
 from app.domain.checkpoint.gojson_encode import marshal
 from app.domain.checkpoint.gojson_scan import GoNumber, GoSyntaxError, JObj, _Scanner, parse
-from app.domain.checkpoint.gotext import go_quote, go_text
+from app.domain.checkpoint.gotext import go_text
 from app.domain.checkpoint.gotypes import STRING_T, fold_name
 from app.domain.checkpoint.memory import MEMORY_V1_T, decode_memory
 
@@ -281,12 +281,3 @@ def test_marshal_then_parse_then_unmarshal_round_trips_v3() -> None:
         text
         == '{"policyName":"static","defaultCpuSet":"","podEntries":{"p":{"cpuSet":"7-9"}},"checksum":1}'
     )
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [("1.3", '"1.3"'), ('a"b', '"a\\"b"'), ("\n\x00", '"\\n\\x00"'), ("é\u00a0", '"é\\u00a0"')],
-    ids=["plain", "quote", "controls", "nbsp"],
-)
-def test_go_quote(value: str, expected: str) -> None:
-    assert go_quote(value) == expected

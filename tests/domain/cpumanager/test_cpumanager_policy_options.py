@@ -7,61 +7,12 @@ import pytest
 from app.domain.cpumanager.policy_options import (
     CPUManagerPolicyError,
     StaticPolicyOptions,
-    go_quote,
     new_static_policy_options,
-    parse_go_bool,
     validate_static_policy_options,
 )
 from app.domain.topology import CPUInfo, CPUTopology
 
 ALL_ON = {"CPUManagerPolicyAlphaOptions": True, "CPUManagerPolicyBetaOptions": True}
-
-
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [
-        ("1", True),
-        ("t", True),
-        ("T", True),
-        ("TRUE", True),
-        ("true", True),
-        ("True", True),
-        ("0", False),
-        ("f", False),
-        ("F", False),
-        ("FALSE", False),
-        ("false", False),
-        ("False", False),
-    ],
-    ids=lambda v: repr(v),
-)
-def test_parse_go_bool_accepts_go_spellings(text: str, value: bool) -> None:
-    assert parse_go_bool(text) is value
-
-
-@pytest.mark.parametrize("text", ["yes", "", "tRUE", " true", "2", "on"], ids=repr)
-def test_parse_go_bool_rejects_others_with_go_text(text: str) -> None:
-    with pytest.raises(ValueError) as err:
-        parse_go_bool(text)
-    assert str(err.value) == f"strconv.ParseBool: parsing {go_quote(text)}: invalid syntax"
-
-
-@pytest.mark.parametrize(
-    ("text", "quoted"),
-    [
-        ("abc", '"abc"'),
-        ('a"b', '"a\\"b"'),
-        ("a\\b", '"a\\\\b"'),
-        ("a\nb", '"a\\nb"'),
-        ("\x01", '"\\x01"'),
-        ("\x7f", '"\\x7f"'),
-        ("é", '"é"'),
-        ("\u200b", '"\\u200b"'),
-    ],
-    ids=["plain", "quote", "backslash", "newline", "control", "del", "unicode", "zero-width"],
-)
-def test_go_quote(text: str, quoted: str) -> None:
-    assert go_quote(text) == quoted
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,6 @@ from app.domain.topologymanager.policy_best_effort import BestEffortPolicy
 from app.domain.topologymanager.policy_options import (
     PolicyOptions,
     TopologyManagerOptionError,
-    go_atoi,
     new_policy_options,
 )
 from app.domain.topologymanager.policy_restricted import RestrictedPolicy
@@ -101,12 +100,6 @@ def test_new_policy_options_errors(options: dict[str, str], message: str) -> Non
     with pytest.raises(TopologyManagerOptionError) as exc:
         new_policy_options(options)
     assert exc.value.message == message
-
-
-@pytest.mark.parametrize("text", ["", " 8", "8.0", "0x8", "1_0"])
-def test_go_atoi_rejects(text: str) -> None:
-    with pytest.raises(ValueError, match="invalid syntax"):
-        go_atoi(text)
 
 
 # -- NUMAInfo ------------------------------------------------------------------------------
