@@ -232,6 +232,16 @@ def _free_per_numa(engine_node: Node) -> dict[int, int]:
     return {n: (available & topo.cpus_in_numa_nodes([n])).size() for n in topo.numa_node_ids()}
 
 
+def default_range(
+    service: NodeService, node: str, from_entry: int | None, to_entry: int | None
+) -> tuple[int, int]:
+    """The entries a comparison means when one is not given: from the node as created (0), to
+    its latest change (0 when nothing changed it yet)."""
+    if to_entry is None:
+        to_entry = max((r.id for r in log_rows(service, node) if r.changes_node), default=0)
+    return (0 if from_entry is None else from_entry), to_entry
+
+
 def diff(service: NodeService, node: str, from_entry: int, to_entry: int) -> DiffView:
     rows = log_rows(service, node)
     for e in (from_entry, to_entry):
