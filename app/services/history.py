@@ -25,7 +25,7 @@ Entry ``0`` is the node as created (nothing admitted). Built on it: the history 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -165,18 +165,24 @@ class Builder:
         )
 
 
-def replay(builder: Builder, rows: Sequence[LogRow], *, before: int, batch: str = "") -> Node:
-    """The node after every change logged before entry ``before`` (and, with ``batch``, the
-    dry run pods of that batch admitted before it)."""
+def replayed(
+    builder: Builder, rows: Sequence[LogRow], *, before: int | None = None, batch: str = ""
+) -> Iterator[tuple[LogRow | None, Node]]:
+    """The node as created (``None``, node), then after each change logged before entry
+    ``before`` (all of them when ``None``; with ``batch``, the dry run pods of that batch
+    admitted before it count too): one pass, the same node object changed in place except
+    across a restart. Read each node before asking for the next."""
     node = builder(builder.first_config(rows))
     clock = node.clock
+    yield None, node
     try:
         for r in rows:
-            if r.id >= before:
+            if before is not None and r.id >= before:
                 break
             if r.is_restart:
                 node.clock = clock
                 node = builder.restarted(node, r)
+                yield r, node
                 continue
             counts = r.changes_node or (
                 batch and r.batch == batch and r.action == ACTION_DRY_RUN and r.admitted
@@ -186,15 +192,27 @@ def replay(builder: Builder, rows: Sequence[LogRow], *, before: int, batch: str 
             if r.action == ACTION_REMOVE:
                 if r.uid in node.pods:
                     node.remove(r.uid)
+                yield r, node
                 continue
             pod = builder.pod(r)
             if pod.uid in node.pods or node.find_pod(pod.key) is not None:
                 continue
             node.clock = lambda at=r.at: at.timestamp()  # type: ignore[misc]
             node.admit(pod)
+            node.clock = clock
+            yield r, node
     finally:
         node.clock = clock
-    return node
+
+
+def replay(builder: Builder, rows: Sequence[LogRow], *, before: int, batch: str = "") -> Node:
+    """The node after every change logged before entry ``before`` (and, with ``batch``, the
+    dry run pods of that batch admitted before it)."""
+    last = None
+    for step in replayed(builder, rows, before=before, batch=batch):
+        last = step
+    assert last is not None  # the node as created comes first
+    return last[1]
 
 
 def node_at(service: NodeService, node: str, entry: int) -> tuple[Node, list[LogRow]]:

@@ -100,6 +100,11 @@ def test_rehearse_then_apply_an_upgrade(
     # The restart is in History, with its maps before and after; and it can be undone.
     expect(page.locator('#undo[data-undo="restart"]')).to_contain_text("kubelet 1.37 → 1.38")
     page.goto(f"{served.url}/nodes/{NODE}/history")
+    # The history chart draws (issue 21 "Beyond"), the restart marked on it.
+    chart = page.locator("#history-chart img")
+    expect(chart).to_be_visible()
+    assert chart.evaluate("img => img.complete && img.naturalWidth") > 300
+    screenshot(page.locator("#history-chart"), "history-chart")
     row = page.locator('tr[data-action="restart"]')
     expect(row).to_contain_text("kubelet restart · 1.37 → 1.38 (PodLevelResourceManagers on)")
     row.get_by_role("link", name="before and after").click()
