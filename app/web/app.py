@@ -61,6 +61,7 @@ from app.web.routers import (
     nodes,
     ops,
     restart,
+    search,
     topologies,
     watch,
     workflow,
@@ -176,6 +177,7 @@ def create_app(
     app.include_router(kubelet_restarts.api)
     app.include_router(batches.pages)  # one submission's verdicts, a page at a time
     app.include_router(maps.pages)  # the CPU map as a picture
+    app.include_router(search.pages)  # "/" on every page
     app.include_router(kubelet_metrics.router)  # each simulated node's kubelet series
     app.include_router(workflow.api)
     app.include_router(watch.api)  # a node page's live refresh

@@ -82,3 +82,32 @@ def test_a_point_in_history_and_the_links(
     screenshot(page.locator("svg"), "map-svg-history-2")
     assert httpx.get(f"{served.url}/nodes/{node}/map.svg?at=999").status_code == 404
     assert page_errors == []
+
+
+def test_slash_opens_the_search_which_names_a_cpus_owner(
+    page: Any, page_errors: list[str], served: LiveServer, screenshot: Screenshots
+) -> None:
+    """Issue 21 "Beyond": "/" on any page opens the one search box; cpu:37 → its owner on
+    every node; typing "/" in a field stays the field's."""
+    from playwright.sync_api import expect
+
+    from tests.browser.axe import describe, violations
+
+    page.goto(f"{served.url}/nodes/demo-512")
+    page.locator("#manifest").press("/")  # in a field: no navigation
+    assert page.url.endswith("/nodes/demo-512")
+    page.locator("h1").click()
+    page.keyboard.press("/")
+    page.wait_for_url(f"{served.url}/search")
+    box = page.get_by_label("Nodes, pods, cpu:37 or pages")
+    expect(box).to_be_focused()
+    box.fill("cpu:37")
+    box.press("Enter")
+    hit = page.locator('.search-hits li[data-kind="cpu"]', has_text="demo-512")
+    expect(hit).to_contain_text("CPU 37 on demo-512: telco/upf-1 · dataplane")
+    screenshot(page, "search-cpu-37", full_page=False)
+    found = violations(page)
+    assert found == [], describe(found)
+    hit.get_by_role("link").click()
+    page.wait_for_url(f"{served.url}/nodes/demo-512/pods/telco/upf-1")
+    assert page_errors == []
