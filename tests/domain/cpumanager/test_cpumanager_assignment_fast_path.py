@@ -26,6 +26,7 @@ from app.domain.cpumanager.cpu_assignment.common import (
     TakeByTopologyError,
 )
 from app.domain.cpumanager.cpu_assignment.distributed import take_by_topology_numa_distributed
+from app.domain.cpumanager.cpu_assignment.gomath import BalanceFloor, standard_deviation
 from app.domain.cpumanager.cpu_assignment.packed import take_by_topology_numa_packed
 from app.domain.cpuset import CPUSet
 from app.domain.topology import CPUInfo, CPUTopology
@@ -186,3 +187,19 @@ def test_fragmented_1024_thread_machine_matches_the_straight_port(
     ours = engine_outcome(*case)
     assert ours[0] == "cpus"
     assert ours == reference_outcome(*case)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(st.lists(st.integers(0, 4096), min_size=1, max_size=64))
+def test_balance_floor_never_exceeds_the_kubelets_balance(xs: list[int]) -> None:
+    floor = BalanceFloor(len(xs)).at_least(sum(xs), sum(x * x for x in xs))
+    assert floor <= standard_deviation(xs)
+
+
+def test_balance_floor_is_the_balance_itself_on_plain_lists() -> None:
+    rnd = random.Random(3)
+    lists = [[rnd.randint(0, 64) for _ in range(rnd.randint(1, 16))] for _ in range(2000)]
+    assert all(
+        BalanceFloor(len(xs)).at_least(sum(xs), sum(x * x for x in xs)) == standard_deviation(xs)
+        for xs in lists
+    )
