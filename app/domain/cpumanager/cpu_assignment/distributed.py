@@ -208,7 +208,18 @@ def _best_remainder_split(
     distinct = scores.floor is not None
     seen: set[tuple[int, ...]] = set()
     m = len(remainder_combo)
+    largest_first = sorted(values, reverse=True)
     for kk in range(m, 0, -1):
+        if distinct and kk < q and (release is None or g == 1):
+            # Every subset of kk nodes hands its q groups to at most kk nodes; no such hand-out
+            # leaves a smaller sum of squares than the best one over the kk largest values
+            # (taking from a larger value always lowers it more), so when even that cannot beat
+            # the best so far the whole size is skipped (no hang can be raised there).
+            removed = _most_squares_removed(largest_first[:kk], q, g)
+            if removed is None or scores.cannot_beat(
+                base_total - remainder, base_squares - removed, min(bound, best_balance)
+            ):
+                continue
         for pos in itertools.combinations(range(m), kk):
             if release is not None:
                 if sum(values[i] for i in pos) < remainder:
@@ -230,6 +241,16 @@ def _best_remainder_split(
                 if scores.cannot_beat(total, squares, min(bound, best_balance)):
                     continue
                 left = {remainder_combo[i]: values[i] - g for i in first}
+            elif distinct and min(values[i] for i in pos) >= g * (q // kk + 1):
+                # Every node can give a group in every round: the first q % kk nodes give
+                # q // kk + 1 groups, the others q // kk.
+                rounds, extra = divmod(q, kk)
+                taken = [(i, (rounds + (j < extra)) * g) for j, i in enumerate(pos)]
+                total = base_total - remainder
+                squares = base_squares + sum(t * t - 2 * t * values[i] for i, t in taken)
+                if scores.cannot_beat(total, squares, min(bound, best_balance)):
+                    continue
+                left = {remainder_combo[i]: values[i] - t for i, t in taken}
             else:
                 subset = [remainder_combo[i] for i in pos]
                 left = {n: changed[n] for n in subset}
@@ -414,11 +435,14 @@ def _choose_combo(
     scores = _Scores(avail_of, distinct=len(avail_of) == len(numas))
     found = list(_candidates(acc, numas, scores, k, num_cpus, g, align_by_socket, release))
     ceiling = _MAX_FLOAT64
+    lowest: _Candidate | None = None
+    first_scored: tuple[float, tuple[int, ...] | None] = (_MAX_FLOAT64, None)
     if found and scores.floor is not None and not align_by_socket and (release is None or g == 1):
         lowest = min(found, key=lambda c: c.floor)
-        achieved, _ = _score_combo(scores, lowest, g, None, copy_best, _MAX_FLOAT64, skip=False)
-        if achieved < _MAX_FLOAT64:
-            ceiling = math.nextafter(achieved, math.inf)  # "floor > U" as "floor >= ceiling"
+        first_scored = _score_combo(scores, lowest, g, None, copy_best, _MAX_FLOAT64, skip=False)
+        if first_scored[0] < _MAX_FLOAT64:
+            # "floor > U" as "floor >= ceiling"
+            ceiling = math.nextafter(first_scored[0], math.inf)
 
     best = _Choice()
     best_pos: tuple[int, ...] | None = None
@@ -427,15 +451,18 @@ def _choose_combo(
         in_same_socket = align_by_socket and _numas_in_same_socket(ix, cand.combo)
         decided_by_socket = align_by_socket and in_same_socket != best.in_one_socket
         bound = _MAX_FLOAT64 if decided_by_socket else min(best.balance, ceiling)
-        local_balance, local_remainder = _score_combo(
-            scores,
-            cand,
-            g,
-            release,
-            copy_best,
-            bound,
-            skip=(decided_by_socket and not in_same_socket) or cand.floor >= bound,
-        )
+        if cand is lowest:  # scored in full above; a full score decides as a pruned one would
+            local_balance, local_remainder = first_scored
+        else:
+            local_balance, local_remainder = _score_combo(
+                scores,
+                cand,
+                g,
+                release,
+                copy_best,
+                bound,
+                skip=(decided_by_socket and not in_same_socket) or cand.floor >= bound,
+            )
 
         is_better = local_balance < best.balance
         if decided_by_socket:
