@@ -31,6 +31,7 @@ Per release (``app.domain.releases``):
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 import math
@@ -282,12 +283,18 @@ def _candidate_combos(
     n = len(counts)
     if k < 1:
         return
+    # top[start][r]: the sum of the r largest usable counts from ``start`` on (r < k)
     top: list[list[int]] = [[0] for _ in range(n + 1)]
+    largest: list[int] = []  # ascending, at most k - 1 of them
     for start in range(n - 1, -1, -1):
-        acc = [0]
-        for v in sorted((counts[i] for i in range(start, n) if usable[i]), reverse=True):
-            acc.append(acc[-1] + v)
-        top[start] = acc
+        if k > 1 and usable[start]:
+            bisect.insort(largest, counts[start])
+            if len(largest) > k - 1:
+                del largest[0]
+        sums = [0]
+        for v in reversed(largest):
+            sums.append(sums[-1] + v)
+        top[start] = sums
     path: list[int] = []
 
     def walk(start: int, left: int, have: int) -> Iterator[tuple[int, ...]]:
