@@ -58,7 +58,9 @@ def release_string_modules(app: Path = APP) -> list[str]:
     for path in sorted(app.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         if any(
-            isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in releases
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value in releases
             for node in ast.walk(tree)
         ):
             found.append(str(path.relative_to(app.parent)))
