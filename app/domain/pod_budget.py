@@ -27,7 +27,7 @@ first failure (the spec's canonical rule). The memory manager computes in ``uint
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 UINT64 = 1 << 64
@@ -68,6 +68,53 @@ class PodBudgetError(Exception):
         self.message = message
 
 
+@dataclass(slots=True)
+class _Walk:
+    """The rules' state while walking a pod's containers: ``S`` (the exclusive amounts of the
+    sidecars seen so far, then of the app containers too) and whether a shared long-running
+    container was seen."""
+
+    budget: Mapping[str, int]
+    resources: list[str]  # the budget's resources, in name order
+    unsigned: bool
+    sidecar_sum: dict[str, int] = field(default_factory=dict)
+    has_shared_long_running: bool = False
+
+    def regular_init(self, c: BudgetContainer) -> BudgetViolation | None:
+        """Rule 1 for a regular init container: an exclusive one fits what the sidecars
+        leave of the budget, a shared one needs some of each resource left."""
+        for r in self.resources:
+            spent = self.sidecar_sum.get(r, 0)
+            if c.exclusive:
+                pool = (
+                    (self.budget[r] - spent) % UINT64 if self.unsigned else self.budget[r] - spent
+                )
+                wanted = c.exclusive.get(r, 0)
+                if wanted > pool:
+                    return BudgetViolation("init_exclusive", r, c.name, wanted, pool)
+            elif spent >= self.budget[r]:
+                return BudgetViolation("init_shared", r, c.name)
+        return None
+
+    def long_running(self, c: BudgetContainer) -> None:
+        """A sidecar or an app container: a shared one is marked, an exclusive one adds its
+        amounts to ``S``."""
+        if not c.exclusive:
+            self.has_shared_long_running = True
+            return
+        for r, x in c.exclusive.items():
+            total = self.sidecar_sum.get(r, 0) + x
+            self.sidecar_sum[r] = total % UINT64 if self.unsigned else total
+
+    def shared_pool(self) -> BudgetViolation | None:
+        """Rule 3: shared long-running containers need some of each resource left."""
+        if self.has_shared_long_running:
+            for r in self.resources:
+                if self.sidecar_sum.get(r, 0) >= self.budget[r]:
+                    return BudgetViolation("shared_pool", r)
+        return None
+
+
 def check_pod_budget(
     budget: Mapping[str, int],
     init_containers: Sequence[BudgetContainer],
@@ -76,77 +123,55 @@ def check_pod_budget(
     unsigned: bool = False,
 ) -> BudgetViolation | None:
     """Run the rules; ``None`` when the pod fits."""
-    resources = sorted(budget)
-    sidecar_sum: dict[str, int] = {}
-    has_shared_long_running = False
-
-    def sub(a: int, b: int) -> int:
-        return (a - b) % UINT64 if unsigned else a - b
-
+    walk = _Walk(budget, sorted(budget), unsigned)
     for c in init_containers:
-        if not c.is_sidecar:
-            if c.exclusive:
-                for r in resources:
-                    pool = sub(budget[r], sidecar_sum.get(r, 0))
-                    wanted = c.exclusive.get(r, 0)
-                    if wanted > pool:
-                        return BudgetViolation("init_exclusive", r, c.name, wanted, pool)
-            else:
-                for r in resources:
-                    if sidecar_sum.get(r, 0) >= budget[r]:
-                        return BudgetViolation("init_shared", r, c.name)
-            continue
-        if not c.exclusive:
-            has_shared_long_running = True
-            continue
-        for r, x in c.exclusive.items():
-            sidecar_sum[r] = _add(sidecar_sum.get(r, 0), x, unsigned)
-
+        if c.is_sidecar:
+            walk.long_running(c)
+        elif (violation := walk.regular_init(c)) is not None:
+            return violation
     for c in app_containers:
-        if not c.exclusive:
-            has_shared_long_running = True
-            continue
-        for r, x in c.exclusive.items():
-            sidecar_sum[r] = _add(sidecar_sum.get(r, 0), x, unsigned)
-
-    if has_shared_long_running:
-        for r in resources:
-            if sidecar_sum.get(r, 0) >= budget[r]:
-                return BudgetViolation("shared_pool", r)
-    return None
+        walk.long_running(c)
+    return walk.shared_pool()
 
 
-def _add(a: int, b: int, unsigned: bool) -> int:
-    return (a + b) % UINT64 if unsigned else a + b
+#: The CPU manager's texts by rule.
+_CPU_MESSAGES: Mapping[ViolationRule, str] = {
+    "init_exclusive": (
+        "pod rejected, largest exclusive init container requests {requested} cpus, "
+        "but only {available} available"
+    ),
+    "init_shared": "pod rejected, pod has shared init containers but no cpus available for them",
+    "shared_pool": (
+        "pod rejected, sum of exclusive container cpu requests equals pod budget, "
+        "leaving no cpus for shared containers"
+    ),
+}
+
+#: The memory manager's texts by rule (``{resource}`` is the resource name).
+_MEMORY_MESSAGES: Mapping[ViolationRule, str] = {
+    "init_exclusive": (
+        "pod rejected, largest exclusive init container requests {requested} of "
+        "{resource}, but only {available} available"
+    ),
+    "init_shared": (
+        "pod rejected, pod has shared init containers but no {resource} available for them"
+    ),
+    "shared_pool": (
+        "pod rejected, sum of exclusive container {resource} requests equals pod budget, "
+        "leaving no memory for shared containers"
+    ),
+}
+
+
+def _message(texts: Mapping[ViolationRule, str], v: BudgetViolation) -> str:
+    return texts[v.rule].format(resource=v.resource, requested=v.requested, available=v.available)
 
 
 def cpu_budget_message(v: BudgetViolation) -> str:
     """The CPU manager's texts."""
-    if v.rule == "init_exclusive":
-        return (
-            f"pod rejected, largest exclusive init container requests {v.requested} cpus, "
-            f"but only {v.available} available"
-        )
-    if v.rule == "init_shared":
-        return "pod rejected, pod has shared init containers but no cpus available for them"
-    return (
-        "pod rejected, sum of exclusive container cpu requests equals pod budget, "
-        "leaving no cpus for shared containers"
-    )
+    return _message(_CPU_MESSAGES, v)
 
 
 def memory_budget_message(v: BudgetViolation) -> str:
     """The memory manager's texts (``<resource>`` is the resource name)."""
-    if v.rule == "init_exclusive":
-        return (
-            f"pod rejected, largest exclusive init container requests {v.requested} of "
-            f"{v.resource}, but only {v.available} available"
-        )
-    if v.rule == "init_shared":
-        return (
-            f"pod rejected, pod has shared init containers but no {v.resource} available for them"
-        )
-    return (
-        f"pod rejected, sum of exclusive container {v.resource} requests equals pod budget, "
-        "leaving no memory for shared containers"
-    )
+    return _message(_MEMORY_MESSAGES, v)

@@ -19,7 +19,6 @@ from app.domain.kubelet_config import KubeletConfig
 from app.domain.memorymanager.state import Block as MemoryBlock
 from app.domain.observed.matching import (
     Recorded,
-    cpu_set_of,
     match_recorded,
     memory_block,
     recorded_entries,
@@ -37,7 +36,12 @@ from app.domain.observed.model import (
     StaleEntry,
 )
 from app.domain.observed.state_files import cpu_state_of, infer_config, memory_state_of
-from app.domain.podresources import ContainerMemory, ContainerResources, PodResources
+from app.domain.podresources import (
+    ContainerMemory,
+    ContainerResources,
+    PodResources,
+    cpu_set_of,
+)
 from app.domain.pools import Pools, derive_pools, pools_from_snapshot
 from app.domain.snapshot import (
     ContainerAllocation,
