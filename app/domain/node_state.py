@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from app.domain.checkpoint import (
     CPU_FILE_NAME,
@@ -33,7 +34,6 @@ from app.domain.checkpoint import (
 )
 from app.domain.cpumanager.errors import CPUManagerStateError
 from app.domain.cpumanager.state import CPUManagerState
-from app.domain.kubelet_config import KubeletConfig
 from app.domain.memorymanager.errors import MemoryManagerError
 from app.domain.memorymanager.state import MemoryManagerState
 from app.domain.node import Node
@@ -49,19 +49,32 @@ from app.domain.pod import Pod
 __all__ = ["check_pod_list", "restore_managers", "restore_node", "start_managers"]
 
 
-def _reader(config: KubeletConfig, policy: str) -> Reader:
-    return Reader(config.release, config.gate(GATE), policy)
+_State = TypeVar("_State", CPUCheckpointState, MemoryCheckpointState)
+
+
+def _load(
+    node: Node, manager: str, kind: type[_State], content: str | bytes, state_dir: str
+) -> tuple[_State, LoadResult]:
+    """A state file through the reader of the node's release and configured policy; a file
+    it refuses is the manager's start error (``start <manager> manager error: ...``)."""
+    config = node.config
+    if manager == "cpu":
+        reader = Reader(config.release, config.gate(GATE), config.cpu_manager_policy)
+        result = load_cpu_checkpoint(content, reader, state_dir=state_dir)
+    else:
+        reader = Reader(config.release, config.gate(GATE), config.memory_manager_policy)
+        result = load_memory_checkpoint(content, reader, state_dir=state_dir)
+    if not result.accepted or not isinstance(result.state, kind):
+        raise NodeStateError(
+            f"start {manager} manager error: {result.message or result.error}", manager
+        )
+    return result.state, result
 
 
 def _restore_cpu(
     node: Node, content: str | bytes, state_dir: str
 ) -> tuple[CPUManagerState | None, set[str], LoadResult]:
-    result = load_cpu_checkpoint(
-        content, _reader(node.config, node.config.cpu_manager_policy), state_dir=state_dir
-    )
-    if not result.accepted or not isinstance(result.state, CPUCheckpointState):
-        raise NodeStateError(f"start cpu manager error: {result.message or result.error}", "cpu")
-    stored = result.state
+    stored, result = _load(node, "cpu", CPUCheckpointState, content, state_dir)
     pods = set(stored.entries) | set(stored.pod_entries or {})
     if node.cpu_policy is None:
         return None, set(), result  # policy none: Start does nothing with the state
@@ -76,14 +89,7 @@ def _restore_cpu(
 def _restore_memory(
     node: Node, content: str | bytes, state_dir: str
 ) -> tuple[MemoryManagerState | None, set[str], LoadResult]:
-    result = load_memory_checkpoint(
-        content, _reader(node.config, node.config.memory_manager_policy), state_dir=state_dir
-    )
-    if not result.accepted or not isinstance(result.state, MemoryCheckpointState):
-        raise NodeStateError(
-            f"start memory manager error: {result.message or result.error}", "memory"
-        )
-    stored = result.state
+    stored, result = _load(node, "memory", MemoryCheckpointState, content, state_dir)
     if node.memory is None or node.config.memory_manager_policy != "Static":
         return None, set(), result
     live = memory_manager_state_from_checkpoint(stored)
