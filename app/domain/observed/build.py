@@ -66,7 +66,7 @@ def _memory_of(blocks: Iterable[ContainerMemory]) -> tuple[MemoryBlock, ...]:
 
 
 #: A container's CPU set and its isolation, by container name.
-CPUSide = dict[str, tuple[CPUSet, Isolation]]
+_CPUSide = dict[str, tuple[CPUSet, Isolation]]
 
 
 def _reported_isolation(container: ContainerResources) -> Isolation:
@@ -84,10 +84,10 @@ def _inferred_isolation(told: set[Isolation], holders: int) -> Isolation:
     return "pod" if holders > 1 else "container"
 
 
-def _cpu_from_podresources(pr: PodResources) -> tuple[CPUSet | None, CPUSide]:
+def _cpu_from_podresources(pr: PodResources) -> tuple[CPUSet | None, _CPUSide]:
     """Without CPU state, what PodResources reports (podresources.md §7): a container's
     ``cpu_ids`` is its exclusive slice, the rest of the pod's ``cpu_ids`` its shared pool."""
-    out: CPUSide = {}
+    out: _CPUSide = {}
     pod_cpus = cpu_set_of(pr.cpu_ids) if pr.cpu_ids else None
     held = 0
     for c in pr.containers:
@@ -126,7 +126,7 @@ class _Builder:
     # -- one pod ---------------------------------------------------------------------------
     def _cpu_side(
         self, rec: Recorded | None, pr: PodResources | None, label: str
-    ) -> tuple[CPUSet | None, CPUSide]:
+    ) -> tuple[CPUSet | None, _CPUSide]:
         """The pod entry and each container's (cpuset, isolation) for the CPU manager."""
         if self.cpu is not None:
             if rec is None:
@@ -136,7 +136,7 @@ class _Builder:
             return None, {}
         return _cpu_from_podresources(pr)
 
-    def _cpu_from_state(self, rec: Recorded, pr: PodResources | None, label: str) -> CPUSide:
+    def _cpu_from_state(self, rec: Recorded, pr: PodResources | None, label: str) -> _CPUSide:
         """Each container's set from the CPU state file; inside a pod budget, its isolation as
         PodResources reports it, or inferred from the sets for a container it does not list."""
         listed = {c.name: c for c in pr.containers} if pr is not None else {}
@@ -145,7 +145,7 @@ class _Builder:
         for cname, cpus in rec.cpus.items():
             if cname in listed:
                 told.setdefault(cpus.mask, set()).add(_reported_isolation(listed[cname]))
-        out: CPUSide = {}
+        out: _CPUSide = {}
         inferred: list[str] = []
         for cname, cpus in sorted(rec.cpus.items()):
             isolation: Isolation = "container"
