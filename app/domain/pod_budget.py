@@ -27,7 +27,7 @@ first failure (the spec's canonical rule). The memory manager computes in ``uint
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 UINT64 = 1 << 64
@@ -68,51 +68,36 @@ class PodBudgetError(Exception):
         self.message = message
 
 
-@dataclass(slots=True)
-class _Walk:
-    """The rules' state while walking a pod's containers: ``S`` (the exclusive amounts of the
-    sidecars seen so far, then of the app containers too) and whether a shared long-running
-    container was seen."""
+def _pool(budget: int, spent: int, unsigned: bool) -> int:
+    """What the sidecars leave of a budget resource (``uint64`` arithmetic when unsigned)."""
+    return (budget - spent) % UINT64 if unsigned else budget - spent
 
-    budget: Mapping[str, int]
-    resources: list[str]  # the budget's resources, in name order
-    unsigned: bool
-    sidecar_sum: dict[str, int] = field(default_factory=dict)
-    has_shared_long_running: bool = False
 
-    def regular_init(self, c: BudgetContainer) -> BudgetViolation | None:
-        """Rule 1 for a regular init container: an exclusive one fits what the sidecars
-        leave of the budget, a shared one needs some of each resource left."""
-        for r in self.resources:
-            spent = self.sidecar_sum.get(r, 0)
-            if c.exclusive:
-                pool = (
-                    (self.budget[r] - spent) % UINT64 if self.unsigned else self.budget[r] - spent
-                )
-                wanted = c.exclusive.get(r, 0)
-                if wanted > pool:
-                    return BudgetViolation("init_exclusive", r, c.name, wanted, pool)
-            elif spent >= self.budget[r]:
-                return BudgetViolation("init_shared", r, c.name)
-        return None
+def _regular_init(
+    c: BudgetContainer,
+    budget: Mapping[str, int],
+    resources: list[str],
+    spent: Mapping[str, int],
+    unsigned: bool,
+) -> BudgetViolation | None:
+    """Rule 1 for a regular init container: an exclusive one fits what the sidecars leave of
+    each budget resource, a shared one needs some of each left."""
+    for r in resources:
+        if c.exclusive:
+            pool = _pool(budget[r], spent.get(r, 0), unsigned)
+            wanted = c.exclusive.get(r, 0)
+            if wanted > pool:
+                return BudgetViolation("init_exclusive", r, c.name, wanted, pool)
+        elif spent.get(r, 0) >= budget[r]:
+            return BudgetViolation("init_shared", r, c.name)
+    return None
 
-    def long_running(self, c: BudgetContainer) -> None:
-        """A sidecar or an app container: a shared one is marked, an exclusive one adds its
-        amounts to ``S``."""
-        if not c.exclusive:
-            self.has_shared_long_running = True
-            return
-        for r, x in c.exclusive.items():
-            total = self.sidecar_sum.get(r, 0) + x
-            self.sidecar_sum[r] = total % UINT64 if self.unsigned else total
 
-    def shared_pool(self) -> BudgetViolation | None:
-        """Rule 3: shared long-running containers need some of each resource left."""
-        if self.has_shared_long_running:
-            for r in self.resources:
-                if self.sidecar_sum.get(r, 0) >= self.budget[r]:
-                    return BudgetViolation("shared_pool", r)
-        return None
+def _add_exclusive(spent: dict[str, int], c: BudgetContainer, unsigned: bool) -> None:
+    """An exclusive long-running container (a sidecar, an app container) adds to ``S``."""
+    for r, x in c.exclusive.items():
+        total = spent.get(r, 0) + x
+        spent[r] = total % UINT64 if unsigned else total
 
 
 def check_pod_budget(
@@ -123,15 +108,29 @@ def check_pod_budget(
     unsigned: bool = False,
 ) -> BudgetViolation | None:
     """Run the rules; ``None`` when the pod fits."""
-    walk = _Walk(budget, sorted(budget), unsigned)
+    resources = sorted(budget)
+    spent: dict[str, int] = {}  # S: the exclusive amounts of the long-running containers
+    has_shared_long_running = False
     for c in init_containers:
-        if c.is_sidecar:
-            walk.long_running(c)
-        elif (violation := walk.regular_init(c)) is not None:
-            return violation
+        if not c.is_sidecar:
+            violation = _regular_init(c, budget, resources, spent, unsigned)
+            if violation is not None:
+                return violation
+        elif c.exclusive:
+            _add_exclusive(spent, c, unsigned)
+        else:
+            has_shared_long_running = True
     for c in app_containers:
-        walk.long_running(c)
-    return walk.shared_pool()
+        if c.exclusive:
+            _add_exclusive(spent, c, unsigned)
+        else:
+            has_shared_long_running = True
+    if has_shared_long_running:
+        # Rule 3: shared long-running containers need some of each resource left.
+        for r in resources:
+            if spent.get(r, 0) >= budget[r]:
+                return BudgetViolation("shared_pool", r)
+    return None
 
 
 #: The CPU manager's texts by rule.

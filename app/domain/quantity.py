@@ -119,7 +119,7 @@ def _split(text: str) -> tuple[str, str, str, str]:
     m = _SHAPE.fullmatch(text) if text else None
     if m is None:
         raise QuantityError(text, ERR_FORMAT_WRONG)
-    sign, whole, frac, suffix = m.group(1), m.group(2), m.group(3) or "", m.group(4)
+    sign, whole, frac, suffix = m.groups("")
     if whole == "" and frac == "":
         raise QuantityError(text, ERR_FORMAT_WRONG)
     return sign, whole, frac, suffix

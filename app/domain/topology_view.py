@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.domain.cpuset import CPUSet
-from app.domain.topology import CPUInfo, CPUTopology, hugepage_resource_name
+from app.domain.topology import CPUTopology, hugepage_resource_name
 from app.domain.units import format_bytes
 
 
@@ -64,16 +64,6 @@ def _socket_dict(topo: CPUTopology, socket_id: int) -> dict[str, Any]:
     }
 
 
-def _cpu_dict(info: CPUInfo) -> dict[str, Any]:
-    return {
-        "id": info.cpu_id,
-        "core": info.core_id,
-        "socket": info.socket_id,
-        "numaNode": info.numa_node_id,
-        "uncoreCache": info.uncore_cache_id,
-    }
-
-
 def topology_to_dict(topo: CPUTopology) -> dict[str, Any]:
     """Everything about a topology as JSON-ready data (lowerCamelCase keys)."""
     return {
@@ -98,7 +88,16 @@ def topology_to_dict(topo: CPUTopology) -> dict[str, Any]:
         "uncoreCaches": [
             {"id": u, **_cpus(topo.cpus_of_uncore_cache(u))} for u in topo.uncore_cache_ids()
         ],
-        "cpus": [_cpu_dict(info) for info in topo.cpu_details.values()],
+        "cpus": [
+            {
+                "id": info.cpu_id,
+                "core": info.core_id,
+                "socket": info.socket_id,
+                "numaNode": info.numa_node_id,
+                "uncoreCache": info.uncore_cache_id,
+            }
+            for info in topo.cpu_details.values()
+        ],
     }
 
 
