@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import app.conformance_kinds as kinds_pkg
-from app.conformance_kinds.common import Case
+from app.conformance_kinds.common import Case, ConformanceInputError, release_of
 
 Handler = Callable[[Case], list[str]]
 
@@ -60,7 +60,11 @@ def run_case(case: Case, handlers: dict[str, Handler]) -> Outcome:
     if handler is None:
         return Outcome(case.id, case.kind, False, ("unsupported kind",))
     try:
+        if "release" in case.inputs:
+            release_of(case)  # README §2.6: every kind accepts it; a bad one fails the case
         problems = handler(case)
+    except ConformanceInputError as exc:
+        problems = [f"bad inputs: {exc}"]
     except Exception as exc:  # a crash is a failure of that case, not of the run
         problems = [f"raised {type(exc).__name__}: {exc}"]
     return Outcome(case.id, case.kind, not problems, tuple(problems))

@@ -6,9 +6,9 @@ function (``path:line name length``) and each module that spells a release strin
 
 - A function's length runs from its ``def`` line to its last line (decorators not counted);
   "long" means over 40 lines, the threshold of issue 18.
-- A release string is a string literal (or a constant part of an f-string) that is exactly one
-  of the releases the release table knows (``"1.35"`` … ``"1.38"``); prose that mentions a
-  release inside a longer string does not count.
+- A module spells a release when ``tests/test_release_literals.py`` (the test that keeps
+  releases in the release table) finds one in it: a standalone ``1.10``-``1.39`` in a string
+  literal or an f-string part, docstrings aside. The modules that test allows count too.
 - Import edges are those of ``tests/import_graph.py`` (the graph the import-circle test reads),
   counted once per importing module and imported app module.
 """
@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.domain.releases import RELEASES  # noqa: E402
 from tests.import_graph import APP, app_imports, module_names  # noqa: E402
+from tests.test_release_literals import release_literals  # noqa: E402
 
 LONG = 40
 
@@ -52,19 +52,12 @@ def long_functions(app: Path = APP) -> list[tuple[str, int, str, int]]:
 
 
 def release_string_modules(app: Path = APP) -> list[str]:
-    """The modules of ``app/`` with a string literal that is exactly a known release."""
-    releases = {str(release) for release in RELEASES}
-    found = []
-    for path in sorted(app.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        if any(
-            isinstance(node, ast.Constant)
-            and isinstance(node.value, str)
-            and node.value in releases
-            for node in ast.walk(tree)
-        ):
-            found.append(str(path.relative_to(app.parent)))
-    return found
+    """The modules of ``app/`` that spell a kubelet release (see the module docstring)."""
+    return [
+        str(path.relative_to(app.parent))
+        for path in sorted(app.rglob("*.py"))
+        if release_literals(path)
+    ]
 
 
 def import_edges() -> int:

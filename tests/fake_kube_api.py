@@ -1,6 +1,6 @@
 """A small Kubernetes API server for the publisher's tests: cluster-scoped custom objects over
-real HTTP on 127.0.0.1, so the official ``kubernetes`` client is exercised as it is (its URL
-building, JSON bodies, error decoding). No API server can run here, so this one keeps what the
+real HTTP (or HTTPS) on 127.0.0.1, so the client (``app.adapters.kube_api``) is exercised as it
+is (its URLs, JSON bodies, TLS, error decoding). No API server can run here, so this one keeps what the
 real one does for the calls Numascope makes:
 
 * ``GET /apis/G/V/PLURAL/NAME``: the object, or a ``NotFound`` Status (404);

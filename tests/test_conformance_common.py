@@ -17,6 +17,7 @@ from app.conformance_kinds.common import (
     topology_of,
 )
 from app.conformance_kinds.cpu_assignment_kinds import HANDLERS as CPU_ASSIGNMENT
+from app.domain import releases
 from app.domain.cpuset import CPUSet
 from app.domain.topologymanager.bitmask import mask_of
 
@@ -64,11 +65,14 @@ def test_topology_of_errors(inputs: dict[str, Any], fixtures: dict[str, Any], ma
 
 
 def test_feature_gates_default_and_override() -> None:
-    assert feature_gates({}, POD_LEVEL_GATES) == POD_LEVEL_GATES
+    r137, r135 = releases.get("1.37"), releases.get("1.35")
+    assert feature_gates({}, POD_LEVEL_GATES, r137) == POD_LEVEL_GATES
     gates = feature_gates(
-        {"feature_gates": {"PodLevelResources": False, "X": True}}, POD_LEVEL_GATES
+        {"feature_gates": {"PodLevelResources": False, "X": True}}, POD_LEVEL_GATES, r137
     )
     assert gates == {"PodLevelResources": False, "PodLevelResourceManagers": True, "X": True}
+    # 1.35 has no PodLevelResourceManagers gate: whatever a case says, it is off.
+    assert feature_gates({}, POD_LEVEL_GATES, r135)["PodLevelResourceManagers"] is False
 
 
 def test_topology_hint() -> None:

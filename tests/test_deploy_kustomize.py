@@ -22,15 +22,15 @@ from typing import Any
 import pytest
 import yaml
 
-from app.adapters.nrt_publisher import NRTPublisher, cluster_client
+from app.adapters.nrt_publisher import GROUP, PLURAL, VERSION, NRTPublisher, cluster_client
 from app.cli import build_parser
 from app.commands.serve import build_settings
-from app.services.nrt import GROUP, PLURAL, VERSION
 from app.settings import Settings, check_dns_target
 from tests.fake_kube_api import kubeconfig, namespace, running
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
-NAMESPACE = "numascope"
+NAMESPACE = "numascope"  # the agents'
+HUB_NAMESPACE = "numascope-hub"
 HTTP_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch"}
 
 
@@ -102,6 +102,8 @@ def test_the_set_is_every_file_and_these_objects() -> None:
     assert sorted((d["kind"], d["metadata"]["name"]) for d in rendered()) == sorted(
         [
             ("Namespace", "numascope"),
+            ("Namespace", "numascope-hub"),
+            ("NetworkPolicy", "numascope-hub"),
             ("ServiceAccount", "numascope"),
             ("ServiceAccount", "numascope-hub"),
             ("DaemonSet", "numascope"),
@@ -117,7 +119,8 @@ def test_the_set_is_every_file_and_these_objects() -> None:
     for d in rendered():
         assert d["metadata"]["labels"]["app.kubernetes.io/part-of"] == "numascope"
         if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
-            assert d["metadata"]["namespace"] == NAMESPACE, d["metadata"]["name"]
+            hub = d["metadata"]["name"] == "numascope-hub"
+            assert d["metadata"]["namespace"] == (HUB_NAMESPACE if hub else NAMESPACE), d
 
 
 def test_workload_selectors_match_their_pods_and_not_each_other() -> None:
@@ -166,14 +169,15 @@ def test_the_hub_polls_the_headless_service(clean_env: pytest.MonkeyPatch) -> No
     headless = obj("Service", "numascope-agents")
     assert headless["spec"]["clusterIP"] == "None"
     assert headless["spec"]["publishNotReadyAddresses"] is False
-    # The short name resolves through the pod's search domains (<namespace>.svc.cluster.local).
-    assert name.split(".")[0] == headless["metadata"]["name"]
-    assert name in (headless["metadata"]["name"], f"{headless['metadata']['name']}.{NAMESPACE}")
+    # Another namespace: <service>.<namespace>, completed by the search domain svc.cluster.local.
+    assert hub["metadata"]["namespace"] != headless["metadata"]["namespace"]
+    assert name == f"{headless['metadata']['name']}.{headless['metadata']['namespace']}"
     assert port in {p["port"] for p in headless["spec"]["ports"]}
     assert s.port == 8000 and s.host == "0.0.0.0"
     # Its own Service names are answered (the request guard's Host allow-list).
     svc = obj("Service", "numascope-hub")["metadata"]["name"]
-    assert {svc, f"{svc}.{NAMESPACE}.svc", f"{svc}.{NAMESPACE}.svc.cluster.local"} <= set(
+    ns = HUB_NAMESPACE
+    assert {svc, f"{svc}.{ns}", f"{svc}.{ns}.svc", f"{svc}.{ns}.svc.cluster.local"} <= set(
         s.allowed_hosts
     )
 
@@ -217,16 +221,178 @@ def test_the_hub_is_unprivileged() -> None:
     assert env["NUMASCOPE_STATE_DIR"].startswith(tuple(mounts))
 
 
-def test_the_network_policy_lets_the_hub_reach_the_agents() -> None:
-    policy = obj("NetworkPolicy", "numascope")
-    selector = policy["spec"]["podSelector"]["matchLabels"]
-    agents = obj("DaemonSet", "numascope")["spec"]["template"]["metadata"]["labels"]
+def peer_matches(peer: dict[str, Any], namespace: str, labels: dict[str, str], own: str) -> bool:
+    """Whether a NetworkPolicy peer (in a policy of namespace ``own``) admits a pod of
+    ``namespace`` with ``labels`` (namespaces carry their ``kubernetes.io/metadata.name``)."""
+    ns_selector = peer.get("namespaceSelector")
+    if ns_selector is None:
+        ns_ok = namespace == own
+    else:
+        ns_labels = {"kubernetes.io/metadata.name": namespace}
+        ns_ok = selects(ns_selector.get("matchLabels", {}), ns_labels)
+    return ns_ok and selects(peer.get("podSelector", {}).get("matchLabels", {}), labels)
+
+
+def admitted(policy: dict[str, Any], direction: str, namespace: str, labels: dict[str, str]) -> set:
+    """The ports a policy's ``ingress`` (from) or ``egress`` (to) rules open to that pod."""
+    own = policy["metadata"]["namespace"]
+    key = "from" if direction == "ingress" else "to"
+    return {
+        p["port"]
+        for rule in policy["spec"].get(direction, [])
+        if any(peer_matches(peer, namespace, labels, own) for peer in rule[key])
+        for p in rule["ports"]
+    }
+
+
+def test_network_policies_let_the_hub_and_only_it_reach_the_agents() -> None:
+    agents = obj("DaemonSet", "numascope")
     hub = obj("Deployment", "numascope-hub")
-    assert selects(selector, agents)
-    (rule,) = policy["spec"]["ingress"]
-    assert rule["from"] == [{"podSelector": {}}]  # any pod of the namespace: the hub is one
-    assert hub["metadata"]["namespace"] == policy["metadata"]["namespace"]
-    assert {p["port"] for p in rule["ports"]} == {8000}
+    agent_labels = agents["spec"]["template"]["metadata"]["labels"]
+    hub_labels = hub["spec"]["template"]["metadata"]["labels"]
+    to_agents, to_hub = obj("NetworkPolicy", "numascope"), obj("NetworkPolicy", "numascope-hub")
+    assert selects(to_agents["spec"]["podSelector"]["matchLabels"], agent_labels)
+    assert selects(to_hub["spec"]["podSelector"]["matchLabels"], hub_labels)
+    assert not selects(to_agents["spec"]["podSelector"]["matchLabels"], hub_labels)
+    # In: the hub reaches the agents; a pod elsewhere in the cluster reaches neither.
+    assert admitted(to_agents, "ingress", HUB_NAMESPACE, hub_labels) == {8000}
+    stranger = {"app": "anything"}
+    for ns in ("default", "kube-system", HUB_NAMESPACE):
+        assert admitted(to_agents, "ingress", ns, stranger) == set(), ns
+    assert admitted(to_hub, "ingress", "default", stranger) == set()
+    assert admitted(to_hub, "ingress", HUB_NAMESPACE, stranger) == {8000}  # its own namespace
+    # Out (the hub's egress is closed too): DNS anywhere, the agents' port.
+    assert admitted(to_hub, "egress", NAMESPACE, agent_labels) == {53, 8000}
+    assert admitted(to_hub, "egress", "kube-system", {"k8s-app": "kube-dns"}) == {53}
+    assert admitted(to_hub, "egress", "default", stranger) == {53}
+    assert set(to_hub["spec"]["policyTypes"]) == {"Ingress", "Egress"}
+
+
+# The Pod Security Standards' "restricted" profile (kubernetes.io/docs/concepts/security/
+# pod-security-standards; enforced by k8s.io/pod-security-admission/policy), checked on the
+# rendered pod specs. Each deviation is a short name.
+RESTRICTED_VOLUMES = {
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
+}
+SAFE_SYSCTLS = {
+    "kernel.shm_rmid_forced",
+    "net.ipv4.ip_local_port_range",
+    "net.ipv4.ip_unprivileged_port_start",
+    "net.ipv4.tcp_syncookies",
+    "net.ipv4.ping_group_range",
+    "net.ipv4.ip_local_reserved_ports",
+    "net.ipv4.tcp_keepalive_time",
+    "net.ipv4.tcp_fin_timeout",
+    "net.ipv4.tcp_keepalive_intvl",
+    "net.ipv4.tcp_keepalive_probes",
+}
+
+
+def restricted_deviations(pod: dict[str, Any]) -> set[str]:
+    out: set[str] = set()
+    psc = pod.get("securityContext", {})
+    for key in ("hostNetwork", "hostPID", "hostIPC"):
+        if pod.get(key):
+            out.add(key)
+    for v in pod.get("volumes", []):
+        kind = next(k for k in v if k != "name")
+        if kind not in RESTRICTED_VOLUMES:
+            out.add(f"{kind} volume {v['name']}")
+    for s in psc.get("sysctls", []):
+        if s["name"] not in SAFE_SYSCTLS:
+            out.add(f"sysctl {s['name']}")
+    containers = pod["containers"] + pod.get("initContainers", [])
+    for c in containers:
+        sc = c.get("securityContext", {})
+        name = c["name"]
+        if sc.get("privileged"):
+            out.add(f"{name}: privileged")
+        if sc.get("allowPrivilegeEscalation") is not False:
+            out.add(f"{name}: allowPrivilegeEscalation not false")
+        caps = sc.get("capabilities", {})
+        if "ALL" not in caps.get("drop", []):
+            out.add(f"{name}: capabilities not dropped")
+        if set(caps.get("add", [])) - {"NET_BIND_SERVICE"}:
+            out.add(f"{name}: capabilities added")
+        if any(p.get("hostPort") for p in c.get("ports", [])):
+            out.add(f"{name}: hostPort")
+        if sc.get("procMount", "Default") != "Default":
+            out.add(f"{name}: procMount")
+        non_root = sc.get("runAsNonRoot", psc.get("runAsNonRoot"))
+        if non_root is not True:
+            out.add(f"{name}: runAsNonRoot not true")
+        if sc.get("runAsUser", psc.get("runAsUser")) == 0:
+            out.add(f"{name}: runAsUser 0")
+        seccomp = sc.get("seccompProfile", psc.get("seccompProfile", {})).get("type")
+        if seccomp not in ("RuntimeDefault", "Localhost"):
+            out.add(f"{name}: seccompProfile {seccomp}")
+        selinux = sc.get("seLinuxOptions", psc.get("seLinuxOptions", {}))
+        if selinux.get("user") or selinux.get("role"):
+            out.add(f"{name}: seLinuxOptions")
+        apparmor = sc.get("appArmorProfile", psc.get("appArmorProfile", {})).get("type")
+        if apparmor not in (None, "RuntimeDefault", "Localhost"):
+            out.add(f"{name}: appArmorProfile {apparmor}")
+    return out
+
+
+#: What the agent really needs beyond "restricted", and why.
+AGENT_DEVIATIONS = {
+    # The kubelet's state files and config (read-only), its PodResources socket directory
+    # (connecting to a unix socket needs write permission on it) and sysfs (read-only).
+    "hostPath volume kubelet-root",
+    "hostPath volume pod-resources",
+    "hostPath volume sys",
+    # The state files are mode 0600 and the socket is root-owned: UID 0, without any
+    # capability (so no CAP_DAC_OVERRIDE either), no privilege escalation, read-only root.
+    "numascope: runAsNonRoot not true",
+    "numascope: runAsUser 0",
+}
+
+
+def test_workloads_against_the_restricted_pod_security_profile() -> None:
+    assert restricted_deviations(pod_spec(obj("Deployment", "numascope-hub"))) == set()
+    assert restricted_deviations(pod_spec(obj("DaemonSet", "numascope"))) == AGENT_DEVIATIONS
+    # The checker sees what it checks: a hub made privileged in every way is caught.
+    hub = pod_spec(obj("Deployment", "numascope-hub"))
+    bad = {
+        **hub,
+        "hostNetwork": True,
+        "securityContext": {},
+        "volumes": [{"name": "h", "hostPath": {"path": "/"}}],
+        "containers": [{"name": "c", "ports": [{"containerPort": 1, "hostPort": 1}]}],
+    }
+    assert restricted_deviations(bad) == {
+        "hostNetwork",
+        "hostPath volume h",
+        "c: allowPrivilegeEscalation not false",
+        "c: capabilities not dropped",
+        "c: hostPort",
+        "c: runAsNonRoot not true",
+        "c: seccompProfile None",
+    }
+
+
+def test_namespaces_enforce_what_their_pods_need() -> None:
+    def enforce(name: str) -> str:
+        labels = obj("Namespace", name)["metadata"]["labels"]
+        return str(labels["pod-security.kubernetes.io/enforce"])
+
+    assert enforce(HUB_NAMESPACE) == "restricted"
+    # The agents' hostPath volumes are refused from "baseline" up; nothing else runs there.
+    assert enforce(NAMESPACE) == "privileged"
+    agents_ns = [
+        f"{w['kind']}/{w['metadata']['name']}"
+        for w in workloads()
+        if w["metadata"]["namespace"] == NAMESPACE
+    ]
+    assert agents_ns == ["DaemonSet/numascope"]
 
 
 def test_rbac_grants_exactly_what_the_publisher_does(tmp_path: Path) -> None:

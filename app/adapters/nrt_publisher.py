@@ -1,47 +1,49 @@
-"""Publish a ``NodeResourceTopology`` through the Kubernetes API with the official
-``kubernetes`` client (``CustomObjectsApi`` on the cluster-scoped
+"""Publish a ``NodeResourceTopology`` through the Kubernetes API: the cluster-scoped
 ``topology.node.k8s.io/v1alpha2`` ``noderesourcetopologies``, the resource the
-noderesourcetopology-api CRD serves and node-feature-discovery's topology-updater writes).
+noderesourcetopology-api CRD serves (k8stopologyawareschedwg/noderesourcetopology-api
+``pkg/apis/topology/v1alpha2``) and node-feature-discovery's topology-updater writes. The
+requests go through ``app.adapters.kube_api`` (httpx; in-cluster configuration or kubeconfig).
 
 One publish: get the object; create it when it does not exist; leave it when it already says
 the same; otherwise replace it carrying the ``resourceVersion`` just read (the API server's
 optimistic concurrency). A 409 on the
 replace (someone changed the object in between) or on the create (someone created it in
-between) reads it again and retries, at most ``MAX_CONFLICTS`` times. Every call names the
-field manager ``numascope`` and has a timeout, so a hung API server cannot stall the loop.
-RBAC for exactly these verbs (get, create, update) is in ``deploy/rbac.yaml``.
+between) reads it again and retries, at most ``MAX_CONFLICTS`` times. Every write names the
+field manager ``numascope`` and every call has a timeout, so a hung API server cannot stall the
+loop. RBAC for exactly these verbs (get, create, update) is in ``deploy/rbac.yaml``.
 
-The client's configuration is the pod's service account (in-cluster), else the kubeconfig
-named by ``KUBECONFIG`` (the kubectl convention, for running an agent outside the cluster).
-Tests run the client's real classes against an HTTP server they control
-(``tests/fake_kube_api.py``; no API server can run here).
+Tests run the client against an HTTP server they control (``tests/fake_kube_api.py``; no API
+server can run here).
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kubernetes import client as k8s
-from kubernetes import config as k8s_config
-from kubernetes.client.rest import ApiException
-from kubernetes.config.incluster_config import InClusterConfigLoader
+import httpx
 
-from app.services.nrt import GROUP, PLURAL, VERSION
+from app.adapters.kube_api import (
+    SERVICE_ACCOUNT_DIR,
+    ApiError,
+    KubeClient,
+    KubeConfigError,
+)
+from app.adapters.kube_api import cluster_client as kube_client
 
 log = logging.getLogger(__name__)
+
+GROUP = "topology.node.k8s.io"
+VERSION = "v1alpha2"
+PLURAL = "noderesourcetopologies"
+KIND = "NodeResourceTopology"
+COLLECTION = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
 MAX_CONFLICTS = 5
 FIELD_MANAGER = "numascope"
-REQUEST_TIMEOUT = 10.0
-SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
-# The generated client names no body type for custom objects; say JSON rather than rely on
-# the API server's default.
-JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
 
 
 class PublishError(Exception):
@@ -53,60 +55,28 @@ class PublishError(Exception):
 def cluster_client(
     environ: Mapping[str, str] | None = None,
     service_account: str | os.PathLike[str] = SERVICE_ACCOUNT_DIR,
-) -> k8s.ApiClient:
-    """An API client from the pod's service account (``KUBERNETES_SERVICE_HOST``/``_PORT``,
-    the token and CA bundle in ``service_account``), else from ``$KUBECONFIG``
-    (``PublishError`` when neither is there)."""
-    env = os.environ if environ is None else environ
-    configuration = k8s.Configuration()
-    account = Path(service_account)
+) -> KubeClient:
+    """The API client from the pod's service account, else ``$KUBECONFIG``
+    (``PublishError`` when neither is usable)."""
     try:
-        InClusterConfigLoader(
-            token_filename=str(account / "token"),
-            cert_filename=str(account / "ca.crt"),
-            environ=dict(env),
-        ).load_and_set(configuration)
-        return k8s.ApiClient(configuration)
-    except k8s_config.ConfigException as exc:
-        in_cluster = str(exc)
-    path = env.get("KUBECONFIG", "")
-    if not path:
-        raise PublishError(
-            f"no Kubernetes API configuration: not in a cluster ({in_cluster}) and KUBECONFIG "
-            "is not set"
-        )
-    try:
-        k8s_config.load_kube_config(
-            config_file=path, client_configuration=configuration, persist_config=False
-        )
-    except (k8s_config.ConfigException, OSError, ValueError) as exc:
-        raise PublishError(f"KUBECONFIG {path}: {exc}") from None
-    return k8s.ApiClient(configuration)
+        return kube_client(environ, service_account)
+    except KubeConfigError as err:
+        raise PublishError(str(err)) from None
 
 
-def _api_message(exc: ApiException) -> str:
-    """The API server's Status message, else the HTTP reason."""
-    try:
-        doc = json.loads(exc.body) if exc.body else {}
-    except (TypeError, ValueError):
-        doc = {}
-    message = doc.get("message") if isinstance(doc, dict) else None
-    return f"{exc.status} {message or exc.reason}"
-
-
-def _failed(verb: str, name: str, exc: ApiException) -> PublishError:
+def _failed(verb: str, name: str, exc: ApiError) -> PublishError:
     what = f"{verb} {PLURAL}.{GROUP}/{name}"
     if exc.status == 403:
         return PublishError(
-            f"{what}: {_api_message(exc)} (the agent's service account needs get, create and "
+            f"{what}: {exc} (the agent's service account needs get, create and "
             f"update on {PLURAL}.{GROUP}: deploy/rbac.yaml)"
         )
     if exc.status == 404 and verb == "create":
         return PublishError(
-            f"{what}: {_api_message(exc)} (is the NodeResourceTopology CRD, "
+            f"{what}: {exc} (is the NodeResourceTopology CRD, "
             f"{GROUP}/{VERSION}, installed in the cluster?)"
         )
-    return PublishError(f"{what}: {_api_message(exc)}")
+    return PublishError(f"{what}: {exc}")
 
 
 #: What the publisher owns in the object; the rest (uid, managedFields…) is the server's.
@@ -146,9 +116,8 @@ class NRTPublisher:
     deleting the installation's namespace garbage-collects them instead of leaving frozen
     numbers for the scheduler; the Namespace's uid is read once (RBAC: ``get`` on it)."""
 
-    def __init__(self, api_client: k8s.ApiClient, owner_namespace: str | None = None) -> None:
-        self.api = k8s.CustomObjectsApi(api_client)
-        self.core = k8s.CoreV1Api(api_client)
+    def __init__(self, client: KubeClient, owner_namespace: str | None = None) -> None:
+        self.client = client
         self.owner_namespace = owner_namespace
         self._owner: dict[str, Any] | None = None
 
@@ -159,16 +128,15 @@ class NRTPublisher:
             return self._owner
         ns = self.owner_namespace
         try:
-            found = self.core.read_namespace(
-                ns, _request_timeout=REQUEST_TIMEOUT, _headers={"Accept": "application/json"}
-            )
-        except ApiException as exc:
+            found = self.client.request("GET", f"/api/v1/namespaces/{ns}")
+        except ApiError as exc:
             log.warning("namespace %s not read (%s): publishing without an owner", ns, exc.status)
             return None
-        except Exception as exc:  # connection errors: the publish itself will report them
+        except (httpx.HTTPError, OSError, ValueError) as exc:  # the publish will report them
             log.warning("namespace %s not read (%s): publishing without an owner", ns, exc)
             return None
-        uid = found.metadata.uid if found.metadata is not None else None
+        meta = found.get("metadata") if isinstance(found, dict) else None
+        uid = meta.get("uid") if isinstance(meta, dict) else None
         if not uid:
             log.warning("namespace %s has no uid: publishing without an owner", ns)
             return None
@@ -183,20 +151,14 @@ class NRTPublisher:
         body["metadata"]["ownerReferences"] = [owner]
         return body
 
-    def _call(self, verb: str, name: str, fn: Any, *args: Any, **kw: Any) -> Any:
+    def _call(self, verb: str, name: str, method: str, path: str, body: Any = None) -> Any:
+        """One request; ``ApiError`` passes, anything else becomes a ``PublishError``."""
+        params = {"fieldManager": FIELD_MANAGER} if body is not None else None
         try:
-            return fn(
-                GROUP,
-                VERSION,
-                PLURAL,
-                *args,
-                _request_timeout=REQUEST_TIMEOUT,
-                _headers=dict(JSON_HEADERS),
-                **kw,
-            )
-        except ApiException:
+            return self.client.request(method, path, body, params)
+        except ApiError:
             raise
-        except Exception as exc:  # connection refused, TLS, timeouts (urllib3's errors)
+        except (httpx.HTTPError, OSError, ValueError) as exc:  # refused, TLS, timeouts, token file
             raise PublishError(f"{verb} {PLURAL}.{GROUP}/{name}: {exc}") from None
 
     def publish(self, obj: dict[str, Any]) -> str:
@@ -204,22 +166,17 @@ class NRTPublisher:
         stored object already has this content: nothing written)."""
         obj = self.owned(obj)
         name = obj["metadata"]["name"]
+        path = f"{COLLECTION}/{name}"
         for _ in range(MAX_CONFLICTS):
             try:
-                current = self._call("get", name, self.api.get_cluster_custom_object, name)
-            except ApiException as exc:
+                current = self._call("get", name, "GET", path)
+            except ApiError as exc:
                 if exc.status != 404:
                     raise _failed("get", name, exc) from None
                 try:
-                    self._call(
-                        "create",
-                        name,
-                        self.api.create_cluster_custom_object,
-                        obj,
-                        field_manager=FIELD_MANAGER,
-                    )
+                    self._call("create", name, "POST", COLLECTION, obj)
                     return "created"
-                except ApiException as exc2:
+                except ApiError as exc2:
                     if exc2.status == 409:  # created by someone else meanwhile: update it
                         log.info("%s/%s was created meanwhile; updating it", PLURAL, name)
                         continue
@@ -230,16 +187,9 @@ class NRTPublisher:
             body = copy.deepcopy(obj)
             body["metadata"]["resourceVersion"] = meta.get("resourceVersion")
             try:
-                self._call(
-                    "update",
-                    name,
-                    self.api.replace_cluster_custom_object,
-                    name,
-                    body,
-                    field_manager=FIELD_MANAGER,
-                )
+                self._call("update", name, "PUT", path, body)
                 return "updated"
-            except ApiException as exc:
+            except ApiError as exc:
                 if exc.status == 409:
                     log.info("%s/%s changed meanwhile; reading it again", PLURAL, name)
                     continue

@@ -42,6 +42,7 @@ import sys
 from typing import Any
 
 from app.commands.checkpoint_text import render_check, render_conversion, render_inspection
+from app.domain import releases
 from app.services.checkpoints import (
     CheckpointFileError,
     CheckpointServiceError,
@@ -167,7 +168,9 @@ def register(subparsers: Any) -> None:
     ins.add_argument(
         "--target",
         metavar="RELEASES",
-        help="only these releases, comma-separated (1.35, 1.36-gate-on, 1.37...; default all)",
+        help="only these releases, comma-separated "
+        f"({releases.OLDEST}, {releases.GATE_SINCE}-gate-on, {releases.DEFAULT_RELEASE}...; "
+        "default all)",
     )
     ins.add_argument("--json", action="store_true", help="print the report as JSON")
     ins.set_defaults(func=cmd_inspect)
@@ -188,7 +191,8 @@ def register(subparsers: Any) -> None:
     con.add_argument(
         "--release",
         metavar="R",
-        help="the kubelet that will read the file: 1.35, 1.36-gate-on, 1.37...; "
+        help="the kubelet that will read the file: "
+        f"{releases.OLDEST}, {releases.GATE_SINCE}-gate-on, {releases.DEFAULT_RELEASE}...; "
         "the result is checked against it",
     )
     con.add_argument("--out", required=True, metavar="FILE", help="where to write (may be FILE)")
@@ -214,7 +218,9 @@ def register(subparsers: Any) -> None:
         "--target",
         required=True,
         metavar="RELEASE",
-        help="the release about to start: 1.17, 1.35, 1.36, 1.37 (or 1.36-gate-on...)",
+        help="the release about to start: "
+        f"{', '.join(list(releases.CHECKPOINT_FAMILIES)[:-1])} "
+        f"(or {releases.GATE_SINCE}-gate-on...)",
     )
     chk.add_argument(
         "--gate",

@@ -162,7 +162,7 @@ def render_conversion(outcome: ConvertOutcome) -> str:
 
 def _gate_text(check: DirCheck) -> str:
     t = check.target
-    if t.line not in ("1.36", "1.37"):
+    if not t.has_gate:
         return "PodLevelResourceManagers does not exist in this release"
     state = "on" if t.gate else "off"
     source = {

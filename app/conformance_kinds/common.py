@@ -1,5 +1,10 @@
-"""Helpers shared by the conformance handlers: the case, its topology fixture, feature gates,
-topology hints, CPU sets and comparisons."""
+"""Helpers shared by the conformance handlers: the case, its release, its topology fixture,
+feature gates, topology hints, CPU sets and comparisons.
+
+``inputs.release`` (conformance README §2.6): every allocation kind runs as the kubelet of that
+release (``app.domain.releases``); absent, as the default release (1.37). ``release_of``
+checks it once for every kind (``app.conformance.run_case``) and hands the kinds the table row.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.domain import releases
 from app.domain.cpuset import CPUSet
 from app.domain.topology import CPUTopology
 from app.domain.topologymanager.bitmask import mask_of
@@ -24,6 +30,17 @@ class Case:
 
 class ConformanceInputError(ValueError):
     """A case's inputs do not have the documented shape, or name a fixture the file lacks."""
+
+
+def release_of(case: Case) -> releases.Release:
+    """The release a case runs as: ``inputs.release``, else the default release."""
+    value = case.inputs.get("release", releases.DEFAULT_RELEASE)
+    if not isinstance(value, str):
+        raise ConformanceInputError(f"inputs.release must be a string, got {value!r}")
+    try:
+        return releases.get(value)
+    except ValueError as exc:
+        raise ConformanceInputError(f"inputs.release: {exc}") from None
 
 
 # Feature gates the kubelet's pod-level resource managers need; on unless a case says otherwise.
@@ -49,10 +66,15 @@ def topology_of(case: Case) -> CPUTopology:
     return topo
 
 
-def feature_gates(inputs: Mapping[str, Any], defaults: Mapping[str, bool]) -> dict[str, bool]:
-    """``defaults`` overridden by the case's ``feature_gates``."""
+def feature_gates(
+    inputs: Mapping[str, Any], defaults: Mapping[str, bool], release: releases.Release
+) -> dict[str, bool]:
+    """``defaults`` overridden by the case's ``feature_gates``. A release without the
+    ``PodLevelResourceManagers`` gate (1.35) has no pod-level code path: the gate is off."""
     gates = dict(defaults)
     gates.update(inputs.get("feature_gates") or {})
+    if not release.knows_pod_level_gate:
+        gates["PodLevelResourceManagers"] = False
     return gates
 
 

@@ -4,6 +4,13 @@ Kinds: ``acc_free_sockets``, ``acc_free_numa_nodes``, ``acc_free_sockets_and_num
 ``acc_free_cores``, ``acc_free_cpus``, ``acc_take``, ``take_by_topology_packed``,
 ``take_by_topology_distributed``. Every result is computed by
 ``app.domain.cpumanager.cpu_assignment`` and compared with the case's expectations.
+
+``inputs.release`` (README §2.6) runs the algorithms as that release has them
+(``app.domain.releases``): CPU order by topology (kubernetes#140766), whole-group capacity
+(kubernetes#140730; older releases report the endless loop as an error), copied best
+combinations (kubernetes#141238), all from 1.38. ``take_by_topology_distributed`` also reads
+``min_numas_from_hint`` (the topology hint's NUMA count, kubernetes#139456, 1.38 only; 0 when
+absent); ``align_by_socket`` is the algorithm's own argument as the README defines it.
 """
 
 from __future__ import annotations
@@ -13,12 +20,15 @@ from typing import Any
 
 from app.conformance_kinds.common import (
     Case,
+    ConformanceInputError,
     cpuset_of,
     expect_cpuset,
     expect_equal,
     expect_fields,
+    release_of,
     topology_of,
 )
+from app.domain import releases
 from app.domain.cpumanager.cpu_assignment.accumulator import CPUAccumulator
 from app.domain.cpumanager.cpu_assignment.common import TakeByTopologyError
 from app.domain.cpumanager.cpu_assignment.distributed import take_by_topology_numa_distributed
@@ -28,8 +38,17 @@ from app.domain.cpuset import CPUSet
 Query = Callable[[CPUAccumulator], Any]
 
 
+def _spread_by_topology(case: Case) -> bool:
+    return release_of(case).has(releases.SPREAD_BY_TOPOLOGY)
+
+
 def _accumulator(case: Case, num_cpus: int = 0) -> CPUAccumulator:
-    return CPUAccumulator(topology_of(case), cpuset_of(case.inputs.get("available")), num_cpus)
+    return CPUAccumulator(
+        topology_of(case),
+        cpuset_of(case.inputs.get("available")),
+        num_cpus,
+        spread_by_topology=_spread_by_topology(case),
+    )
 
 
 def _accumulator_kind(queries: dict[str, Query], *, required: bool) -> Callable[[Case], list[str]]:
@@ -81,7 +100,7 @@ def _compare_take(case: Case, run: Callable[[], CPUSet]) -> list[str]:
     problems: list[str] = []
     try:
         result, error = run(), ""
-    except TakeByTopologyError as exc:
+    except TakeByTopologyError as exc:  # a DistributedAllocationHangError too (1.35-1.37)
         result, error = CPUSet(), str(exc)
     expected_error = case.expected.get("error", "")
     expect_equal(problems, "error", expected_error, error)
@@ -101,6 +120,7 @@ def take_by_topology_packed(case: Case) -> list[str]:
             int(inputs["num_cpus"]),
             inputs.get("sorting", "packed"),
             bool(inputs.get("prefer_align_by_uncore_cache", False)),
+            spread_by_topology=_spread_by_topology(case),
         ),
     )
 
@@ -108,6 +128,19 @@ def take_by_topology_packed(case: Case) -> list[str]:
 def take_by_topology_distributed(case: Case) -> list[str]:
     inputs = case.inputs
     topo = topology_of(case)
+    release = release_of(case)
+    min_numas = inputs.get("min_numas_from_hint", 0)
+    if not isinstance(min_numas, int) or isinstance(min_numas, bool) or min_numas < 0:
+        raise ConformanceInputError(
+            f"inputs.min_numas_from_hint must be a whole number >= 0, got {min_numas!r}"
+        )
+    if min_numas and not release.has(releases.DISTRIBUTED_MIN_NUMAS_FROM_HINT):
+        raise ConformanceInputError(
+            f"inputs.min_numas_from_hint: release {release} has no such argument "
+            f"({releases.PULL_REQUEST[releases.DISTRIBUTED_MIN_NUMAS_FROM_HINT]} is "
+            f"{releases.INTRODUCED[releases.DISTRIBUTED_MIN_NUMAS_FROM_HINT]})"
+        )
+    group_check = release.has(releases.DISTRIBUTED_GROUP_CHECK)
     return _compare_take(
         case,
         lambda: take_by_topology_numa_distributed(
@@ -117,6 +150,10 @@ def take_by_topology_distributed(case: Case) -> list[str]:
             int(inputs["cpu_group_size"]),
             inputs.get("sorting", "packed"),
             bool(inputs.get("align_by_socket", False)),
+            spread_by_topology=release.has(releases.SPREAD_BY_TOPOLOGY),
+            hang_release=None if group_check else release.name,
+            copy_best=release.has(releases.DISTRIBUTED_COPY_BEST),
+            min_numas_from_hint=min_numas,
         ),
     )
 

@@ -6,7 +6,8 @@
 
 Every handler runs the engine (``StaticPolicy``) and compares; nothing is special-cased. As in
 the upstream tests the cases come from, both option-maturity gates are on, and the pod-level
-gates default to on where a case does not set them.
+gates default to on where a case does not set them. ``inputs.release`` picks the release the
+policy runs as (``app.domain.releases``; README §2.6).
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from app.conformance_kinds.common import (
     expect_equal,
     expect_fields,
     feature_gates,
+    release_of,
     topology_hint,
     topology_of,
 )
+from app.domain import releases
 from app.domain.admission import AdmissionError, SMTAlignmentError, UnexpectedAdmissionError
 from app.domain.cpumanager.errors import CPUAllocationError, CPUManagerStateError
 from app.domain.cpumanager.metrics import (
@@ -53,8 +56,8 @@ _GATES = {
 }
 
 
-def _gates(inputs: Mapping[str, Any]) -> dict[str, bool]:
-    return feature_gates(inputs, _GATES)
+def _gates(case: Case) -> dict[str, bool]:
+    return feature_gates(case.inputs, _GATES, release_of(case))
 
 
 def _policy(case: Case, *, options: bool = True) -> StaticPolicy:
@@ -66,7 +69,8 @@ def _policy(case: Case, *, options: bool = True) -> StaticPolicy:
         int(i.get("num_reserved_cpus", 0)),
         None if reserved is None else cpuset_of(reserved),
         (i.get("options") or {}) if options else {},
-        feature_gates=_gates(i),
+        feature_gates=_gates(case),
+        release=release_of(case).name,
     )
 
 
@@ -284,7 +288,8 @@ def validate_pod_scope_resources_case(case: Case) -> list[str]:
     )
     message: str | None = None
     try:
-        validate_pod_scope_resources(pod, _gates(i))
+        init_check = not release_of(case).has(releases.POD_BUDGET_WITHOUT_INIT_CHECK)
+        validate_pod_scope_resources(pod, _gates(case), init_check=init_check)
     except PodBudgetError as exc:
         message = exc.message
     expect_equal(problems, "error", case.expected["error"], message is not None)

@@ -1,4 +1,14 @@
-"""Conformance kinds ``mm_allocate`` and ``mm_start`` (README §3.5)."""
+"""Conformance kinds ``mm_allocate`` and ``mm_start`` (README §3.5), and the project's own
+``mm_pod_topology_hints``; ``inputs.release`` picks the release the static memory policy runs
+as (README §2.6, ``app.domain.releases``).
+
+``mm_pod_topology_hints`` (used by ``tests/conformance/releases.json``): inputs
+``machine_state``, ``system_reserved``, ``assignments``, optional ``pod_entries`` (pod uid ->
+blocks), ``pod`` and ``feature_gates``; one ``GetPodTopologyHints`` call (the state as given,
+Start not run). Expected ``hints``: ``null`` (no preference) or resource -> list of
+``{numa, preferred}`` in the order the policy returns them. It is how upstream's
+``TestMemoryManagerRestoreState`` (kubernetes#141070) reads the restored hint.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +21,7 @@ from app.conformance_kinds.common import (
     ConformanceInputError,
     expect_equal,
     feature_gates,
+    release_of,
     topology_hint,
 )
 from app.domain.memorymanager.errors import MemoryManagerError
@@ -32,14 +43,16 @@ def _system_reserved(raw: Mapping[str, Any] | None) -> dict[int, dict[str, int]]
     return {int(n): {r: int(v) for r, v in res.items()} for n, res in (raw or {}).items()}
 
 
-def _policy(inputs: Mapping[str, Any], nodes: tuple[NUMANodeInfo, ...] = ()) -> StaticPolicy:
-    gates = feature_gates(inputs, POD_LEVEL_GATES)
+def _policy(case: Case, nodes: tuple[NUMANodeInfo, ...] = ()) -> StaticPolicy:
+    inputs = case.inputs
+    gates = feature_gates(inputs, POD_LEVEL_GATES, release_of(case))
     return StaticPolicy(
         nodes,
         _system_reserved(inputs.get("system_reserved")),
         None,
         pod_level_resources=bool(gates["PodLevelResources"]),
         pod_level_resource_managers=bool(gates["PodLevelResourceManagers"]),
+        release=release_of(case).name,
     )
 
 
@@ -103,7 +116,7 @@ def mm_allocate(case: Case) -> list[str]:
         raise ConformanceInputError(f"pod has no container {inputs['container']!r}")
     error = ""
     try:
-        policy = _policy(inputs)
+        policy = _policy(case)
         policy.allocate(state, pod, container, _hint(inputs.get("topology_hint")))
     except MemoryManagerError as exc:
         error = exc.message
@@ -154,7 +167,7 @@ def mm_start(case: Case) -> list[str]:
     )
     error = ""
     try:
-        policy = _policy(inputs, _machine_nodes(inputs.get("machine_info") or {}))
+        policy = _policy(case, _machine_nodes(inputs.get("machine_info") or {}))
         policy.start(state)
     except MemoryManagerError as exc:
         error = exc.message
@@ -171,4 +184,30 @@ def mm_start(case: Case) -> list[str]:
     return problems
 
 
-HANDLERS = {"mm_allocate": mm_allocate, "mm_start": mm_start}
+def mm_pod_topology_hints(case: Case) -> list[str]:
+    inputs = case.inputs
+    state = MemoryManagerState(
+        machine_state_from_dict(inputs.get("machine_state") or {}),
+        dict(assignments_from_dict(inputs.get("assignments") or {})),
+        {
+            pod: tuple(block_from_dict(b) for b in blocks)
+            for pod, blocks in (inputs.get("pod_entries") or {}).items()
+        },
+    )
+    pod = pod_from_conformance(inputs["pod"])
+    hints = _policy(case).get_pod_topology_hints(state, pod)
+    actual = (
+        None
+        if hints is None
+        else {r: [h.to_dict() for h in lst] for r, lst in sorted(hints.items())}
+    )
+    problems: list[str] = []
+    expect_equal(problems, "hints", case.expected["hints"], actual)
+    return problems
+
+
+HANDLERS = {
+    "mm_allocate": mm_allocate,
+    "mm_start": mm_start,
+    "mm_pod_topology_hints": mm_pod_topology_hints,
+}

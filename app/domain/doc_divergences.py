@@ -9,11 +9,13 @@ decides and the documentation page, for the rejection page and its JSON twin.
 Entries (allocation.md §6 rows and the tutorial "Use pod-level resources with kubelet resource
 managers"):
 
-* ``container-scope-memory-default-hint``: the tutorial's ``container-scope-mixed`` pod
-  (pod-level resources, scope ``container``, memory manager ``Static``, containers without
-  requests) is described as admitted; the memory manager's ``Allocate``
-  (pkg/kubelet/cm/memorymanager/policy_static.go) still runs for a container that requests
-  no memory and fails on its default hint or on the single/cross-NUMA rule;
+* ``container-scope-memory-default-hint`` (1.36 only): the tutorial's ``container-scope-mixed``
+  pod (pod-level resources, scope ``container``, memory manager ``Static``, containers without
+  requests) is described as admitted; a 1.36 memory manager's ``Allocate``
+  (pkg/kubelet/cm/memorymanager/policy_static.go, content id 4195507488) still runs for a
+  container that requests no memory and fails on its default hint or on the single/cross-NUMA
+  rule. From 1.37 kubernetes#138770 skips such a container (content id 68686888954): the code
+  admits the pod as the v1.37 tutorial shows it, and no difference is left to explain;
 * ``empty-shared-pool-best-effort``: the tutorial shows the empty-shared-pool pod rejected with
   ``TopologyAffinityError``; that holds for ``restricted``/``single-numa-node`` (budget check at
   hint time), while ``best-effort`` admits the hint and ``AllocatePod``
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.domain import releases
 from app.domain.kubelet_config import KubeletConfig
 from app.domain.pod import Pod
 from app.domain.pod_qos import is_container_equivalent_qos_guaranteed, is_pod_level_resources_set
@@ -54,8 +57,7 @@ class Divergence:
 
 def upstream_url(path: str, release: str) -> str:
     """The file on GitHub at the release branch the node simulates (1.38 = master)."""
-    ref = "master" if release == "1.38" else f"release-{release}"
-    return f"https://github.com/kubernetes/kubernetes/blob/{ref}/{path}"
+    return releases.get(release).upstream_url(path)
 
 
 def _container_scope_default_hint(
@@ -69,6 +71,8 @@ def _container_scope_default_hint(
         return None
     if not (config.pod_level_resource_managers and is_pod_level_resources_set(pod)):
         return None
+    if releases.has(config.release, releases.MEMORY_SKIP_NO_REQUEST):
+        return None  # kubernetes#138770: code and documentation agree from 1.37
     bare = [c.name for c in pod.all_containers() if not is_container_equivalent_qos_guaranteed(c)]
     if not bare:
         return None
@@ -83,13 +87,16 @@ def _container_scope_default_hint(
             "shared pool."
         ),
         code_does=(
-            "Under scope container the memory manager's Allocate runs for every container of "
-            "a Guaranteed pod, also for a container that requests no memory "
+            f"Under scope container a {config.release} memory manager's Allocate runs for every "
+            "container of a Guaranteed pod, also for a container that requests no memory "
             f"({', '.join(bare)}). Such a container has no hint of its own, so Allocate looks "
             "for a default hint for an empty request: under single-numa-node none is found, "
             "under restricted and best-effort the any-NUMA hint meets the single-NUMA block of "
             f"the exclusive container. Here {which}. Numascope follows the code; scope pod "
-            "(one allocation for the whole pod) or memory manager policy None admit such a pod."
+            "(one allocation for the whole pod) or memory manager policy None admit such a pod, "
+            f"and so does a {releases.INTRODUCED[releases.MEMORY_SKIP_NO_REQUEST]} or newer "
+            "kubelet, which skips containers that request no memory "
+            f"({releases.PULL_REQUEST[releases.MEMORY_SKIP_NO_REQUEST]})."
         ),
         upstream_file=MEMORY_POLICY,
         upstream_url=upstream_url(MEMORY_POLICY, config.release),

@@ -30,6 +30,8 @@ Sources (cited, never copied):
 
 from __future__ import annotations
 
+from app.domain.releases import RELEASES
+
 
 def _names(text: str) -> frozenset[str]:
     return frozenset(text.split())
@@ -261,7 +263,7 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
     "ClusterTrustBundleProjection": ("ClusterTrustBundle",),
 }
 
-GATE_RELEASES = ("1.35", "1.36", "1.37", "1.38")
+GATE_RELEASES = RELEASES
 
 
 def _known_sets() -> dict[str, frozenset[str]]:

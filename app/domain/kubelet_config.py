@@ -19,53 +19,13 @@ from typing import Any
 from app.domain.cpuset import CPUSet, CPUSetError
 from app.domain.feature_gates import check_feature_gates
 from app.domain.quantity import Quantity, QuantityError
-
-RELEASES = ("1.35", "1.36", "1.37", "1.38")
-DEFAULT_RELEASE = "1.37"
+from app.domain.releases import DEFAULT_RELEASE, RELEASES
+from app.domain.releases import get as release_row
 
 CPU_POLICIES = ("none", "static")
 MEMORY_POLICIES = ("None", "Static")
 TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
 TOPOLOGY_SCOPES = ("container", "pod")
-
-# Defaults of the gates that matter here, per kubelet release (feature gate tables of
-# pkg/features/kube_features.go). PodLevelResourceManagers is beta and off in 1.37 and on
-# master (1.38).
-_GATE_DEFAULTS: dict[str, dict[str, bool]] = {
-    "1.35": {
-        "PodLevelResources": True,
-        "PodLevelResourceManagers": False,
-        "CPUManagerPolicyBetaOptions": True,
-        "CPUManagerPolicyAlphaOptions": False,
-        "TopologyManagerPolicyBetaOptions": True,
-        "TopologyManagerPolicyAlphaOptions": False,
-    },
-    "1.36": {
-        "PodLevelResources": True,
-        "PodLevelResourceManagers": False,
-        "CPUManagerPolicyBetaOptions": True,
-        "CPUManagerPolicyAlphaOptions": False,
-        "TopologyManagerPolicyBetaOptions": True,
-        "TopologyManagerPolicyAlphaOptions": False,
-    },
-    "1.37": {
-        "PodLevelResources": True,
-        "PodLevelResourceManagers": False,
-        "CPUManagerPolicyBetaOptions": True,
-        "CPUManagerPolicyAlphaOptions": False,
-        "TopologyManagerPolicyBetaOptions": True,
-        "TopologyManagerPolicyAlphaOptions": False,
-    },
-    # Upstream master as merged (app/domain/releases.py): no gate default changed since 1.37.
-    "1.38": {
-        "PodLevelResources": True,
-        "PodLevelResourceManagers": False,
-        "CPUManagerPolicyBetaOptions": True,
-        "CPUManagerPolicyAlphaOptions": False,
-        "TopologyManagerPolicyBetaOptions": True,
-        "TopologyManagerPolicyAlphaOptions": False,
-    },
-}
 
 DEFAULT_EVICTION_HARD_MEMORY = "100Mi"
 
@@ -124,10 +84,10 @@ class KubeletConfig:
         """Whether a feature gate is on: explicit setting, else the release default."""
         if name in self.feature_gates:
             return bool(self.feature_gates[name])
-        return _GATE_DEFAULTS[self.release].get(name, False)
+        return release_row(self.release).gate_defaults.get(name, False)
 
     def gates(self) -> dict[str, bool]:
-        out = dict(_GATE_DEFAULTS[self.release])
+        out = dict(release_row(self.release).gate_defaults)
         out.update(self.feature_gates)
         return out
 
@@ -296,7 +256,9 @@ def _feature_gates(obj: Any, release: str, check: bool = True) -> dict[str, bool
             raise KubeletConfigError(f"featureGates.{k}", f"must be true or false, got {v!r}")
         gates[str(k)] = v
     # The kubelet refuses unknown, removed and wrongly set locked gates at start-up.
-    problem = check_feature_gates(gates, release, _GATE_DEFAULTS.get(release, {}))
+    problem = check_feature_gates(
+        gates, release, release_row(release).gate_defaults if release in RELEASES else {}
+    )
     if problem is not None and check:
         raise KubeletConfigError(f"featureGates.{problem.gate}", problem.message)
     return gates

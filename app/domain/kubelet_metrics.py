@@ -26,9 +26,9 @@ out exactly, and prometheus-client would rename a counter without ``_total``.
 Per release, the CPU gauges follow ``app.domain.cpumanager.gauges`` (deltas in 1.36/1.37,
 recomputed from the state in 1.38, kubernetes#141261); the counters are counted alike in
 1.36-1.38 (kubernetes#134768 added them; kubernetes#138770 gave them the subsystem and BETA in
-1.37). Not modelled: the same PR's memory-manager change that skips, in the container scope,
-the containers of a pod-level pod that request no exclusive memory (described in the PR, its
-code not read here), which would leave their pinning request and assignment uncounted.
+1.37). The same PR's memory-manager change is modelled in
+``app.domain.memorymanager.policy_static`` (from 1.37 a container that requests no memory is
+skipped before the pinning counter); one PR, one release (``app.domain.releases``).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from app.domain import releases
 from app.domain.cpumanager.metrics import CPUManagerMetrics, ResourceManagerCounters
 from app.domain.memorymanager.metrics import MemoryManagerMetrics
 
@@ -81,9 +82,7 @@ def _labelled(
 
 def resource_manager_prefix(release: str) -> str | None:
     """The name prefix of the KEP-5526 series in ``release``; None: not registered."""
-    if release == "1.35":
-        return None
-    return "" if release == "1.36" else KUBELET
+    return releases.get(release).resource_manager_metric_prefix
 
 
 def _cpu_families(m: CPUManagerMetrics) -> list[Family]:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.domain import releases
 from app.domain.checkpoint import (
     CPU_FILE_NAME,
     MEMORY_FILE_NAME,
@@ -95,7 +96,7 @@ class StateFileVersions:
     @property
     def memory_label(self) -> str:
         # The memory manager came with 1.21: its V1 family starts there (as the inspector says).
-        family = self.family.replace("1.18–1.35", "1.21–1.35")
+        family = releases.MEMORY_FAMILY_LABEL.get(self.family, self.family)
         return f"memory_manager_state {self.memory} ({family} family)"
 
     def to_dict(self) -> dict[str, str]:
@@ -105,13 +106,9 @@ class StateFileVersions:
 def state_file_versions(config: KubeletConfig) -> StateFileVersions:
     """Which versions the node's kubelet writes (``checkpoints.md`` §12.2)."""
     gate = config.gate(GATE)
-    if config.release in ("1.37", "1.38"):  # 1.38 (master) writes as 1.37
-        return StateFileVersions("V4", "V3", "1.37")
-    if config.release == "1.36" and gate:
-        return StateFileVersions("V3", "V2", "1.36 pod-level")
-    if config.release == "1.36":
-        return StateFileVersions("V2", "V1", "1.36 gate off")
-    return StateFileVersions("V2", "V1", "1.18–1.35")
+    row = releases.get(config.release)  # 1.38 (master) writes as 1.37
+    cpu, memory = row.writes(gate)
+    return StateFileVersions(cpu, memory, row.writer_family(gate))
 
 
 # -- live state -> checkpoint state ----------------------------------------------------------

@@ -19,6 +19,13 @@ of the sidecars seen so far:
 3. a shared long-running container exists and ``S[r] >= budget[r]`` for a budget resource ->
    reject.
 
+The first half of rule 1 (the "largest exclusive init container" check) is gone on upstream
+master (1.38): the master-line ``validatePodScopeResources`` of both managers (content ids
+54651890818 CPU, 68686888954 memory) only checks shared init containers, so an exclusive init
+container larger than what the sidecars leave fails later, when its slice is taken from the
+pod's CPUs (or, for memory, is recorded at its own size). ``init_check=False`` is that rule set
+(``app.domain.releases.POD_BUDGET_WITHOUT_INIT_CHECK``).
+
 Go ranges over resource maps in random order; we check resources in name order and report the
 first failure (the spec's canonical rule). The memory manager computes in ``uint64``: pass
 ``unsigned=True`` to wrap subtractions modulo 2**64 as Go does.
@@ -106,13 +113,16 @@ def check_pod_budget(
     app_containers: Sequence[BudgetContainer],
     *,
     unsigned: bool = False,
+    init_check: bool = True,
 ) -> BudgetViolation | None:
-    """Run the rules; ``None`` when the pod fits."""
+    """Run the rules; ``None`` when the pod fits (``init_check``: rule 1's exclusive half)."""
     resources = sorted(budget)
     spent: dict[str, int] = {}  # S: the exclusive amounts of the long-running containers
     has_shared_long_running = False
     for c in init_containers:
         if not c.is_sidecar:
+            if c.exclusive and not init_check:
+                continue
             violation = _regular_init(c, budget, resources, spent, unsigned)
             if violation is not None:
                 return violation

@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from app.domain import releases
 from app.domain.cpuset import CPUSet
 from app.domain.snapshot import (
     ContainerAllocation,
@@ -47,9 +48,9 @@ from app.domain.snapshot import (
 )
 from app.domain.topology import hugepage_resource_name
 
-POD_LEVEL_RELEASE = "1.37"
+POD_LEVEL_RELEASE = releases.POD_LEVEL_PODRESOURCES_SINCE
 #: Releases answering by the 1.37 rules (1.38 = upstream master kept them).
-POD_LEVEL_RELEASES = frozenset({"1.37", "1.38"})
+POD_LEVEL_RELEASES = frozenset(r.name for r in releases.TABLE if r.podresources_pod_level)
 
 
 class PodNotFoundError(LookupError):

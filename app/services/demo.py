@@ -26,6 +26,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from app.domain import releases
 from app.services.node_errors import NodeExistsError
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ class DemoNode:
     topology: str
     kubelet_config: str
     pods: tuple[str, ...]  # manifests, admitted one after the other
-    release: str = "1.37"
+    release: str = releases.DEFAULT_RELEASE
 
 
 POD_SCOPE_CONFIG = """\

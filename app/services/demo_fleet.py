@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from app.domain import releases
 from app.domain.kubelet_config import RELEASES, KubeletConfig
 from app.domain.node import Node
 from app.domain.node_state_files import render_state_files
@@ -69,7 +70,7 @@ reservedMemory:
 
 def _config(kind: str, release: str) -> str:
     head = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
-    pod_level = RELEASES.index(release) >= RELEASES.index("1.36") if "1.36" in RELEASES else False
+    pod_level = releases.get(release).knows_pod_level_gate
     if kind == "pod-scope" and pod_level:
         return (
             head + "cpuManagerPolicy: static\nmemoryManagerPolicy: Static\n"

@@ -27,6 +27,7 @@ from typing import Any
 
 from app.adapters.db import node_repo
 from app.adapters.db.tables import ACTION_REMOVE, AdmissionRecord, utc_now
+from app.domain import releases
 from app.domain.kubelet_config import (
     RELEASES,
     KubeletConfig,
@@ -43,7 +44,7 @@ from app.services.node_store import Live, NodeStore
 from app.services.node_views import NodeMapView, NodeViews, node_topology_view
 
 #: The first release that knows the PodLevelResourceManagers gate.
-_GATE_SINCE = "1.36"
+_GATE_SINCE = releases.GATE_SINCE
 
 
 @dataclass(frozen=True, slots=True)

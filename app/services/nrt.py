@@ -28,14 +28,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.adapters.nrt_publisher import GROUP, KIND, VERSION
 from app.domain import podfingerprint
 from app.domain.podresources import build_list_response
 from app.services.node_views import NodeViews
-
-GROUP = "topology.node.k8s.io"
-VERSION = "v1alpha2"
-PLURAL = "noderesourcetopologies"
-KIND = "NodeResourceTopology"
 
 _POLICY_NAMES = {
     ("single-numa-node", "container"): "SingleNUMANodeContainerLevel",

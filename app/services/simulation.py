@@ -45,6 +45,7 @@ from app.adapters import statefiles
 from app.adapters.kubelet_files import load_kubelet_config
 from app.adapters.manifests import parse_pod_manifests
 from app.domain import hint_budget as hint_search
+from app.domain import releases
 from app.domain.checkpoint import CPU_FILE_NAME, MEMORY_FILE_NAME
 from app.domain.doc_divergences import Divergence, divergences_for
 from app.domain.kubelet_config import KubeletConfig, KubeletConfigError
@@ -269,7 +270,7 @@ def simulate(
     kubelet_config: str | Path,
     pods: Sequence[PodSource] = (),
     *,
-    release: str = "1.37",
+    release: str = releases.DEFAULT_RELEASE,
     state_dir: str | Path | None = None,
     dry_run: bool = False,
     remove: Sequence[str] = (),

@@ -23,9 +23,11 @@ from app.domain import units
 from app.web import csrf
 from app.web.fleet_markup import numa_bars
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-TEMPLATES_DIR = PROJECT_ROOT / "templates"
-STATIC_DIR = PROJECT_ROOT / "static"
+# Inside the package (app/templates and app/static link to the project's top-level folders), so
+# an installed wheel carries them as package data.
+APP_DIR = Path(__file__).resolve().parents[1]
+TEMPLATES_DIR = APP_DIR / "templates"
+STATIC_DIR = APP_DIR / "static"
 
 # The vendored htmx (static/vendor/htmx-<version>.min.js); bump it here and nowhere else.
 HTMX_VERSION = "2.0.11"

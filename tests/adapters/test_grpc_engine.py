@@ -146,13 +146,14 @@ def test_engine_container_scope_mixed_with_static_memory_follows_the_code() -> N
     docs' mixed pod: a worker that is not equivalent Guaranteed asks for no memory, so its
     merged hint has no NUMA mask and ``getDefaultHint`` finds no hint for an empty request
     (memorymanager/policy_static.go). The docs describe the workers in the node shared pool;
-    Numascope follows the code."""
-    node = Node(
-        "sim",
-        parse_topology_spec(TOPOLOGY),
-        parse_kubelet_config_text(KUBELET_CONFIG.format(scope="container")),
-    )
+    Numascope follows the code: a 1.36 kubelet rejects the pod, from 1.37 (kubernetes#138770)
+    the workers are skipped and the pod is admitted. (This asserted the rejection on 1.37 before
+    #138770 was modelled.)"""
     (pod,) = parse_pod_manifests(MIXED_POD)
+    config = KUBELET_CONFIG.format(scope="container")
+    admitted = Node("sim", parse_topology_spec(TOPOLOGY), parse_kubelet_config_text(config, "1.37"))
+    assert admitted.admit(pod).admitted
+    node = Node("sim", parse_topology_spec(TOPOLOGY), parse_kubelet_config_text(config, "1.36"))
     result = node.admit(pod)
     assert not result.admitted
     assert result.reason == "UnexpectedAdmissionError"

@@ -1,4 +1,4 @@
-"""adapters/nrt_publisher.py: the official ``kubernetes`` client's calls against a fake API
+"""adapters/nrt_publisher.py: the publisher's calls (through ``kube_api``) against a fake API
 server over real HTTP (``tests/fake_kube_api.py``): the group/version/plural in the URL, the
 body, the bearer token, create when missing, update carrying the ``resourceVersion`` read,
 another read and update after a 409 conflict, and the error texts an operator acts on."""
@@ -13,13 +13,15 @@ import pytest
 
 from app.adapters.nrt_publisher import (
     FIELD_MANAGER,
+    GROUP,
     MAX_CONFLICTS,
+    PLURAL,
+    VERSION,
     NRTPublisher,
     PublishError,
     cluster_client,
     pod_namespace,
 )
-from app.services.nrt import GROUP, PLURAL, VERSION
 from tests.fake_kube_api import (
     Call,
     FakeKubeAPI,
@@ -320,3 +322,23 @@ def test_the_pod_namespace(tmp_path: Path) -> None:
     assert pod_namespace({}, tmp_path) is None
     (tmp_path / "namespace").write_text("numascope")
     assert pod_namespace({}, tmp_path) == "numascope"
+
+
+def test_a_vanished_token_file_is_a_publish_error(tmp_path: Path) -> None:
+    """The token is read at every request (the kubelet rotates it in place): one that cannot
+    be read fails that publish with a message naming the file, not with a traceback."""
+    cert, key = self_signed(tmp_path)
+    account = tmp_path / "serviceaccount"
+    account.mkdir()
+    (account / "token").write_text("pod-token")
+    (account / "ca.crt").write_bytes(cert.read_bytes())
+    with running(GROUP, VERSION, PLURAL, tls=(cert, key)) as api:
+        port = api.url.rsplit(":", 1)[1]
+        env = {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": port}
+        publisher = NRTPublisher(cluster_client(env, account))
+        (account / "token").unlink()
+        with pytest.raises(PublishError) as err:
+            publisher.publish(nrt())
+        assert api.calls == []
+    assert err.value.message.startswith("get noderesourcetopologies.topology.node.k8s.io/worker-1:")
+    assert str(account / "token") in err.value.message

@@ -33,7 +33,9 @@ def config(name: str, policy: str = "single-numa-node", release: str = "1.37") -
 
 @pytest.mark.parametrize("policy", ["single-numa-node", "restricted", "best-effort"])
 def test_container_scope_mixed_rejection_names_the_memory_manager(policy: str) -> None:
-    cfg = config("container-scope-single-numa", policy)
+    # 1.36: before kubernetes#138770 the memory manager runs Allocate for the containers that
+    # request no memory (this test ran on 1.37 before #138770 was modelled).
+    cfg = config("container-scope-single-numa", policy, "1.36")
     p = pod("container-scope-mixed")
     result = Node("n", get_preset("topoDualSocketHT"), cfg).admit(p)
     assert not result.admitted
@@ -41,12 +43,24 @@ def test_container_scope_mixed_rejection_names_the_memory_manager(policy: str) -
     assert d.key == "container-scope-memory-default-hint"
     assert d.upstream_file == "pkg/kubelet/cm/memorymanager/policy_static.go"
     assert d.upstream_url == (
-        "https://github.com/kubernetes/kubernetes/blob/release-1.37/"
+        "https://github.com/kubernetes/kubernetes/blob/release-1.36/"
         "pkg/kubelet/cm/memorymanager/policy_static.go"
     )
     assert d.docs_url == TUTORIAL_URL
     assert "worker-1, worker-2" in d.code_does
     assert ("default hint is not found" in d.code_does) == (policy == "single-numa-node")
+
+
+@pytest.mark.parametrize("release", ["1.37", "1.38"])
+@pytest.mark.parametrize("policy", ["single-numa-node", "restricted", "best-effort"])
+def test_container_scope_mixed_is_admitted_from_1_37(policy: str, release: str) -> None:
+    """kubernetes#138770: as the v1.37 tutorial shows it, Running; no divergence is left."""
+    cfg = config("container-scope-single-numa", policy, release)
+    p = pod("container-scope-mixed")
+    result = Node("n", get_preset("topoDualSocketHT"), cfg).admit(p)
+    assert result.admitted, result.message
+    message = "Allocate failed due to [memorymanager] failed to get the default NUMA affinity"
+    assert divergences_for(cfg, p, "UnexpectedAdmissionError", message) == ()
 
 
 def test_the_alternatives_it_names_admit_the_pod() -> None:

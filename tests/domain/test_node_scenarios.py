@@ -51,12 +51,12 @@ def config(name: str, release: str = "1.37") -> KubeletConfig:
     return load_kubelet_config(KUBELET / f"{name}.yaml", release)
 
 
-def with_tm_policy(name: str, policy: str) -> KubeletConfig:
+def with_tm_policy(name: str, policy: str, release: str = "1.37") -> KubeletConfig:
     text = (KUBELET / f"{name}.yaml").read_text()
     text = text.replace(
         "topologyManagerPolicy: single-numa-node", f"topologyManagerPolicy: {policy}"
     )
-    return parse_kubelet_config_text(text, "1.37")
+    return parse_kubelet_config_text(text, release)
 
 
 def admitted(node: Node, p: Pod) -> PodAllocation:
@@ -283,8 +283,12 @@ VIOLATION = (
 def test_container_scope_mixed_with_static_memory_follows_the_code(
     policy: str, message: str
 ) -> None:
+    # 1.36: the memory manager still runs Allocate for the containers without memory requests
+    # (this ran on 1.37 before kubernetes#138770 was modelled; from 1.37 the pod is admitted).
     node = Node(
-        "n", get_preset("topoDualSocketHT"), with_tm_policy("container-scope-single-numa", policy)
+        "n",
+        get_preset("topoDualSocketHT"),
+        with_tm_policy("container-scope-single-numa", policy, "1.36"),
     )
     before = node.snapshot()
     result = node.admit(pod("container-scope-mixed"))
@@ -301,6 +305,26 @@ def test_container_scope_mixed_with_static_memory_follows_the_code(
     )
 
 
+@pytest.mark.parametrize("release", ["1.37", "1.38"])
+@pytest.mark.parametrize("policy", ["single-numa-node", "restricted", "best-effort"])
+def test_container_scope_mixed_is_admitted_from_1_37(policy: str, release: str) -> None:
+    """kubernetes#138770: the workers request no memory and are skipped; the exclusive
+    container gets its CPUs and memory, the workers run in the node's shared pool."""
+    node = Node(
+        "n",
+        get_preset("topoDualSocketHT"),
+        with_tm_policy("container-scope-single-numa", policy, release),
+    )
+    alloc = admitted(node, pod("container-scope-mixed"))
+    by_name = {c.name: c for c in alloc.containers}
+    sidecar = by_name["infrastructure-sidecar"]
+    assert (sidecar.isolation, sidecar.cpuset.size()) == ("container", 2)
+    assert [b.size for b in sidecar.memory] == [2 * 1024**3]
+    for worker in ("worker-1", "worker-2"):
+        assert by_name[worker].memory == ()  # skipped by the memory manager
+        assert by_name[worker].isolation != "container"
+
+
 def test_ml_workload_container_scope_single_numa_node() -> None:
     node = Node(
         "n",
@@ -309,9 +333,13 @@ def test_ml_workload_container_scope_single_numa_node() -> None:
     )
     alloc = admitted(node, pod("ml-workload"))
     assert containers(alloc)["ml-training"].cpuset == CPUSet.parse("2,6,8")
-    with_memory = Node("n", get_preset("topoDualSocketHT"), config("container-scope-single-numa"))
-    result = with_memory.admit(pod("ml-workload"))
-    assert (result.admitted, result.message) == (False, DEFAULT_AFFINITY)
+    # With the Static memory manager: a 1.36 kubelet fails the containers without memory
+    # requests on the default hint; from 1.37 (kubernetes#138770) they are skipped and the pod
+    # gets the same CPUs. (This asserted the rejection on 1.37 before #138770 was modelled.)
+    for release, expected in (("1.36", (False, DEFAULT_AFFINITY)), ("1.37", (True, ""))):
+        cfg = config("container-scope-single-numa", release)
+        result = Node("n", get_preset("topoDualSocketHT"), cfg).admit(pod("ml-workload"))
+        assert (result.admitted, result.message) == expected, release
 
 
 # -- gates off --------------------------------------------------------------------------------------

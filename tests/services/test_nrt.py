@@ -2,7 +2,8 @@
 
 The object's shape is held against the Go types of k8stopologyawareschedwg/noderesourcetopology-api
 ``pkg/apis/topology/v1alpha2/types.go`` (required fields, int64 costs, quantities the API
-server's pattern accepts, checked with the ``kubernetes`` client's own quantity parser), the
+server's pattern accepts, checked with ``app.domain.quantity``, which follows apimachinery's
+``resource.ParseQuantity``), the
 zone names against its ``helper/numanode`` (``node-N``) and the policy attributes against
 node-feature-discovery's topology-updater names. The point of the exercise: cpu ``available``
 is the node JSON's ``numaPools[].available``, so CPUs inside a pod-level pod's budget are not
@@ -18,14 +19,22 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kubernetes.utils import parse_quantity
 from prometheus_client import CollectorRegistry
 
-from app.adapters.nrt_publisher import NRTPublisher, PublishError, cluster_client
+from app.adapters.nrt_publisher import (
+    GROUP,
+    KIND,
+    PLURAL,
+    VERSION,
+    NRTPublisher,
+    PublishError,
+    cluster_client,
+)
 from app.domain import podfingerprint
+from app.domain.quantity import parse_quantity
 from app.services.demo import bubble_pod, classic_pod
 from app.services.nodes import NodeService
-from app.services.nrt import GROUP, KIND, PLURAL, VERSION, build_nrt, topology_policy
+from app.services.nrt import build_nrt, topology_policy
 from app.services.nrt_loop import NRTLoop
 from tests.fake_kube_api import kubeconfig, running
 from tests.helpers import DB_POD, POD_SCOPE, SMALL
@@ -80,7 +89,9 @@ def check_shape(obj: dict[str, Any]) -> None:
         for r in z["resources"]:
             assert set(r) == {"name", "capacity", "allocatable", "available"}
             # Quantities as strings the API server's int-or-string pattern takes.
-            values = [parse_quantity(r[k]) for k in ("capacity", "allocatable", "available")]
+            values = [
+                parse_quantity(r[k]).milli_value() for k in ("capacity", "allocatable", "available")
+            ]
             assert all(isinstance(r[k], str) for k in ("capacity", "allocatable", "available"))
             capacity, allocatable, available = values
             assert 0 <= available <= allocatable <= capacity, r

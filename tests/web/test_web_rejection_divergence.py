@@ -16,10 +16,12 @@ YAML = {"Content-Type": "application/yaml"}
 
 
 def test_rejection_page_tells_docs_from_code(client: TestClient) -> None:
+    # 1.36: from 1.37 (kubernetes#138770) the pod is admitted as the tutorial shows it; this
+    # ran on 1.38 before #138770 was modelled.
     config = (FIXTURES / "kubelet" / "container-scope-single-numa.yaml").read_text()
     r = client.post(
         "/api/v1/nodes",
-        json={"name": "cs", "topology": SMALL, "kubeletConfig": config, "release": "1.38"},
+        json={"name": "cs", "topology": SMALL, "kubeletConfig": config, "release": "1.36"},
     )
     assert r.status_code == 201, r.text
     manifest = (FIXTURES / "pods" / "scenarios" / "container-scope-mixed.yaml").read_text()
@@ -32,7 +34,9 @@ def test_rejection_page_tells_docs_from_code(client: TestClient) -> None:
     (d,) = view["divergences"]
     assert d["key"] == "container-scope-memory-default-hint"
     assert d["docsUrl"] == TUTORIAL_URL
-    assert d["upstreamUrl"].endswith("/blob/master/pkg/kubelet/cm/memorymanager/policy_static.go")
+    assert d["upstreamUrl"].endswith(
+        "/blob/release-1.36/pkg/kubelet/cm/memorymanager/policy_static.go"
+    )
 
     page = client.get(rejected["explainUrl"])
     assert page.status_code == 200

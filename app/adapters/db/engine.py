@@ -9,6 +9,7 @@ taken at the start, which serialises changes across processes (``immediate_engin
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,13 +41,36 @@ def is_sqlite_memory(url: URL) -> bool:
 
 
 def ensure_sqlite_folder(url: URL) -> None:
-    """Create the folder of a SQLite database file (``sqlite:///./var/x.db`` -> ``./var``)."""
+    """Create the folder of a SQLite database file (``sqlite:///./var/x.db`` -> ``./var``).
+    A folder (or file) this process cannot write is a ``DatabaseConfigError`` naming it and the
+    UID, not SQLite's "unable to open database file" (WAL needs the folder writable too: the
+    ``-wal`` and ``-shm`` files are created beside the database)."""
     if url.get_backend_name() != "sqlite" or is_sqlite_memory(url):
         return
     database = url.database or ""
     if database.startswith("file:"):  # URI filenames: leave them to SQLite
         return
-    Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    path = Path(database).expanduser()
+    folder = path.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise DatabaseConfigError(
+            _unusable("folder", folder, f"cannot be created ({err.strerror})")
+        ) from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise DatabaseConfigError(_unusable("folder", folder, "is not writable"))
+    if path.exists() and not os.access(path, os.R_OK | os.W_OK):
+        raise DatabaseConfigError(_unusable("file", path, "is not readable and writable"))
+
+
+def _unusable(kind: str, path: Path, what: str) -> str:
+    return (
+        f"the database {kind} {path.absolute()} {what} by UID {os.getuid()} "
+        f"(GID {os.getgid()}): give that user the "
+        "directory (for a container, a volume owned by it, e.g. chown 10001:10001) or point "
+        "NUMASCOPE_DATABASE_URL elsewhere"
+    )
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any, *, wal: bool) -> None:

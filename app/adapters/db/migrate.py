@@ -17,9 +17,11 @@ from sqlalchemy import Engine, text
 
 from app.adapters.db.engine import immediate_engine
 
+# alembic.ini is only in a checkout (for the ``alembic`` command); the migrations ship inside the
+# package (app/migrations links to the top-level folder), so an installed wheel has them.
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 ALEMBIC_INI = PROJECT_ROOT / "alembic.ini"
-MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
+MIGRATIONS_DIR = PROJECT_ROOT / "app" / "migrations"
 
 
 class MigrationError(RuntimeError):

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.domain import releases
 from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.content import file_content
@@ -82,18 +83,20 @@ class ConversionResult:
 def version_for(manager: str, target: Reader) -> str:
     """The version a kubelet of ``target`` writes (and reads without loss)."""
     if manager == CPU:
-        if target.line == "1.37":
+        if target.line == releases.NEWEST_CHECKPOINT_LINE:
             return "V4"
-        if target.line == "1.36" and target.gate:
+        if target.line == releases.GATE_SINCE and target.gate:
             return "V3"
-        if target.line == "1.17":
+        if target.line == releases.OLDEST_CHECKPOINT_FAMILY:
             return "V1"
         return "V2"
-    if target.line == "1.17":
-        raise ConversionError("there is no memory manager before 1.21: nothing to write")
-    if target.line == "1.37":
+    if target.line == releases.OLDEST_CHECKPOINT_FAMILY:
+        raise ConversionError(
+            f"there is no memory manager before {releases.MEMORY_MANAGER_SINCE}: nothing to write"
+        )
+    if target.line == releases.NEWEST_CHECKPOINT_LINE:
         return "V3"
-    if target.line == "1.36" and target.gate:
+    if target.line == releases.GATE_SINCE and target.gate:
         return "V2"
     return "V1"
 

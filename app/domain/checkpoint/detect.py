@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from app.domain import releases
 from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.checksum import string_checksum, struct_checksum
@@ -34,17 +35,14 @@ MEMORY = "memory"
 
 #: (label, release family) per (manager, version).
 LABELS: dict[tuple[str, str], tuple[str, str]] = {
-    (CPU, "V1"): ("CPU V1 (≤1.17)", "≤1.17"),
-    (CPU, "V2"): ("CPU V2 (1.18–1.35; 1.36 gate off)", "1.18–1.35; 1.36 gate off"),
-    (CPU, "V3"): ("CPU V3 (1.36 pod-level)", "1.36 pod-level"),
-    (CPU, "V4"): ("CPU V4 (1.37)", "1.37"),
+    **{
+        (manager, version): (f"{'CPU' if manager == CPU else manager} {version} ({who})", who)
+        for (manager, version), who in releases.STATE_FILE_WRITERS.items()
+    },
     (CPU, "V4-reverted"): (
         "CPU V4-reverted (unreleased, kubernetes#137820)",
         "unreleased, kubernetes#137820",
     ),
-    (MEMORY, "V1"): ("memory V1 (1.21–1.35; 1.36 gate off)", "1.21–1.35; 1.36 gate off"),
-    (MEMORY, "V2"): ("memory V2 (1.36 pod-level)", "1.36 pod-level"),
-    (MEMORY, "V3"): ("memory V3 (1.37)", "1.37"),
 }
 
 FILE_NAMES = {CPU: C.CPU_FILE_NAME, MEMORY: M.MEMORY_FILE_NAME}

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.domain import releases
 from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.checksum import string_checksum, struct_checksum
@@ -114,11 +115,15 @@ def _struct_report(
 
 
 _HEADER_NOTES = {
-    "cpu_v2_v2name": "hashed under state.CPUManagerCheckpointV2: only 1.36/1.37 with the gate "
-    "off accept it",
-    "cpu_v3_v3name": "hashed under state.CPUManagerCheckpointV3 (upstream test form): only 1.37 "
-    "accepts it",
+    "cpu_v2_v2name": "hashed under state.CPUManagerCheckpointV2: only "
+    f"{releases.GATE_SINCE}/{releases.NEWEST_CHECKPOINT_LINE} with the gate off accept it",
+    "cpu_v3_v3name": "hashed under state.CPUManagerCheckpointV3 (upstream test form): only "
+    f"{releases.NEWEST_CHECKPOINT_LINE} accepts it",
 }
+_INLINE_NOTE = (
+    f"inline part: checked by releases before {releases.NEWEST_CHECKPOINT_LINE}, ignored by "
+    f"{releases.NEWEST_CHECKPOINT_LINE}"
+)
 
 
 def _data_report(tree: Any, field: str, algorithm: str, stored: int) -> ChecksumReport:
@@ -164,7 +169,7 @@ def checksum_reports(tree: Any, info: VersionInfo) -> tuple[ChecksumReport, ...]
             CPU,
             "V4",
             ("cpu_v2_legacy",),
-            "inline part: checked by releases before 1.37, ignored by 1.37",
+            _INLINE_NOTE,
         )
         return (
             inline,
@@ -179,7 +184,7 @@ def checksum_reports(tree: Any, info: VersionInfo) -> tuple[ChecksumReport, ...]
         MEMORY,
         "V3",
         ("mem_v1",),
-        "inline part: checked by releases before 1.37, ignored by 1.37",
+        _INLINE_NOTE,
     )
     return (
         inline,

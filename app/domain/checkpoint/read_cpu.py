@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from app.domain import releases
 from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint.checksum import string_checksum, struct_checksum
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
@@ -37,10 +38,15 @@ from app.domain.golang.strconv import go_quote
 
 # Go struct names per release (they appear in JSON type-error texts).
 _CPU_NAMES = {
-    "1.17": {"V1": "state.CPUManagerCheckpoint"},
-    "1.35": {"V1": C.V1_HEADER, "V2": C.LEGACY_HEADER},
-    "1.36": {"V1": C.V1_HEADER, "V2": C.V2_HEADER, "V3": C.LEGACY_HEADER},
-    "1.37": {"V1": C.V1_HEADER, "V2": C.V2_HEADER, "V3": C.V3_HEADER, "V4": C.LEGACY_HEADER},
+    releases.OLDEST_CHECKPOINT_FAMILY: {"V1": "state.CPUManagerCheckpoint"},
+    releases.OLDEST: {"V1": C.V1_HEADER, "V2": C.LEGACY_HEADER},
+    releases.GATE_SINCE: {"V1": C.V1_HEADER, "V2": C.V2_HEADER, "V3": C.LEGACY_HEADER},
+    releases.NEWEST_CHECKPOINT_LINE: {
+        "V1": C.V1_HEADER,
+        "V2": C.V2_HEADER,
+        "V3": C.V3_HEADER,
+        "V4": C.LEGACY_HEADER,
+    },
 }
 
 
@@ -49,11 +55,11 @@ def _cpu_headers(version: str, reader: Reader) -> tuple[str, ...]:
     if version == "V1":
         return (C.LEGACY_HEADER,)
     if version == "V2":
-        if reader.line in ("1.36", "1.37") and not reader.gate:
+        if reader.has_gate and not reader.gate:
             return (C.V2_HEADER, C.LEGACY_HEADER)
         return (C.LEGACY_HEADER,)
     if version == "V3":
-        if reader.line == "1.37":
+        if reader.line == releases.NEWEST_CHECKPOINT_LINE:
             return (C.V3_HEADER, C.LEGACY_HEADER)
         return (C.LEGACY_HEADER,)
     raise AssertionError(version)
@@ -237,13 +243,13 @@ def load_cpu_checkpoint(
     f = ParsedFile(content)
     loaded_as: str | None = None
     try:
-        if reader.line == "1.17":
+        if reader.line == releases.OLDEST_CHECKPOINT_FAMILY:
             v1, err = _get_cpu(f, "V1", reader)
             if err is not None:
                 raise LoadFailure(err)
             loaded_as = "V1"
             state = _restore_cpu_v1_only(reader, v1)
-        elif reader.line == "1.35":
+        elif reader.line == releases.OLDEST:
             v1, err = _get_cpu(f, "V1", reader)
             if err is not None:
                 v1 = {"PolicyName": "", "DefaultCPUSet": "", "Entries": None, "Checksum": 0}
@@ -260,7 +266,7 @@ def load_cpu_checkpoint(
                     f"error migrating v1 checkpoint state to v2 checkpoint state: {merr}"
                 )
             state = _restore_cpu(reader, v2["PolicyName"], v2["DefaultCPUSet"], v2["Entries"], None)
-        elif reader.line == "1.36":
+        elif reader.line == releases.GATE_SINCE:
             if not reader.gate:
                 v2, loaded_as = _load_cpu_v2_chain(f, reader, initial_containers)
                 state = _restore_cpu(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.domain import releases
 from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.checksum import string_checksum, struct_checksum
 from app.domain.checkpoint.gojson_decode import unmarshal_text
@@ -33,9 +34,9 @@ from app.domain.golang.strconv import go_quote
 # -- memory ------------------------------------------------------------------------------------------
 
 _MEMORY_NAMES = {
-    "1.35": {"V1": M.LEGACY_HEADER},
-    "1.36": {"V1": M.V1_HEADER, "V2": M.LEGACY_HEADER},
-    "1.37": {"V1": M.V1_HEADER, "V2": M.V2_HEADER, "V3": M.LEGACY_HEADER},
+    releases.OLDEST: {"V1": M.LEGACY_HEADER},
+    releases.GATE_SINCE: {"V1": M.V1_HEADER, "V2": M.LEGACY_HEADER},
+    releases.NEWEST_CHECKPOINT_LINE: {"V1": M.V1_HEADER, "V2": M.V2_HEADER, "V3": M.LEGACY_HEADER},
 }
 _MEMORY_T = {"V1": M.MEMORY_V1_T, "V2": M.MEMORY_V2_T}
 
@@ -70,7 +71,7 @@ def _get_memory(f: ParsedFile, version: str, reader: Reader) -> tuple[dict[str, 
         f.attempts.append(Attempt(version, False, str(jerr)))
         return obj, str(jerr)
     stored = obj["Checksum"]
-    if stored == 0 and reader.line == "1.37":
+    if stored == 0 and reader.line == releases.NEWEST_CHECKPOINT_LINE:
         f.attempts.append(Attempt(version, True, None, "zero"))
         return obj, None
     if struct_checksum(obj, _MEMORY_T[version], M.LEGACY_HEADER) == stored:
@@ -141,18 +142,22 @@ def load_memory_checkpoint(
 
     Raises ``CheckpointTooLargeError`` above 16 MiB.
     """
-    if reader.line == "1.17":
+    if reader.line == releases.OLDEST_CHECKPOINT_FAMILY:
         return LoadResult(
             MEMORY,
             reader,
             True,
             ignored=True,
-            notes=("no memory manager before 1.21: the file is not read",),
+            notes=(
+                f"no memory manager before {releases.MEMORY_MANAGER_SINCE}: the file is not read",
+            ),
         )
     f = ParsedFile(content)
     loaded_as: str | None = None
     try:
-        if reader.line == "1.35" or (reader.line == "1.36" and not reader.gate):
+        if reader.line == releases.OLDEST or (
+            reader.line == releases.GATE_SINCE and not reader.gate
+        ):
             v1, err = _get_memory(f, "V1", reader)
             if err is not None:
                 raise LoadFailure(err)
@@ -160,7 +165,7 @@ def load_memory_checkpoint(
             state = _restore_memory(
                 reader, v1["PolicyName"], v1["MachineState"], v1["Entries"], None
             )
-        elif reader.line == "1.36":
+        elif reader.line == releases.GATE_SINCE:
             v2, err = _get_memory(f, "V2", reader)
             loaded_as = "V2"
             if err is not None:

@@ -12,19 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from app.domain import releases
 from app.domain.checkpoint.errors import CheckpointInputError
 
-#: Release families, by the newest release of each.
-RELEASE_FAMILIES = ("1.17", "1.35", "1.36", "1.37", "1.38")
-_FAMILY_LABEL = {
-    "1.17": "≤1.17",
-    "1.35": "1.18–1.35",
-    "1.36": "1.36",
-    "1.37": "1.37",
-    "1.38": "1.38",
-}
-#: 1.38 is upstream master: its state_checkpoint.go files read and write as 1.37's.
-_CODE_LINE = {"1.38": "1.37"}
+#: Release families, by the newest release of each (the release table's checkpoint families).
+RELEASE_FAMILIES = tuple(releases.CHECKPOINT_FAMILIES)
+_FAMILY_LABEL = releases.CHECKPOINT_FAMILIES
+_OLDEST_MINOR = int(releases.OLDEST_CHECKPOINT_FAMILY.split(".")[1])
+_TABLE_OLDEST_MINOR = int(releases.OLDEST.split(".")[1])
+_NEWEST_MINOR = int(releases.NEWEST.split(".")[1])
 
 
 def release_family(release: str | float) -> str:
@@ -40,17 +36,18 @@ def release_family(release: str | float) -> str:
         major, minor = int(parts[0]), int(parts[1])
     except (IndexError, ValueError):
         raise CheckpointInputError(
-            f"unknown kubelet release {release!r}; expected e.g. 1.17, 1.35, 1.36, 1.37 or 1.38"
+            f"unknown kubelet release {release!r}; expected e.g. "
+            f"{', '.join(RELEASE_FAMILIES[:-1])} or {RELEASE_FAMILIES[-1]}"
         ) from None
-    if major != 1 or minor < 1 or minor > 38:
+    if major != 1 or minor < 1 or minor > _NEWEST_MINOR:
         raise CheckpointInputError(
-            f"kubelet release {release!r} is not modelled; supported: 1.x up to 1.38 "
-            "(1.38 = upstream master)"
+            f"kubelet release {release!r} is not modelled; supported: 1.x up to "
+            f"{releases.NEWEST} ({releases.NEWEST} = upstream master)"
         )
-    if minor <= 17:
-        return "1.17"
-    if minor <= 35:
-        return "1.35"
+    if minor <= _OLDEST_MINOR:
+        return releases.OLDEST_CHECKPOINT_FAMILY
+    if minor <= _TABLE_OLDEST_MINOR:
+        return releases.OLDEST
     return str(f"1.{minor}")
 
 
@@ -65,25 +62,32 @@ class Reader:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "release", release_family(self.release))
-        if self.release in ("1.17", "1.35") and self.gate:
+        if not self.has_gate and self.gate:
             object.__setattr__(self, "gate", False)  # the gate does not exist there
+
+    @property
+    def has_gate(self) -> bool:
+        """Whether this release knows the PodLevelResourceManagers gate (from 1.36)."""
+        return self.release in releases.RELEASES and releases.get(self.release).knows_pod_level_gate
 
     @property
     def line(self) -> str:
         """The checkpoint code line this release runs (1.38 reads files as 1.37 does)."""
-        return _CODE_LINE.get(self.release, self.release)
+        if self.release in releases.RELEASES:
+            return releases.get(self.release).checkpoint_line
+        return self.release
 
     @property
     def label(self) -> str:
         base = _FAMILY_LABEL[self.release]
-        if self.line in ("1.36", "1.37"):
+        if self.has_gate:
             return f"{base} gate {'on' if self.gate else 'off'}"
         return base
 
     @property
     def key(self) -> str:
         """A stable identifier: ``1.17``, ``1.35``, ``1.36-gate-off``..."""
-        if self.line in ("1.36", "1.37"):
+        if self.has_gate:
             return f"{self.release}-gate-{'on' if self.gate else 'off'}"
         return self.release
 
@@ -95,15 +99,10 @@ class Reader:
 
 
 #: The target list of the inspector (spec ``users.md`` §5.3).
-TARGETS: tuple[Reader, ...] = (
-    Reader("1.17"),
-    Reader("1.35"),
-    Reader("1.36", False),
-    Reader("1.36", True),
-    Reader("1.37", False),
-    Reader("1.37", True),
-    Reader("1.38", False),
-    Reader("1.38", True),
+TARGETS: tuple[Reader, ...] = tuple(
+    Reader(family, gate)
+    for family in RELEASE_FAMILIES
+    for gate in ((False, True) if Reader(family).has_gate else (False,))
 )
 
 

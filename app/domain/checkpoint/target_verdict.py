@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.domain import releases
 from app.domain.checkpoint.content import State
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.detect import CPU, MEMORY, VersionInfo
@@ -135,18 +136,18 @@ def verdict_for_result(
         )
 
     if info is not None and info.manager == CPU and info.version == "V1":
-        if r.line == "1.37":
+        if r.line == releases.NEWEST_CHECKPOINT_LINE:
             notes.append(
-                "uncertain: whether 1.37 still falls back to V1 files is not confirmed upstream; "
-                "modelled on the 1.37 loader, whose oldest version is V2"
+                f"uncertain: whether {r.line} still falls back to V1 files is not confirmed "
+                f"upstream; modelled on the {r.line} loader, whose oldest version is V2"
             )
-        elif r.line != "1.17" and synthetic:
+        elif r.line != releases.OLDEST_CHECKPOINT_FAMILY and synthetic:
             notes.append(
                 "V1 entries are migrated with the runtime's container list: every container ID "
                 "must still exist on the node"
             )
-    if info is not None and info.manager == MEMORY and r.line == "1.36":
-        notes.append("uncertain: whether 1.36 accepts a zero memory checksum (modelled: no)")
+    if info is not None and info.manager == MEMORY and r.line == releases.GATE_SINCE:
+        notes.append(f"uncertain: whether {r.line} accepts a zero memory checksum (modelled: no)")
     if not result.accepted:
         verdict = POLICY_MISMATCH if result.policy_mismatch else WILL_FAIL
         return make(verdict, error=result.error, message=result.message, notes=tuple(notes))

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.domain import releases
 from app.domain.checkpoint.consistency import check_consistency
 from app.domain.checkpoint.content import FileContent, State, file_content
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
@@ -165,8 +166,9 @@ def inspect(
             Issue(
                 "v3-type-name",
                 "warning",
-                "the checksum was computed under state.CPUManagerCheckpointV3: 1.37 accepts "
-                "it, a released 1.36 does not",
+                "the checksum was computed under state.CPUManagerCheckpointV3: "
+                f"{releases.NEWEST_CHECKPOINT_LINE} accepts it, a released {releases.GATE_SINCE} "
+                "does not",
             )
         )
     if fc.inline is not None and fc.state is not None:

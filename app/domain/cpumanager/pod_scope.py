@@ -114,12 +114,15 @@ def _budget_container(pod: Pod, c: Container, gates: Gates) -> BudgetContainer:
     return BudgetContainer(c.name, {RESOURCE_CPU: n} if n > 0 else {}, c.is_sidecar)
 
 
-def validate_pod_scope_resources(pod: Pod, gates: Gates = None) -> None:
-    """``validatePodScopeResources`` (CPU): raise ``PodBudgetError`` with the kubelet's text."""
+def validate_pod_scope_resources(pod: Pod, gates: Gates = None, *, init_check: bool = True) -> None:
+    """``validatePodScopeResources`` (CPU): raise ``PodBudgetError`` with the kubelet's text.
+    ``init_check=False``: the master (1.38) rules, without the exclusive init container check
+    (``app.domain.pod_budget``)."""
     violation = check_pod_budget(
         {RESOURCE_CPU: pod_guaranteed_cpus(pod, gates)},
         [_budget_container(pod, c, gates) for c in pod.init_containers],
         [_budget_container(pod, c, gates) for c in pod.containers],
+        init_check=init_check,
     )
     if violation is not None:
         raise PodBudgetError(violation, cpu_budget_message(violation))

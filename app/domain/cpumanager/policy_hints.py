@@ -73,6 +73,7 @@ def pod_topology_hints(
     reserved_cpus: CPUSet,
     reusable: CPUSet,
     restores_pods: bool,
+    budget_init_check: bool = True,
 ) -> ProviderHints:
     """``GetPodTopologyHints`` (pod scope; sized for the bubble with pod-level resources)."""
 
@@ -84,7 +85,7 @@ def pod_topology_hints(
         return {RESOURCE_CPU: None}
     if uses_pod_level_managers(pod, feature_gates):
         try:
-            validate_pod_scope_resources(pod, feature_gates)
+            validate_pod_scope_resources(pod, feature_gates, init_check=budget_init_check)
         except PodBudgetError:
             return {RESOURCE_CPU: []}
         if restores_pods and state.get_pod_cpu_set(pod.uid) is not None:

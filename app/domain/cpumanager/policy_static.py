@@ -1,6 +1,8 @@
 """Static CPU manager policy, classic and pod-level (follows
 pkg/kubelet/cm/cpumanager/policy_static.go and the policy-facing parts of cpu_manager.go, v1.37;
-release 1.38 = master adds the pod-level restore of kubernetes#141041, ``pod_restore.py``, the
+release 1.38 = master adds kubernetes#129079 (a container's checkpointed CPUs are found before
+the ``full-pcpus-only`` SMT check, content id 54651890818; 1.36-line code, content id
+3556663868, checks SMT first), the pod-level restore of kubernetes#141041, ``pod_restore.py``, the
 take-by-topology changes of ``cpu_assignment`` and the CPU gauges recomputed from the state
 of kubernetes#141261, ``app.domain.cpumanager.gauges``; see ``app.domain.releases``).
 
@@ -18,9 +20,8 @@ text, which the topology manager/node wraps as ``UnexpectedAdmissionError``.
 
 This module owns the policy's configuration, pools, allocation and release entry points; its
 sibling modules do the rest: ``errors``, ``reservation`` (the reserved CPUs),
-``state_validation`` (``validateState``), ``take`` (``takeByTopology`` dispatch: like the
-upstream line that carries ``AllocatePod``, it does not hand the ``align-by-socket`` flag to the
-NUMA-distributed algorithm), ``policy_hints`` (hints), ``pod_allocation`` (the KEP-5526
+``state_validation`` (``validateState``), ``take`` (``takeByTopology`` dispatch and its 1.38
+changes kubernetes#139778, #139456, #141238), ``policy_hints`` (hints), ``pod_allocation`` (the KEP-5526
 ``AllocatePod`` path and its bubble partition), ``pod_restore`` (1.38 restore), ``pod_scope``
 (counts, budget checks, isolation level) and ``gauges`` (the CPU gauges per release).
 """
@@ -99,6 +100,15 @@ class StaticPolicy:
         self.feature_gates: dict[str, bool] = dict(feature_gates or {})
         self.release = release
         self.restores_pods = releases.has(release, releases.CPU_POD_RESTORE)
+        self.restore_before_smt = releases.has(release, releases.CPU_RESTORE_BEFORE_SMT)
+        self.distributed_align_by_socket = releases.has(
+            release, releases.DISTRIBUTED_ALIGN_BY_SOCKET
+        )
+        self.min_numas_from_hint = releases.has(release, releases.DISTRIBUTED_MIN_NUMAS_FROM_HINT)
+        self.copy_best_combo = releases.has(release, releases.DISTRIBUTED_COPY_BEST)
+        self.pod_budget_init_check = not releases.has(
+            release, releases.POD_BUDGET_WITHOUT_INIT_CHECK
+        )
         self.spread_by_topology = releases.has(release, releases.SPREAD_BY_TOPOLOGY)
         self.hang_release = (
             None if releases.has(release, releases.DISTRIBUTED_GROUP_CHECK) else release
@@ -177,7 +187,7 @@ class StaticPolicy:
 
     def validate_pod_scope_resources(self, pod: Pod) -> None:
         """Raise ``PodBudgetError`` when the pod's budget leaves a shared pool empty (§5.3)."""
-        validate_pod_scope_resources(pod, self.feature_gates)
+        validate_pod_scope_resources(pod, self.feature_gates, init_check=self.pod_budget_init_check)
 
     # -- reuse bookkeeping (§2.12) ----------------------------------------------------
     def update_cpus_to_reuse(self, pod: Pod, container: Container, cset: CPUSet) -> None:
@@ -222,8 +232,11 @@ class StaticPolicy:
         m = self.metrics
         m.pinning_requests_total += 1
         try:
-            self.enforce_smt_alignment(state, num_cpus)
             existing = state.get_cpu_set(pod.uid, c.name)
+            if existing is None or not self.restore_before_smt:
+                # Before kubernetes#129079 (1.38) the SMT check comes first, also for a
+                # container whose CPUs are already in the state.
+                self.enforce_smt_alignment(state, num_cpus)
             if existing is not None:
                 self.update_cpus_to_reuse(pod, c, existing)
             else:
@@ -273,14 +286,18 @@ class StaticPolicy:
         result = EMPTY
         if mask is not None:
             aligned = aligned_cpus(self.topology, self.options.align_by_socket, mask, allocatable)
-            result = result | self.take_by_topology(aligned, min(num_cpus, aligned.size()))
+            hint_numas = mask.bit_count() if self.min_numas_from_hint else 0
+            result = result | self.take_by_topology(
+                aligned, min(num_cpus, aligned.size()), min_numas=hint_numas
+            )
         remaining = self.take_by_topology(allocatable - result, num_cpus - result.size())
         result = result | remaining
         state.set_default_cpu_set(state.default_cpuset - result)
         return result, len(self.topology.uncore_caches_of(result)) == 1
 
-    def take_by_topology(self, available: CPUSet, num_cpus: int) -> CPUSet:
-        """``takeByTopology`` dispatch (§2.7); failures become ``CPUAllocationError``."""
+    def take_by_topology(self, available: CPUSet, num_cpus: int, min_numas: int = 0) -> CPUSet:
+        """``takeByTopology`` dispatch (§2.7); failures become ``CPUAllocationError``.
+        ``min_numas``: the hint's NUMA count (1.38, kubernetes#139456), else 0."""
         return take_by_topology(
             self.topology,
             self.options,
@@ -289,6 +306,9 @@ class StaticPolicy:
             num_cpus,
             spread_by_topology=self.spread_by_topology,
             hang_release=self.hang_release,
+            align_by_socket=self.distributed_align_by_socket and self.options.align_by_socket,
+            copy_best=self.copy_best_combo,
+            min_numas=min_numas,
         )
 
     # -- removal ------------------------------------------------------------------------
@@ -356,6 +376,7 @@ class StaticPolicy:
             reserved_cpus=self.reserved_cpus,
             reusable=self.cpus_to_reuse.get(pod.uid, EMPTY),
             restores_pods=self.restores_pods,
+            budget_init_check=self.pod_budget_init_check,
         )
 
     # -- pod-level allocation (§5.5) -----------------------------------------------------

@@ -4,9 +4,15 @@ pkg/kubelet/cm/cpumanager/policy_static.go, v1.37 and master as 1.38).
 The options pick the algorithm (``app.domain.cpumanager.cpu_assignment``): NUMA-distributed
 with ``distribute-cpus-across-numa`` (in groups of the SMT level under ``full-pcpus-only``),
 else NUMA-packed (with the uncore preference of ``prefer-align-cpus-by-uncorecache``); the
-sorting strategy is ``spread`` with ``distribute-cpus-across-cores``. Like the upstream line
-that carries ``AllocatePod``, the ``align-by-socket`` flag is not handed to the distributed
-algorithm. A take that fails becomes a ``CPUAllocationError`` with the kubelet's text.
+sorting strategy is ``spread`` with ``distribute-cpus-across-cores``. A take that fails becomes
+a ``CPUAllocationError`` with the kubelet's text.
+
+Per release (``app.domain.releases``, all 1.38 = master): the ``align-by-socket`` flag is
+handed to the distributed algorithm from kubernetes#139778 (1.35-1.37 never pass it); the
+topology hint's NUMA count is its floor from kubernetes#139456 (``min_numas``; the static
+policy passes the hint's count for the take on the hint's aligned CPUs and 0 for the other
+takes, as the PR description says ``allocateCPUs`` does - its code could not be read); best
+combinations are copied from kubernetes#141238.
 """
 
 from __future__ import annotations
@@ -32,6 +38,9 @@ def take_by_topology(
     *,
     spread_by_topology: bool,
     hang_release: str | None,
+    align_by_socket: bool = False,
+    copy_best: bool = False,
+    min_numas: int = 0,
 ) -> CPUSet:
     """``takeByTopology`` dispatch (§2.7); failures become ``CPUAllocationError``."""
     strategy = (
@@ -48,8 +57,11 @@ def take_by_topology(
                 num_cpus,
                 group,
                 strategy,
+                align_by_socket,
                 spread_by_topology=spread_by_topology,
                 hang_release=hang_release,
+                copy_best=copy_best,
+                min_numas_from_hint=min_numas,
             )
         return take_by_topology_numa_packed(
             topology,

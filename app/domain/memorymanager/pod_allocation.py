@@ -47,9 +47,14 @@ def _u64_sub(a: int, b: int) -> int:
 
 
 def pod_scope_budget_error(
-    pod: Pod, budget: Mapping[str, int], container_requests: ContainerRequests
+    pod: Pod,
+    budget: Mapping[str, int],
+    container_requests: ContainerRequests,
+    *,
+    init_check: bool = True,
 ) -> PodBudgetError | None:
-    """``validatePodScopeResources`` (memory flavour, §5.3); ``None`` when the pod fits."""
+    """``validatePodScopeResources`` (memory flavour, §5.3); ``None`` when the pod fits.
+    ``init_check=False``: the master (1.38) rules without the exclusive init container check."""
 
     def member(c: Container) -> BudgetContainer:
         return BudgetContainer(c.name, container_requests(c), c.is_sidecar)
@@ -59,6 +64,7 @@ def pod_scope_budget_error(
         [member(c) for c in pod.init_containers],
         [member(c) for c in pod.containers],
         unsigned=True,
+        init_check=init_check,
     )
     if violation is None:
         return None

@@ -1,7 +1,16 @@
 """Static memory manager policy (follows pkg/kubelet/cm/memorymanager/policy_static.go, v1.37,
-the code line with KEP-5526 ``AllocatePod``; release 1.38 = master adds kubernetes#141077, a
-restored pod allocation is kept on re-admission, and kubernetes#141070, pod hints regenerated
-from the pod blocks - see ``app.domain.releases``).
+the code line with KEP-5526 ``AllocatePod``; per release through ``app.domain.releases``):
+
+* from 1.37, kubernetes#138770 (content id 68686888954 against the pre-change 4195507488):
+  ``Allocate`` returns right after reading the container's requests when it requests no memory
+  (no pinning count, no default hint, no state change) and ``GetTopologyHints`` returns nil for
+  such a container. 1.36 still runs ``Allocate`` for it: in the container scope a pod-level
+  pod's containers without exclusive memory then fail on the default hint or on the
+  single/cross-NUMA rule (the documentation tutorial's ``container-scope-mixed`` pod);
+* 1.38 = master adds kubernetes#141077 (a restored pod allocation is kept on re-admission) and
+  kubernetes#141070 (``GetPodTopologyHints`` regenerates a pod-level pod's hint from its pod
+  blocks, and a container-level pod's from the first container with blocks against that
+  container's own requests; test ``TestMemoryManagerRestoreState``, content id 68452152110).
 
 The policy holds configuration (the machine's NUMA memory, the per-NUMA system reservation,
 the topology manager's hint store, the pod-level feature gates) and the in-memory
@@ -25,10 +34,6 @@ policy's entry points and the gates; the work is done by its sibling modules:
 Where Go's map order reaches an output we use resource-name order: blocks of a container are
 listed by resource name, and with several failing budget types the first in name order is
 reported.
-
-Upstream follows the code literally for pod-level pods in the *container* scope: a container
-that is not equivalent Guaranteed requests nothing, yet ``allocate`` still runs the hint checks
-and records an empty block list for it.
 """
 
 from __future__ import annotations
@@ -105,6 +110,10 @@ class StaticPolicy:
         self.release = release
         self.restores_pods = releases.has(release, releases.MEMORY_POD_RESTORE)
         self.pod_hints_from_pod_blocks = releases.has(release, releases.MEMORY_POD_HINTS)
+        self.skips_no_request = releases.has(release, releases.MEMORY_SKIP_NO_REQUEST)
+        self.pod_budget_init_check = not releases.has(
+            release, releases.POD_BUDGET_WITHOUT_INIT_CHECK
+        )
         reserved = {int(n): dict(r) for n, r in (system_reserved or {}).items()}
         total = sum(r.get(RESOURCE_MEMORY, 0) for r in reserved.values())
         if total <= 0:
@@ -195,6 +204,8 @@ class StaticPolicy:
             requested = self.get_container_requested_resources(pod, container)
         except MemoryManagerError:
             return None
+        if self.skips_no_request and not requested:
+            return None  # 1.37 (kubernetes#138770)
         if self._skipped_pod_level(pod):
             return None
         blocks = state.get_memory_blocks(pod.uid, container.name)
@@ -224,8 +235,16 @@ class StaticPolicy:
                 return regenerate_hints(pod_blocks, requested)
         for c in pod.all_containers():
             blocks = state.get_memory_blocks(pod.uid, c.name)
-            if blocks is not None:
+            if blocks is None:
+                continue
+            if not self.pod_hints_from_pod_blocks:
                 return regenerate_hints(blocks, requested)
+            # 1.38 (kubernetes#141070): against the container's own requests.
+            try:
+                own = self.get_container_requested_resources(pod, c)
+            except MemoryManagerError:
+                return None
+            return regenerate_hints(blocks, own)
         return self.calculate_hints(state.machine_state, pod, requested)
 
     def _resolve_hint(
@@ -252,10 +271,16 @@ class StaticPolicy:
             return
         if self._skipped_pod_level(pod):
             return
+        requested: Mapping[str, int] | None = None
+        if self.skips_no_request:
+            # 1.37 (kubernetes#138770): requests first; nothing requested, nothing to do.
+            requested = self.get_container_requested_resources(pod, container)
+            if not requested:
+                return
         m = self.metrics
         m.pinning_requests_total += 1
         try:
-            self._allocate(state, pod, container, hint)
+            self._allocate(state, pod, container, hint, requested)
         except Exception:
             m.pinning_errors_total += 1
             m.allocation_errors_total[(RESOURCE_MEMORY, SOURCE_NODE)] += 1
@@ -267,6 +292,7 @@ class StaticPolicy:
         pod: Pod,
         container: Container,
         hint: TopologyHint | None,
+        requested: Mapping[str, int] | None,
     ) -> None:
         reuse = self.init_containers_reusable_memory
         existing = state.get_memory_blocks(pod.uid, container.name)
@@ -275,7 +301,8 @@ class StaticPolicy:
             return
         if hint is None:
             hint = self._affinity(pod, container.name)
-        requested = self.get_container_requested_resources(pod, container)
+        if requested is None:
+            requested = self.get_container_requested_resources(pod, container)
         mask = self._resolve_hint(state.machine_state, pod, requested, hint)
         mask_nodes = tuple(bits(mask))
         # Copy-on-write: only the nodes of the mask change.
@@ -299,7 +326,10 @@ class StaticPolicy:
         """``validatePodScopeResources`` (memory flavour, §5.3); ``None`` when the pod fits."""
         budget = self.get_pod_requested_resources(pod)
         return pod_scope_budget_error(
-            pod, budget, lambda c: self.get_container_requested_resources(pod, c)
+            pod,
+            budget,
+            lambda c: self.get_container_requested_resources(pod, c),
+            init_check=self.pod_budget_init_check,
         )
 
     def validate_pod_scope_resources(self, pod: Pod) -> None:

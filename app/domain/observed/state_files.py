@@ -10,9 +10,11 @@ configuration the files point to when no kubelet configuration could be read.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from app.domain import releases
 from app.domain.checkpoint import (
     CheckpointError,
     CPUCheckpointState,
@@ -26,12 +28,12 @@ from app.domain.observed.model import FILE_NAMES, CheckpointFile, StateFileReadi
 
 #: The readers tried on an observed state file, newest kubelet first.
 NEWEST_FIRST: tuple[Reader, ...] = (
-    Reader("1.37", True),
-    Reader("1.37", False),
-    Reader("1.36", True),
-    Reader("1.36", False),
-    Reader("1.35"),
-    Reader("1.17"),
+    Reader(releases.NEWEST_CHECKPOINT_LINE, True),
+    Reader(releases.NEWEST_CHECKPOINT_LINE, False),
+    Reader(releases.GATE_SINCE, True),
+    Reader(releases.GATE_SINCE, False),
+    Reader(releases.OLDEST),
+    Reader(releases.OLDEST_CHECKPOINT_FAMILY),
 )
 
 
@@ -123,6 +125,14 @@ def memory_state_of(reading: StateFileReading | None) -> MemoryCheckpointState |
     return None
 
 
+def _written(row: releases.Release) -> set[tuple[str, str]]:
+    return {
+        (manager, version)
+        for gate in (False, True)
+        for manager, version in zip(("cpu", "memory"), row.writes(gate), strict=True)
+    }
+
+
 def infer_config(
     cpu: StateFileReading | None, memory: StateFileReading | None
 ) -> tuple[str, KubeletConfig]:
@@ -132,14 +142,15 @@ def infer_config(
     versions = {
         (r.file.manager, r.file.version) for r in (cpu, memory) if r is not None and r.file.version
     }
-    if ("cpu", "V4") in versions or ("memory", "V3") in versions:
-        release = "1.37"
-    elif ("cpu", "V3") in versions or ("memory", "V2") in versions:
-        release = "1.36"
-    elif versions:
-        release = "1.35"
-    else:
-        release = DEFAULT_RELEASE
+    release = DEFAULT_RELEASE
+    if versions:
+        # The newest checkpoint line that introduced one of the versions found, else the oldest.
+        release = releases.OLDEST
+        lines = [r for r in releases.TABLE if r.name == r.checkpoint_line]
+        for older, row in reversed(list(itertools.pairwise(lines))):
+            if versions & (_written(row) - _written(older)):
+                release = row.name
+                break
     pod_level = bool(cpu_state is not None and cpu_state.pod_entries) or bool(
         mem_state is not None and mem_state.pod_entries
     )

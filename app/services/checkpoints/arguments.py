@@ -8,6 +8,7 @@ from __future__ import annotations
 from app.adapters.kubelet import (
     STATE_FILES,
 )
+from app.domain import releases
 from app.domain.checkpoint import (
     TARGETS,
     CheckpointError,
@@ -66,7 +67,7 @@ def parse_targets(value: str | None) -> tuple[Reader, ...]:
             raise CheckpointUsageError(exc.message, "target") from None
         lowered = text.lower().replace("_", "-").replace(" ", "-")
         explicit_gate = lowered.endswith(("-on", "-off"))
-        if reader.line in ("1.36", "1.37") and not explicit_gate:
+        if reader.has_gate and not explicit_gate:
             candidates = [Reader(reader.release, False), Reader(reader.release, True)]
         else:
             candidates = [reader]
@@ -90,11 +91,11 @@ def resolve_target(
         raise CheckpointUsageError(exc.message, "target") from None
     lowered = target.strip().lower().replace("_", "-").replace(" ", "-")
     spelt = lowered.endswith(("-on", "-off"))
-    if reader.line not in ("1.36", "1.37"):
+    if not reader.has_gate:
         if gate or (spelt and lowered.endswith("-on")):
             raise CheckpointUsageError(
                 f"the PodLevelResourceManagers gate does not exist in {reader.label}; it was "
-                "added in 1.36",
+                f"added in {releases.GATE_SINCE}",
                 "gate",
             )
         return reader, "n/a"

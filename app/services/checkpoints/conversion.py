@@ -27,6 +27,7 @@ from app.adapters.kubelet import (
     manager_for_name,
     read_capped,
 )
+from app.domain import releases
 from app.domain.checkpoint import (
     CPU_VERSIONS,
     MEMORY_VERSIONS,
@@ -159,11 +160,17 @@ def convert_file(
             raise CheckpointUsageError(
                 f"{info.file_name} has no version {to_version!r}; expected one of "
                 f"{', '.join(allowed)} (memory versions are numbered separately: memory V3 is "
-                "the 1.37 format)",
+                f"the {releases.STATE_FILE_WRITERS[('memory', 'V3')]} format)",
                 "to",
             )
-    if target is not None and info.manager == "memory" and target.line == "1.17":
-        raise CheckpointUsageError("there is no memory manager before 1.21", "release")
+    if (
+        target is not None
+        and info.manager == "memory"
+        and target.line == releases.OLDEST_CHECKPOINT_FAMILY
+    ):
+        raise CheckpointUsageError(
+            f"there is no memory manager before {releases.MEMORY_MANAGER_SINCE}", "release"
+        )
     try:
         result = convert(content, version, target, force, manager=info.manager)
     except ConversionError as exc:

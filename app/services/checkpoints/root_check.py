@@ -22,6 +22,7 @@ from app.adapters.kubelet import (
     KubeletRootDir,
 )
 from app.adapters.kubelet_files import parse_kubelet_config_text
+from app.domain import releases
 from app.domain.checkpoint import (
     COMPATIBLE,
     COMPATIBLE_WITH_LOSS,
@@ -238,14 +239,16 @@ def check_root_dir(
         if content is None:
             checks.append(FileCheck(manager, path.name, str(path), False))
             continue
-        if manager == "memory" and reader.line == "1.17":
+        if manager == "memory" and reader.line == releases.OLDEST_CHECKPOINT_FAMILY:
             checks.append(
                 FileCheck(
                     manager,
                     path.name,
                     str(path),
                     True,
-                    advice=("a ≤1.17 kubelet has no memory manager and ignores this file",),
+                    advice=(
+                        f"a {reader.label} kubelet has no memory manager and ignores this file",
+                    ),
                     verdict=TargetVerdict(
                         reader.key, reader.label, reader.release, reader.gate, COMPATIBLE
                     ),
@@ -279,7 +282,7 @@ def check_root_dir(
             )
         if (
             status == COMPATIBLE_WITH_LOSS
-            and reader.line in ("1.36", "1.37")
+            and reader.has_gate
             and not reader.gate
             and view.report.state is not None
             and view.report.state.pod_entries

@@ -24,6 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from app.domain import releases
 from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.services.node_views import AdmissionLogEntry, NodeDetail, NodeIndexView, node_url
 from app.services.nodes import NodeInputError
@@ -57,7 +58,9 @@ class NodeCreate(BaseModel):
     )
     release: str = Field(
         default=DEFAULT_RELEASE,
-        description="Kubelet release: 1.35, 1.36, 1.37, 1.38 (upstream master)",
+        description=(
+            f"Kubelet release: {', '.join(releases.RELEASES)} ({releases.NEWEST} = upstream master)"
+        ),
     )
 
 

@@ -48,6 +48,7 @@ from fastapi import APIRouter, Query
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
+from app.domain import releases
 from app.domain.checkpoint import TARGETS
 from app.services.checkpoints import (
     TOO_MANY_MEMBERS,
@@ -207,7 +208,11 @@ def checkpoints_json(
     ),
     policy: str | None = Query(default=None, description="configured policy to compare with"),
     target: str | None = Query(
-        default=None, description="comma-separated releases (1.35, 1.36-gate-on...); default all"
+        default=None,
+        description=(
+            f"comma-separated releases ({releases.OLDEST}, {releases.GATE_SINCE}-gate-on...); "
+            "default all"
+        ),
     ),
 ) -> Response:
     kubelet = kubelet_files(settings.kubelet_root)
@@ -272,7 +277,11 @@ async def api_checkpoints_inspect(
     manager: str | None = Query(default=None, description="cpu, memory or auto (default)"),
     policy: str | None = Query(default=None, description="configured policy to compare with"),
     target: str | None = Query(
-        default=None, description="comma-separated releases (1.35, 1.36-gate-on...); default all"
+        default=None,
+        description=(
+            f"comma-separated releases ({releases.OLDEST}, {releases.GATE_SINCE}-gate-on...); "
+            "default all"
+        ),
     ),
 ) -> Response:
     try:

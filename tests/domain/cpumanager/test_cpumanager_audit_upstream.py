@@ -161,9 +161,11 @@ def test_take_by_topology_dispatch(
     assert policy.take_by_topology(P(available), n) == P(expected)
 
 
-def test_take_by_topology_does_not_hand_align_by_socket_to_distributed() -> None:
-    """The policy_static.go line carrying AllocatePod calls takeByTopologyNUMADistributed
-    without the align-by-socket flag (kubernetes#139778 adds it later).
+@pytest.mark.parametrize("release", ["1.35", "1.36", "1.37", "1.38"])
+def test_take_by_topology_hands_align_by_socket_to_distributed_from_1_38(release: str) -> None:
+    """Up to 1.37 policy_static.go calls takeByTopologyNUMADistributed without the
+    align-by-socket flag; kubernetes#139778 (1.38 = master) passes it. (This test asserted
+    "never passed" while 1.38 followed the 1.37 line; changed deliberately for #139778.)
 
     NUMA 0 has 10 CPUs (socket 0), NUMA 1-3 have 20. With the flag the search keeps the pair
     inside socket 0 (NUMA 0+1, distribution capped at 10); without it NUMA 1+2 win on balance.
@@ -180,8 +182,9 @@ def test_take_by_topology_does_not_hand_align_by_socket_to_distributed() -> None
         None,
         {"distribute-cpus-across-numa": "true", "align-by-socket": "true"},
         feature_gates=GATES,
+        release=release,
     )
-    assert policy.take_by_topology(available, 24) == without
+    assert policy.take_by_topology(available, 24) == (with_flag if release == "1.38" else without)
 
 
 # -- NewStaticPolicy: reserved CPUs picked by the policy's own algorithm -------------------------

@@ -53,3 +53,6 @@ def test_distributed_take_uses_the_rewritten_best_combination() -> None:
     result = take_by_topology_numa_distributed(topo, topo.all_cpus, 128, 1)
     assert result.size() == 128
     assert topo.numa_nodes_of(result) == [0, 1, 2, 7]
+    # 1.38 (kubernetes#141238) copies the best combination when it is found.
+    copied = take_by_topology_numa_distributed(topo, topo.all_cpus, 128, 1, copy_best=True)
+    assert topo.numa_nodes_of(copied) == [0, 1, 2, 3]

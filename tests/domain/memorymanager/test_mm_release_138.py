@@ -74,3 +74,41 @@ def test_pod_hints_come_from_the_pod_blocks() -> None:
     assert hints138 == {"memory": [TopologyHint(mask_of([1]), True)]}
     # 1.37 compares the first container's blocks (1Gi) with the pod request (3Gi): no hint.
     assert policy("1.37").get_pod_topology_hints(first, POD) is None  # type: ignore[arg-type]
+
+
+# -- kubernetes#138770 (1.37): a container that requests no memory is skipped ------------------
+
+
+@pytest.mark.parametrize(("release", "skipped"), [("1.36", False), ("1.37", True), ("1.38", True)])
+def test_container_without_memory_requests(release: str, skipped: bool) -> None:
+    p = policy(release)
+    state = started(p)
+    shared = POD.containers[1]
+    hints = p.get_topology_hints(state, POD, shared)
+    if skipped:
+        assert hints is None  # GetTopologyHints: nil
+        p.allocate(state, POD, shared, TopologyHint(None, False))
+        assert state.assignments == {}
+        assert p.metrics.pinning_requests_total == 0
+    else:
+        assert hints == {}  # hints calculated for no resource
+        with pytest.raises(MemoryManagerError, match="failed to get the default NUMA affinity"):
+            p.allocate(state, POD, shared, TopologyHint(None, False))
+        assert (p.metrics.pinning_requests_total, p.metrics.pinning_errors_total) == (1, 1)
+
+
+# -- kubernetes#141070 (1.38): a container-level pod's hint from the container's own request ---
+
+
+@pytest.mark.parametrize(("release", "restored"), [("1.37", False), ("1.38", True)])
+def test_container_level_pod_hint_on_restore(release: str, restored: bool) -> None:
+    two = pod("c", container("a", "1Gi"), container("b", "1Gi"))
+    first = policy("1.37")
+    state = started(first)
+    for c in two.containers:
+        first.allocate(state, two, c, TopologyHint(mask_of([0]), True))
+    hints = policy(release).get_pod_topology_hints(state, two)
+    if restored:
+        assert hints == {"memory": [TopologyHint(mask_of([0]), True)]}
+    else:
+        assert hints is None  # 1Gi blocks against the pod's 2Gi: regenerateHints gives up

@@ -8,6 +8,18 @@ nodes, judged by a balance score, with the ``align-by-socket`` preference of the
 
 Per release (``app.domain.releases``):
 
+* 1.38 (upstream master) remembers the best combination and remainder subset as copies
+  (kubernetes#141238, CHANGELOG-1.38 alpha.1, content id 70363611792): ``copy_best``. Before,
+  the remembered Go slice is overwritten by later combinations (kubernetes#141237).
+* 1.38 receives the ``align-by-socket`` flag (kubernetes#139778; before, ``takeByTopology``
+  never passes it, so the single-socket preference and the per-NUMA distribution cap below
+  are inert - ``app.domain.cpumanager.take``).
+* 1.38 receives the topology hint's NUMA count as the floor of the combination sizes tried
+  (kubernetes#139456, ``minNUMAsFromHint``): ``min_numas_from_hint``. The function's code was
+  not readable, only its signature and doc comment (PR review thread) and the PR description:
+  the count raises the fewest NUMA nodes tried, and a count beyond what the request can use
+  (more than the most NUMA nodes tried) leaves the original behaviour.
+
 * 1.38 (upstream master) counts the capacity of NUMA combinations and remainder subsets in
   whole CPU groups (kubernetes#140730) - the functions' default. A 1.35-1.37 kubelet checks
   raw CPU sums and, on a subset whose leftovers are all smaller than a group, loops forever;
@@ -23,6 +35,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from app.domain import releases
 from app.domain.cpumanager.cpu_assignment.accumulator import CPUAccumulator
 from app.domain.cpumanager.cpu_assignment.common import (
     CPUSortingStrategy,
@@ -70,7 +83,9 @@ def _hang(remainder: int, g: int, release: str) -> DistributedAllocationHangErro
         f"a {release} kubelet never finishes this allocation: takeByTopologyNUMADistributed "
         f"keeps handing out the remaining {remainder} CPUs in groups of {g} over NUMA nodes "
         "whose leftovers are smaller than a group, holding the CPU manager lock (upstream "
-        "kubernetes#140730, fixed in 1.38); the simulator rejects the pod instead of hanging"
+        f"{releases.PULL_REQUEST[releases.DISTRIBUTED_GROUP_CHECK]}, fixed in "
+        f"{releases.INTRODUCED[releases.DISTRIBUTED_GROUP_CHECK]}); the simulator rejects the "
+        "pod instead of hanging"
     )
 
 
@@ -80,6 +95,7 @@ def _best_remainder_split(
     after: dict[int, int],
     g: int,
     release: str | None,
+    copy_best: bool,
 ) -> tuple[float, tuple[int, ...] | None]:
     """Best balance when handing ``remainder`` out in groups of ``g`` over a subset.
 
@@ -115,9 +131,15 @@ def _best_remainder_split(
             balance = standard_deviation(list(left.values()))
             if balance < best_balance:
                 best_balance = balance
-                best_subset = subset_slice  # a reference, as in Go
+                # A reference, as in Go before kubernetes#141238; a copy from 1.38.
+                best_subset = _copy(subset_slice) if copy_best else subset_slice
         k -= 1
     return best_balance, None if best_subset is None else best_subset.values()
+
+
+def _copy(s: GoSlice) -> GoSlice:
+    values = list(s.values())
+    return GoSlice(values, len(values))
 
 
 def _choose_combo(
@@ -128,6 +150,7 @@ def _choose_combo(
     g: int,
     align_by_socket: bool,
     release: str | None,
+    copy_best: bool,
 ) -> _Choice:
     ix = acc.ix
     avail_of = {n: acc.numa_count(n) for n in numas}
@@ -165,7 +188,7 @@ def _choose_combo(
             local_balance = standard_deviation(list(after.values()))
         else:
             local_balance, local_remainder = _best_remainder_split(
-                remainder, remainder_combo, after, g, release
+                remainder, remainder_combo, after, g, release, copy_best
             )
 
         in_same_socket = align_by_socket and _numas_in_same_socket(ix, combo)
@@ -175,7 +198,9 @@ def _choose_combo(
         if is_better:
             best.balance = local_balance
             best.remainder = local_remainder
-            best_slice = combo_slice  # a reference, as in Go: later siblings may rewrite it
+            # A reference, as in Go before kubernetes#141238 (later siblings may rewrite it);
+            # a copy from 1.38.
+            best_slice = _copy(combo_slice) if copy_best else combo_slice
             if align_by_socket:
                 best.in_one_socket = in_same_socket
     if best_slice is not None:
@@ -193,6 +218,8 @@ def take_by_topology_numa_distributed(
     *,
     spread_by_topology: bool = False,
     hang_release: str | None = None,
+    copy_best: bool = False,
+    min_numas_from_hint: int = 0,
 ) -> CPUSet:
     """``num_cpus`` CPUs spread evenly over NUMA nodes (``takeByTopologyNUMADistributed``).
 
@@ -227,9 +254,11 @@ def take_by_topology_numa_distributed(
     ix = acc.ix
     numas = acc.sort_available_numa_nodes()
     min_numas, max_numas = acc.range_numa_nodes_needed_to_satisfy(g)
+    if min_numas < min_numas_from_hint <= max_numas:  # kubernetes#139456 (1.38)
+        min_numas = min_numas_from_hint
 
     for k in range(min_numas, max_numas + 1):
-        best = _choose_combo(acc, numas, k, num_cpus, g, align_by_socket, hang_release)
+        best = _choose_combo(acc, numas, k, num_cpus, g, align_by_socket, hang_release, copy_best)
         if best.combo is None:
             continue
 

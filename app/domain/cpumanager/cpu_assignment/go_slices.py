@@ -5,8 +5,9 @@ Go slice aliasing is reproduced: Go's ``iterateCombinations`` builds each combin
 ``append`` on its parent's slice, so sibling combinations share a backing array whenever the
 parent has spare capacity, and a remembered ``bestCombo`` / ``bestLocalRemainder`` (a slice,
 not a copy) of length 4, 6, 7 or 8 is overwritten by the later siblings before it is used
-(upstream issue kubernetes/kubernetes#141237; the "deep copy bestCombo" fix #141238 is not
-merged in the code this module follows). ``go_iterate_combinations`` models the slices with
+(upstream issue kubernetes/kubernetes#141237). The fix, kubernetes#141238 (copy the best
+combination), is merged on master: a 1.38 kubelet keeps copies (``distributed.copy_best``), a
+1.35-1.37 kubelet the aliased slices modelled here. ``go_iterate_combinations`` models the slices with
 Go's append growth (capacity 0, 1, 2, 4, 8, ...) and the chosen combination is read when Go
 reads it, so the kubelet's decision - including the accounting error it can end in - is the
 one reproduced. It only matters on machines with more than four NUMA nodes.
