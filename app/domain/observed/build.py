@@ -10,7 +10,6 @@ container it does not list, or without PodResources, it is inferred from the CPU
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 
 from app.domain.checkpoint import CPUCheckpointState, MemoryCheckpointState
@@ -140,9 +139,10 @@ class _Builder:
         """Each container's set from the CPU state file; inside a pod budget, its isolation as
         PodResources reports it, or inferred from the sets for a container it does not list."""
         listed = {c.name: c for c in pr.containers} if pr is not None else {}
-        holders = Counter(cpus.mask for cpus in rec.cpus.values())
+        holders: dict[int, int] = {}  # how many containers hold each set
         told: dict[int, set[Isolation]] = {}  # what PodResources says of each set
         for cname, cpus in rec.cpus.items():
+            holders[cpus.mask] = holders.get(cpus.mask, 0) + 1
             if cname in listed:
                 told.setdefault(cpus.mask, set()).add(_reported_isolation(listed[cname]))
         out: _CPUSide = {}
