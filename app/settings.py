@@ -170,10 +170,24 @@ class Settings(BaseSettings):
     hub_poll_interval: float = Field(
         default=2.0, gt=0, le=3600, description="Seconds between polls."
     )
-    hub_agent_timeout: float = Field(default=2.0, gt=0, le=600, description="Per-agent timeout.")
+    hub_agent_timeout: float = Field(
+        default=2.0,
+        gt=0,
+        le=600,
+        description="Deadline of one agent answer, whole (connect, headers and body).",
+    )
     hub_concurrency: int = Field(default=32, ge=1, le=1024, description="Agents polled at once.")
     hub_max_body_bytes: int = Field(
         default=8 * 1024 * 1024, ge=1024, description="Largest agent answer read (bytes)."
+    )
+    hub_max_nodes_per_agent: int = Field(
+        default=256, ge=1, le=5000, description="Nodes one agent may claim (else unreachable)."
+    )
+    hub_max_fanout: int = Field(
+        default=5000,
+        ge=1,
+        le=100_000,
+        description="Agent requests one fleet fit or upgrade check may make (the rest: not asked).",
     )
     demo_fleet: int = Field(
         default=0, ge=0, le=5000, description="Simulated nodes of the hub's own (fixed seed)."

@@ -1,30 +1,47 @@
 """The hub's HTTP client of the agents (httpx, asynchronous): their summaries with conditional
 requests, fit dry runs and upgrade checks fanned out to them.
 
-Every call has a timeout and reads at most ``max_bytes`` of the answer (streamed, so a huge body
-costs no more than the cap); anything but a well-formed JSON object is an ``AgentError`` whose
-message says what the agent did (refused the connection, timed out, answered 502, answered
-something that is not JSON…). Nothing here raises anything else for an agent's behaviour.
+Every call has one deadline for the whole answer (connecting, the headers and every byte of the
+body: an agent trickling a byte a second is cut off at the deadline, not kept while each read
+stays under httpx's per-read timeout; a dry run or an upgrade check, work on the agent, gets
+``WORK_FACTOR`` times the summary's) and reads at most ``max_bytes`` of the answer (streamed, so
+a huge body costs no more than the cap). A summary is parsed with its contract
+(``app.contracts.summary.SummaryDocumentV1``); dry-run and upgrade answers with the contracts'
+bounded JSON parser (``app.contracts.base.parse_json``: no ``NaN``, bounded depth and numbers).
+Anything else is an ``AgentError`` whose message says what the agent did (refused the
+connection, timed out, answered 502, answered something that is not JSON, answered a summary
+whose ``nodes[0].numa[0].available`` is not an integer…) and whose ``field`` names the field
+that broke the contract. Nothing here raises anything else for an agent's behaviour.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
+from app.contracts.base import ContractError, parse, parse_json
+from app.contracts.summary import SummaryDocumentV1
+
 USER_AGENT = "numascope-hub"
+#: A dry run or an upgrade check is work on the agent: its answer may take this many times
+#: the deadline of a summary (which is served from cached bytes).
+WORK_FACTOR = 2
+#: Seconds httpx's per-operation timeouts run past the whole-answer deadline.
+BACKSTOP = 1.0
 
 
 class AgentError(Exception):
-    """An agent did not give a usable answer (``message`` says how)."""
+    """An agent did not give a usable answer (``message`` says how; ``field``: the field of
+    its answer that broke the contract, when that was why)."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.field = field
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +49,19 @@ class AgentAnswer:
     status: int
     etag: str | None
     doc: dict[str, Any] | None  # None for a 304
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryAnswer:
+    etag: str | None
+    doc: SummaryDocumentV1 | None  # None for a 304
+
+
+@dataclass(frozen=True, slots=True)
+class _Raw:
+    status: int
+    etag: str | None
+    body: bytes | None  # None for a 304
 
 
 def _describe(exc: httpx.HTTPError) -> str:
@@ -73,13 +103,38 @@ class AgentClient:
         headers: dict[str, str] | None = None,
         content: bytes | None = None,
         ok: tuple[int, ...] = (200,),
-    ) -> AgentAnswer:
+        deadline: float | None = None,
+    ) -> _Raw:
+        """The answer's bytes within one deadline for the whole answer (``timeout`` unless
+        ``deadline`` says otherwise)."""
+        limit = self.timeout if deadline is None else deadline
         try:
-            request = self._client.build_request(method, url, headers=headers, content=content)
+            async with asyncio.timeout(limit):
+                return await self._read(method, url, headers, content, ok, limit)
+        except TimeoutError:
+            raise AgentError(
+                f"timed out (no complete answer within the {limit:g} s deadline)"
+            ) from None
+
+    async def _read(
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str] | None,
+        content: bytes | None,
+        ok: tuple[int, ...],
+        limit: float,
+    ) -> _Raw:
+        try:
+            # httpx's own per-operation timeouts are a backstop behind the whole-answer deadline.
+            timeout = httpx.Timeout(limit + BACKSTOP)
+            request = self._client.build_request(
+                method, url, headers=headers, content=content, timeout=timeout
+            )
             response = await self._client.send(request, stream=True)
             try:
                 if response.status_code == 304:
-                    return AgentAnswer(304, response.headers.get("etag"), None)
+                    return _Raw(304, response.headers.get("etag"), None)
                 declared = response.headers.get("content-length")
                 if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
                     raise AgentError(f"answer of {declared} bytes is over the {self.max_bytes} cap")
@@ -97,42 +152,66 @@ class AgentClient:
         body = b"".join(chunks)
         if response.status_code not in ok:
             raise AgentError(f"answered HTTP {response.status_code}: {_error_text(body)}")
+        return _Raw(response.status_code, response.headers.get("etag"), body)
+
+    async def _json(self, method: str, url: str, **kwargs: Any) -> AgentAnswer:
+        """An answer that is a JSON object, passed on as the node gave it (bounded)."""
+        raw = await self._request(method, url, **kwargs)
+        if raw.body is None:
+            return AgentAnswer(raw.status, raw.etag, None)
         try:
-            doc = json.loads(body)
-        except (UnicodeDecodeError, ValueError):
-            raise AgentError("answered something that is not JSON") from None
+            doc = parse_json(raw.body)
+        except ContractError as exc:
+            field = exc.field or None
+            problem = "is not JSON" if not field else f"has {field}: {exc.problem}"
+            raise AgentError(f"answered something that {problem}", field) from None
         if not isinstance(doc, dict):
             raise AgentError("answered JSON that is not an object")
-        return AgentAnswer(response.status_code, response.headers.get("etag"), doc)
+        return AgentAnswer(raw.status, raw.etag, doc)
 
-    async def summary(self, base: str, etag: str | None) -> AgentAnswer:
+    async def summary(self, base: str, etag: str | None) -> SummaryAnswer:
+        """The agent's summary document, checked against ``SummaryDocumentV1``."""
         headers = {"If-None-Match": etag} if etag else None
-        return await self._request("GET", f"{base}/api/v1/summary", headers=headers)
+        raw = await self._request("GET", f"{base}/api/v1/summary", headers=headers)
+        if raw.body is None:
+            return SummaryAnswer(raw.etag, None)
+        try:
+            doc = parse(SummaryDocumentV1, raw.body)
+        except ContractError as exc:
+            if not exc.field:
+                raise AgentError(f"answered something that is not JSON: {exc.problem}") from None
+            raise AgentError(
+                f"answered a summary whose {exc.field} breaks the contract: {exc.problem}",
+                exc.field,
+            ) from None
+        return SummaryAnswer(raw.etag, doc)
 
     async def dry_run(self, base: str, node: str, body: bytes, content_type: str) -> AgentAnswer:
-        return await self._request(
+        return await self._json(
             "POST",
             f"{base}/api/v1/nodes/{quote(node, safe='')}/pods?dryRun=true",
             headers={"Content-Type": content_type},
             content=body,
             ok=(200, 201, 404, 409, 422, 503),  # the node's own answer, errors included
+            deadline=self.timeout * WORK_FACTOR,
         )
 
     async def upgrade(self, base: str, node: str, query: str) -> AgentAnswer:
-        return await self._request(
+        return await self._json(
             "GET",
             f"{base}/api/v1/nodes/{quote(node, safe='')}/upgrade?{query}",
             ok=(200, 404, 422, 503),
+            deadline=self.timeout * WORK_FACTOR,
         )
 
 
 def _error_text(body: bytes) -> str:
     """The agent's own error message when it sent one, else the start of the body."""
     try:
-        doc = json.loads(body)
+        doc = parse_json(body)
         message = doc["error"]["message"]
         if isinstance(message, str):
             return message[:300]
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+    except (ContractError, KeyError, TypeError, IndexError):
         pass
     return body[:120].decode("utf-8", "replace") or "(empty body)"

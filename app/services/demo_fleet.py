@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from app.contracts.summary import NodeSummaryV1
 from app.domain import releases
 from app.domain.kubelet_config import RELEASES, KubeletConfig
 from app.domain.node import Node
@@ -123,7 +124,7 @@ class SimulatedNode:
             pod_memory_requests={},
         )
 
-    def summary(self, cache: SummaryCache) -> dict[str, Any]:
+    def summary(self, cache: SummaryCache) -> NodeSummaryV1:
         summary = self.views.summary(rejected=self.rejected, load_error=None)
         return cache.versioned(build_summary(summary, self.views))
 
@@ -209,11 +210,15 @@ def _pods_of(manifest: str, config: KubeletConfig) -> Sequence[Pod]:
     return _PODS[key]
 
 
+def node_name(index: int) -> str:
+    return f"sim-{index:04d}"
+
+
 def build_node(rng: random.Random, index: int) -> SimulatedNode:
     preset = rng.choice(PRESETS)
     release = rng.choice(RELEASES)
     kind = rng.choice(KINDS)
-    name = f"sim-{index:04d}"
+    name = node_name(index)
     topology = get_preset(preset)
     try:
         text = _config(kind, release)
@@ -256,6 +261,14 @@ class DemoFleet:
         if self.count and self._thread is None:
             self._thread = threading.Thread(target=self.build, name="demo-fleet", daemon=True)
             self._thread.start()
+
+    def claims(self, name: str) -> bool:
+        """Whether ``name`` is (or, while the fleet is built, will be) one of its nodes."""
+        head, _, number = name.partition("-")
+        if head != "sim" or not number.isdigit() or not number.isascii():
+            return False
+        index = int(number)
+        return index < self.count and node_name(index) == name
 
     def list(self) -> Sequence[SimulatedNode]:
         return list(self.nodes.values())

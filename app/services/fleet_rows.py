@@ -1,169 +1,63 @@
-"""What the hub keeps of an agent's answers: summaries checked field by field, fleet rows and
-fit results.
+"""The hub's rows: a fleet row per node (``fleet_node``, the ``FleetNode`` of
+``app.contracts.fleet``), fit results (``FitRow``) and upgrade results (``UpgradeRow``).
 
 An agent is a remote program the hub does not control; its JSON may be from another version,
-truncated by a proxy, or garbage. ``check_summary`` accepts a summary document
-(``app.services.agent_summary``, format ``numascope.summary/v1``) only when every field the
-fleet views read has the type they expect, and otherwise raises ``AgentError`` naming the node
-and field, so a bad answer turns its agent ``unreachable`` with that text instead of reaching a
-page (where a string in place of a number would be a 500). Fields the views do not read are
-dropped.
+truncated by a proxy, or garbage. Its summary reaches these rows only after passing the contract
+(``app.contracts.summary.NodeSummaryV1``, parsed by ``app.adapters.agents``): every field a page
+reads has the type and size it expects. A fleet row is that summary as the agent gave it with
+the agent, its status, the largest free single-NUMA block and the findings the hub adds (a node
+name two agents claim). A dry-run or upgrade answer is checked against its row's contract before
+a page reads it: a wrong field makes an error row naming that field.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
-from app.adapters.agents import AgentError
+from pydantic import BaseModel, ValidationError
 
-MAX_NAME = 253
-MAX_TEXT = 2000
-NUMA_INTS = ("numaNode", "total", "reserved", "nodeShared", "podShared", "exclusive", "available")
-MEMORY_INTS = ("allocatable", "reserved", "free")
+from app.contracts.base import MAX_TEXT, contract_error
+from app.contracts.fleet import FitRow, UpgradeRow
+from app.contracts.summary import Finding, NodeSummaryV1
 
-
-def _int(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise AgentError(f"answered a summary whose {where} is not a non-negative integer")
-    return value
+M = TypeVar("M", bound=BaseModel)
 
 
-def _text(value: Any, where: str, *, optional: bool = True, limit: int = MAX_TEXT) -> str | None:
-    if value is None and optional:
-        return None
-    if not isinstance(value, str) or len(value) > limit:
-        raise AgentError(f"answered a summary whose {where} is not a string")
-    return value
+def fleet_node(
+    summary: NodeSummaryV1, agent: str | None, status: str, extra: list[Finding] | None = None
+) -> dict[str, Any]:
+    """A fleet row (``FleetNode``): a checked summary with its agent, status, largest free
+    NUMA block and the hub's own findings about it."""
+    row = summary.model_dump(mode="json")
+    row["agent"] = agent
+    row["status"] = status
+    row["largestFreeNuma"] = max((r.available for r in summary.numa), default=0)
+    if extra:
+        row["findings"] = row["findings"] + [f.model_dump(mode="json") for f in extra]
+    # The node's page on its agent (the hub's own simulated nodes have no page).
+    row["url"] = agent + summary.url if agent and summary.url else None
+    return row
 
 
-def _numa_row(row: Any, where: str) -> dict[str, Any]:
-    if not isinstance(row, dict):
-        raise AgentError(f"answered a summary whose {where} is not an object")
-    out: dict[str, Any] = {k: _int(row.get(k), f"{where}.{k}") for k in NUMA_INTS}
-    memory = row.get("memory", [])
-    if not isinstance(memory, list):
-        raise AgentError(f"answered a summary whose {where}.memory is not a list")
-    out["memory"] = []
-    for j, m in enumerate(memory):
-        at = f"{where}.memory[{j}]"
-        if not isinstance(m, dict):
-            raise AgentError(f"answered a summary whose {at} is not an object")
-        entry: dict[str, Any] = {"resource": _text(m.get("resource"), f"{at}.resource")}
-        entry.update({k: _int(m.get(k), f"{at}.{k}") for k in MEMORY_INTS})
-        out["memory"].append(entry)
-    return out
-
-
-def _findings(value: Any, where: str) -> list[dict[str, str]]:
-    if not isinstance(value, list):
-        raise AgentError(f"answered a summary whose {where} is not a list")
-    out = []
-    for i, f in enumerate(value):
-        if not isinstance(f, dict):
-            raise AgentError(f"answered a summary whose {where}[{i}] is not an object")
-        out.append(
-            {k: _text(f.get(k), f"{where}[{i}].{k}") or "" for k in ("code", "severity", "message")}
-        )
-    return out
-
-
-def _scalars(value: Any, where: str) -> dict[str, Any]:
-    """A flat object of names to JSON scalars (feature gates, policies, state-file versions)."""
-    if not isinstance(value, dict):
-        raise AgentError(f"answered a summary whose {where} is not an object")
-    for k, v in value.items():
-        if len(k) > MAX_NAME or not (v is None or isinstance(v, (str, bool, int, float))):
-            raise AgentError(f"answered a summary whose {where}.{k[:60]} is not a plain value")
-        if isinstance(v, str) and len(v) > MAX_TEXT:
-            raise AgentError(f"answered a summary whose {where}.{k[:60]} is too long")
-    return dict(value)
-
-
-def _object(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise AgentError(f"answered a summary whose {where} is not an object")
-    return value
-
-
-def check_node(summary: Any, index: int) -> dict[str, Any]:
-    """One node of a summary document, with only checked fields."""
-    if not isinstance(summary, dict) or not isinstance(summary.get("node"), str):
-        raise AgentError(f"answered a summary whose nodes[{index}] has no name")
-    name = summary["node"]
-    if not name or len(name) > MAX_NAME:
-        raise AgentError(f"answered a summary whose nodes[{index}].node is not a node name")
-    where = f"node {name[:60]!r}"
-    numa = summary.get("numa", [])
-    if not isinstance(numa, list):
-        raise AgentError(f"answered a summary of {where} without a 'numa' list")
-    version = summary.get("version")
-    url = _text(summary.get("url"), f"{where} url")
-    return {
-        "node": name,
-        "source": _text(summary.get("source"), f"{where} source"),
-        "release": _text(summary.get("release"), f"{where} release", limit=32),
-        "numa": [_numa_row(r, f"{where} numa[{i}]") for i, r in enumerate(numa)],
-        "pods": _int(summary.get("pods", 0), f"{where} pods"),
-        "rejected": _int(summary.get("rejected", 0), f"{where} rejected"),
-        "findings": _findings(summary.get("findings", []), f"{where} findings"),
-        "stateFiles": _scalars(summary.get("stateFiles", {}), f"{where} stateFiles"),
-        "featureGates": _scalars(summary.get("featureGates", {}), f"{where} featureGates"),
-        # Shown as given (JSON the size cap already bounds), never computed with.
-        "policies": _object(summary.get("policies", {}), f"{where} policies"),
-        "topology": _object(summary.get("topology", {}), f"{where} topology"),
-        "version": _int(version, f"{where} version") if version is not None else None,
-        # Only a path on the agent (never another site) becomes the row's link.
-        "url": url if url and url.startswith("/") and not url.startswith("//") else None,
-    }
-
-
-def check_summary(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """The checked nodes of an agent's summary document, or ``AgentError`` saying what is
-    wrong (the first problem found)."""
-    nodes = doc.get("nodes")
-    if not isinstance(nodes, list):
-        raise AgentError("answered JSON without a 'nodes' list (not a Numascope agent?)")
-    checked = [check_node(n, i) for i, n in enumerate(nodes)]
-    names = [n["node"] for n in checked]
-    if len(set(names)) != len(names):
-        raise AgentError("answered a summary that lists a node twice")
-    return checked
-
-
-def fleet_node(summary: dict[str, Any], agent: str | None, status: str) -> dict[str, Any]:
-    """A fleet row: a checked summary with its agent, status and largest free NUMA block."""
-    numa = summary.get("numa", [])
-    url = summary.get("url")
-    return {
-        "node": summary["node"],
-        "agent": agent,
-        "status": status,
-        "release": summary.get("release"),
-        "numa": numa,
-        "largestFreeNuma": max((r["available"] for r in numa), default=0),
-        "pods": summary.get("pods"),
-        "rejected": summary.get("rejected"),
-        "findings": summary.get("findings", []),
-        "stateFiles": summary.get("stateFiles"),
-        "featureGates": summary.get("featureGates", {}),
-        "policies": summary.get("policies", {}),
-        "topology": summary.get("topology", {}),
-        "source": summary.get("source"),
-        "version": summary.get("version"),
-        # The node's page on its agent (the hub's own simulated nodes have no page).
-        "url": agent + url if agent and url else None,
-    }
+def _checked(model: type[M], row: dict[str, Any], what: str) -> M | str:
+    """``row`` as ``model``, or the text saying which field of the node's answer is wrong."""
+    try:
+        return model.model_validate(row)
+    except ValidationError as exc:
+        err = contract_error(exc)
+        return f"answered {what} whose {err.field or 'body'} breaks the contract: {err.problem}"
 
 
 def fit_result(node: str, answer: dict[str, Any]) -> dict[str, Any]:
-    """One node's fit: its dry-run answer as the node gave it (``reason``/``message`` of the
-    first rejection at the top, as admission answers), with the first pod's ``allocation`` and
-    the NUMA nodes of its hints lifted to the top (an error answer: ``admitted`` false with
-    the error's reason and message)."""
+    """One node's fit (``FitRow``): its dry-run answer as the node gave it (``reason``/
+    ``message`` of the first rejection at the top, as admission answers), with the first pod's
+    ``allocation`` and the NUMA nodes of its hints lifted to the top (an error answer:
+    ``admitted`` false with the error's reason and message; an answer that breaks the
+    contract: an error row naming the field)."""
     error = answer.get("error")
     if isinstance(error, dict):
         message = error.get("message")
-        return {
+        row: dict[str, Any] = {
             "node": node,
             "admitted": False,
             "reason": error.get("reason"),
@@ -172,27 +66,44 @@ def fit_result(node: str, answer: dict[str, Any]) -> dict[str, Any]:
             "numaNodes": [],
             "error": message if isinstance(message, str) else "the node answered an error",
         }
-    out = dict(answer)  # field for field the node's own dry-run answer
-    out["node"] = node
-    out["admitted"] = answer.get("admitted") is True
-    out.setdefault("reason", "")
-    out.setdefault("message", "")
-    results = answer.get("results")
-    first = results[0] if isinstance(results, list) and results else {}
-    first = first if isinstance(first, dict) else {}
-    out["allocation"] = first.get("allocation")
-    numa: set[int] = set()
-    hints = first.get("hints")
-    for hint in hints.values() if isinstance(hints, dict) else []:
-        if isinstance(hint, dict):
-            numa.update(x for x in hint.get("numa") or [] if isinstance(x, int))
-    out["numaNodes"] = sorted(numa)
-    return out
+    else:
+        row = dict(answer)  # field for field the node's own dry-run answer
+        row["node"] = node
+        row["admitted"] = answer.get("admitted") is True
+        row.setdefault("reason", "")
+        row.setdefault("message", "")
+        results = answer.get("results")
+        first = results[0] if isinstance(results, list) and results else {}
+        first = first if isinstance(first, dict) else {}
+        row["allocation"] = first.get("allocation")
+        numa: set[int] = set()
+        hints = first.get("hints")
+        for hint in hints.values() if isinstance(hints, dict) else []:
+            if isinstance(hint, dict):
+                numa.update(x for x in hint.get("numa") or [] if isinstance(x, int))
+        row["numaNodes"] = sorted(numa)
+    checked = _checked(FitRow, row, "a dry run")
+    if isinstance(checked, str):
+        return fit_error(node, checked)
+    return checked.model_dump(mode="json")
 
 
-def fit_error(node: str, message: str) -> dict[str, Any]:
-    """The fit row of a node whose agent gave no dry-run answer (timed out, refused…)."""
-    return fit_result(node, {"error": {"reason": "AgentUnreachable", "message": message}})
+def fit_error(node: str, message: str, *, asked: bool = True) -> dict[str, Any]:
+    """The fit row of a node whose agent gave no usable dry-run answer (timed out, refused,
+    broke the contract…; ``asked`` false: the hub did not ask it)."""
+    row = FitRow(
+        node=node,
+        admitted=False,
+        reason="AgentUnreachable",
+        message=_cut(message),
+        error=_cut(message),
+        checked=asked,
+    )
+    return row.model_dump(mode="json")
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
 
 
 def _strings(value: Any) -> list[str]:
@@ -200,25 +111,34 @@ def _strings(value: Any) -> list[str]:
 
 
 def upgrade_result(node: str, answer: dict[str, Any]) -> dict[str, Any]:
-    """One node's upgrade row from an agent's ``GET /api/v1/nodes/{node}/upgrade`` answer:
-    the inspector's verdict as the agent gave it, with ``verdict``/``lost``/``error``/
-    ``recovery`` of the types the page reads (an error answer: no verdict, its message)."""
+    """One node's upgrade row (``UpgradeRow``) from an agent's ``GET /api/v1/nodes/{node}/
+    upgrade`` answer: the inspector's verdict as the agent gave it, with ``verdict``/``lost``/
+    ``error``/``recovery`` of the types the page reads (an error answer: no verdict, its
+    message)."""
     error = answer.get("error")
     if isinstance(error, dict):
         message = error.get("message")
         return upgrade_error(node, message if isinstance(message, str) else "the node failed")
-    out = dict(answer)
+    row = dict(answer)
     verdict = answer.get("verdict")
-    out["node"] = node
-    out["verdict"] = verdict if isinstance(verdict, str) and len(verdict) <= 64 else None
-    out["lost"] = _strings(answer.get("lost"))
-    out["recovery"] = _strings(answer.get("recovery"))
+    row["node"] = node
+    row["verdict"] = verdict if isinstance(verdict, str) and len(verdict) <= 64 else None
+    row["lost"] = _strings(answer.get("lost"))
+    row["recovery"] = _strings(answer.get("recovery"))
     err = answer.get("error")
-    out["error"] = err if isinstance(err, str) else None
-    if out["verdict"] is None and out["error"] is None:
-        out["error"] = "the agent answered without a verdict"
-    return out
+    row["error"] = err if isinstance(err, str) else None
+    if row["verdict"] is None and row["error"] is None:
+        row["error"] = "the agent answered without a verdict"
+    row["checked"] = True
+    checked = _checked(UpgradeRow, row, "an upgrade check")
+    if isinstance(checked, str):
+        return upgrade_error(node, checked)
+    # What the node answered, as it answered it (no defaults added to its files).
+    return checked.model_dump(mode="json", exclude_unset=True)
 
 
-def upgrade_error(node: str, message: str) -> dict[str, Any]:
-    return {"node": node, "verdict": None, "lost": [], "error": message, "recovery": []}
+def upgrade_error(node: str, message: str, *, asked: bool = True) -> dict[str, Any]:
+    """The upgrade row of a node without a verdict (``asked`` false: not checked yet, which
+    is never counted as failing)."""
+    row = UpgradeRow(node=node, verdict=None, lost=[], error=_cut(message), recovery=[])
+    return {**row.model_dump(mode="json", exclude={"agent", "files"}), "checked": asked}

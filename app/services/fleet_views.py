@@ -1,11 +1,20 @@
-"""The fleet page's view: the hub's nodes filtered (name, release, findings, a free single-NUMA
-block of at least N CPUs), sorted (name, release, largest free single-NUMA block, findings) and
-paged; the same loader feeds ``/fleet``, its htmx fragment and ``/fleet.json``."""
+"""The fleet pages' views, each the one loader of a page, its htmx fragment and its JSON twin:
+
+* ``fleet_view``: the hub's nodes filtered (name, release, findings, a free single-NUMA block of
+  at least N CPUs), sorted (name, release, largest free single-NUMA block, findings) and paged
+  (``/fleet``, ``/fleet.json``);
+* ``fit_view``: a fleet fit, ranked best first (``app.services.fleet_score``), counted, filtered
+  (every node, the fits, the fits without flags) and paged (``/fleet/fit``, ``/fleet/fit.json``).
+"""
 
 from __future__ import annotations
 
+import csv
+import io
 from dataclasses import dataclass
 from typing import Any
+
+from app.services.fleet_score import STRATEGIES
 
 SORTS = ("name", "release", "free", "findings")
 FINDINGS = ("any", "with", "without")
@@ -106,3 +115,194 @@ def fleet_view(doc: dict[str, Any], query: FleetQuery) -> dict[str, Any]:
         # The filter without the offset: the pager links add their own.
         "query": query.params(offset=None),
     }
+
+
+# -- fit --------------------------------------------------------------------------------------
+
+FIT_SHOWS = ("all", "fits", "clean")
+FIT_LIMIT = 100
+
+
+@dataclass(frozen=True, slots=True)
+class FitQuery:
+    """What a fit page shows: ``strategy`` (the scheduler plugin's scoring strategy), ``show``
+    (``all``: every node, best fits first; ``fits``; ``clean``: fits on exclusive CPUs of one
+    NUMA node)."""
+
+    strategy: str
+    show: str = "all"
+    offset: int = 0
+    limit: int = FIT_LIMIT
+
+    def check(self) -> FitQuery:
+        if self.strategy not in STRATEGIES:
+            raise FleetQueryError(
+                f"strategy: Unsupported value: {self.strategy!r}: supported values: "
+                + ", ".join(f'"{s}"' for s in STRATEGIES),
+                "strategy",
+            )
+        if self.show not in FIT_SHOWS:
+            raise FleetQueryError(
+                f"show: Unsupported value: {self.show!r}: use {', '.join(FIT_SHOWS)}", "show"
+            )
+        if self.offset < 0 or not 1 <= self.limit <= MAX_LIMIT:
+            raise FleetQueryError("offset/limit: out of range", "limit")
+        return self
+
+
+def fit_view(result: dict[str, Any], query: FitQuery) -> dict[str, Any]:
+    """The ranked fit counted (fits, clean fits, refusals, errors, not checked) and paged."""
+    rows = result["results"]
+    fits = [r for r in rows if r["admitted"]]
+    clean = [r for r in fits if not r.get("flags")]
+    shown = {"fits": fits, "clean": clean, "all": rows}[query.show]
+    return {
+        "strategy": query.strategy,
+        "show": query.show,
+        "total": len(rows),
+        "fits": len(fits),
+        "clean": len(clean),
+        "refused": sum(
+            1 for r in rows if not r["admitted"] and r.get("checked", True) and not r.get("error")
+        ),
+        "errors": sum(1 for r in rows if r.get("error") and r.get("checked", True)),
+        "notChecked": sum(1 for r in rows if not r.get("checked", True)),
+        "matched": len(shown),
+        "offset": query.offset,
+        "limit": query.limit,
+        "results": shown[query.offset : query.offset + query.limit],
+        "unreachable": result["unreachable"],
+    }
+
+
+# -- upgrade: the drain plan -------------------------------------------------------------------
+
+STARTS = ("compatible", "compatible-with-loss")
+#: Longest value of a label (``kubernetes.io/hostname`` holds the node's name).
+MAX_LABEL_VALUE = 63
+
+
+def _cause(row: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes a node fail, the same for every node it makes fail: the verdict and each
+    failing file's name, version, status and the kubelet's error."""
+    files = tuple(
+        (f["name"], f.get("version"), f.get("status"), (f.get("verdict") or {}).get("error"))
+        for f in row.get("files") or []
+        if f.get("status") not in (*STARTS, "missing")
+    )
+    return (row["verdict"], files or row.get("error"))
+
+
+def _alternatives(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ways out for one failing node: per failing file, the conversions that make the
+    kubelet start, as alternatives (one of them per file), with how much each loses."""
+    out = []
+    for f in row.get("files") or []:
+        if f.get("status") in (*STARTS, "missing"):
+            continue
+        options = [
+            {
+                "toVersion": r.get("toVersion"),
+                "verdict": r.get("verdict"),
+                "lost": len(r.get("lost") or []),
+                "command": r["command"],
+            }
+            for r in f.get("rescues") or []
+            if r.get("verdict") in STARTS and r.get("command")
+        ]
+        if options:
+            out.append({"file": f["name"], "options": options})
+    return out
+
+
+def _drain_line(nodes: list[str]) -> str:
+    return "kubectl drain --ignore-daemonsets --delete-emptydir-data " + " ".join(nodes)
+
+
+def _selector(nodes: list[str]) -> str | None:
+    """A label selector of the nodes (``kubernetes.io/hostname``, the node's name on most
+    clusters); none when a name is longer than a label value may be."""
+    if not nodes or any(len(n) > MAX_LABEL_VALUE for n in nodes):
+        return None
+    return f"kubernetes.io/hostname in ({','.join(nodes)})"
+
+
+def upgrade_view(result: dict[str, Any]) -> dict[str, Any]:
+    """The fleet's upgrade readiness as a drain plan: the failing nodes grouped by cause (one
+    recovery per cause, its alternatives as alternatives, a ``kubectl drain`` line and a label
+    selector per cause and for all), the nodes that start collapsed to a count and a list, the
+    nodes not checked yet (never counted as failing) and those whose agent gave no verdict."""
+    rows = result["results"]
+    starts = [r for r in rows if r.get("verdict") in STARTS]
+    not_checked = [r for r in rows if not r.get("checked", True)]
+    no_verdict = [r for r in rows if r.get("checked", True) and r.get("verdict") is None]
+    failing = [r for r in rows if r.get("verdict") is not None and r["verdict"] not in STARTS]
+    causes: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in failing:
+        key = _cause(row)
+        cause = causes.get(key)
+        if cause is None:
+            files = [
+                f for f in row.get("files") or [] if f.get("status") not in (*STARTS, "missing")
+            ]
+            cause = causes[key] = {
+                "verdict": row["verdict"],
+                "error": row.get("error"),
+                "files": [
+                    {"name": f["name"], "version": f.get("version"), "status": f.get("status")}
+                    for f in files
+                ],
+                "alternatives": _alternatives(row),
+                "advice": sorted({a for f in files for a in f.get("advice") or []}),
+                "nodes": [],
+            }
+        cause["nodes"].append({"node": row["node"], "agent": row.get("agent")})
+    plan = sorted(causes.values(), key=lambda c: (-len(c["nodes"]), c["verdict"]))
+    for i, cause in enumerate(plan, 1):
+        names = sorted({n["node"] for n in cause["nodes"]})
+        cause["id"] = f"cause-{i}"
+        cause["kubectl"] = _drain_line(names)
+        cause["selector"] = _selector(names)
+    drain = sorted({r["node"] for r in failing})
+    return {
+        "release": result["release"],
+        "total": len(rows),
+        "drain": {
+            "count": len(failing),
+            "nodes": drain,
+            "kubectl": _drain_line(drain) if drain else None,
+            "selector": _selector(drain),
+            "causes": plan,
+        },
+        "starts": {
+            "count": len(starts),
+            "withLoss": sum(1 for r in starts if r["verdict"] == "compatible-with-loss"),
+            "nodes": sorted({r["node"] for r in starts}),
+        },
+        "notChecked": [
+            {"node": r["node"], "agent": r.get("agent"), "why": r.get("error")} for r in not_checked
+        ],
+        "noVerdict": [
+            {"node": r["node"], "agent": r.get("agent"), "error": r.get("error")}
+            for r in no_verdict
+        ],
+        "unreachable": result["unreachable"],
+        "results": rows,
+    }
+
+
+def drain_csv(view: dict[str, Any]) -> str:
+    """The nodes to drain as CSV (node, agent, verdict, cause, kubelet error)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["node", "agent", "verdict", "cause", "error"])
+    for cause in view["drain"]["causes"]:
+        for n in cause["nodes"]:
+            cells = [n["node"], n["agent"] or "", cause["verdict"], cause["id"], cause["error"]]
+            writer.writerow([_cell(c or "") for c in cells])
+    return out.getvalue()
+
+
+def _cell(text: str) -> str:
+    """A cell a spreadsheet shows as text, never runs as a formula (an agent's error text)."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@") else text

@@ -6,15 +6,18 @@ headless Service (``Settings.hub_agents_dns``, re-resolved every ``DNS_INTERVAL`
 address that disappears drops its agent, a failing lookup keeps the agents found before and is
 shown as the document's ``discovery.error``). Every agent is polled each
 ``hub_poll_interval`` seconds in a task of its own (a slow or dead agent delays no other): at
-most ``hub_concurrency`` at once, each with its own timeout and size cap
+most ``hub_concurrency`` at once, each with one deadline for its whole answer and a size cap
 (``app.adapters.agents``), ``If-None-Match`` with the last ETag (an unchanged agent costs a
 304), and after a failure an exponential backoff (interval × 2^failures, at most
-``MAX_BACKOFF``). Answers are checked field by field (``app.services.fleet_rows``): garbage
-makes its agent ``unreachable``, never a 500. Each agent keeps ``status`` (``pending`` until
-its first answer, then ``ok`` or ``unreachable``), the error text and when it last answered
-(to ``LAST_SEEN_STEP``); its nodes stay listed with the agent's status when it stops
-answering. The metrics (agents and nodes by status, poll latency by outcome) are read from the
-live state at scrape time.
+``MAX_BACKOFF``). Answers are parsed with the agent summary contract
+(``app.contracts.summary``): garbage makes its agent ``unreachable`` with the field named,
+never a 500. An agent is refused (``unreachable``, saying why) when it claims more than
+``hub_max_nodes_per_agent`` nodes or a name of the hub's own demo fleet; a node name two
+agents claim is listed under both with a ``duplicate-node`` finding. Each agent keeps
+``status`` (``pending`` until its first answer, then ``ok`` or ``unreachable``), the error
+text and field, and when it last answered (to ``LAST_SEEN_STEP``); its nodes stay listed with
+the agent's status when it stops answering. The metrics (agents and nodes by status, poll
+latency by outcome) are read from the live state at scrape time.
 
 Pages and JSON read the last poll's results: none waits for an agent. What is kept per agent
 and the metrics are ``app.services.hub_agents``; fit and upgrade fan out to every node
@@ -36,9 +39,10 @@ from prometheus_client import CollectorRegistry
 
 from app.adapters.agents import AgentClient, AgentError
 from app.adapters.dns import DNSLookupError, agent_url, make_resolver, resolve_addresses
+from app.contracts.summary import Finding, NodeSummaryV1, SummaryDocumentV1
 from app.services.agent_summary import Encoded, SummaryCache, encode
-from app.services.demo_fleet import DemoFleet
-from app.services.fleet_rows import check_summary, fleet_node
+from app.services.demo_fleet import DemoFleet, SimulatedNode
+from app.services.fleet_rows import fleet_node
 from app.services.hub_agents import (
     LAST_SEEN_STEP,
     OK,
@@ -96,6 +100,8 @@ class Hub(FleetFanOut):
         self._semaphore: asyncio.Semaphore | None = None
         self._in_flight: dict[str, asyncio.Task[None]] = {}
         self._encoded: tuple[int, int, Encoded] | None = None
+        # A simulated node never changes once built: its summary is built once.
+        self._sim_summaries: dict[str, NodeSummaryV1] = {}
         self.polls = 0
         self._bind_metrics()
 
@@ -203,7 +209,7 @@ class Hub(FleetFanOut):
             try:
                 answer = await self.client().summary(agent.url, agent.etag)
                 if answer.doc is not None:
-                    agent.nodes = check_summary(answer.doc)
+                    agent.nodes = self._accept(answer.doc)
                     agent.etag = answer.etag
                 now = self.clock()
                 shown = agent.last_seen or 0.0
@@ -212,14 +218,14 @@ class Hub(FleetFanOut):
                 changed = (
                     agent.status != OK or answer.doc is not None or now - shown >= LAST_SEEN_STEP
                 )
-                agent.status, agent.error, agent.failures = OK, None, 0
+                agent.status, agent.error, agent.error_field, agent.failures = OK, None, None, 0
                 if changed:
                     agent.last_seen = now
                 agent.next_poll = now + self.settings.hub_poll_interval
                 outcome = "not-modified" if answer.doc is None else "ok"
             except AgentError as exc:
                 changed = agent.status != UNREACHABLE or agent.error != exc.message
-                agent.status, agent.error = UNREACHABLE, exc.message
+                agent.status, agent.error, agent.error_field = UNREACHABLE, exc.message, exc.field
                 agent.etag = None
                 agent.failures += 1
                 backoff = min(self.settings.hub_poll_interval * 2**agent.failures, MAX_BACKOFF)
@@ -230,6 +236,23 @@ class Hub(FleetFanOut):
             self.polls += 1
             if changed:
                 self.generation += 1
+
+    def _accept(self, doc: SummaryDocumentV1) -> list[NodeSummaryV1]:
+        """The nodes of an agent's summary, or ``AgentError`` when the hub refuses them: more
+        than ``hub_max_nodes_per_agent``, a name listed twice, or a name of the hub's own demo
+        fleet (an agent must not stand in for the hub's nodes)."""
+        cap = self.settings.hub_max_nodes_per_agent
+        if len(doc.nodes) > cap:
+            raise _refused("nodes", f"claims {len(doc.nodes)} nodes; the hub takes at most {cap}")
+        seen: set[str] = set()
+        for i, node in enumerate(doc.nodes):
+            field = f"nodes[{i}].node"
+            if node.node in seen:
+                raise _refused(field, f"lists node {node.node!r} twice")
+            seen.add(node.node)
+            if self.fleet.claims(node.node):
+                raise _refused(field, f"claims {node.node!r}, a node of the hub's own demo fleet")
+        return list(doc.nodes)
 
     def _bind_metrics(self) -> None:
         """Bind the gauges to the live counts: they are read at scrape time, so the simulated
@@ -259,13 +282,20 @@ class Hub(FleetFanOut):
         cached = self._doc
         if cached is not None and cached[:2] == key:
             return key, cached[2]
-        nodes = [fleet_node(n.summary(self.summaries), None, OK) for n in sims]
-        for a in sorted(self.agents.values(), key=lambda a: a.url):
+        nodes = [fleet_node(self._sim_summary(n), None, OK) for n in sims]
+        agents = sorted(self.agents.values(), key=lambda a: a.url)
+        claims: dict[str, list[str]] = {}
+        for a in agents:
+            for s in a.nodes:
+                claims.setdefault(s.node, []).append(a.url)
+        for a in agents:
             status = a.status if a.status != PENDING else UNREACHABLE
-            nodes.extend(fleet_node(s, a.url, status) for s in a.nodes)
+            for s in a.nodes:
+                others = [u for u in claims[s.node] if u != a.url]
+                nodes.append(fleet_node(s, a.url, status, _duplicate(s.node, others)))
         nodes.sort(key=lambda n: (n["node"], n["agent"] or ""))
         doc: dict[str, Any] = {
-            "agents": [a.to_dict() for a in sorted(self.agents.values(), key=lambda a: a.url)],
+            "agents": [a.to_dict() for a in agents],
             "nodes": nodes,
         }
         if self.dns is not None:
@@ -273,6 +303,20 @@ class Hub(FleetFanOut):
             doc["discovery"] = {"dns": f"{name}:{port}", "error": self.dns_error}
         self._doc = (*key, doc)
         return key, doc
+
+    def _sim_summary(self, node: SimulatedNode) -> NodeSummaryV1:
+        summary = self._sim_summaries.get(node.name)
+        if summary is None:
+            summary = self._sim_summaries[node.name] = node.summary(self.summaries)
+        return summary
+
+    def summary_of(self, node: str, agent: str | None) -> NodeSummaryV1 | None:
+        """The summary of ``node`` as the hub holds it (``agent`` ``None``: a demo-fleet node)."""
+        if agent is None:
+            sim = self.fleet.nodes.get(node)
+            return self._sim_summary(sim) if sim is not None else None
+        state = self.agents.get(agent)
+        return next((s for s in state.nodes if s.node == node), None) if state else None
 
     def encoded(self) -> Encoded:
         """The document as bytes with its ETag (for 304s), encoded once per generation."""
@@ -282,3 +326,18 @@ class Hub(FleetFanOut):
             cached = (*key, encode(doc))
             self._encoded = cached
         return cached[2]
+
+
+def _refused(field: str, problem: str) -> AgentError:
+    return AgentError(f"answered a summary the hub refuses: {field}: {problem}", field)
+
+
+def _duplicate(name: str, others: list[str]) -> list[Finding]:
+    """The finding of a node name other agents claim too (both are listed: the hub cannot
+    tell which is the node's real agent)."""
+    if not others:
+        return []
+    message = f"node {name} is also claimed by agent {', '.join(others[:5])}"
+    if len(others) > 5:
+        message += f" and {len(others) - 5} more"
+    return [Finding(code="duplicate-node", severity="error", message=message)]

@@ -15,6 +15,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, Histogram
 
+from app.contracts.summary import NodeSummaryV1
+
 PENDING, OK, UNREACHABLE = "pending", "ok", "unreachable"
 #: How stale an ``ok`` agent's ``lastSeen`` may be in the fleet document (seconds).
 LAST_SEEN_STEP = 10.0
@@ -26,19 +28,23 @@ class AgentState:
     origin: str  # "static" | "dns"
     status: str = PENDING
     error: str | None = "not polled yet"
+    error_field: str | None = None  # the answer's field that broke the contract
     last_seen: float | None = None
     etag: str | None = None
-    nodes: list[dict[str, Any]] = field(default_factory=list)
+    nodes: list[NodeSummaryV1] = field(default_factory=list)
     failures: int = 0
     next_poll: float = 0.0
     latency: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``FleetAgent`` of ``app.contracts.fleet``."""
         return {
             "url": self.url,
             "status": self.status,
             "error": self.error,
+            "field": self.error_field,
             "lastSeen": _iso(self.last_seen),
+            "nodes": len(self.nodes),
         }
 
 

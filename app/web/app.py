@@ -13,7 +13,9 @@ is served on ``<dir>/<node>.sock`` while the app runs (``app.services.sockets``,
 stopped by the lifespan).
 
 ``/docs`` serves Swagger UI from the vendored copy under ``static/vendor`` (FastAPI's default
-page loads it from a CDN); ReDoc is disabled for the same reason.
+page loads it from a CDN); ReDoc is disabled for the same reason. The OpenAPI document lists
+only the request body types the request guard accepts (``app.web.guard.api_body_accepted``):
+a route may read ``text/plain`` itself, but the guard answers 415 before it (issue 22).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import gc
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 from prometheus_client.core import GaugeMetricFamily
@@ -45,7 +48,7 @@ from app.settings import Settings
 from app.web.compression import Compression
 from app.web.errors import install_error_handlers
 from app.web.fast_json import CachedJSONFastPath
-from app.web.guard import RequestGuard
+from app.web.guard import RequestGuard, api_body_accepted
 from app.web.metrics import AppMetrics, MetricsMiddleware, NodesCollector
 from app.web.rendering import STATIC_DIR, make_templates
 from app.web.routers import (
@@ -180,6 +183,8 @@ def create_app(
     app.include_router(fleet.api)
     app.include_router(fleet.pages)
 
+    app.openapi = _guarded_openapi(app)  # type: ignore[method-assign]
+
     @app.get("/docs", include_in_schema=False, name="docs")
     def swagger_ui(request: Request) -> HTMLResponse:
         # Our own page (not get_swagger_ui_html): its start-up script is a static file, so
@@ -197,6 +202,26 @@ def create_app(
         )
 
     return app
+
+
+def _guarded_openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
+    """``app.openapi`` whose API request bodies are only the types the guard lets through."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = build()
+        for path, operations in schema.get("paths", {}).items():
+            if not path.startswith("/api/"):
+                continue
+            for operation in operations.values():
+                content = (operation.get("requestBody") or {}).get("content") or {}
+                for media in [m for m in content if not api_body_accepted(m, path)]:
+                    del content[media]
+        return schema
+
+    return openapi
 
 
 @asynccontextmanager

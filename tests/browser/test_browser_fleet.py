@@ -235,7 +235,8 @@ def test_fleet_upgrade_names_the_nodes_to_drain(
     page.goto(fleet.hub.url + "/fleet/upgrade")
     page.select_option("select[name=release]", release)
     page.click("button:has-text('Check the fleet')")
-    page.locator("table.upgrade-results").wait_for()
+    # The nodes to drain, then (collapsed) the nodes that start: two tables.
+    page.locator("table.upgrade-results").first.wait_for()
     api = httpx.get(
         f"{fleet.hub.url}/api/v1/fleet/upgrade", params={"release": release}, timeout=120
     ).json()
@@ -243,8 +244,9 @@ def test_fleet_upgrade_names_the_nodes_to_drain(
     shown = dict(
         page.eval_on_selector_all(
             "table.upgrade-results tbody tr",
+            # textContent: the rows of the nodes that start sit in a collapsed <details>.
             "trs => trs.map(tr => [tr.cells[0].childNodes[0].textContent.trim(),"
-            " tr.cells[1].innerText.trim()])",
+            " tr.cells[1].textContent.trim()])",
         )
     )
     assert shown == {n: v or "error" for n, v in verdicts.items()}

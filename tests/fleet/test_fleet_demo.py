@@ -1,11 +1,9 @@
-"""The hub's own simulated nodes (``--demo-fleet N``) and the checks on agents' answers, in
-process: the same seed gives the same fleet, fit and upgrade on a simulated node are that
-node's engine and the checkpoint inspector, and ``app.services.fleet_rows`` turns every wrong
-field of a summary into an ``AgentError`` naming it."""
+"""The hub's own simulated nodes (``--demo-fleet N``), in process: the same seed gives the same
+fleet, fit and upgrade on a simulated node are that node's engine and the checkpoint inspector.
+The checks on agents' summaries are the contract's (``tests/fleet/test_contracts.py``)."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,11 +11,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.adapters.agents import AgentError
 from app.domain.node_state_files import render_state_files
 from app.services.demo import bubble_pod, classic_pod
 from app.services.demo_fleet import DemoFleet
-from app.services.fleet_rows import check_summary, fit_result, upgrade_result
+from app.services.fleet_rows import fit_result, upgrade_result
 from app.services.upgrade import check_files
 from app.web.app import create_app
 from tests.helpers import make_settings
@@ -89,9 +86,12 @@ def test_fit_on_simulated_nodes_is_each_engines_dry_run(hub: TestClient, pod: st
     for name, node in _fleet(hub).nodes.items():
         own = fit_result(name, node.dry_run(pod))
         got = results[name]
-        assert {k: v for k, v in got.items() if k not in ("batch", "agent")} == {
-            k: v for k, v in own.items() if k != "batch"
+        # The hub adds its ranking (score and flags of a fit) to the node's own answer.
+        ranking = ("batch", "agent", "score", "flags")
+        assert {k: v for k, v in got.items() if k not in ranking} == {
+            k: v for k, v in own.items() if k not in ranking
         }
+        assert (got["score"] is not None) == got["admitted"]
     assert any(x["admitted"] for x in results.values())
 
 
@@ -115,7 +115,9 @@ def test_upgrade_on_simulated_nodes_is_the_inspectors_verdict(hub: TestClient) -
             "1.35",
             None,
         )
-        assert {k: v for k, v in results[name].items() if k != "agent"} == own
+        # The hub adds who answered and that the node was checked (``UpgradeRow``).
+        assert results[name]["checked"] is True
+        assert {k: v for k, v in results[name].items() if k not in ("agent", "checked")} == own
     verdicts = {x["verdict"] for x in results.values()}
     assert verdicts <= {"compatible", "compatible-with-loss", "will-fail", "policy-mismatch"}
     page = hub.get("/fleet/upgrade", params={"release": "1.35"})
@@ -125,94 +127,6 @@ def test_upgrade_on_simulated_nodes_is_the_inspectors_verdict(hub: TestClient) -
 def test_hub_metrics_count_the_simulated_nodes(hub: TestClient) -> None:
     text = hub.get("/metrics").text
     assert f'numascope_hub_nodes{{status="ok"}} {float(COUNT)}' in text
-
-
-GOOD: dict[str, Any] = {
-    "nodes": [
-        {
-            "node": "n1",
-            "release": "1.37",
-            "numa": [
-                {
-                    "numaNode": 0,
-                    "total": 8,
-                    "reserved": 1,
-                    "nodeShared": 3,
-                    "podShared": 0,
-                    "exclusive": 4,
-                    "available": 3,
-                    "memory": [{"resource": "memory", "allocatable": 10, "reserved": 2, "free": 8}],
-                }
-            ],
-            "pods": 2,
-            "rejected": 0,
-            "findings": [{"code": "stale-entry", "severity": "warning", "message": "m"}],
-            "stateFiles": {"cpu": "V4", "memory": None},
-            "featureGates": {"PodLevelResources": True},
-            "policies": {"cpuManagerPolicyOptions": {"full-pcpus-only": "true"}},
-            "topology": {"cpus": 8},
-            "version": 3,
-            "url": "/nodes/n1",
-        }
-    ]
-}
-
-
-def _with(path: str, value: Any) -> dict[str, Any]:
-    doc = copy.deepcopy(GOOD)
-    target: Any = doc["nodes"][0]
-    keys = path.split(".")
-    for key in keys[:-1]:
-        target = target[int(key)] if key.isdigit() else target[key]
-    last = keys[-1]
-    target[int(last) if last.isdigit() else last] = value
-    return doc
-
-
-def test_a_good_summary_is_kept_as_the_views_read_it() -> None:
-    (node,) = check_summary(GOOD)
-    assert node["numa"] == GOOD["nodes"][0]["numa"]
-    assert node["findings"] == GOOD["nodes"][0]["findings"]
-    assert node["url"] == "/nodes/n1"
-
-
-@pytest.mark.parametrize(
-    ("doc", "words"),
-    [
-        pytest.param({"items": []}, "'nodes' list", id="no-nodes"),
-        pytest.param({"nodes": [1]}, "nodes[0] has no name", id="node-not-object"),
-        pytest.param(_with("node", ""), "not a node name", id="empty-name"),
-        pytest.param(_with("numa", {}), "without a 'numa' list", id="numa-object"),
-        pytest.param(_with("numa.0.available", "lots"), "numa[0].available", id="available-str"),
-        pytest.param(_with("numa.0.total", -1), "numa[0].total", id="negative"),
-        pytest.param(_with("numa.0.exclusive", True), "numa[0].exclusive", id="bool"),
-        pytest.param(_with("numa.0.memory", "x"), "memory is not a list", id="memory-str"),
-        pytest.param(_with("numa.0.memory.0.free", 1.5), "memory[0].free", id="memory-float"),
-        pytest.param(_with("pods", "2"), "pods", id="pods-str"),
-        pytest.param(_with("findings", 3), "findings is not a list", id="findings-int"),
-        pytest.param(_with("findings.0", "bad"), "findings[0]", id="finding-str"),
-        pytest.param(_with("featureGates", [1]), "featureGates", id="gates-list"),
-        pytest.param(_with("featureGates.X", {"a": 1}), "featureGates.X", id="gate-nested"),
-        pytest.param(_with("release", 137), "release", id="release-int"),
-        pytest.param(_with("version", "3"), "version", id="version-str"),
-        pytest.param(_with("policies", "static"), "policies", id="policies-str"),
-        pytest.param({"nodes": [GOOD["nodes"][0], GOOD["nodes"][0]]}, "twice", id="duplicate"),
-    ],
-)
-def test_a_wrong_field_makes_an_agent_error_naming_it(doc: dict[str, Any], words: str) -> None:
-    with pytest.raises(AgentError) as err:
-        check_summary(doc)
-    assert words in err.value.message
-
-
-@pytest.mark.parametrize("url", ["https://evil.example/x", "//evil.example/x", "nodes/n1", 5])
-def test_only_a_path_on_the_agent_becomes_a_link(url: Any) -> None:
-    if isinstance(url, int):
-        with pytest.raises(AgentError):
-            check_summary(_with("url", url))
-        return
-    (node,) = check_summary(_with("url", url))
-    assert node["url"] is None
 
 
 def test_upgrade_answers_are_typed_before_a_page_reads_them() -> None:

@@ -2,8 +2,8 @@
 strong ETags, a node's upgrade readiness, and the node as a ``NodeResourceTopology``.
 
 ``GET /api/v1/summary`` (every node) and ``GET /api/v1/nodes/{node}/summary`` answer the
-cached bytes of ``app.services.agent_summary`` with an ``ETag``; ``If-None-Match`` with that tag
-gives a 304 without a body. ``GET /api/v1/nodes/{node}/upgrade`` is the checkpoint inspector's
+cached bytes of ``app.services.agent_summary`` (the contract ``app.contracts.summary``) with an
+``ETag``; ``If-None-Match`` with that tag gives a 304 without a body. ``GET /api/v1/nodes/{node}/upgrade`` is the checkpoint inspector's
 verdict for a kubelet of ``release`` starting on the node's state files
 (``app.services.upgrade``).
 """
@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from app import __version__
+from app.contracts.summary import AgentInfo, NodeSummaryV1, SummaryDocumentV1
 from app.domain.kubelet_config import RELEASES
 from app.services.agent_summary import SummaryCache, build_summary, encode, etag_matches
 from app.services.nodes import NodeInputError, NodeService
@@ -35,7 +36,7 @@ JSON_OBJECT: dict[str, Any] = {
 STATE_NAMES = ("cpu_manager_state", "memory_manager_state")
 
 
-def _summary_of(service: NodeService, name: str) -> dict[str, Any]:
+def _summary_of(service: NodeService, name: str) -> NodeSummaryV1:
     summary = service.summary(name)
     try:
         views = service.views(name)
@@ -64,11 +65,14 @@ def cached_json(request: Request, doc: Any) -> Response:
     "/summary",
     name="api_summary",
     summary="Compact summaries of every node (the agent contract; ETag / If-None-Match)",
-    responses={200: JSON_OBJECT, 304: {"description": "Not modified"}},
+    responses={
+        200: {"model": SummaryDocumentV1, "description": "numascope.summary/v1"},
+        304: {"description": "Not modified"},
+    },
 )
 def api_summary(request: Request, service: NodeServiceDep) -> Response:
     settings = request.app.state.settings
-    agent = {"version": __version__, "observe": bool(settings.observe), "releases": list(RELEASES)}
+    agent = AgentInfo(version=__version__, observe=bool(settings.observe), releases=list(RELEASES))
     doc = _cache(request).document(service.names(), lambda n: _summary_of(service, n), agent)
     return cached_json(request, doc)
 
@@ -77,7 +81,11 @@ def api_summary(request: Request, service: NodeServiceDep) -> Response:
     "/nodes/{node}/summary",
     name="api_node_summary",
     summary="The compact summary of one node (ETag / If-None-Match)",
-    responses={200: JSON_OBJECT, 304: {"description": "Not modified"}, 404: {}},
+    responses={
+        200: {"model": NodeSummaryV1, "description": "One node of numascope.summary/v1"},
+        304: {"description": "Not modified"},
+        404: {},
+    },
 )
 def api_node_summary(request: Request, node: NodeName, service: NodeServiceDep) -> Response:
     return cached_json(request, _cache(request).versioned(_summary_of(service, node)))

@@ -3,10 +3,14 @@ upgrade readiness, each page with its JSON twin.
 
 * ``GET /api/v1/fleet``: ``{"agents": [...], "nodes": [...]}`` from the last poll (ETag; never
   waits for an agent). ``/fleet`` (and ``/fleet.json``) filter, sort and page it.
-* ``POST /api/v1/fleet/fit``: a Pod manifest in the formats admission takes; every node's own
-  dry run. ``/fleet/fit``: the form and the answer.
+* ``POST /api/v1/fleet/fit[?strategy=…]``: a Pod manifest in the formats admission takes;
+  every node's own dry run, ranked by the scheduler plugin's scoring strategy.
+  ``/fleet/fit``: the form and the ranked answer, filtered and paged; its JSON twin
+  ``/fleet/fit.json?manifest=…``.
 * ``GET /api/v1/fleet/upgrade?release=R[&podLevelResourceManagers=…]``: every node's verdict
-  for a kubelet of release R. ``/fleet/upgrade``: the form and the verdicts.
+  for a kubelet of release R. ``/fleet/upgrade``: the form and the drain plan (failing nodes
+  grouped by cause, one recovery per cause, a ``kubectl drain`` line and a label selector), its
+  JSON twin ``/fleet/upgrade.json`` and the nodes to drain as ``/fleet/upgrade.csv``.
 
 Without ``--hub`` these routes answer 404 (``HubDisabledError``).
 """
@@ -19,8 +23,20 @@ from fastapi import APIRouter, Depends, Query
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
+from app.contracts.fleet import FitAnswer, FleetDocument, FleetView, UpgradeAnswer
 from app.domain.kubelet_config import DEFAULT_RELEASE, RELEASES, KubeletConfig
-from app.services.fleet_views import FleetQuery, FleetQueryError, fleet_view
+from app.domain.pod import Pod
+from app.services.fleet_score import LEAST_ALLOCATED, STRATEGIES
+from app.services.fleet_views import (
+    FIT_LIMIT,
+    FitQuery,
+    FleetQuery,
+    FleetQueryError,
+    drain_csv,
+    fit_view,
+    fleet_view,
+    upgrade_view,
+)
 from app.services.hub import Hub, HubDisabledError
 from app.services.nodes import NodeInputError, parse_manifests
 from app.web.rendering import render, wants_fragment
@@ -65,7 +81,7 @@ FleetQueryDep = Annotated[FleetQuery, Depends(fleet_query)]
     name="api_fleet",
     summary="Every agent and node of the fleet (last poll; ETag / If-None-Match)",
     responses={
-        200: {"content": {"application/json": {"schema": {"type": "object"}}}},
+        200: {"model": FleetDocument, "description": "The fleet"},
         304: {"description": "Not modified"},
         404: {"description": "Not a hub"},
     },
@@ -79,8 +95,15 @@ def api_fleet(request: Request, hub: HubDep) -> Response:
     return Response(encoded.body, media_type="application/json", headers=headers)
 
 
-@pages.get("/fleet.json", name="fleet_json", summary="The fleet page's data (filtered, sorted)")
+@pages.get(
+    "/fleet.json",
+    name="fleet_json",
+    summary="The fleet page's data (filtered, sorted)",
+    responses={200: {"model": FleetView, "description": "The fleet page's data"}},
+)
 def fleet_json(hub: HubDep, query: FleetQueryDep) -> dict[str, Any]:
+    # Every row was built from a summary that passed the contract (FleetView is the schema):
+    # no second validation of 500 rows per request.
     return fleet_view(hub.document(), query)
 
 
@@ -111,32 +134,106 @@ FIT_BODY: dict[str, Any] = {
 }
 
 
-def _check_pod(text: str) -> str:
-    """The same checks (and 422) as admission, before anything is fanned out."""
-    parse_manifests(text, KubeletConfig(release=DEFAULT_RELEASE))
-    return text
+def _first_pod(text: str) -> Pod:
+    """The same checks (and 422) as admission, before anything is fanned out; the first pod
+    is the one ranked."""
+    return parse_manifests(text, KubeletConfig(release=DEFAULT_RELEASE))[0]
 
 
-async def run_fit(hub: Hub, text: str) -> dict[str, Any]:
-    _check_pod(text)
-    return await hub.fit(text.encode(), "application/yaml", text)
+async def run_fit(hub: Hub, text: str, strategy: str = LEAST_ALLOCATED) -> dict[str, Any]:
+    pod = _first_pod(text)
+    try:
+        FitQuery(strategy).check()
+    except FleetQueryError as exc:
+        raise NodeInputError(exc.message, exc.field) from None
+    return await hub.fit(text.encode(), "application/yaml", text, pod, strategy)
+
+
+def fit_query(
+    strategy: Annotated[
+        str, Query(description="Scoring strategy: " + ", ".join(STRATEGIES))
+    ] = LEAST_ALLOCATED,
+    show: Annotated[str, Query(description="all, fits or clean (fits without flags)")] = "all",
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = FIT_LIMIT,
+) -> FitQuery:
+    try:
+        return FitQuery(strategy, show, offset, limit).check()
+    except FleetQueryError as exc:
+        raise NodeInputError(exc.message, exc.field) from None
+
+
+FitQueryDep = Annotated[FitQuery, Depends(fit_query)]
+StrategyQuery = Annotated[
+    str,
+    Query(description="The scheduler plugin's scoring strategy: " + ", ".join(STRATEGIES)),
+]
 
 
 @api.post(
     "/fleet/fit",
     name="api_fleet_fit",
-    summary="Where a pod fits: every node's own dry run",
-    responses={404: {"description": "Not a hub"}, 422: {"description": "Not a pod manifest"}},
+    summary="Where a pod fits: every node's own dry run, ranked best first",
+    responses={
+        200: {"model": FitAnswer, "description": "Every node's fit, best first"},
+        404: {"description": "Not a hub"},
+        422: {"description": "Not a pod manifest"},
+    },
     openapi_extra=FIT_BODY,
 )
-async def api_fleet_fit(request: Request, hub: HubDep) -> JSONResponse:
+async def api_fleet_fit(
+    request: Request, hub: HubDep, strategy: StrategyQuery = LEAST_ALLOCATED
+) -> JSONResponse:
     text = await _manifest_text(request)
-    return JSONResponse(await run_fit(hub, text))
+    return JSONResponse(await run_fit(hub, text, strategy))
+
+
+def _fit_page(
+    request: Request, text: str, query: FitQuery, result: dict[str, Any] | None, **extra: Any
+) -> HTMLResponse:
+    view = {
+        "manifest": text,
+        "strategies": list(STRATEGIES),
+        "query": {"strategy": query.strategy, "show": query.show, "limit": query.limit},
+        "result": fit_view(result, query) if result is not None else None,
+        "error": None,
+        **extra,
+    }
+    return render(
+        request,
+        "pages/fleet_fit.html",
+        view,
+        fragment="fragments/_fleet_fit_results.html",
+        status_code=422 if view["error"] and not wants_fragment(request) else 200,
+    )
+
+
+ManifestQuery = Annotated[str, Query(max_length=MAX_BODY_BYTES, description="A Pod manifest")]
 
 
 @pages.get("/fleet/fit", name="fleet_fit", include_in_schema=False)
-def fleet_fit_page(request: Request, hub: HubDep) -> HTMLResponse:
-    return render(request, "pages/fleet_fit.html", {"manifest": SAMPLE_POD, "result": None})
+async def fleet_fit_page(
+    request: Request, hub: HubDep, query: FitQueryDep, manifest: ManifestQuery = ""
+) -> HTMLResponse:
+    if not manifest:
+        return _fit_page(request, SAMPLE_POD, query, None)
+    try:
+        result = await run_fit(hub, manifest, query.strategy)
+    except NodeInputError as exc:
+        error = {"message": exc.message, "field": exc.field}
+        return _fit_page(request, manifest, query, None, error=error)
+    return _fit_page(request, manifest, query, result)
+
+
+@pages.get(
+    "/fleet/fit.json",
+    name="fleet_fit_json",
+    summary="The fit page's data: every node's dry run of a pod, ranked, counted and paged",
+)
+async def fleet_fit_json(
+    hub: HubDep, query: FitQueryDep, manifest: Annotated[str, Query(max_length=MAX_BODY_BYTES)]
+) -> dict[str, Any]:
+    return fit_view(await run_fit(hub, manifest, query.strategy), query)
 
 
 @pages.post("/fleet/fit", name="fleet_fit_form", include_in_schema=False)
@@ -147,26 +244,17 @@ async def fleet_fit_form(request: Request, hub: HubDep) -> HTMLResponse:
     form = await request.form()
     manifest = form.get("manifest")
     text = manifest if isinstance(manifest, str) else ""
+    fields = {k: form.get(k) for k in ("strategy", "show")}
+    strategy = fields["strategy"] if isinstance(fields["strategy"], str) else LEAST_ALLOCATED
+    show = fields["show"] if isinstance(fields["show"], str) else "all"
     try:
-        result = await run_fit(hub, text)
-    except NodeInputError as exc:
-        view = {
-            "manifest": text,
-            "result": None,
-            "error": {"message": exc.message, "field": exc.field},
-        }
+        query = FitQuery(strategy, show).check()
+        result = await run_fit(hub, text, query.strategy)
+    except (NodeInputError, FleetQueryError) as exc:  # FleetQueryError: the form's choices
         # htmx swaps only 2xx answers: it gets the results fragment carrying the error.
-        return render(
-            request,
-            "pages/fleet_fit.html",
-            view,
-            fragment="fragments/_fleet_fit_results.html",
-            status_code=200 if wants_fragment(request) else 422,
-        )
-    view = {"manifest": text, "result": result, "error": None}
-    return render(
-        request, "pages/fleet_fit.html", view, fragment="fragments/_fleet_fit_results.html"
-    )
+        error = {"message": exc.message, "field": exc.field}
+        return _fit_page(request, text, FitQuery(LEAST_ALLOCATED), None, error=error)
+    return _fit_page(request, text, query, result)
 
 
 # -- upgrade --------------------------------------------------------------------------------
@@ -187,7 +275,11 @@ GateQuery = Annotated[
     "/fleet/upgrade",
     name="api_fleet_upgrade",
     summary="Upgrade readiness: what a kubelet of release R does with every node's state files",
-    responses={404: {"description": "Not a hub"}, 422: {"description": "Bad release or gate"}},
+    responses={
+        200: {"model": UpgradeAnswer, "description": "Every node's verdict"},
+        404: {"description": "Not a hub"},
+        422: {"description": "Bad release or gate"},
+    },
 )
 async def api_fleet_upgrade(
     hub: HubDep, release: ReleaseQuery, gate: GateQuery = None
@@ -203,5 +295,39 @@ async def fleet_upgrade_page(
     gate: GateQuery = None,
 ) -> HTMLResponse:
     result = await run_upgrade(hub, release, gate) if release else None
-    view = {"releases": list(RELEASES), "release": release, "gate": gate or "", "result": result}
+    view = {
+        "releases": list(RELEASES),
+        "release": release,
+        "gate": gate or "",
+        "plan": upgrade_view(result) if result is not None else None,
+    }
     return render(request, "pages/fleet_upgrade.html", view)
+
+
+@pages.get(
+    "/fleet/upgrade.json",
+    name="fleet_upgrade_json",
+    summary="The upgrade page's data: every node's verdict as a drain plan (grouped by cause)",
+    responses={422: {"description": "Bad release or gate"}},
+)
+async def fleet_upgrade_json(
+    hub: HubDep, release: ReleaseQuery, gate: GateQuery = None
+) -> dict[str, Any]:
+    return upgrade_view(await run_upgrade(hub, release, gate))
+
+
+@pages.get(
+    "/fleet/upgrade.csv",
+    name="fleet_upgrade_csv",
+    summary="The nodes to drain before a kubelet of release R replaces theirs (CSV)",
+    response_class=Response,
+    responses={200: {"content": {"text/csv": {}}}, 422: {"description": "Bad release or gate"}},
+)
+async def fleet_upgrade_csv(hub: HubDep, release: ReleaseQuery, gate: GateQuery = None) -> Response:
+    text = drain_csv(upgrade_view(await run_upgrade(hub, release, gate)))
+    name = f"drain-{release}.csv"
+    return Response(
+        text,
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )

@@ -7,6 +7,7 @@ observes the node it runs on it also waits for an observation that read the stat
 observing (at most once per TTL) while not ready so that readiness probes drive the first
 observation. The kubelet's PodResources socket is reported (``checks.podresources``,
 ``warnings``) but does not make the agent unready: its pages and verdicts come from the files.
+A hub with ``--demo-fleet N`` is ready once all N simulated nodes are built (``demoFleet``).
 """
 
 from __future__ import annotations
@@ -103,6 +104,13 @@ def readyz(request: Request) -> JSONResponse:
         checks["durability"] = "ok" if durability is None else "failed"
         if durability:
             problems.append(durability)
+    hub = getattr(request.app.state, "hub", None)
+    if hub is not None and hub.fleet.count:
+        fleet = hub.fleet
+        built = fleet.ready.is_set()
+        checks["demoFleet"] = "ok" if built else "building"
+        if not built:
+            problems.append(f"demo fleet: {len(fleet.nodes)} of {fleet.count} nodes built")
     observer: NodeObserver | None = getattr(request.app.state, "observer", None)
     if observer is not None:
         observation_problem = _check_observation(observer)

@@ -1,0 +1,188 @@
+"""A hostile agent, as a process of its own: ``python tests/fleet/hostile_agent.py HOST BASE
+READY``. It serves, under ``/<mode>/``, an agent's three documents (``api/v1/summary``, a node's
+dry run and its upgrade check) broken in one way per mode, starting from ``BASE`` (a real agent's
+summary document, JSON), and writes its port to ``READY`` once it listens. Standard library only:
+it stands for any program at an agent's address, not for Numascope.
+
+Modes (``MODES``): numbers past every limit, nesting 950 deep, ``NaN``/``Infinity``, huge
+strings, negative counts, wrong types, more nodes than the hub takes from one agent, the hub's own ``sim-*`` names, a node name
+another agent has, a body trickled a byte a second, and hostile dry-run and upgrade answers
+behind a good summary, a dry run whose allocation has a size that is not a number, a dry run that takes 8 s.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+MODES = (
+    "bignum",
+    "deep",
+    "nan",
+    "infinity",
+    "hugestring",
+    "negative",
+    "wrongtype",
+    "manynodes",
+    "simname",
+    "duplicate",
+    "trickle",
+    "evilanswers",
+    "badalloc",
+    "slowfit",
+)
+BASE: dict[str, Any] = {}
+#: Nodes the ``manynodes`` agent claims (the test's hub takes fewer from one agent).
+MANY = 60
+
+
+def _node(name: str) -> dict[str, Any]:
+    node = copy.deepcopy(BASE["nodes"][0])
+    node["node"] = name
+    return node
+
+
+def summary(mode: str) -> bytes:
+    """The summary document of ``mode`` (raw JSON text where JSON cannot say it)."""
+    doc = copy.deepcopy(BASE)
+    node = _node(f"{mode}-1")
+    doc["nodes"] = [node]
+    raw: dict[str, str] = {}
+    if mode == "bignum":
+        node["numa"][0]["exclusive"] = "@BIG@"
+        raw["@BIG@"] = "9" * 4300
+    elif mode == "deep":
+        node["policies"] = "@DEEP@"
+        raw["@DEEP@"] = '{"a": ' * 950 + "1" + "}" * 950
+    elif mode == "nan":
+        node["featureGates"]["PodLevelResources"] = "@NAN@"
+        raw["@NAN@"] = "NaN"
+    elif mode == "infinity":
+        node["topology"]["cpus"] = "@INF@"
+        raw["@INF@"] = "Infinity"
+    elif mode == "hugestring":
+        node["findings"] = [{"code": "x", "severity": "error", "message": "m" * 200_000}]
+    elif mode == "negative":
+        node["pods"] = -5
+    elif mode == "wrongtype":
+        node["numa"][0]["available"] = "lots"
+    elif mode == "manynodes":
+        doc["nodes"] = [_node(f"many-{i}") for i in range(MANY)]
+    elif mode == "simname":
+        node["node"] = "sim-0000"
+    elif mode == "duplicate":
+        node["node"] = BASE["nodes"][0]["node"]
+    text = json.dumps(doc)
+    for marker, value in raw.items():
+        text = text.replace(json.dumps(marker), value)
+    return text.encode()
+
+
+EVIL_DRY_RUN = (
+    b'{"node": "evilanswers-1", "admitted": true, "score": NaN, "results": [{"x": 1e400}]}'
+)
+#: A dry run whose allocation a page would render: a size that is not a number.
+BAD_ALLOCATION = json.dumps(
+    {
+        "node": "badalloc-1",
+        "admitted": True,
+        "results": [
+            {
+                "admitted": True,
+                "allocation": {
+                    "qosClass": "Guaranteed",
+                    "podSharedCpuset": "",
+                    "containers": [
+                        {
+                            "name": "c",
+                            "kind": "app",
+                            "isolation": "container",
+                            "cpuset": "1-2",
+                            "memory": [{"numaAffinity": [0], "type": "memory", "size": "huge"}],
+                        }
+                    ],
+                },
+            }
+        ],
+    }
+).encode()
+EVIL_UPGRADE = b'{"verdict": "compatible", "deep": ' + b"[" * 950 + b"]" * 950 + b"}"
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        mode, _, rest = self.path.strip("/").partition("/")
+        if mode == "evilanswers" and rest.startswith("api/v1/nodes/"):
+            self._send(200, EVIL_UPGRADE)
+        elif rest == "api/v1/summary" and mode in MODES:
+            body = summary(mode)
+            if mode == "trickle":
+                self._trickle(body)
+            else:
+                self._send(200, body)
+        else:
+            self._send(404, b'{"error": {"reason": "NotFound", "message": "no such thing"}}')
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        self.rfile.read(length)
+        if self.path.startswith("/evilanswers/"):
+            self._send(200, EVIL_DRY_RUN)
+        elif self.path.startswith("/badalloc/"):
+            self._send(200, BAD_ALLOCATION)
+        elif self.path.startswith("/slowfit/"):
+            time.sleep(8.0)  # past any deadline the hub gives a dry run
+            self._send(200, BAD_ALLOCATION)
+        else:
+            self._send(404, b'{"error": {"reason": "NotFound", "message": "no such thing"}}')
+
+    def _send(self, status: int, body: bytes) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _trickle(self, body: bytes) -> None:
+        """Headers at once, then one byte a second (each read well within any read timeout)."""
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.flush()
+            for i in range(min(len(body), 120)):  # stops by itself after two minutes
+                self.wfile.write(body[i : i + 1])
+                self.wfile.flush()
+                time.sleep(1.0)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
+
+
+def main() -> None:
+    host, base, ready = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+    BASE.update(json.loads(base.read_text()))
+    server = ThreadingHTTPServer((host, 0), Handler)
+    server.daemon_threads = True
+    tmp = ready.with_suffix(".tmp")
+    tmp.write_text(str(server.server_address[1]))
+    tmp.rename(ready)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
