@@ -63,6 +63,7 @@ from app.web.routers import (
     kubelet_metrics,
     kubelet_restarts,
     maps,
+    node_forms,
     node_pods,
     nodes,
     ops,
@@ -186,6 +187,7 @@ def create_app(
     app.include_router(api_nodes.api)  # first: its JSON answers are the hottest paths
     app.include_router(node_pods.pages)  # the pods table a page at a time, and Find
     app.include_router(nodes.pages)  # before topologies: "/" is the nodes page when there are nodes
+    app.include_router(node_forms.forms)  # POST only: no path and method of theirs is a page's
     app.include_router(workflow.pages)  # explain, history, downloads, confirm, undo, glossary
     app.include_router(restart.api)
     app.include_router(restart.pages)

@@ -20,11 +20,11 @@ from app import __version__
 from app.contracts.summary import AgentInfo, NodeSummaryV1, SummaryDocumentV1
 from app.domain.kubelet_config import RELEASES
 from app.services.agent_summary import SummaryCache, build_summary, encode, etag_matches
-from app.services.nodes.errors import NodeInputError
 from app.services.nodes.source import NodeSource
 from app.services.nrt import build_nrt
 from app.services.observe.observer import ObservedNodeUnavailableError
 from app.web.deps import CatalogDep, NodeName, NodeSourceDep, SettingsDep
+from app.web.inputs import check_release, parse_gate
 
 api = APIRouter(prefix="/api/v1", tags=["agent"])
 
@@ -87,30 +87,6 @@ def api_summary(request: Request, catalog: CatalogDep) -> Response:
 )
 def api_node_summary(request: Request, node: NodeName, source: NodeSourceDep) -> Response:
     return cached_json(request, _cache(request).versioned(_summary_of(source)))
-
-
-def parse_gate(value: str | None) -> bool | None:
-    if value is None or value == "":
-        return None
-    lowered = value.strip().lower()
-    if lowered in ("true", "1", "on", "yes"):
-        return True
-    if lowered in ("false", "0", "off", "no"):
-        return False
-    raise NodeInputError(
-        f"podLevelResourceManagers: Invalid value: {value!r}: use true or false",
-        "podLevelResourceManagers",
-    )
-
-
-def check_release(release: str) -> str:
-    if release not in RELEASES:
-        raise NodeInputError(
-            f"release: Unsupported value: {release!r}: supported values: "
-            + ", ".join(f'"{r}"' for r in RELEASES),
-            "release",
-        )
-    return release
 
 
 @api.get(

@@ -31,16 +31,15 @@ from app.domain import releases
 from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.services.encoded_json import EncodedJSON
 from app.services.node_views import AdmissionLogEntry, NodeDetail, NodeIndexView, node_url
-from app.services.nodes.errors import NodeInputError
 from app.services.nodes.service import NodeService
 from app.web.conditional import encoded_response
 from app.web.deps import CatalogDep, Namespace, NodeName, NodeServiceDep, NodeSourceDep, PodName
+from app.web.inputs import manifest_text
 from app.web.offload import offload
 
 api = APIRouter(prefix="/api/v1", tags=["nodes"])
 
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such node (or pod)"}}
-MAX_BODY_BYTES = 1024 * 1024
 PODRESOURCES_JSON: dict[str, Any] = {
     "description": "The message in the canonical proto3 JSON mapping",
     "content": {"application/json": {"schema": {"type": "object"}}},
@@ -156,30 +155,6 @@ def api_delete_node(node: NodeName, catalog: CatalogDep) -> Response:
     return Response(status_code=204)
 
 
-async def _manifest_text(request: Request) -> str:
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise NodeInputError("manifest: is larger than 1 MiB", "manifest")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise NodeInputError("manifest: the body is not UTF-8 text", "manifest") from None
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type == "application/json" or content_type.endswith("+json"):
-        try:
-            doc = json.loads(text) if text.strip() else None
-        except json.JSONDecodeError as err:
-            raise NodeInputError(
-                f"manifest: not valid JSON at line {err.lineno}, column {err.colno}", "manifest"
-            ) from None
-        if isinstance(doc, dict) and set(doc) == {"manifest"}:
-            manifest = doc["manifest"]
-            if not isinstance(manifest, str):
-                raise NodeInputError("manifest: expected a string", "manifest")
-            return manifest
-    return text
-
-
 @api.post(
     "/nodes/{node}/pods",
     name="api_admit",
@@ -219,7 +194,7 @@ async def api_admit(
     catalog: CatalogDep,
     dry_run: Annotated[bool, Query(alias="dryRun", description="Judge only, keep nothing")] = False,
 ) -> JSONResponse:
-    text = await _manifest_text(request)
+    text = await manifest_text(request)
     what = "the dry run" if dry_run else "the admission"
     if dry_run:
         batch = await offload(request, catalog.get(node).dry_run, text, what=what)

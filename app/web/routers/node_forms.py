@@ -1,7 +1,6 @@
 """The forms of the node pages: create a node (nodes page), admit or dry-run pods and remove
-a pod (node page), delete a node; their sample texts and what the pages render them with
-(``render_nodes_page``, ``node_page_context``). The pages themselves are
-``app.web.routers.nodes``, which mounts these routes on its router.
+a pod (node page), delete a node. Their sample texts and the page helpers they render with
+live in ``app.web.node_pages``; the pages themselves are ``app.web.routers.nodes``.
 
 Forms work without JavaScript: POST, then 303 to the page (an admission redirects with
 ``?batch=<id>`` so the page shows that submission's verdicts). With htmx the admission form
@@ -13,7 +12,7 @@ confirmed (``confirm=yes`` from the confirmation page of ``app.web.routers.workf
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 from urllib.parse import quote
 
 from fastapi import APIRouter, Form
@@ -22,7 +21,7 @@ from starlette.responses import HTMLResponse, Response
 
 from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.services.batch_verdicts import batch_context
-from app.services.node_views import NodeIndexView, NodeView, node_url, pod_url
+from app.services.node_views import node_url, pod_url
 from app.services.nodes.catalog import NodeCatalog
 from app.services.nodes.errors import (
     NodeInputError,
@@ -30,93 +29,14 @@ from app.services.nodes.errors import (
     PodConflictError,
 )
 from app.services.nodes.inputs import AdmissionBatch
-from app.services.nodes.service import NodeService
 from app.services.pod_find import pods_page
 from app.services.undo import last_undoable
 from app.web.deps import CatalogDep, Namespace, NodeName, PodName
+from app.web.node_pages import SAMPLE_POD, render_nodes_page
 from app.web.offload import budgeted
 from app.web.rendering import render, see_other, wants_fragment
 
 forms = APIRouter(tags=["nodes"])
-
-SAMPLE_CONFIG = """\
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-cpuManagerPolicy: static
-memoryManagerPolicy: Static
-topologyManagerPolicy: single-numa-node
-topologyManagerScope: pod
-reservedSystemCPUs: "0"
-kubeReserved:
-  memory: 1Gi
-systemReserved:
-  memory: 1Gi
-reservedMemory:
-  - numaNode: 0
-    limits:
-      memory: 2148Mi
-featureGates:
-  PodLevelResources: true
-  PodLevelResourceManagers: true
-"""
-
-SAMPLE_POD = """\
-apiVersion: v1
-kind: Pod
-metadata:
-  name: my-pod
-  namespace: default
-spec:
-  resources:
-    requests: {cpu: "4", memory: 4Gi}
-    limits: {cpu: "4", memory: 4Gi}
-  initContainers:
-  - name: sidecar
-    image: sidecar:1
-    restartPolicy: Always
-  containers:
-  - name: app
-    image: app:1
-    resources:
-      requests: {cpu: "2", memory: 2Gi}
-      limits: {cpu: "2", memory: 2Gi}
-"""
-
-
-def render_nodes_page(
-    request: Request,
-    view: NodeIndexView,
-    *,
-    form: dict[str, Any] | None = None,
-    error: NodeServiceError | None = None,
-    status_code: int = 200,
-) -> HTMLResponse:
-    """The nodes page with its create form (the sample configuration, or what was sent)."""
-    context = {
-        "form": form or {"release": DEFAULT_RELEASE, "kubelet_config": SAMPLE_CONFIG},
-        "form_error": error,
-    }
-    return render(
-        request,
-        "pages/nodes.html",
-        view,
-        fragment="fragments/_nodes_table.html",
-        status_code=status_code,
-        context=context,
-    )
-
-
-def node_page_context(service: NodeService, view: NodeView) -> dict[str, Any]:
-    """What the node page needs beside its view (the restart panel's route renders it too)."""
-    return {
-        "form_text": SAMPLE_POD,
-        "pods_page": pods_page(view.pods, view.summary),
-        "undo": last_undoable(service, view.summary.name),
-        **batch_context(
-            service, view.summary.name, view.last_batch[0].batch if view.last_batch else None
-        ),
-    }
-
 
 # -- the nodes page -------------------------------------------------------------------------
 
@@ -248,4 +168,4 @@ def remove_pod_form(
     return see_other(request, f"{node_url(node)}#pods")
 
 
-__all__ = ["SAMPLE_CONFIG", "SAMPLE_POD", "forms", "node_page_context", "render_nodes_page"]
+__all__ = ["forms"]

@@ -32,9 +32,8 @@ from app.web.deps import (
     PodName,
     TopologyIndexViewDep,
 )
+from app.web.node_pages import node_page_context, render_nodes_page
 from app.web.rendering import render, see_other, wants_fragment
-from app.web.routers import node_forms
-from app.web.routers.node_forms import node_page_context, render_nodes_page
 
 pages = APIRouter(tags=["nodes"])
 
@@ -123,9 +122,6 @@ def node_json(
     return encoded_response(request, source.node_view_json(batch=batch))
 
 
-NOT_FOUND_NODE: dict[int | str, dict[str, Any]] = {404: {"description": "No such node"}}
-
-
 @pages.get("/nodes/{node}", name="node", include_in_schema=False)
 def node_page(
     request: Request, service: NodeServiceDep, watch: WatchStateDep, view: NodeViewDep
@@ -186,8 +182,4 @@ def pod_page(
     )
 
 
-# The forms' routes (POST only), after the pages': no path and method of theirs is one of the
-# pages', so the order decides no match; among the app's routers they keep their place.
-pages.include_router(node_forms.forms)
-
-__all__ = ["NOT_FOUND_NODE", "pages"]
+__all__ = ["pages"]

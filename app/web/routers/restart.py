@@ -29,10 +29,10 @@ from app.services.nodes.errors import NodeInputError
 from app.services.nodes.restart import Rehearsal
 from app.services.pod_find import pods_page
 from app.web.deps import CatalogDep, NodeName, NodeServiceDep
+from app.web.inputs import NOT_FOUND_NODE
+from app.web.node_pages import node_page_context
 from app.web.offload import budgeted
 from app.web.rendering import render, see_other, wants_fragment
-from app.web.routers.node_forms import node_page_context
-from app.web.routers.nodes import NOT_FOUND_NODE
 
 api = APIRouter(prefix="/api/v1", tags=["nodes"])
 pages = APIRouter(tags=["nodes"])
