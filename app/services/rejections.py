@@ -385,12 +385,13 @@ def explain_entry(service: NodeService, node: str, entry: int) -> RejectionView:
 
 
 def _previous_change(rows: list[LogRow], entry: int) -> int:
+    """The number (``seq``) of the last change logged before the row of global id ``entry``."""
     prev = 0
     for r in rows:
         if r.id >= entry:
             break
         if r.changes_node:
-            prev = r.id
+            prev = r.seq
     return prev
 
 
