@@ -104,3 +104,17 @@ def test_diff_and_series_use_the_nodes_numbers(two: TestClient) -> None:
 
     rows = list(csv.DictReader(io.StringIO(two.get("/nodes/a/history.csv").text)))
     assert sorted({int(x["entry"]) for x in rows}) == [0, 1, 2, 3]
+
+
+def test_a_rejection_page_names_the_entry_by_the_nodes_number(two: TestClient) -> None:
+    big = classic_pod("huge", "shop", "64", "1Gi")
+    r = two.post("/api/v1/nodes/b/pods", content=big, headers=YAML)
+    assert r.status_code == 200 and not r.json()["results"][0]["admitted"], r.text
+    [rejected] = [e for e in events(two, "b") if not e["admitted"]]
+    assert rejected["seq"] == 4 and rejected["id"] == 7
+    assert rejected["explainUrl"] == "/nodes/b/admissions/7"  # addressed by the global id
+    why = two.get("/nodes/b/admissions/7.json").json()
+    assert (why["entry"], why["seq"]) == (7, 4)
+    assert why["beforeUrl"] == "/nodes/b/history/3"  # the last change before it, b's #3
+    page = two.get("/nodes/b/admissions/7").text
+    assert '<span aria-current="page">#4</span>' in page
