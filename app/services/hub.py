@@ -37,9 +37,9 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from app.adapters.agents import AgentClient, AgentError
+from app.adapters.agents import AgentClient, AgentError, WatchUnsupportedError
 from app.adapters.dns import DNSLookupError, agent_url, make_resolver, resolve_addresses
-from app.contracts.summary import Finding, NodeSummaryV1, SummaryDocumentV1
+from app.contracts.summary import Finding, NodeSummaryV1, SummaryWatchEventV1
 from app.services.agent_summary import Encoded, SummaryCache, encode
 from app.services.demo_fleet import DemoFleet, SimulatedNode
 from app.services.fleet_rows import fleet_node
@@ -47,7 +47,9 @@ from app.services.hub_agents import (
     LAST_SEEN_STEP,
     OK,
     PENDING,
+    POLL,
     UNREACHABLE,
+    WATCH,
     AgentState,
     HubMetrics,
 )
@@ -60,6 +62,12 @@ DNS_INTERVAL = 5.0
 MAX_BACKOFF = 60.0
 #: The poller's tick: due agents are looked for this often (at most), each polled on its own.
 MAX_TICK = 0.5
+#: A watch stream silent for this many bookmark intervals is dropped (and reconnected).
+IDLE_BOOKMARKS = 3
+#: Seconds before a polled agent's watch stream is tried again (it may have been upgraded).
+WATCH_RETRY = 300.0
+#: A watch stream that ends sooner than this after opening is reconnected after a backoff.
+SHORT_STREAM = 1.0
 
 
 class HubDisabledError(LookupError):
@@ -85,7 +93,7 @@ class Hub(FleetFanOut):
         self.clock = clock
         self.metrics = HubMetrics(registry)
         self.agents: dict[str, AgentState] = {
-            url.rstrip("/"): AgentState(url.rstrip("/"), "static")
+            url.rstrip("/"): self._agent(url.rstrip("/"), "static")
             for url in split_list(settings.hub_agents)
         }
         self.dns = check_dns_target(settings.hub_agents_dns) if settings.hub_agents_dns else None
@@ -99,11 +107,15 @@ class Hub(FleetFanOut):
         self._task: asyncio.Task[None] | None = None
         self._semaphore: asyncio.Semaphore | None = None
         self._in_flight: dict[str, asyncio.Task[None]] = {}
+        self._streams: dict[str, asyncio.Task[None]] = {}
         self._encoded: tuple[int, int, Encoded] | None = None
         # A simulated node never changes once built: its summary is built once.
         self._sim_summaries: dict[str, NodeSummaryV1] = {}
         self.polls = 0
         self._bind_metrics()
+
+    def _agent(self, url: str, origin: str) -> AgentState:
+        return AgentState(url, origin, mode=WATCH if self.settings.hub_watch else POLL)
 
     # -- lifecycle ----------------------------------------------------------------------
     def client(self) -> AgentClient:
@@ -126,7 +138,11 @@ class Hub(FleetFanOut):
         self._task = asyncio.create_task(self._run(), name="hub-poller")
 
     async def stop(self) -> None:
-        tasks = [t for t in (self._task, *self._in_flight.values()) if t is not None]
+        tasks = [
+            t
+            for t in (self._task, *self._in_flight.values(), *self._streams.values())
+            if t is not None
+        ]
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -142,6 +158,7 @@ class Hub(FleetFanOut):
         while True:
             try:
                 await self._resolve_if_due()
+                self._follow_agents()
                 for agent in self._due():
                     task = asyncio.create_task(self._poll(agent), name=f"poll {agent.url}")
                     self._in_flight[agent.url] = task
@@ -167,7 +184,7 @@ class Hub(FleetFanOut):
         return [
             a
             for a in list(self.agents.values())
-            if a.next_poll <= now and a.url not in self._in_flight
+            if a.mode == POLL and a.next_poll <= now and a.url not in self._in_flight
         ]
 
     async def resolve(self) -> None:
@@ -191,7 +208,7 @@ class Hub(FleetFanOut):
         added = urls - set(self.agents)
         gone = [u for u, a in self.agents.items() if a.origin == "dns" and u not in urls]
         for url in added:
-            self.agents[url] = AgentState(url, "dns")
+            self.agents[url] = self._agent(url, "dns")
         for url in gone:
             del self.agents[url]
         if added or gone:
@@ -209,7 +226,7 @@ class Hub(FleetFanOut):
             try:
                 answer = await self.client().summary(agent.url, agent.etag)
                 if answer.doc is not None:
-                    agent.nodes = self._accept(answer.doc)
+                    agent.nodes = self._accept(answer.doc.nodes)
                     agent.etag = answer.etag
                 now = self.clock()
                 shown = agent.last_seen or 0.0
@@ -237,22 +254,146 @@ class Hub(FleetFanOut):
             if changed:
                 self.generation += 1
 
-    def _accept(self, doc: SummaryDocumentV1) -> list[NodeSummaryV1]:
+    def _accept(self, nodes: list[NodeSummaryV1], field: str = "nodes") -> list[NodeSummaryV1]:
         """The nodes of an agent's summary, or ``AgentError`` when the hub refuses them: more
         than ``hub_max_nodes_per_agent``, a name listed twice, or a name of the hub's own demo
-        fleet (an agent must not stand in for the hub's nodes)."""
+        fleet (an agent must not stand in for the hub's nodes). ``field``: where the nodes
+        came from (the summary's ``nodes``, or the ``object`` of a watch event)."""
         cap = self.settings.hub_max_nodes_per_agent
-        if len(doc.nodes) > cap:
-            raise _refused("nodes", f"claims {len(doc.nodes)} nodes; the hub takes at most {cap}")
+        if len(nodes) > cap:
+            raise _refused("nodes", f"claims {len(nodes)} nodes; the hub takes at most {cap}")
         seen: set[str] = set()
-        for i, node in enumerate(doc.nodes):
-            field = f"nodes[{i}].node"
+        for i, node in enumerate(nodes):
+            where = f"{field}[{i}].node" if field == "nodes" else f"{field}.node"
             if node.node in seen:
-                raise _refused(field, f"lists node {node.node!r} twice")
+                raise _refused(where, f"lists node {node.node!r} twice")
             seen.add(node.node)
             if self.fleet.claims(node.node):
-                raise _refused(field, f"claims {node.node!r}, a node of the hub's own demo fleet")
-        return list(doc.nodes)
+                raise _refused(where, f"claims {node.node!r}, a node of the hub's own demo fleet")
+        return list(nodes)
+
+    # -- watch streams ----------------------------------------------------------------------
+    def _follow_agents(self) -> None:
+        """A stream task for every followed agent, none for an agent that is gone; a polled
+        agent whose retry is due is followed again."""
+        now = self.clock()
+        for agent in list(self.agents.values()):
+            retry = agent.mode == POLL and 0 < agent.watch_retry <= now
+            if retry and agent.url not in self._in_flight:
+                agent.mode = WATCH
+            if agent.mode == WATCH and agent.url not in self._streams:
+                task = asyncio.create_task(self._follow(agent), name=f"watch {agent.url}")
+                self._streams[agent.url] = task
+                task.add_done_callback(partial(self._stream_done, agent.url))
+        for url, task in list(self._streams.items()):
+            if self.agents.get(url) is None:
+                task.cancel()
+
+    def _stream_done(self, url: str, task: asyncio.Task[None]) -> None:
+        if self._streams.get(url) is task:
+            del self._streams[url]
+
+    async def _follow(self, agent: AgentState) -> None:
+        """Follow one agent's watch stream: resume from the version reached after the stream
+        ends or breaks (at once after a long-lived stream; after a backoff when it failed or
+        ended at once), until the agent turns out to have no stream (then it is polled)."""
+        while self.agents.get(agent.url) is agent:
+            opened = time.perf_counter()
+            try:
+                relist = await self._stream(agent)
+                if relist or time.perf_counter() - opened >= SHORT_STREAM:
+                    continue
+                delay = self._backoff(agent.failures + 1)
+            except WatchUnsupportedError:
+                agent.mode = POLL
+                agent.next_poll = 0.0
+                agent.watch_retry = self.clock() + WATCH_RETRY
+                return
+            except AgentError as exc:
+                self._failed(agent, exc)
+                delay = self._backoff(agent.failures)
+            await asyncio.sleep(delay)
+
+    def _backoff(self, failures: int) -> float:
+        return float(min(self.settings.hub_poll_interval * 2**failures, MAX_BACKOFF))
+
+    def _failed(self, agent: AgentState, exc: AgentError) -> None:
+        if agent.status != UNREACHABLE or agent.error != exc.message:
+            self.generation += 1
+        agent.status, agent.error, agent.error_field = UNREACHABLE, exc.message, exc.field
+        agent.etag = None
+        agent.failures += 1
+
+    async def _stream(self, agent: AgentState) -> bool:
+        """One watch stream of ``agent``, applied event by event, until the agent ends it;
+        ``True`` after ``410 Expired`` (the version is forgotten: the next stream, opened at
+        once, lists again)."""
+        bookmark = self.settings.hub_watch_bookmark
+        listing: dict[str, NodeSummaryV1] | None = None if agent.resource_version else {}
+        nodes = {n.node: n for n in agent.nodes}
+        events = self.client().watch(
+            agent.url,
+            agent.resource_version,
+            bookmark=bookmark,
+            idle=IDLE_BOOKMARKS * bookmark,
+            connects=self.semaphore(),
+        )
+        counted = self.metrics.events
+        async for event in events:
+            counted.labels(event.type).inc()
+            if event.type == "ERROR":
+                status = event.status
+                assert status is not None  # checked by the client
+                if status.code == 410:
+                    agent.resource_version = ""
+                    return True
+                raise AgentError(
+                    f"ended its watch stream: {status.code} {status.reason}: {status.message}",
+                    "status",
+                )
+            if listing is not None:
+                listing = self._listed(agent, listing, event)
+                continue
+            if event.object is not None:
+                if event.type == "DELETED":
+                    nodes.pop(event.object.node, None)
+                else:
+                    nodes[event.object.node] = event.object
+            elif agent.status == OK:  # a bookmark: only the version moves
+                agent.resource_version = event.resource_version
+                continue
+            self._update(agent, nodes, event.resource_version)
+        return False
+
+    def _listed(
+        self, agent: AgentState, listing: dict[str, NodeSummaryV1], event: SummaryWatchEventV1
+    ) -> dict[str, NodeSummaryV1] | None:
+        """One event of a stream's initial list (``None``: the list is complete and applied)."""
+        if event.type == "ADDED" and event.object is not None:
+            listing[event.object.node] = event.object
+            cap = self.settings.hub_max_nodes_per_agent
+            if len(listing) > cap:
+                raise _refused(
+                    "nodes", f"claims more than {cap} nodes; the hub takes at most {cap}"
+                )
+            return listing
+        if event.type == "BOOKMARK" and event.initial_events_end:
+            self._update(agent, listing, event.resource_version)
+            return None
+        if event.type == "BOOKMARK":
+            return listing
+        raise _refused("type", f"sent a {event.type} event inside its initial list")
+
+    def _update(self, agent: AgentState, nodes: dict[str, NodeSummaryV1], rv: str) -> None:
+        """The agent's nodes after an event (a bookmark changes only the version reached)."""
+        accepted = self._accept(list(nodes.values()), "object")
+        changed = agent.status != OK or accepted != agent.nodes
+        agent.resource_version = rv
+        if changed:
+            agent.nodes = accepted
+            agent.status, agent.error, agent.error_field, agent.failures = OK, None, None, 0
+            agent.last_seen = self.clock()
+            self.generation += 1
 
     def _bind_metrics(self) -> None:
         """Bind the gauges to the live counts: they are read at scrape time, so the simulated
