@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import time
 from collections.abc import Callable
 from functools import partial
@@ -68,6 +69,10 @@ IDLE_BOOKMARKS = 3
 WATCH_RETRY = 300.0
 #: A watch stream that ends sooner than this after opening is reconnected after a backoff.
 SHORT_STREAM = 1.0
+#: Backoff of a watch stream's reconnects: this × 2^failures (at most ``MAX_STREAM_BACKOFF``),
+#: plus up to a quarter of it at random so that agents back after an outage spread out.
+STREAM_BACKOFF = 0.5
+MAX_STREAM_BACKOFF = 30.0
 
 
 class HubDisabledError(LookupError):
@@ -314,8 +319,10 @@ class Hub(FleetFanOut):
                 delay = self._backoff(agent.failures)
             await asyncio.sleep(delay)
 
-    def _backoff(self, failures: int) -> float:
-        return float(min(self.settings.hub_poll_interval * 2**failures, MAX_BACKOFF))
+    @staticmethod
+    def _backoff(failures: int) -> float:
+        delay = min(STREAM_BACKOFF * 2 ** min(failures, 16), MAX_STREAM_BACKOFF)
+        return delay * (1 + random.random() / 4)
 
     def _failed(self, agent: AgentState, exc: AgentError) -> None:
         if agent.status != UNREACHABLE or agent.error != exc.message:
