@@ -185,7 +185,17 @@ def encode(doc: Any) -> Encoded:
     """``doc`` (plain JSON values or a contract model) as compact JSON with sorted keys."""
     if isinstance(doc, BaseModel):
         doc = doc.model_dump(mode="json", by_alias=True)
-    body = json.dumps(doc, separators=(",", ":"), sort_keys=True, allow_nan=False).encode()
+    return encoded_bytes(encode_json(doc))
+
+
+def encode_json(doc: Any) -> bytes:
+    """Plain JSON values as ``encode`` writes them (compact, sorted keys), without the ETag:
+    parts of a document encoded once and joined (the hub's fleet rows)."""
+    return json.dumps(doc, separators=(",", ":"), sort_keys=True, allow_nan=False).encode()
+
+
+def encoded_bytes(body: bytes) -> Encoded:
+    """``body`` with its strong ETag (SHA-256 of the bytes)."""
     return Encoded(body, '"' + hashlib.sha256(body).hexdigest()[:32] + '"')
 
 

@@ -1,28 +1,56 @@
-"""The fleet hub (``numascope serve --hub``): polls the agents' summaries and answers for the
-whole fleet from what answered.
+"""The fleet hub (``numascope serve --hub``): follows the agents' changes and answers for the
+whole fleet from what they said.
+
+**Fan-in by watch streams** (issue 20; DESIGN.md §8). The hub keeps one long-lived HTTP stream
+per agent, ``GET /api/v1/summary/watch`` (``app.services.agent_summary.SummaryFeed``), with
+the semantics of a Kubernetes watch: the agent sends every node once, then only what changes,
+as it changes, and a bookmark every ``hub_watch_bookmark`` seconds; the hub keeps the
+``resourceVersion`` it reached and, after a reconnect, resumes from it (a ``410`` means the
+agent restarted or forgot: the hub lists again). Why this and not agents writing custom
+resources to the API server for the hub to watch: it needs nothing the cluster must grant or
+host (no CRD, no write RBAC on 5,000 nodes, no etcd write per admission, and it works for agents
+outside a cluster), and it already costs per change: an idle agent costs one bookmark line per
+interval, a change one line, with no poll round at all (polling 5,000 agents every 2 s needed
+~2,500 requests/s). The events have the Kubernetes watch shape, so an API-server path could
+feed the same update later. There is no consensus or sharding: one hub process, one stream per
+agent, and a restarted hub simply lists every agent again.
+
+Each stream is a task of its own (``_follow``): connects are bounded by ``hub_concurrency`` at
+a time (a thousand agents back after an outage do not open a thousand connections at once),
+reconnects back off exponentially with jitter (``STREAM_BACKOFF``, at most
+``MAX_STREAM_BACKOFF``), a stream silent for ``IDLE_BOOKMARKS`` bookmark intervals or sending a
+line over ``hub_max_body_bytes`` is dropped, and every event is parsed with the contract
+(``SummaryWatchEventV1``): garbage makes its agent ``unreachable`` with the field named, never a
+500. A stream that breaks mid-way is reconnected at once, and only a failing reconnect makes
+the agent ``unreachable``. An agent without the route (404/405: an older agent) is **polled**
+as before, and its stream tried again every ``WATCH_RETRY`` seconds; ``hub_watch`` off polls
+every agent.
+
+Polling (the older agents): every ``hub_poll_interval`` seconds in a task of its own (a slow or
+dead agent delays no other), at most ``hub_concurrency`` at once, each with one deadline for
+its whole answer and a size cap (``app.adapters.agents``), ``If-None-Match`` with the last ETag
+(an unchanged agent costs a 304), and after a failure an exponential backoff (interval ×
+2^failures, at most ``MAX_BACKOFF``).
 
 Agents come from a static list (``Settings.hub_agents``) and/or every A/AAAA record of a
 headless Service (``Settings.hub_agents_dns``, re-resolved every ``DNS_INTERVAL`` seconds; an
-address that disappears drops its agent, a failing lookup keeps the agents found before and is
-shown as the document's ``discovery.error``). Every agent is polled each
-``hub_poll_interval`` seconds in a task of its own (a slow or dead agent delays no other): at
-most ``hub_concurrency`` at once, each with one deadline for its whole answer and a size cap
-(``app.adapters.agents``), ``If-None-Match`` with the last ETag (an unchanged agent costs a
-304), and after a failure an exponential backoff (interval × 2^failures, at most
-``MAX_BACKOFF``). Answers are parsed with the agent summary contract
-(``app.contracts.summary``): garbage makes its agent ``unreachable`` with the field named,
-never a 500. An agent is refused (``unreachable``, saying why) when it claims more than
-``hub_max_nodes_per_agent`` nodes or a name of the hub's own demo fleet; a node name two
-agents claim is listed under both with a ``duplicate-node`` finding. Each agent keeps
-``status`` (``pending`` until its first answer, then ``ok`` or ``unreachable``), the error
-text and field, and when it last answered (to ``LAST_SEEN_STEP``); its nodes stay listed with
-the agent's status when it stops answering. The metrics (agents and nodes by status, poll
-latency by outcome) are read from the live state at scrape time.
+address that disappears drops its agent and its stream, a failing lookup keeps the agents found
+before and is shown as the document's ``discovery.error``). An agent is refused
+(``unreachable``, saying why) when it claims more than ``hub_max_nodes_per_agent`` nodes or a
+name of the hub's own demo fleet; a node name two agents claim is listed under both with a
+``duplicate-node`` finding. Each agent keeps ``status`` (``pending`` until its first answer,
+then ``ok`` or ``unreachable``), the error text and field, and ``lastSeen``
+(``app.services.hub_agents``); its nodes stay listed with the agent's status when it stops
+answering. The metrics (agents and nodes by status, poll latency by outcome, watch events by
+type) are read from the live state at scrape time.
 
-Pages and JSON read the last poll's results: none waits for an agent. What is kept per agent
-and the metrics are ``app.services.hub_agents``; fit and upgrade fan out to every node
-(``app.services.hub_fanout``). The demo fleet's nodes (``--demo-fleet``) answer in the hub's
-process (``app.services.demo_fleet``).
+Pages and JSON read what the agents last said: none waits for an agent. ``/api/v1/fleet`` is
+served from bytes built once per change of the fleet (``generation``: a node's data, an
+agent's status or error, the agent set; never a bookmark), joined from per-node rows that are
+encoded again only when that node's summary, status or co-claimers changed, so its ETag moves
+only when the fleet does. Fit and upgrade fan out to every node (``app.services.hub_fanout``).
+The demo fleet's nodes (``--demo-fleet``) answer in the hub's process
+(``app.services.demo_fleet``).
 """
 
 from __future__ import annotations
@@ -41,7 +69,7 @@ from prometheus_client import CollectorRegistry
 from app.adapters.agents import AgentClient, AgentError, WatchUnsupportedError
 from app.adapters.dns import DNSLookupError, agent_url, make_resolver, resolve_addresses
 from app.contracts.summary import Finding, NodeSummaryV1, SummaryWatchEventV1
-from app.services.agent_summary import Encoded, SummaryCache, encode
+from app.services.agent_summary import Encoded, SummaryCache, encode, encode_json, encoded_bytes
 from app.services.demo_fleet import DemoFleet, SimulatedNode
 from app.services.fleet_rows import fleet_node
 from app.services.hub_agents import (
@@ -114,6 +142,12 @@ class Hub(FleetFanOut):
         self._in_flight: dict[str, asyncio.Task[None]] = {}
         self._streams: dict[str, asyncio.Task[None]] = {}
         self._encoded: tuple[int, int, Encoded] | None = None
+        # Per node row (agent, node): what it was built from, the row and its JSON.
+        self._rows: dict[
+            tuple[str | None, str],
+            tuple[NodeSummaryV1, str, tuple[str, ...], dict[str, Any], bytes],
+        ] = {}
+        self._bodies: tuple[tuple[int, int], list[bytes]] = ((-1, -1), [])
         # A simulated node never changes once built: its summary is built once.
         self._sim_summaries: dict[str, NodeSummaryV1] = {}
         self.polls = 0
@@ -430,8 +464,8 @@ class Hub(FleetFanOut):
         cached = self._doc
         if cached is not None and cached[:2] == key:
             return key, cached[2]
-        nodes = [fleet_node(self._sim_summary(n), None, OK) for n in sims]
-        agents = sorted(self.agents.values(), key=lambda a: a.url)
+        rows = [self._row(self._sim_summary(n), None, OK, ()) for n in sims]
+        agents = sorted(list(self.agents.values()), key=lambda a: a.url)
         claims: dict[str, list[str]] = {}
         for a in agents:
             for s in a.nodes:
@@ -439,18 +473,36 @@ class Hub(FleetFanOut):
         for a in agents:
             status = a.status if a.status != PENDING else UNREACHABLE
             for s in a.nodes:
-                others = [u for u in claims[s.node] if u != a.url]
-                nodes.append(fleet_node(s, a.url, status, _duplicate(s.node, others)))
-        nodes.sort(key=lambda n: (n["node"], n["agent"] or ""))
+                others = tuple(u for u in claims[s.node] if u != a.url)
+                rows.append(self._row(s, a.url, status, others))
+        rows.sort(key=lambda r: (r[0]["node"], r[0]["agent"] or ""))
+        kept = {(r[0]["agent"], r[0]["node"]) for r in rows}
+        for gone in [k for k in list(self._rows) if k not in kept]:
+            self._rows.pop(gone, None)
         doc: dict[str, Any] = {
             "agents": [a.to_dict() for a in agents],
-            "nodes": nodes,
+            "nodes": [r[0] for r in rows],
         }
         if self.dns is not None:
             name, port = self.dns
             doc["discovery"] = {"dns": f"{name}:{port}", "error": self.dns_error}
         self._doc = (*key, doc)
+        self._bodies = (key, [r[1] for r in rows])
         return key, doc
+
+    def _row(
+        self, summary: NodeSummaryV1, agent: str | None, status: str, others: tuple[str, ...]
+    ) -> tuple[dict[str, Any], bytes]:
+        """A node's fleet row and its JSON, built again only when the summary (the very
+        object the agent's last event or answer gave), its status or its co-claimers change:
+        one change costs one row, not the fleet."""
+        key = (agent, summary.node)
+        held = self._rows.get(key)
+        if held is not None and held[0] is summary and held[1] == status and held[2] == others:
+            return held[3], held[4]
+        row = fleet_node(summary, agent, status, _duplicate(summary.node, list(others)))
+        self._rows[key] = (summary, status, others, row, encode_json(row))
+        return row, self._rows[key][4]
 
     def _sim_summary(self, node: SimulatedNode) -> NodeSummaryV1:
         summary = self._sim_summaries.get(node.name)
@@ -471,7 +523,15 @@ class Hub(FleetFanOut):
         key, doc = self._document()
         cached = self._encoded
         if cached is None or cached[:2] != key:
-            cached = (*key, encode(doc))
+            bodies = self._bodies[1] if self._bodies[0] == key else None
+            if bodies is None:  # built meanwhile for another key: encode this one whole
+                cached = (*key, encode(doc))
+            else:  # the rows' JSON joined, as ``encode`` would write the whole (sorted keys)
+                parts = [b'{"agents":', encode_json(doc["agents"])]
+                if "discovery" in doc:
+                    parts += [b',"discovery":', encode_json(doc["discovery"])]
+                parts += [b',"nodes":[', b",".join(bodies), b"]}"]
+                cached = (*key, encoded_bytes(b"".join(parts)))
             self._encoded = cached
         return cached[2]
 

@@ -282,7 +282,11 @@ def test_an_admission_shows_in_the_fleet_at_once_without_polling(watched: Watche
     wait_for(lambda: _pods(watched, "wa-1") == before + 1)
     took = time.monotonic() - started
     assert took < 5.0, took  # the hub polls every 30 s: this came by the stream
-    assert watched.hub.client.get("/api/v1/fleet").headers["etag"] != etag
+    answer = watched.hub.client.get("/api/v1/fleet")
+    assert answer.headers["etag"] != etag
+    # Joined from rows encoded one by one, the bytes are the whole document's compact JSON.
+    whole = json.dumps(answer.json(), separators=(",", ":"), sort_keys=True).encode()
+    assert answer.content == whole
     assert _metric(watched.hub, "numascope_hub_poll_duration_seconds_count") == 0
     assert _metric(watched.hub, 'numascope_hub_watch_events_total{type="BOOKMARK"}') > 0
 
