@@ -321,6 +321,10 @@ def run(count: int, mode: str, samples: int, steady: float, tmp: Path) -> None:
             f"({samples}) | full fleet answer {fetch:6.1f} ms",
             flush=True,
         )
+    except BaseException:
+        if hub is not None:
+            print(hub.output(tail=4000), file=sys.stderr)
+        raise
     finally:
         if hub is not None:
             hub.close()
@@ -342,6 +346,8 @@ class Fleet:
         headers = {"If-None-Match": self.etag} if self.etag else {}
         t = time.perf_counter()
         r = self.client.get("/api/v1/fleet", headers=headers)
+        if r.status_code not in (200, 304):
+            raise SystemExit(f"/api/v1/fleet answered {r.status_code}: {r.text[:500]}")
         if r.status_code == 200:
             self.fetches.append(time.perf_counter() - t)
             self.etag = r.headers.get("etag")

@@ -466,15 +466,17 @@ class Hub(FleetFanOut):
             return key, cached[2]
         rows = [self._row(self._sim_summary(n), None, OK, ()) for n in sims]
         agents = sorted(list(self.agents.values()), key=lambda a: a.url)
+        # Each agent's nodes and status read once: the event loop replaces them meanwhile.
+        held = [(a.url, a.nodes, a.status) for a in agents]
         claims: dict[str, list[str]] = {}
-        for a in agents:
-            for s in a.nodes:
-                claims.setdefault(s.node, []).append(a.url)
-        for a in agents:
-            status = a.status if a.status != PENDING else UNREACHABLE
-            for s in a.nodes:
-                others = tuple(u for u in claims[s.node] if u != a.url)
-                rows.append(self._row(s, a.url, status, others))
+        for url, summaries, _ in held:
+            for s in summaries:
+                claims.setdefault(s.node, []).append(url)
+        for url, summaries, agent_status in held:
+            status = agent_status if agent_status != PENDING else UNREACHABLE
+            for s in summaries:
+                others = tuple(u for u in claims[s.node] if u != url)
+                rows.append(self._row(s, url, status, others))
         rows.sort(key=lambda r: (r[0]["node"], r[0]["agent"] or ""))
         kept = {(r[0]["agent"], r[0]["node"]) for r in rows}
         for gone in [k for k in list(self._rows) if k not in kept]:
