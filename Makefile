@@ -44,8 +44,13 @@ test: venv browser-deps lint
 test-fast: venv
 	$(BIN)/python -m pytest -n 2 -m "not browser"
 
+# The in-repo corpus (tests/conformance) always; the team's shared one too when it is there.
 conformance: venv
-	$(BIN)/python -m app.conformance $(SHARED)/conformance/*.json
+	$(BIN)/python -m app.conformance tests/conformance/*.json
+	@if ls $(SHARED)/conformance/*.json >/dev/null 2>&1; then \
+		echo "extra corpus: $(SHARED)/conformance"; \
+		$(BIN)/python -m app.conformance $(SHARED)/conformance/*.json; \
+	else echo "no extra corpus under $(SHARED)/conformance"; fi
 
 proto: venv
 	sh scripts/gen_proto.sh

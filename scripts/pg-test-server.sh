@@ -1,6 +1,7 @@
 #!/bin/sh
 # A throwaway PostgreSQL for the test suite: `start` prints a SQLAlchemy URL (nothing when no
-# server can be run here: then the PostgreSQL tests skip), `stop` removes it again.
+# server can be run here: then the PostgreSQL tests skip), `stop` removes it again. `pause` stops
+# the server and keeps its data, `resume` starts it again on the same port (the outage test).
 # Uses Debian's postgresql binaries; installs them with apt when root and missing.
 set -u
 PORT=${NUMASCOPE_PG_PORT:-54329}
@@ -40,6 +41,12 @@ start)
     fi
     echo "postgresql+psycopg://postgres@127.0.0.1:$PORT/postgres"
     ;;
+pause)
+    run_as_postgres "$(pgbin)/pg_ctl -D $DATA stop -m fast" >/dev/null
+    ;;
+resume)
+    run_as_postgres "$(pgbin)/pg_ctl -D $DATA -l $DATA/server.log -w -o '-p $PORT -k /tmp -c listen_addresses=127.0.0.1 -c fsync=off' start" >/dev/null
+    ;;
 stop)
     BIN=$(pgbin)
     [ -n "$BIN" ] && [ -d "$DATA" ] && run_as_postgres "$BIN/pg_ctl -D $DATA stop -m fast" >/dev/null 2>&1
@@ -47,6 +54,6 @@ stop)
     exit 0
     ;;
 *)
-    echo "usage: $0 start|stop" >&2; exit 2
+    echo "usage: $0 start|stop|pause|resume" >&2; exit 2
     ;;
 esac

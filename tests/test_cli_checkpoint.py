@@ -81,7 +81,9 @@ def test_inspect_v3_shows_pod_entries_verdicts_and_kubelet_texts(
     assert "will-fail [FAIL]" in lines["1.18–1.35"]
     assert "kubelet error: checkpoint is corrupted" in lines["1.18–1.35"]
     assert "compatible [ok]" in lines["1.36 gate on"]
-    assert "compatible-with-loss [LOSS]" in lines["1.37 gate off"]
+    # read without the pod entries, CPUs 6-7 are in no entry: validateState refuses to start
+    assert "will-fail [FAIL]" in lines["1.37 gate off"]
+    assert "1.35 cannot read `podEntries`, so its checksum check of this V3 file fails" in out
     assert f"lost: podEntries[{POD_B}] (cpuSet 4-7)" in out
     assert "could not restore state from checkpoint: checkpoint is corrupted, please drain" in out
 
@@ -282,19 +284,20 @@ def test_check_reports_stale_entries(capsys: pytest.CaptureFixture[str], tmp_pat
     assert "warning  stale-entry" in out
 
 
-def test_check_a_downgrade_suggests_the_rescue(capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_a_downgrade_says_no_conversion_rescues_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """1.36 files (gate on) -> 1.35: checkpoint is corrupted, and converting to V2 does not help
+    either: the pod's CPUs 6-7 are in no container entry, so 1.35's validateState refuses the
+    converted file (it used to be offered as a rescue)."""
     root = F / "kubelet-1.36-gate-on"
     code, out, _ = run(capsys, "check", str(root), "--target", "1.35")
     assert code == 1
     assert "cpu_manager_state: will-fail [FAIL]" in out
     assert "kubelet error: checkpoint is corrupted" in out
     assert f'checkpoint file "{root}/cpu_manager_state" before restarting Kubelet' in out
-    assert "rescue: convert to V2 → compatible; loses podEntries" in out
-    assert (
-        f"numascope checkpoint convert {root}/cpu_manager_state --to V2 --release 1.35 --out "
-        f"{root}/cpu_manager_state"
-    ) in out
-    assert "rescue: convert to V1 → compatible" in out
+    assert "rescue:" not in out
+    assert "no conversion keeps this kubelet starting" in out
     assert "Result: PROBLEM — cpu_manager_state will-fail, memory_manager_state will-fail" in out
 
 
@@ -302,7 +305,7 @@ def test_check_gate_sources(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "check", str(F / "kubelet-1.37"), "--target", "1.37")
     assert code == 1
     assert "PodLevelResourceManagers off (the release default; pass --gate on" in out
-    assert "compatible-with-loss [LOSS]" in out
+    assert "will-fail [FAIL]" in out and "validateState" in out
     code, out, _ = run(capsys, "check", str(F / "kubelet-1.37"), "--target", "1.37", "--gate", "on")
     assert code == 0
     assert "PodLevelResourceManagers on (from --gate)" in out
@@ -315,8 +318,11 @@ def test_check_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 1
     doc = json.loads(out)
     assert doc["target"]["key"] == "1.36-gate-on" and doc["gateSource"] == "target"
-    assert [f["status"] for f in doc["files"]] == ["compatible-with-loss"] * 2
+    # read without the pod entries, the start-up validation refuses both files; converting to
+    # 1.36's own versions keeps the pod entries, so the node starts
+    assert [f["status"] for f in doc["files"]] == ["will-fail"] * 2
     assert [f["rescues"][0]["toVersion"] for f in doc["files"]] == ["V3", "V2"]
+    assert [f["rescues"][0]["verdict"] for f in doc["files"]] == ["compatible"] * 2
     assert doc["files"][0]["verdict"]["lost"] == [f"podEntries[{POD_B}] (cpuSet 4-7)"]
 
 
@@ -331,7 +337,8 @@ def test_check_a_corrupt_file_recommends_the_recovery(capsys: pytest.CaptureFixt
     code, out, _ = run(capsys, "check", str(F / "corrupt"), "--target", "1.35")
     assert code == 1
     assert "checksum invalid: stored" in out
-    assert "move cpu_manager_state aside" in out
+    assert "no conversion keeps this kubelet starting: drain the node" in out
+    assert "cpu_manager_state and " in out and "/memory_manager_state" in out
 
 
 def test_check_a_17_mib_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

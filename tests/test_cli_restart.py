@@ -143,7 +143,11 @@ def test_a_kubelet_that_does_not_start_writes_nothing_and_says_how_to_recover(
         sorted(t.split(": ")[0] for t in doc["lost"])
         == ["cpu_manager_state"] * 2 + ["memory_manager_state"] * 2
     )
-    assert all("podEntries[" in t for t in doc["lost"])
+    # pods named, memory humanised (issue 21 point 2; the entries used to be named by UID)
+    assert all("podEntries of " in t for t in doc["lost"])
+    assert any(" GiB on NUMA " in t for t in doc["lost"])
+    assert doc["lostPods"] and all("/" in p for p in doc["lostPods"])
+    assert any("safely restores" in n and "validateState" in n for n in doc["notes"])
     assert files(pod_level) == before
 
 
@@ -201,19 +205,12 @@ def test_unknown_release_is_a_usage_error(
          "--feature-gates: missing bool value for PodLevelResourceManagers"),
         (["--release", "1.38", "--feature-gates", "PodLevelResourceManagers=yes"],
          "invalid value of PodLevelResourceManagers=yes"),
-        (["--release", "1.35", "--feature-gates", "PodLevelResourceManagers=true"],
-         "--feature-gates: PodLevelResourceManagers: failed to set feature gates from initial "
-         "flags-based config: unrecognized feature gate: PodLevelResourceManagers"),
-        (["--release", "1.35"],
-         "pods.json: featureGates.PodLevelResourceManagers: failed to set feature gates from "
-         "initial flags-based config: unrecognized feature gate: PodLevelResourceManagers"),
         (["--release", "1.37", "--feature-gates", "NoSuchGate=true"],
          "unrecognized feature gate: NoSuchGate"),
         (["--release", "1.38", "--kubelet-config", "/nonexistent.yaml"],
          "/nonexistent.yaml: no such file"),
     ],
-    ids=["gate-no-value", "gate-bad-bool", "gate-unknown-in-release", "recorded-gate",
-         "gate-unknown-name", "config"],
+    ids=["gate-no-value", "gate-bad-bool", "gate-unknown-name", "config"],
 )  # fmt: skip
 def test_usage_errors_exit_2_and_change_nothing(
     pod_level: Path, capsys: pytest.CaptureFixture[str], args: list[str], needle: str
@@ -223,6 +220,51 @@ def test_usage_errors_exit_2_and_change_nothing(
     assert code == 2 and out == ""
     assert needle in err
     assert files(pod_level) == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--release", "1.35"],
+        ["--release", "1.35", "--feature-gates", "PodLevelResourceManagers=true"],
+    ],
+    ids=["recorded-gate", "gate-unknown-in-release"],
+)
+def test_a_gate_the_release_refuses_is_an_answer_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    """1.36 files with the gate on -> 1.35 (issue 19 point 4; exit 2 before this change): the
+    kubelet refuses the gate; once it is removed, 1.35 refuses the files ("checkpoint is
+    corrupted"): drain, remove both files, restart."""
+    d = tmp_path / "node"
+    simulate(d, "1.36", POD_SCOPE, "pod-level.yaml")
+    capsys.readouterr()
+    before = files(d)
+    code, doc = restart_json(capsys, d, *args)
+    assert code == 1 and doc["started"] is False
+    gate_error = (
+        "failed to set feature gates from initial flags-based config: unrecognized feature "
+        "gate: PodLevelResourceManagers"
+    )
+    assert doc["error"] == gate_error
+    assert doc["featureGatesRefused"] == [
+        {
+            "gate": "PodLevelResourceManagers",
+            "error": gate_error,
+            "change": "remove PodLevelResourceManagers from featureGates (kubelet 1.35 does not "
+            "know it)",
+        }
+    ]
+    once = doc["onceChanged"]
+    assert once["started"] is False
+    assert "could not restore state from checkpoint: checkpoint is corrupted" in once["error"]
+    remove = f"remove {d}/cpu_manager_state and {d}/memory_manager_state"
+    assert remove in once["recovery"] and remove in doc["recovery"]
+    assert doc["recovery"][0].startswith("change the kubelet configuration: remove")
+    assert files(d) == before
+    code, out, err = restart(capsys, d, *args)
+    assert code == 1 and err == ""
+    assert "Once the configuration is changed" in out and "checkpoint is corrupted" in out
 
 
 @pytest.mark.parametrize(

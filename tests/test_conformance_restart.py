@@ -1,6 +1,7 @@
-"""The ``kubelet_restart`` conformance cases (tests/fixtures/conformance/restart.json, made by
-make_restart_cases.py from upstream tests and the readers' rules) pass; the file is what the
-generator writes; a falsified expectation fails."""
+"""The ``kubelet_restart`` conformance cases (tests/conformance/restart.json, made by
+make_restart_cases.py from upstream tests and the readers' rules, out of the in-repo
+allocation.json and checkpoints.json) pass; the file is what the generator writes; a
+falsified expectation fails."""
 
 from __future__ import annotations
 
@@ -13,9 +14,8 @@ import pytest
 
 from app.conformance import load_cases, load_handlers, run_case
 from app.conformance_kinds.common import Case
-from tests.test_conformance import SHARED
 
-HERE = Path(__file__).resolve().parent / "fixtures" / "conformance"
+HERE = Path(__file__).resolve().parent / "conformance"
 FILE = HERE / "restart.json"
 CASES = load_cases(str(FILE))
 HANDLERS = load_handlers()
@@ -47,21 +47,10 @@ def test_a_falsified_case_fails() -> None:
 
 
 def test_the_file_is_what_the_generator_writes(tmp_path: Path) -> None:
-    shared = SHARED / "conformance"
-    if not (shared / "allocation.json").is_file():
-        pytest.skip(f"no conformance files under {shared}")
-    committed = FILE.read_text()
-    script = HERE / "make_restart_cases.py"
-    copy = tmp_path / "make_restart_cases.py"
-    copy.write_text(
-        script.read_text().replace(
-            "HERE = Path(__file__).resolve().parent", f"HERE = Path({str(tmp_path)!r})"
-        )
-    )
+    out = tmp_path / "restart.json"
     subprocess.run(
-        [sys.executable, str(copy), str(shared)],
+        [sys.executable, str(HERE / "make_restart_cases.py"), str(HERE), str(out)],
         check=True,
         capture_output=True,
-        cwd=HERE.parents[2],
     )
-    assert json.loads((tmp_path / "restart.json").read_text()) == json.loads(committed)
+    assert json.loads(out.read_text()) == json.loads(FILE.read_text())

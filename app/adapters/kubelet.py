@@ -249,12 +249,15 @@ class KubeletRootDir:
 
     def read(self, name: str) -> bytes:
         """A state file or a copy of one, by plain name (no paths: ``..`` and ``/`` are
-        refused, so only files of this directory can be read)."""
+        refused, so only files of this directory can be read). A refused name is named as
+        given, without the directory: an answer to a probing request never shows where the
+        kubelet root is."""
+        given = repr(name[:100])
         if not name or "/" in name or name in (".", "..") or name.startswith("."):
-            raise KubeletDirError(self.path / name, "is not a plain file name of the root dir")
+            raise KubeletDirError(given, "is not a plain file name of the kubelet root dir")
         if manager_for_name(name) is None:
             raise KubeletDirError(
-                self.path / name,
+                given,
                 "is not a state file (cpu_manager_state, memory_manager_state or a copy of one)",
             )
         return read_capped(self.path / name)

@@ -96,6 +96,8 @@ def render_inspection(view: InspectionView) -> str:
             detail.extend(f"lost: {x}" for x in v.lost)
             if v.error:
                 detail.append(f"kubelet error: {v.error}")
+            if v.why:
+                detail.append(f"why: {v.why}")
             detail.extend(f"note: {n}" for n in v.notes)
             vrows.append(
                 (
@@ -208,6 +210,8 @@ def render_check(check: DirCheck) -> str:
                 lines.append(f"  kubelet error: {v.error}")
             if v.message:
                 lines.append(f"  kubelet log: {v.message}")
+            if v.why:
+                lines.append(f"  why: {v.why}")
             lines.extend(f"  note: {n}" for n in v.notes)
         if f.view is not None:
             for c in f.view.report.checksums:

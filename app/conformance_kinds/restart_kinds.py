@@ -1,5 +1,5 @@
 """Conformance kind ``kubelet_restart``: a kubelet of one release starts on state files and
-re-admits pods (``app.domain.restart``; cases in ``tests/fixtures/conformance/restart.json``,
+re-admits pods (``app.domain.restart``; cases in ``tests/conformance/restart.json``,
 documented in ``docs/restart-json.md``).
 
 Inputs: ``topology`` (a fixture), ``kubelet_config`` (a KubeletConfiguration object),

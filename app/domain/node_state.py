@@ -30,6 +30,10 @@ from app.domain.checkpoint import (
     load_cpu_checkpoint,
     load_memory_checkpoint,
 )
+from app.domain.checkpoint.startup import (
+    cpu_manager_state_from_checkpoint,
+    memory_manager_state_from_checkpoint,
+)
 from app.domain.cpumanager.errors import CPUManagerStateError
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.kubelet_config import KubeletConfig
@@ -40,8 +44,6 @@ from app.domain.node_state_files import (
     GATE,
     PODS_FILE_NAME,
     NodeStateError,
-    cpu_manager_state_from_checkpoint,
-    memory_manager_state_from_checkpoint,
 )
 from app.domain.pod import Pod
 

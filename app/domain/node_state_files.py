@@ -42,10 +42,9 @@ from app.domain.checkpoint import (
 from app.domain.checkpoint import Block as CheckpointBlock
 from app.domain.checkpoint import MemoryTable as CheckpointMemoryTable
 from app.domain.checkpoint import NUMANodeState as CheckpointNUMANodeState
-from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfig
-from app.domain.memorymanager.state import Block, MemoryManagerState, MemoryTable, NUMANodeState
+from app.domain.memorymanager.state import Block
 from app.domain.node import Node
 
 __all__ = [
@@ -55,9 +54,7 @@ __all__ = [
     "NodeStateError",
     "StateFileVersions",
     "cpu_checkpoint_state",
-    "cpu_manager_state_from_checkpoint",
     "memory_checkpoint_state",
-    "memory_manager_state_from_checkpoint",
     "render_state_files",
     "state_file_versions",
 ]
@@ -167,43 +164,3 @@ def render_state_files(node: Node) -> dict[str, str]:
         CPU_FILE_NAME: write_cpu_checkpoint(cpu_checkpoint_state(node), versions.cpu),
         MEMORY_FILE_NAME: write_memory_checkpoint(memory_checkpoint_state(node), versions.memory),
     }
-
-
-# -- checkpoint state -> live state ----------------------------------------------------------
-
-
-def cpu_manager_state_from_checkpoint(state: CPUCheckpointState) -> CPUManagerState:
-    """The CPU manager's in-memory state restored from a checkpoint (``restoreState``)."""
-    return CPUManagerState(
-        state.default_cpu_set,
-        {pod: dict(containers) for pod, containers in state.entries.items()},
-        dict(state.pod_entries or {}),
-    )
-
-
-def _live_block(b: CheckpointBlock) -> Block:
-    return Block(tuple(b.numa_affinity), b.type, b.size)
-
-
-def memory_manager_state_from_checkpoint(state: MemoryCheckpointState) -> MemoryManagerState:
-    """The memory manager's in-memory state restored from a checkpoint."""
-    machine = {
-        numa: NUMANodeState(
-            s.number_of_assignments,
-            {
-                name: MemoryTable(t.total, t.system_reserved, t.allocatable, t.reserved, t.free)
-                for name, t in s.memory_map.items()
-            },
-            list(s.cells),
-        )
-        for numa, s in state.machine_state.items()
-    }
-    entries = {
-        pod: {name: tuple(_live_block(b) for b in blocks) for name, blocks in c.items()}
-        for pod, c in state.entries.items()
-    }
-    pod_entries = {
-        pod: tuple(_live_block(b) for b in blocks)
-        for pod, blocks in (state.pod_entries or {}).items()
-    }
-    return MemoryManagerState(machine, entries, pod_entries)

@@ -34,7 +34,7 @@ container entries computed inside it); ``kept`` otherwise (everything found is u
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.domain import releases
@@ -47,11 +47,23 @@ from app.domain.checkpoint import (
 )
 from app.domain.checkpoint.loading import LoadResult
 from app.domain.checkpoint.reader import Reader
+from app.domain.checkpoint.startup import SAFELY_RESTORES
 from app.domain.cpuset import CPUSet
-from app.domain.kubelet_config import KubeletConfig
+from app.domain.feature_gates import is_known, locked_value
+from app.domain.kubelet_config import (
+    RELEASES,
+    KubeletConfig,
+    KubeletConfigError,
+    kubelet_config_from_dict,
+)
 from app.domain.node import Node
 from app.domain.node_state import check_pod_list, start_managers
-from app.domain.node_state_files import GATE, NodeStateError, state_file_versions
+from app.domain.node_state_files import (
+    GATE,
+    NodeStateError,
+    render_state_files,
+    state_file_versions,
+)
 from app.domain.pod import Pod
 from app.domain.topology import CPUTopology
 
@@ -73,16 +85,88 @@ class RestartInputError(ValueError):
         self.message = message
 
 
-def recovery_steps(state_dir: str, release: str) -> tuple[str, ...]:
-    """The documented way to start a kubelet that refuses its state files."""
+@dataclass(frozen=True, slots=True)
+class GateRefusal:
+    """A feature gate the configuration sets and the kubelet of ``release`` refuses at start-up
+    (cmd/kubelet/app/server.go: the kubelet exits with ``error``); ``change`` says what to change
+    in the configuration."""
+
+    gate: str
+    error: str
+    change: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"gate": self.gate, "error": self.error, "change": self.change}
+
+
+@dataclass(frozen=True, slots=True)
+class TargetConfig:
+    """A configuration for a target release: what the kubelet accepts (``config``, once the
+    ``refusals`` are changed) and the gates as configured (the refused ones included)."""
+
+    config: KubeletConfig
+    refusals: tuple[GateRefusal, ...] = ()
+    configured_gates: Mapping[str, bool] = field(default_factory=dict)
+
+
+def config_for_release(base: Mapping[str, Any], release: str) -> TargetConfig:
+    """The configuration ``base`` (KubeletConfiguration spelling) for ``release``. Where the
+    release refuses a feature gate ``base`` sets — one it does not know (yet, or any more) or
+    one locked to another value — the refusal is recorded, the gate changed as it says (left
+    out, or set to its locked value) and the check repeated, in the kubelet's order. A gate no
+    release knows, and every other problem, raises ``KubeletConfigError``."""
+    doc = dict(base)
+    configured = dict(doc.get("featureGates") or {})
+    refusals: list[GateRefusal] = []
+    while True:
+        try:
+            config = kubelet_config_from_dict(doc, release)
+        except KubeletConfigError as err:
+            refusals.append(_refusal(err, doc, release))
+            continue
+        gates = {g: config.gate(g) for g in ("PodLevelResources", GATE)}
+        gates.update({g: bool(v) for g, v in configured.items() if g in gates})
+        return TargetConfig(config, tuple(refusals), gates)
+
+
+def _refusal(err: KubeletConfigError, doc: dict[str, Any], release: str) -> GateRefusal:
+    """The refusal ``err`` is, with ``doc`` changed as it says; re-raises ``err`` otherwise."""
+    gate = err.field.removeprefix("featureGates.")
+    gates = dict(doc.get("featureGates") or {})
+    if not err.field.startswith("featureGates.") or gate not in gates:
+        raise err
+    if not any(is_known(gate, r) for r in RELEASES):
+        raise err  # a name no kubelet knows: bad input, not an answer
+    locked = locked_value(gate, release)
+    if not is_known(gate, release):
+        gates.pop(gate)
+        change = f"remove {gate} from featureGates (kubelet {release} does not know it)"
+    elif locked is not None and gates[gate] != locked:
+        gates[gate] = locked
+        change = (
+            f"set featureGates.{gate} to {'true' if locked else 'false'} "
+            f"(locked in kubelet {release})"
+        )
+    else:
+        raise err
+    doc.pop("featureGates", None)
+    if gates:
+        doc["featureGates"] = gates
+    return GateRefusal(gate, err.message, change)
+
+
+def recovery_steps(state_dir: str, release: str, node: str | None) -> tuple[str, ...]:
+    """The documented way to start a kubelet that refuses its state files (kubelet docs
+    "Changing the CPU Manager Policy"); ``node``: the node's name (``None``: not known)."""
     where = f"{state_dir.rstrip('/')}/" if state_dir else ""
+    name = node or "NODE"
     return (
-        "drain the node (kubectl drain NODE --ignore-daemonsets)",
+        f"drain the node (kubectl drain {name} --ignore-daemonsets)",
         "stop the kubelet",
         f"remove {where}{CPU_FILE_NAME} and {where}{MEMORY_FILE_NAME}",
         f"start the kubelet (release {release}): it writes new state files and admits the "
         "node's pods afresh",
-        "uncordon the node (kubectl uncordon NODE)",
+        f"uncordon the node (kubectl uncordon {name})",
     )
 
 
@@ -116,6 +200,7 @@ class PodRestart:
     memory_before: tuple[BlockKey, ...] = ()
     memory_after: tuple[BlockKey, ...] = ()
     containers: tuple[ContainerRestart, ...] = ()
+    leaked_cpus: CPUSet | None = None  # rejected while these CPUs were leaked (#140989)
 
     @property
     def key(self) -> str:
@@ -134,6 +219,7 @@ class PodRestart:
                 "after": _blocks(self.memory_after),
             },
             "containers": [c.to_dict() for c in self.containers],
+            "leakedCpus": _text(self.leaked_cpus),
         }
 
 
@@ -151,11 +237,21 @@ class RestartResult:
     pods: tuple[PodRestart, ...] = ()
     node: Node | None = None
     previous_release: str | None = None
+    lost_named: tuple[str, ...] = ()  # ``lost`` with the pods named and sizes humanised
+    lost_pods: tuple[str, ...] = ()  # ``namespace/name`` of the pods whose entries are lost
+    notes: tuple[str, ...] = ()
+    refusals: tuple[GateRefusal, ...] = ()
+    once_changed: RestartResult | None = None  # the restart once the refused gates are changed
+    leaked_cpus: CPUSet = field(default_factory=CPUSet)
+    warnings: tuple[str, ...] = ()
 
     @property
     def all_kept(self) -> bool:
         return (
-            self.started and not self.lost and all(p.outcome in (KEPT, RESTORED) for p in self.pods)
+            self.started
+            and not self.lost
+            and not self.leaked_cpus
+            and all(p.outcome in (KEPT, RESTORED) for p in self.pods)
         )
 
     @property
@@ -176,9 +272,15 @@ class RestartResult:
             "started": self.started,
             "error": self.error,
             "recovery": list(self.recovery),
-            "lost": list(self.lost),
+            "lost": list(self.lost_named or self.lost),
+            "lostPods": list(self.lost_pods),
+            "notes": list(self.notes),
             "summary": self.counts(),
             "pods": [p.to_dict() for p in self.pods],
+            "leakedCpus": str(self.leaked_cpus),
+            "warnings": list(self.warnings),
+            "featureGatesRefused": [r.to_dict() for r in self.refusals],
+            "onceChanged": None if self.once_changed is None else self.once_changed.to_dict(),
         }
 
 
@@ -232,11 +334,14 @@ def _read_before(
     loaded: Mapping[str, LoadResult],
     config: KubeletConfig,
     state_dir: str,
-) -> tuple[_Before, list[str]]:
+    names: Mapping[str, str] | None = None,
+) -> tuple[_Before, list[str], list[str], list[str]]:
     """The files' own content (whatever the release makes of it) and what the release's
     reader drops from it (the inspector's verdict for the release)."""
     before = _Before()
     lost: list[str] = []
+    named: list[str] = []
+    lost_uids: list[str] = []
     policies = {
         CPU_FILE_NAME: config.cpu_manager_policy,
         MEMORY_FILE_NAME: config.memory_manager_policy,
@@ -257,15 +362,18 @@ def _read_before(
                 configured_policy=policies[name],
                 targets=(reader.with_policy(policies[name]),),
                 state_dir=state_dir or "/var/lib/kubelet",
+                pod_names=names,
             )
             state = report.state
             for verdict in report.verdicts:
                 lost.extend(f"{name}: {text}" for text in verdict.lost)
+                named.extend(f"{name}: {text}" for text in verdict.lost_named or verdict.lost)
+                lost_uids.extend(u for u in verdict.lost_pods if u not in lost_uids)
         if isinstance(state, CPUCheckpointState):
             before.cpu = state
         elif isinstance(state, MemoryCheckpointState):
             before.memory = state
-    return before, lost
+    return before, lost, named, lost_uids
 
 
 # -- the restart ----------------------------------------------------------------------------
@@ -296,27 +404,101 @@ def restart_node(
     except NodeStateError as err:
         raise RestartInputError(err.message) from None
     result = RestartResult(release, gates, False, previous_release=previous_release)
+    names = {uid: pod.key for uid, (pod, _) in by_uid.items()}
     try:
         loaded = start_managers(node, files, None if pods is None else set(by_uid), state_dir)
     except NodeStateError as err:
         if err.manager == "pods":
             raise RestartInputError(err.message) from None
         result.error = err.message
-        result.recovery = recovery_steps(state_dir, release)
-        result.lost = tuple(_read_before(files, {}, config, state_dir)[1])
+        result.recovery = recovery_steps(state_dir, release, name)
+        _, lost, named, lost_uids = _read_before(files, {}, config, state_dir, names)
+        result.lost, result.lost_named = tuple(lost), tuple(named)
+        result.lost_pods = tuple(names[u] for u in lost_uids if u in names)
+        if lost_uids and "could not restore state" not in err.message:
+            result.notes = (SAFELY_RESTORES,)  # read without the pod entries, then refused
         return result
-    before, lost = _read_before(files, loaded, config, state_dir)
+    before, lost, named, lost_uids = _read_before(files, loaded, config, state_dir, names)
     result.started = True
-    result.lost = tuple(lost)
+    result.lost, result.lost_named = tuple(lost), tuple(named)
+    result.lost_pods = tuple(names[u] for u in lost_uids if u in names)
     result.node = node
     order = sorted(by_uid.values(), key=lambda item: item[1])  # stable: record order on ties
     result.pods = tuple(_readmit(node, pod, at, before) for pod, at in order)
+    result.leaked_cpus = leaked_cpus(node)
+    if result.leaked_cpus:
+        result.warnings = _leak_warnings(node, result.leaked_cpus, state_dir, name)
     return result
+
+
+def leaked_cpus(node: Node) -> CPUSet:
+    """CPUs no one owns any more: neither in the node shared pool nor in any container's or
+    pod's entry (kubernetes#140989: in 1.36 and 1.37 a re-admitted pod-level pod gets a new
+    CPU set and its old one is never given back; fixed in 1.38 by kubernetes#141041)."""
+    policy = node.cpu_policy
+    if policy is None:
+        return CPUSet()
+    everything = node.topology.all_cpus
+    if policy.options.strict_cpu_reservation:
+        everything = everything - policy.reserved_cpus
+    state = node.cpu_state
+    return everything - (state.default_cpuset | state.assigned_cpus() | state.pod_entry_cpus())
+
+
+def _leak_warnings(node: Node, leaked: CPUSet, state_dir: str, name: str) -> tuple[str, ...]:
+    """What the leak means for the next start: the files this kubelet writes, started on by
+    the same release (the start-up model run on them)."""
+    again = Node(name, node.topology, node.config)
+    try:
+        start_managers(again, render_state_files(node), None, state_dir)
+    except NodeStateError as err:
+        steps = "; ".join(recovery_steps(state_dir, node.config.release, name))
+        return (
+            f"CPUs {leaked} are leaked (kubernetes#140989): the next kubelet start on the files "
+            f"this restart writes fails: {err.message}",
+            "the way out before the next restart: a kubelet carrying kubernetes#141041 "
+            f"({releases.INTRODUCED[releases.CPU_POD_RESTORE]}) restores pod-level CPU sets "
+            f"instead of leaking them; or {steps}",
+        )
+    return (f"CPUs {leaked} are leaked (kubernetes#140989): no one can use them until a restart",)
+
+
+def restart_for(
+    target: TargetConfig,
+    topology: CPUTopology,
+    files: Mapping[str, str | bytes | None],
+    pods: Sequence[tuple[Pod, float]] | None,
+    **kw: Any,
+) -> RestartResult:
+    """``restart_node`` under ``target``: when the release refuses a gate of the
+    configuration, the kubelet does not start (``error`` is its text), ``recovery`` says what
+    to change, and ``once_changed`` is the restart with the configuration changed so."""
+    result = restart_node(topology, target.config, files, pods, **kw)
+    if not target.refusals:
+        return result
+    steps = [f"change the kubelet configuration: {r.change}" for r in target.refusals]
+    if result.started:
+        steps.append(f"then the kubelet {result.release} starts (see onceChanged)")
+    else:
+        steps.append(f"then the kubelet {result.release} still does not start: {result.error}")
+        steps.extend(result.recovery)
+    return RestartResult(
+        result.release,
+        dict(target.configured_gates),
+        False,
+        error=target.refusals[0].error,
+        recovery=tuple(steps),
+        previous_release=result.previous_release,
+        refusals=target.refusals,
+        once_changed=result,
+    )
 
 
 def _readmit(node: Node, pod: Pod, admitted_at: float, before: _Before) -> PodRestart:
     answer = node.readmit(pod, admitted_at)
+    leaked: CPUSet | None = None
     if not answer.admitted:
+        leaked = leaked_cpus(node) or None  # CPUs the pod might have had (#140989)
         node.release_resources(pod)  # removeStaleState before the next Allocate
     containers = []
     for c in (*pod.init_containers, *pod.containers):
@@ -349,6 +531,7 @@ def _readmit(node: Node, pod: Pod, admitted_at: float, before: _Before) -> PodRe
         before.pod_memory(pod.uid),
         pod_mem_after,
         tuple(containers),
+        leaked,
     )
     if not answer.admitted:
         return restart

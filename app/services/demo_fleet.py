@@ -41,7 +41,7 @@ from app.services.nodes import (
     parse_config,
     parse_manifests,
 )
-from app.services.upgrade import check_files
+from app.services.upgrade import NodeFiles, check_files
 
 SEED = 20260501
 PRESETS = (
@@ -150,19 +150,23 @@ class SimulatedNode:
                 results = [scratch.admit(p) for p in pods]
         return AdmissionBatch(self.name, str(uuid.uuid4()), True, tuple(results), ()).to_dict()
 
+    def node_files(self) -> NodeFiles:
+        """What its kubelet's start-up is judged on (the upgrade verdict, as for any node)."""
+        return NodeFiles(
+            self.name,
+            self.engine.topology,
+            self.release,
+            self.config_text,
+            render_state_files(self.engine),
+            {uid: p.key for uid, p in self.engine.pods.items()},
+        )
+
     def upgrade(self, release: str, gate: bool | None) -> dict[str, Any]:
         key = (release, gate)
         with self.lock:
             cached = self._upgrades.get(key)
             if cached is None:
-                cached = check_files(
-                    self.name,
-                    render_state_files(self.engine),
-                    self.config_text,
-                    list(self.engine.pods),
-                    release,
-                    gate,
-                )
+                cached = check_files(self.node_files(), release, gate)
                 self._upgrades[key] = cached
         return cached
 

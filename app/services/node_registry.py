@@ -32,7 +32,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.adapters import statefiles
-from app.adapters.db import node_repo
+from app.adapters.db import node_repo, outage
 from app.adapters.db.tables import NodeRecord
 from app.adapters.podresources_cache import PodResourcesCache
 from app.services.node_errors import (
@@ -165,7 +165,10 @@ class NodeRegistry(NodeReads):
         try:
             current = node_repo.versions(self.engine)
         except SQLAlchemyError as err:  # serve what is held; /readyz reports the database
-            log.warning("node versions could not be read: %s", str(err).splitlines()[0])
+            if outage.unavailable(err):
+                outage.OUTAGE.noticed(err)  # one line per outage, not one per request
+            else:
+                log.warning("node versions could not be read: %s", str(err).splitlines()[0])
             return
         events: list[tuple[str, str]] = []
         with self._lock:
@@ -219,6 +222,11 @@ class NodeRegistry(NodeReads):
         try:
             self.store.load(live, locked=locked)
         except (statefiles.StateFileError, SQLAlchemyError) as err:
+            if outage.unavailable(err):
+                # The database is away for now: this request fails (503), and the version no
+                # row has makes the next refresh or change load the node again.
+                live.version = -1
+                raise
             live.load_error = f"the node could not be loaded: {err}"
             live.broken = live.load_error
             log.error("simulated node %s: %s", live.definition.name, live.load_error)
@@ -245,7 +253,10 @@ class NodeRegistry(NodeReads):
                     raise
         except (statefiles.StateFileError, SQLAlchemyError) as err:
             mapped = write_failure(err, name, action)
-            log.error("%s", mapped.message)
+            if outage.unavailable(err):
+                outage.OUTAGE.noticed(err)  # one line per outage, not one per request
+            else:
+                log.error("%s", mapped.message)
             raise mapped from err
 
     def _dir_lock(self, name: str) -> contextlib.AbstractContextManager[object]:

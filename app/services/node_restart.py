@@ -6,8 +6,10 @@ chosen release and gate, on a fresh engine: the node itself is untouched by a re
 run, or a kubelet that does not start). **Applying** one makes the node run that release from
 then on, as one durable change (``NodeRegistry._change``): the definition's release (and its
 configuration when the gate was changed) in the database, the restarted engine, its state
-files in the release's formats, and a ``remove`` log row for each pod the restarted kubelet
-rejected (it no longer runs; the log and the files keep agreeing).
+files in the release's formats, a ``restart`` log row (``restart_row``: the releases and
+configurations before and after, which the history replays and undo reverses) and a ``remove``
+log row for each pod the restarted kubelet rejected (it no longer runs; the log and the files
+keep agreeing).
 
 An **observed** node is only ever rehearsed on a copy, in memory: its kubelet's files are read
 with the chosen release's reader and start-up validation, but its pods' specs are not known
@@ -26,18 +28,20 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from app.adapters.db import node_repo
-from app.adapters.db.tables import ACTION_REMOVE, AdmissionRecord, utc_now
+from app.adapters.db.tables import ACTION_REMOVE, ACTION_RESTART, AdmissionRecord, utc_now
 from app.domain import releases
-from app.domain.kubelet_config import (
-    RELEASES,
-    KubeletConfig,
-    KubeletConfigError,
-    kubelet_config_from_dict,
-)
+from app.domain.kubelet_config import RELEASES, KubeletConfig, KubeletConfigError
 from app.domain.node import Node
 from app.domain.node_pods import pod_to_manifest
 from app.domain.node_state_files import GATE
-from app.domain.restart import REJECTED, RestartInputError, RestartResult, restart_node
+from app.domain.restart import (
+    REJECTED,
+    RestartInputError,
+    RestartResult,
+    TargetConfig,
+    config_for_release,
+    restart_for,
+)
 from app.services.node_errors import NodeInputError, NodeUnavailableError, ReadOnlyNodeError
 from app.services.node_inputs import parse_config, pod_memory_requests
 from app.services.node_store import Live, NodeStore
@@ -86,10 +90,11 @@ def _check_release(release: str) -> None:
         )
 
 
-def config_with_gate(base: dict[str, Any], release: str, gate: bool) -> KubeletConfig:
+def config_with_gate(base: dict[str, Any], release: str, gate: bool) -> TargetConfig:
     """``base`` (KubeletConfiguration spelling) for ``release`` with ``PodLevelResourceManagers``
     set to ``gate`` (left out where the release does not know the gate and ``gate`` is false);
-    ``base`` is updated in place."""
+    ``base`` is updated in place. A gate the release refuses is an answer
+    (``TargetConfig.refusals``), not an input error."""
     gates = dict(base.get("featureGates") or {})
     if gate or _gate_known(release):
         gates[GATE] = gate
@@ -98,8 +103,12 @@ def config_with_gate(base: dict[str, Any], release: str, gate: bool) -> KubeletC
     base.pop("featureGates", None)
     if gates:
         base["featureGates"] = gates
+    return _target(base, release)
+
+
+def _target(base: dict[str, Any], release: str) -> TargetConfig:
     try:
-        return kubelet_config_from_dict(base, release)
+        return config_for_release(base, release)
     except KubeletConfigError as err:
         field = "podLevelResourceManagers" if err.field == f"featureGates.{GATE}" else err.field
         raise NodeInputError(f"{field}: {err.message}", field) from None
@@ -107,21 +116,24 @@ def config_with_gate(base: dict[str, Any], release: str, gate: bool) -> KubeletC
 
 def restart_config(
     text: str, current_release: str, release: str, gate: bool | None
-) -> tuple[KubeletConfig, str]:
+) -> tuple[TargetConfig, str]:
     """The node's configuration for ``release`` and the text to keep: the definition's own
-    text, or (``gate`` given) the configuration with the gate set (``config_with_gate``)."""
+    text, or (``gate`` given) the configuration with the gate set (``config_with_gate``). A
+    gate of the configuration that ``release`` refuses is recorded in the answer."""
     _check_release(release)
-    if gate is None:
-        return parse_config(text, release), text
     try:
         same = parse_config(text, release)
-    except NodeInputError:
+    except NodeInputError as err:
+        if not (err.field or "").startswith("featureGates."):
+            raise
         same = None
-    if same is not None and same.gate(GATE) == gate:
-        return same, text  # the gate as chosen already: the user's text (and comments) stay
+    if same is not None and (gate is None or same.gate(GATE) == gate):
+        return TargetConfig(same), text  # as configured: the user's text (and comments) stay
     base = parse_config(text, current_release).to_dict()
-    config = config_with_gate(base, release, gate)
-    return config, json.dumps(base, indent=2) + "\n"
+    if gate is None:
+        return _target(base, release), text
+    target = config_with_gate(base, release, gate)
+    return target, json.dumps(base, indent=2) + "\n"
 
 
 OBSERVED_NOTE = (
@@ -201,16 +213,17 @@ class NodeRestarts(ABC):
     ) -> tuple[RestartResult, KubeletConfig, str]:
         """The restart of ``live``'s committed files and pods (its engine is not touched)."""
         name = live.definition.name
-        config, text = restart_config(
+        target, text = restart_config(
             live.definition.kubelet_config, live.config.release, release, gate
         )
+        config = target.config
         files = self.store.files_of(live)
         pods = [(p, live.node.admitted_at.get(uid, 0.0)) for uid, p in live.node.pods.items()]
         directory = self.store.node_dir(name)
         try:
-            result = restart_node(
+            result = restart_for(
+                target,
                 live.topology,
-                config,
                 files,
                 pods,
                 state_dir=str(directory) if directory is not None else "",
@@ -253,7 +266,8 @@ class NodeRestarts(ABC):
         restarted kubelet rejected, the restarted engine and its files, as one commit."""
         assert result.node is not None
         batch = str(uuid.uuid4())
-        rows = [
+        rows = [restart_row(live, batch, config, text)]
+        rows += [
             AdmissionRecord(
                 node_id=live.record_id,
                 batch=batch,
@@ -269,8 +283,7 @@ class NodeRestarts(ABC):
             if p.outcome == REJECTED and (pod := live.node.pods.get(p.uid)) is not None
         ]
         tx.redefine(release=config.release, kubelet_config=text)
-        if rows:
-            tx.add(rows)
+        tx.add(rows)
         with _swapped(live, result.node, config, text):
             self.store.commit(live, tx)
 
@@ -281,12 +294,12 @@ class NodeRestarts(ABC):
         base = snapshot.config.to_dict()
         if gate is None:
             gate = snapshot.config.gate(GATE)
-        config = config_with_gate(base, release, gate)
+        target = config_with_gate(base, release, gate)
         files, state_dir = observed.state_file_copies()
         try:
-            result = restart_node(
+            result = restart_for(
+                target,
                 snapshot.topology,
-                config,
                 files,
                 None,
                 state_dir=state_dir,
@@ -298,6 +311,30 @@ class NodeRestarts(ABC):
         return Rehearsal(
             observed.name, result, True, False, views.map, None, observed=True, note=OBSERVED_NOTE
         )
+
+
+def restart_row(live: Live, batch: str, config: KubeletConfig, text: str) -> AdmissionRecord:
+    """The log row of an applied restart: which kubelet ran before and which runs after."""
+    before, after = live.config.release, config.release
+    manifest = {
+        "fromRelease": before,
+        "fromConfig": live.definition.kubelet_config,
+        "toRelease": after,
+        "toConfig": text,
+        "podLevelResourceManagers": config.gate(GATE) if _gate_known(after) else None,
+    }
+    return AdmissionRecord(
+        node_id=live.record_id,
+        batch=batch,
+        action=ACTION_RESTART,
+        namespace="",
+        name="kubelet",
+        uid="",
+        admitted=True,
+        message=f"kubelet {before} \u2192 {after}",
+        manifest=json.dumps(manifest, sort_keys=True),
+        created_at=utc_now(),
+    )
 
 
 @contextlib.contextmanager

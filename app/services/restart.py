@@ -34,12 +34,17 @@ from app.domain.kubelet_config import (
     RELEASES,
     KubeletConfig,
     KubeletConfigError,
-    kubelet_config_from_dict,
 )
 from app.domain.node import Node
 from app.domain.node_pods import pods_from_document
 from app.domain.node_state_files import PODS_FILE_NAME, NodeStateError, state_file_versions
-from app.domain.restart import RestartInputError, RestartResult, restart_node
+from app.domain.restart import (
+    RestartInputError,
+    RestartResult,
+    TargetConfig,
+    config_for_release,
+    restart_for,
+)
 from app.domain.topology import CPUTopology
 from app.domain.topology_record import TopologyRecordError, topology_from_record
 from app.services.simulation import SimulationInputError, load_config, state_files_of
@@ -134,15 +139,17 @@ def read_record(raw: bytes | None, path: Path) -> NodeRecord:
 
 def build_config(
     base: Mapping[str, Any], release: str, gates: Mapping[str, bool], *, source: str
-) -> KubeletConfig:
+) -> TargetConfig:
     """The configuration ``base`` (KubeletConfiguration spelling) for ``release`` with
-    ``gates`` set over its own; errors name the option or file at fault."""
+    ``gates`` set over its own. A gate ``release`` refuses (one it does not know, or locked) is
+    part of the answer (``TargetConfig.refusals``: the kubelet does not start); every other
+    error names the option or file at fault."""
     merged = dict(base)
     if gates:
         own = merged.get("featureGates")
         merged["featureGates"] = {**(own if isinstance(own, Mapping) else {}), **gates}
     try:
-        return kubelet_config_from_dict(merged, release)
+        return config_for_release(merged, release)
     except KubeletConfigError as err:
         gate = err.field.removeprefix("featureGates.")
         if err.field.startswith("featureGates.") and gate in gates:
@@ -214,18 +221,18 @@ def restart(
                 else str(directory / PODS_FILE_NAME)
             )
             base = base_file.to_dict() if base_file is not None else record.config
-            config = build_config(base, release, gates, source=source)
+            target = build_config(base, release, gates, source=source)
             try:
                 pods = pods_from_document(
                     record.document,
-                    pod_level_resources_enabled=config.gate("PodLevelResources"),
+                    pod_level_resources_enabled=target.config.gate("PodLevelResources"),
                 )
             except NodeStateError as err:
                 raise RestartUsageError(err.message, source=str(directory)) from None
             try:
-                result = restart_node(
+                result = restart_for(
+                    target,
                     record.topology,
-                    config,
                     files,
                     pods,
                     state_dir=str(directory),
@@ -299,11 +306,19 @@ def render_text(outcome: RestartOutcome) -> str:
             else "not written"
         ),
     ]
+    lines += _result_lines(r)
+    if r.once_changed is not None:
+        lines += ["", "Once the configuration is changed", *_result_lines(r.once_changed)]
+    return "\n".join(lines) + "\n"
+
+
+def _result_lines(r: RestartResult) -> list[str]:
+    lines: list[str] = []
     if not r.started:
         lines += ["", "The kubelet does not start", f"  {r.error}", "", "Recovery"]
         lines += [f"  {i}. {step}" for i, step in enumerate(r.recovery, 1)]
     if r.lost:
-        lines += ["", "Lost by the reader"] + [f"  {text}" for text in r.lost]
+        lines += ["", "Lost by the reader"] + [f"  {text}" for text in r.lost_named or r.lost]
     if r.started:
         counts = r.counts()
         lines += [
@@ -315,6 +330,8 @@ def render_text(outcome: RestartOutcome) -> str:
         rows: list[tuple[str, ...]] = []
         for p in r.pods:
             detail = f"{p.reason}: {p.message}" if p.reason else ""
+            if p.leaked_cpus:
+                detail += f" (CPUs {p.leaked_cpus} leaked, kubernetes#140989)"
             if p.budget_before is None and p.budget_after is None:
                 rows.append((p.key, p.outcome, "", "", detail))
             else:
@@ -326,9 +343,11 @@ def render_text(outcome: RestartOutcome) -> str:
                 rows.append(("", "", c.name, _change(c.before, c.after), ""))
         if rows:
             lines += _table(("POD", "OUTCOME", "CONTAINER", "CPUS BEFORE -> AFTER", "REASON"), rows)
+    if r.leaked_cpus:
+        lines += ["", f"Leaked CPUs: {r.leaked_cpus}"] + [f"  {w}" for w in r.warnings]
     if r.node is not None:
         lines += ["", "CPUs per NUMA node after the restart", *_numa_rows(r.node)]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _numa_rows(node: Node) -> list[str]:

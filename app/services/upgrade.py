@@ -17,12 +17,19 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from app.domain.checkpoint import COMPATIBLE, COMPATIBLE_WITH_LOSS, POLICY_MISMATCH, WILL_FAIL
+from app.domain.kubelet_config import KubeletConfigError
+from app.domain.node_state_files import GATE
+from app.domain.restart import RestartResult, restart_for
+from app.domain.topology import CPUTopology
 from app.services.checkpoints import CheckpointServiceError, DirCheck, check_root_dir
+from app.services.node_errors import NodeInputError
+from app.services.node_restart import restart_config
 
 KUBELET_ROOT = "/var/lib/kubelet"
 _ORDER = {COMPATIBLE: 0, "missing": 0, COMPATIBLE_WITH_LOSS: 1, POLICY_MISMATCH: 2, WILL_FAIL: 3}
@@ -51,7 +58,7 @@ def node_verdict(node: str, check: DirCheck, *, root: str | None = None) -> dict
     recovery: list[str] = []
     for f in files:
         v = f.get("verdict") or {}
-        lost.extend(f"{f['name']}: {item}" for item in v.get("lost", []))
+        lost.extend(f"{f['name']}: {item}" for item in v.get("lostNamed") or v.get("lost", []))
         if error is None and f["status"] in (WILL_FAIL, POLICY_MISMATCH):
             error = v.get("message") or v.get("error") or f"{f['name']}: {f['status']}"
         for r in f.get("rescues", []):
@@ -98,39 +105,138 @@ def _rewrite(doc: Any, old: str, new: str) -> Any:
     return doc
 
 
-def _check(root: str | Path, release: str, gate: bool | None, config: Path | None) -> DirCheck:
+def _check(
+    root: str | Path,
+    release: str,
+    gate: bool | None,
+    config: Path | None,
+    pod_names: Mapping[str, str] | None = None,
+) -> DirCheck:
     try:
-        return check_root_dir(root, release, gate=gate, config_file=config)
+        return check_root_dir(root, release, gate=gate, config_file=config, pod_names=pod_names)
     except CheckpointServiceError as exc:
         field = "podLevelResourceManagers" if exc.field == "gate" else "release"
         raise UpgradeInputError(exc.message, field) from None
 
 
-def check_files(
-    node: str,
-    files: Mapping[str, str | bytes | None],
-    config_text: str,
-    pod_uids: Iterable[str],
-    release: str,
-    gate: bool | None,
-) -> dict[str, Any]:
-    """The verdict for a simulated node's state files (a scratch kubelet root dir)."""
+@dataclass(frozen=True, slots=True)
+class NodeFiles:
+    """What a node's kubelet start-up is judged on: the machine, the configuration as the
+    node's text says it, the state files and the pods (uid -> ``namespace/name``)."""
+
+    name: str
+    topology: CPUTopology
+    release: str
+    config_text: str
+    files: Mapping[str, str | bytes | None]
+    pods: Mapping[str, str]
+
+
+def check_files(node: NodeFiles, release: str, gate: bool | None) -> dict[str, Any]:
+    """A simulated node's verdict for a kubelet of ``release`` (``gate``: the
+    ``PodLevelResourceManagers`` setting, ``None`` as configured): the start-up model
+    (``app.domain.restart.restart_for``, the rehearsal's own start-up, so the verdict says the
+    kubelet starts exactly when the rehearsal does) judges; the inspector, on a scratch kubelet
+    root dir, gives the details per file (what is lost, rescues)."""
+    try:
+        target, _ = restart_config(node.config_text, node.release, release, gate)
+    except NodeInputError as exc:
+        raise UpgradeInputError(exc.message, exc.field or "kubeletConfig") from None
+    try:
+        start = restart_for(
+            target, node.topology, node.files, None, state_dir=KUBELET_ROOT, name=node.name
+        )
+    except KubeletConfigError as exc:
+        raise UpgradeInputError(f"kubeletConfig.{exc.field}: {exc.message}", exc.field) from None
+    doc = _inspect_files(node, release, target.config.gate(GATE))
+    return with_start(doc, start)
+
+
+def with_start(doc: dict[str, Any], start: RestartResult) -> dict[str, Any]:
+    """The inspector's node ``doc`` judged by the start-up model's ``start`` (the rehearsal's
+    start-up on the same files): a refused gate answers ``will-fail`` with ``onceChanged``."""
+    if start.refusals:
+        assert start.once_changed is not None
+        once = _judged(dict(doc), start.once_changed)
+        doc = {
+            **doc,
+            "verdict": WILL_FAIL,
+            "error": start.error,
+            "recovery": list(start.recovery),
+            "featureGatesRefused": [r.to_dict() for r in start.refusals],
+            "onceChanged": {
+                k: once.get(k)
+                for k in ("verdict", "lost", "error", "why", "notes", "recovery", "startup")
+            },
+        }
+        return doc
+    return _judged(doc, start)
+
+
+def _judged(doc: dict[str, Any], start: RestartResult) -> dict[str, Any]:
+    """The inspector's ``doc`` under the start-up model's ``start``."""
+    doc["startup"] = {"started": start.started, "error": start.error}
+    if start.started:
+        if doc["verdict"] not in (COMPATIBLE, COMPATIBLE_WITH_LOSS):
+            # the files alone looked fatal, the node's own start-up says otherwise
+            doc["verdict"] = COMPATIBLE_WITH_LOSS if doc["lost"] else COMPATIBLE
+            doc["error"] = None
+        return doc
+    if doc["verdict"] in (COMPATIBLE, COMPATIBLE_WITH_LOSS):
+        doc["verdict"] = WILL_FAIL
+    doc["error"] = start.error
+    doc["why"] = doc.get("why") or _why(doc)
+    doc["notes"] = list(start.notes)
+    if not any("numascope checkpoint convert" in r for r in doc["recovery"]):
+        doc["recovery"] = list(start.recovery)  # no conversion keeps this kubelet starting
+    return doc
+
+
+def _why(doc: dict[str, Any]) -> str | None:
+    for f in doc["files"]:
+        why = (f.get("verdict") or {}).get("why")
+        if why:
+            return f"{f['name']}: {why}"
+    return None
+
+
+def _inspect_files(node: NodeFiles, release: str, gate: bool) -> dict[str, Any]:
+    """The inspector's verdict on a scratch kubelet root dir holding the node's files."""
     with tempfile.TemporaryDirectory(prefix="numascope-upgrade-") as tmp:
         root = Path(tmp)
-        for name, content in files.items():
+        for name, content in node.files.items():
             if content is not None:
                 data = content.encode() if isinstance(content, str) else content
                 (root / name).write_bytes(data)
-        (root / "config.yaml").write_text(config_text or "{}\n")
+        (root / "config.yaml").write_text(node.config_text or "{}\n")
         (root / "pods").mkdir()
-        for uid in pod_uids:
+        for uid in node.pods:
             os.mkdir(root / "pods" / uid)
-        check = _check(root, release, gate, None)
-        return node_verdict(node, check, root=KUBELET_ROOT)
+        check = _check(root, release, gate, None, node.pods)
+        doc = node_verdict(node.name, check, root=KUBELET_ROOT)
+    doc["lostPods"] = _lost_pods(doc, node.pods)
+    return doc
+
+
+def _lost_pods(doc: dict[str, Any], names: Mapping[str, str]) -> list[dict[str, str]]:
+    """The pods whose entries a file's reader drops, named (for links)."""
+    uids: list[str] = []
+    for f in doc["files"]:
+        for uid in (f.get("verdict") or {}).get("lostPods", []):
+            if uid not in uids:
+                uids.append(uid)
+    return [{"uid": u, "pod": names[u]} for u in uids if u in names]
 
 
 def check_observed(
-    node: str, kubelet_root: Path, config_file: Path | None, release: str, gate: bool | None
+    node: str,
+    kubelet_root: Path,
+    config_file: Path | None,
+    release: str,
+    gate: bool | None,
+    start: RestartResult | None = None,
 ) -> dict[str, Any]:
-    """The verdict for the observed node's own kubelet root dir (read-only)."""
-    return node_verdict(node, _check(kubelet_root, release, gate, config_file))
+    """The verdict for the observed node's own kubelet root dir (read-only); ``start`` is the
+    rehearsal's start-up on a copy of its files (``None``: not known, the inspector's alone)."""
+    doc = node_verdict(node, _check(kubelet_root, release, gate, config_file))
+    return doc if start is None else with_start(doc, start)

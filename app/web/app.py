@@ -13,7 +13,9 @@ is served on ``<dir>/<node>.sock`` while the app runs (``app.services.sockets``,
 stopped by the lifespan).
 
 ``/docs`` serves Swagger UI from the vendored copy under ``static/vendor`` (FastAPI's default
-page loads it from a CDN); ReDoc is disabled for the same reason.
+page loads it from a CDN); ReDoc is disabled for the same reason. The OpenAPI document lists
+only the request body types the request guard accepts (``app.web.guard.api_body_accepted``):
+a route may read ``text/plain`` itself, but the guard answers 415 before it (issue 22).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import gc
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 from prometheus_client.core import GaugeMetricFamily
@@ -45,19 +48,23 @@ from app.settings import Settings
 from app.web.compression import Compression
 from app.web.errors import install_error_handlers
 from app.web.fast_json import CachedJSONFastPath
-from app.web.guard import RequestGuard
+from app.web.guard import RequestGuard, api_body_accepted
 from app.web.metrics import AppMetrics, MetricsMiddleware, NodesCollector
 from app.web.rendering import STATIC_DIR, make_templates
 from app.web.routers import (
     agent,
     api_nodes,
+    batches,
     checkpoints,
     fleet,
     kubelet_metrics,
+    kubelet_restarts,
+    maps,
     node_pods,
     nodes,
     ops,
     restart,
+    search,
     topologies,
     watch,
     workflow,
@@ -169,6 +176,11 @@ def create_app(
     app.include_router(workflow.pages)  # explain, history, downloads, confirm, undo, glossary
     app.include_router(restart.api)
     app.include_router(restart.pages)
+    app.include_router(kubelet_restarts.pages)  # a restart's confirmation and undo
+    app.include_router(kubelet_restarts.api)
+    app.include_router(batches.pages)  # one submission's verdicts, a page at a time
+    app.include_router(maps.pages)  # the CPU map as a picture
+    app.include_router(search.pages)  # "/" on every page
     app.include_router(kubelet_metrics.router)  # each simulated node's kubelet series
     app.include_router(workflow.api)
     app.include_router(watch.api)  # a node page's live refresh
@@ -179,6 +191,8 @@ def create_app(
     app.include_router(agent.api)
     app.include_router(fleet.api)
     app.include_router(fleet.pages)
+
+    app.openapi = _guarded_openapi(app)  # type: ignore[method-assign]
 
     @app.get("/docs", include_in_schema=False, name="docs")
     def swagger_ui(request: Request) -> HTMLResponse:
@@ -197,6 +211,26 @@ def create_app(
         )
 
     return app
+
+
+def _guarded_openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
+    """``app.openapi`` whose API request bodies are only the types the guard lets through."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = build()
+        for path, operations in schema.get("paths", {}).items():
+            if not path.startswith("/api/"):
+                continue
+            for operation in operations.values():
+                content = (operation.get("requestBody") or {}).get("content") or {}
+                for media in [m for m in content if not api_body_accepted(m, path)]:
+                    del content[media]
+        return schema
+
+    return openapi
 
 
 @asynccontextmanager

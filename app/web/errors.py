@@ -9,6 +9,14 @@ To map a new exception, add it to ``ERROR_STATUS`` (status, reason). An exceptio
 ``message`` and ``field`` attributes are used when present; ``AdmissionError`` keeps the
 kubelet's own reason. A 5xx is a bug (logged, its text hidden) unless the exception is in
 ``UNAVAILABLE``: a source that could not be read, said as it is.
+
+A database that cannot be reached (``app.adapters.db.outage``: PostgreSQL stopped or
+restarting, a SQLite file locked, read-only or unopenable), raised as the driver's error or as
+the cause of a 5xx service error, is a 503 ``ServiceUnavailable`` with ``Retry-After``: its
+message names the kind of failure in fixed words (never the driver's text, which carries host
+names, paths and SQL), nothing is logged per request, and the process logs one warning per
+outage. Handlers are registered for the drivers' classes themselves so that Starlette's
+outermost middleware never sees them (it would log a traceback for each).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Match
 
+from app.adapters.db import outage
 from app.domain.admission import AdmissionError
 from app.domain.deadline import DeadlineExceededError
 from app.domain.podresources import PodNotFoundError
@@ -43,7 +52,7 @@ from app.services.node_errors import (
 from app.services.observed_dryrun import ObservedCopyError
 from app.services.observer import ObservedNodeUnavailableError
 from app.services.topologies import HostDiscoveryError, UnknownTopologyError
-from app.services.undo import NothingToUndoError
+from app.services.undo import NothingToUndoError, UndoRefusedError
 from app.web.rendering import render, wants_fragment
 
 log = logging.getLogger(__name__)
@@ -67,6 +76,7 @@ ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
     NodeUnavailableError: (503, "ServiceUnavailable"),
     UnknownEntryError: (404, "NotFound"),
     NothingToUndoError: (409, "Conflict"),
+    UndoRefusedError: (409, "Conflict"),
     ObservedCopyError: (503, "ServiceUnavailable"),
     HubDisabledError: (404, "NotFound"),
     # CPU-heavy work stopped at the time budget (app.web.offload); nothing of it was kept.
@@ -113,6 +123,8 @@ class ErrorInfo:
     links: tuple[tuple[str, str], ...] = ()
     # What the HTML page says instead of ``message`` (when the links already list choices).
     html_message: str | None = None
+    # Seconds for the ``Retry-After`` header (a 503 that will pass).
+    retry_after: int | None = None
 
     def body(self) -> dict[str, Any]:
         error: dict[str, Any] = {"reason": self.reason, "message": self.message}
@@ -131,6 +143,8 @@ def wants_json(request: Request) -> bool:
 
 def error_response(request: Request, info: ErrorInfo) -> Response:
     headers = {"Cache-Control": "no-store"}
+    if info.retry_after is not None:
+        headers["Retry-After"] = str(info.retry_after)
     if info.status == 405:
         allow = getattr(request.state, "allow", None)
         if allow:
@@ -155,8 +169,29 @@ def _lookup(exc: BaseException) -> tuple[int, str] | None:
     return None
 
 
+def database_outage(exc: BaseException) -> ErrorInfo | None:
+    """The 503 for a request the database could not serve now, or None (see the docstring):
+    only for exceptions that are not mapped below 500 (a value the database refused stays a
+    422, a full disk a 507)."""
+    mapped = _lookup(exc)
+    if mapped is not None and mapped[0] != 503:
+        return None
+    said = outage.reason(exc)
+    if said is None:
+        return None
+    wait = outage.RETRY_AFTER_SECONDS
+    message = (
+        f"the database is unavailable: {said}; nothing this request asked for was confirmed, "
+        f"try again in {wait} seconds"
+    )
+    return ErrorInfo(503, "ServiceUnavailable", message, retry_after=wait)
+
+
 def describe(exc: BaseException) -> ErrorInfo:
     """Status, reason, message and field of an application exception."""
+    unavailable = database_outage(exc)
+    if unavailable is not None:
+        return unavailable
     mapped = _lookup(exc)
     status, reason = mapped if mapped is not None else (500, "InternalError")
     if isinstance(exc, AdmissionError):
@@ -205,18 +240,17 @@ def _validation_info(exc: RequestValidationError) -> ErrorInfo:
 _METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
+def serves(request: Request, method: str) -> bool:
+    """Whether some route serves ``method`` on this request's path (asked of the router)."""
+    probe = {**request.scope, "method": method}
+    return any(route.matches(probe)[0] == Match.FULL for route in request.app.router.routes)
+
+
 def allowed_methods(request: Request) -> str:
     """Every method some route serves on this path (asked of the router, method by method).
     Starlette's own 405 names only the first route that matched the path, so a path with a
     GET page and a POST form said ``GET``."""
-    methods = []
-    for method in _METHOD_ORDER:
-        probe = {**request.scope, "method": method}
-        for route in request.app.router.routes:
-            if route.matches(probe)[0] == Match.FULL:
-                methods.append(method)
-                break
-    return ", ".join(methods)
+    return ", ".join(method for method in _METHOD_ORDER if serves(request, method))
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -245,12 +279,14 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def on_app_error(request: Request, exc: Exception) -> Response:
         info = describe(exc)
-        if info.status >= 500 and not isinstance(exc, UNAVAILABLE):
+        if info.retry_after is not None:
+            outage.OUTAGE.noticed(exc)
+        elif info.status >= 500 and not isinstance(exc, UNAVAILABLE):
             log.exception("unhandled error on %s %s", request.method, request.url.path)
         return error_response(request, info)
 
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
-    for cls in ERROR_STATUS:
+    for cls in (*ERROR_STATUS, *outage.CANDIDATES):
         app.add_exception_handler(cls, on_app_error)
     app.add_exception_handler(Exception, on_app_error)

@@ -7,16 +7,23 @@ visit could send requests. In order, for every HTTP request:
 1. **Host** must be in the allow-list — ``localhost``, ``127.0.0.1``, ``::1``, the bind
    address and ``Settings.allowed_hosts`` (``NUMASCOPE_ALLOWED_HOSTS``, comma-separated;
    ``.example.org`` matches every subdomain, ``*`` anything) — else 400: a page on a
-   rebound DNS name cannot read the API. ``GET``/``HEAD`` of ``/healthz``, ``/readyz`` and
-   ``/metrics`` are exempt: the kubelet's probes and Prometheus use the pod IP.
+   rebound DNS name cannot read the API. Probes: ``GET``/``HEAD /healthz`` answers any Host
+   (it says only "ok"); ``/readyz`` and ``/metrics`` (which name the database, the nodes and
+   their load) also answer a Host that is an IP address literal (``10.1.2.3:8000``,
+   ``[fd00::5]``), because the kubelet's probes and Prometheus send the pod IP as Host, and a
+   DNS-rebinding page always sends its own DNS *name*: an IP literal cannot carry that attack.
+   Any other name gets the 400 there too.
 2. **Unsafe methods** (everything but GET, HEAD, OPTIONS) with ``Sec-Fetch-Site: cross-site``
    or an ``Origin`` other than the request's own host get 403. Requests without either
    header (the CLI, the hub's httpx client, curl) pass: browsers always send them.
+   A POST to a path that no route serves by POST (a page-only route) then goes to the router,
+   which answers 405 with ``Allow`` (not 415 or the CSRF 403 below).
 3. **Body type**: API bodies (``/api/…``) only as JSON (``application/json``, ``…+json``) or
    YAML (``application/yaml``, ``application/x-yaml``, ``text/yaml``, ``text/x-yaml``); the
    inspector's upload also takes ``multipart/form-data`` and ``application/octet-stream``.
    Pages take only form bodies. Anything else is 415, so a foreign page cannot send a "simple"
-   ``text/plain`` request to the API.
+   ``text/plain`` request to the API. ``api_body_accepted`` is this rule; the OpenAPI document
+   advertises only the request body types it accepts (``app.web.app``).
 4. **Body size**: at most ``BODY_LIMIT`` (the inspector page's upload ``UPLOAD_LIMIT``)
    bytes, checked on ``Content-Length`` and while reading: 413 (the inspector's API upload is
    streamed and capped by its route). JSON bodies are scanned for nesting depth,
@@ -42,11 +49,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.domain.limits import MAX_BODY_BYTES, InputLimitError, check_json_text
 from app.web import csrf
-from app.web.errors import ErrorInfo, error_response
+from app.web.errors import ErrorInfo, error_response, serves
 from app.web.rendering import SECURITY_HEADERS
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-PROBE_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+LIVENESS_PATH = "/healthz"
+#: Probed by the kubelet and scraped by Prometheus by pod IP: IP-literal Hosts are answered.
+PROBE_PATHS = frozenset({"/readyz", "/metrics"})
 UPLOAD_PATHS = frozenset({"/checkpoints", "/api/v1/checkpoints/inspect"})
 STREAMED_UPLOAD = "/api/v1/checkpoints/inspect"
 #: Bodies of the API and the forms (a 1 MiB manifest or configuration plus framing).
@@ -82,6 +91,22 @@ def is_json_type(media: str) -> bool:
 
 def is_yaml_type(media: str) -> bool:
     return media in YAML_TYPES or media.endswith("+yaml")
+
+
+def api_body_accepted(media: str, path: str) -> bool:
+    """Whether an API request to ``path`` may carry a body of type ``media`` (rule 3)."""
+    if is_json_type(media) or is_yaml_type(media):
+        return True
+    return path in UPLOAD_PATHS and media in UPLOAD_TYPES
+
+
+def is_ip_literal(host_header: str) -> bool:
+    host, _ = split_host(host_header)
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def split_host(value: str) -> tuple[str, str]:
@@ -181,9 +206,7 @@ class RequestGuard:
             scope.setdefault("state", {})[csrf.STATE_KEY] = token
         send = self._with_headers(send, path, cookie_name if issued else None, issued)
 
-        if not self.hosts.allows(host_header) and not (
-            method in ("GET", "HEAD") and path in PROBE_PATHS
-        ):
+        if not self.hosts.allows(host_header) and not self._probe(method, path, host_header):
             shown = host_header[:100] or "(none)"
             await self._refuse(
                 scope, receive, send,
@@ -196,6 +219,9 @@ class RequestGuard:
             await self.app(scope, receive, send)
             return
         refusal = self._cross_site(headers, host_header, scope.get("scheme", "http"))
+        if refusal is None and not path.startswith("/api/") and not serves(Request(scope), method):
+            await self.app(scope, receive, send)  # the router's 405 (with Allow)
+            return
         if refusal is None:
             refusal = self._content_type(headers, path, method)
         if refusal is not None:
@@ -224,6 +250,13 @@ class RequestGuard:
             return
         await self.app(scope, _replay(body, receive), send)
 
+    @staticmethod
+    def _probe(method: str, path: str, host_header: str) -> bool:
+        """A probe answered whatever the allow-list says (rule 1)."""
+        if method not in ("GET", "HEAD"):
+            return False
+        return path == LIVENESS_PATH or (path in PROBE_PATHS and is_ip_literal(host_header))
+
     def _cross_site(self, headers: Headers, host_header: str, scheme: str) -> ErrorInfo | None:
         if headers.get("sec-fetch-site", "").lower() == "cross-site":
             return ErrorInfo(
@@ -245,9 +278,7 @@ class RequestGuard:
             return None  # no body: nothing to parse
         media = _media_type(headers)
         if path.startswith("/api/"):
-            if is_json_type(media) or is_yaml_type(media):
-                return None
-            if path in UPLOAD_PATHS and media in UPLOAD_TYPES:
+            if api_body_accepted(media, path):
                 return None
             allowed = "application/json or application/yaml"
             if path in UPLOAD_PATHS:

@@ -70,18 +70,53 @@ def test_rehearse_then_apply_an_upgrade(
     expect(verdict).to_contain_text("A 1.36 kubelet does not start on these files")
     expect(verdict).to_contain_text("start memory manager error")
     expect(verdict.locator("ol.recovery li")).to_have_count(5)
-    expect(panel.locator(".restart-lost")).to_contain_text("podEntries[")
+    # pods named and linked, memory humanised (issue 21 point 2), the node named in the drain
+    lost = panel.locator(".restart-lost")
+    expect(lost).to_contain_text("podEntries of prod/db (memory 8 GiB on NUMA ")
+    expect(lost.get_by_role("link", name="prod/db")).to_have_attribute(
+        "href", f"/nodes/{NODE}/pods/prod/db"
+    )
+    expect(verdict.locator("ol.recovery li").first).to_contain_text(f"kubectl drain {NODE} ")
+    expect(verdict).to_contain_text("safely restores standard container allocations")
     screenshot(panel, "restart-rehearsal-136-refused")
 
     panel.get_by_label("Kubelet release").select_option("1.38")
+    # "Restart the kubelet" asks first, like Remove and Delete (issue 21 point 4): Cancel
+    # changes nothing.
     panel.get_by_role("button", name="Restart the kubelet").click()
+    confirm = page.locator(".confirm-box")
+    expect(confirm.get_by_role("heading")).to_have_text(
+        f"Restart the kubelet of node {NODE} as 1.38?"
+    )
+    expect(confirm).to_contain_text("The node runs kubelet 1.37 now")
+    expect(confirm).to_contain_text("rehearsed: 1 restored")
+    screenshot(page, "restart-confirm")
+    confirm.get_by_role("link", name="Cancel").click()
+    expect(page.locator("p.lede")).to_contain_text("kubelet 1.37 configuration")
+
+    panel.get_by_label("Kubelet release").select_option("1.38")
+    panel.get_by_role("button", name="Restart the kubelet").click()
+    page.locator(".confirm-box").get_by_role("button", name="Restart the kubelet as 1.38").click()
     expect(panel.locator('.restart-verdict[data-applied="true"]')).to_contain_text(
         "Restarted: the node runs kubelet 1.38 now"
     )
-    # The page's own map came along out of band and still shows the pod.
+    # The page's map shows the restarted node, and still the pod.
     expect(page.locator("#cpu-map li.cpu[data-pool='exclusive']")).to_have_count(len(owned_before))
-    page.reload()
+    page.goto(f"{served.url}/nodes/{NODE}")
     expect(page.locator("p.lede")).to_contain_text("kubelet 1.38 configuration")
+    # The restart is in History, with its maps before and after; and it can be undone.
+    expect(page.locator('#undo[data-undo="restart"]')).to_contain_text("kubelet 1.37 → 1.38")
+    page.goto(f"{served.url}/nodes/{NODE}/history")
+    # The history chart draws (issue 21 "Beyond"), the restart marked on it.
+    chart = page.locator("#history-chart img")
+    expect(chart).to_be_visible()
+    assert chart.evaluate("img => img.complete && img.naturalWidth") > 300
+    screenshot(page.locator("#history-chart"), "history-chart")
+    row = page.locator('tr[data-action="restart"]')
+    expect(row).to_contain_text("kubelet restart · 1.37 → 1.38 (PodLevelResourceManagers on)")
+    row.get_by_role("link", name="before and after").click()
+    expect(page.locator("h1")).to_contain_text("What changed")
+    screenshot(page, "restart-history-diff")
     assert page_errors == []
 
 

@@ -148,3 +148,83 @@ def test_a_refused_start_keeps_no_node_and_names_the_steps() -> None:
     assert result.error is not None and result.error.startswith("start cpu manager error: ")
     assert "/var/lib/kubelet/cpu_manager_state" in result.recovery[2]
     assert result.exit_code == 1
+
+
+# -- kubernetes#140989: a re-allocated pod-level pod leaks its old CPUs (1.36, 1.37) ----------
+
+LEAK_CONFIG = {
+    "cpuManagerPolicy": "static",
+    "reservedSystemCPUs": "0",
+    "memoryManagerPolicy": "None",
+    "topologyManagerPolicy": "best-effort",
+    "topologyManagerScope": "pod",
+    "featureGates": {"PodLevelResources": True, "PodLevelResourceManagers": True},
+}
+
+
+def _leak_case(
+    release: str, cpus: int = 6, pods: tuple[tuple[str, str], ...] = (("t", "1-2"),)
+) -> RestartResult:
+    """``TestPodLevelResourcesReallocationAfterRestart``: pods of budget 2 (one container of 2
+    CPUs) were admitted on ``pods``' CPUs; a kubelet of ``release`` restarts on those files."""
+    from app.domain.checkpoint import CPUCheckpointState, write_cpu_checkpoint
+    from app.domain.cpuset import CPUSet
+    from app.domain.kubelet_config import kubelet_config_from_dict
+    from app.domain.pod_manifest import pod_from_conformance
+    from app.domain.topology import CPUInfo, CPUTopology
+
+    topology = CPUTopology([CPUInfo(i, i, 0, 0, 0) for i in range(cpus)], name=f"uniform-{cpus}")
+    held = CPUSet().union(*(CPUSet.parse(c) for _, c in pods))
+    state = CPUCheckpointState(
+        "static",
+        topology.all_cpus - held,
+        {uid: {"container1": CPUSet.parse(c)} for uid, c in pods},
+        {uid: CPUSet.parse(c) for uid, c in pods},
+    )
+    res = {"cpu": "2", "memory": "1Gi"}
+    ctr = {"cpu": "2", "memory": "100Mi"}
+    records = [
+        (
+            pod_from_conformance(
+                {
+                    "uid": uid,
+                    "resources": {"requests": res, "limits": dict(res)},
+                    "containers": [{"name": "container1", "requests": ctr, "limits": ctr}],
+                }
+            ),
+            float(i),
+        )
+        for i, (uid, _) in enumerate(pods)
+    ]
+    config = kubelet_config_from_dict(LEAK_CONFIG, release)
+    files = {"cpu_manager_state": write_cpu_checkpoint(state, "V4")}
+    return restart_node(topology, config, files, records, name="n6", state_dir="/d")
+
+
+def test_137_reallocation_leaks_the_old_cpus_and_warns_about_the_next_start() -> None:
+    result = _leak_case("1.37")
+    assert result.started and [p.outcome for p in result.pods] == ["reallocated"]
+    assert str(result.leaked_cpus) == "1-2"
+    assert result.to_dict()["leakedCpus"] == "1-2" and result.exit_code == 1
+    # the model proves it: the next start on the files this kubelet writes fails
+    assert (
+        "the next kubelet start on the files this restart writes fails: start cpu manager "
+        'error: current set of available CPUs "0-5" doesn\'t match'
+    ) in result.warnings[0]
+    assert "kubernetes#141041" in result.warnings[1] and "kubectl drain n6" in result.warnings[1]
+
+
+def test_138_restores_and_leaks_nothing() -> None:
+    result = _leak_case("1.38")
+    assert [p.outcome for p in result.pods] == [RESTORED]
+    assert result.to_dict()["leakedCpus"] == "" and result.warnings == ()
+
+
+def test_a_pod_rejected_while_cpus_are_leaked_says_so() -> None:
+    """t moves to 5-6 and leaks 1-2; u then finds one CPU free and is rejected."""
+    result = _leak_case("1.37", 8, (("t", "1-2"), ("u", "3-4")))
+    t, u = result.pods
+    assert (t.outcome, str(t.budget_after), t.leaked_cpus) == ("reallocated", "5-6", None)
+    assert u.outcome == REJECTED and str(u.leaked_cpus) == "1-2"
+    assert u.to_dict()["leakedCpus"] == "1-2" and t.to_dict()["leakedCpus"] is None
+    assert str(result.leaked_cpus) == "1-2"

@@ -131,6 +131,11 @@ def test_upgrade_of_the_observed_node_is_the_inspectors_verdict_on_its_root_dir(
     for got, mine in zip(result["files"], check["files"], strict=True):
         assert got["verdict"] == mine.get("verdict")
         assert got["rescues"] == mine.get("rescues", [])
+    # the node's verdict says the kubelet starts exactly when the rehearsal does
+    rehearsal = observed.agent.client.post(
+        f"/api/v1/nodes/{result['node']}/restart", params={"release": release, "dryRun": "true"}
+    ).json()
+    assert (result["verdict"] in ("compatible", "compatible-with-loss")) == rehearsal["started"]
     assert result["issues"] == check["issues"]
     # The node's verdict is its worst file's (a missing file is a fresh start).
     order = ["compatible", "compatible-with-loss", "policy-mismatch", "will-fail"]

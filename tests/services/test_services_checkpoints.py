@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from app.cli import main
 from app.domain.checkpoint import (
     TARGETS,
     CPUCheckpointState,
@@ -34,9 +35,11 @@ from app.services.checkpoints import (
     parse_targets,
     resolve_target,
 )
+from app.services.demo import bubble_pod
 from tests.fixtures.checkpoints.generate import POD_A, POD_B, write_huge
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
+KUBELET = Path(__file__).resolve().parents[1] / "fixtures" / "kubelet"
 ALL = (
     "1.17",
     "1.35",
@@ -161,19 +164,23 @@ def test_resolve_target_errors(target: str, gate: bool | None, match: str) -> No
 
 # -- inspection --------------------------------------------------------------------------------------
 
+# The pod-level pod of the fixtures (POD_B: budget CPUs 4-7 and 2 GiB, one container ``app``
+# with CPUs 4-5 and 1 GiB, no shared-pool container) is a shape whose files a release reads
+# without the pod entries and then refuses at Start (validateState): the LOSS verdicts of
+# the gate-off and 1.36-on-1.37 readers became FAIL with the start-up model.
 VERDICTS = {
     ("kubelet-1.35", "cpu_manager_state"): ("V2", (FAIL, OK, OK, OK, OK, OK, OK, OK)),
     ("kubelet-1.35", "memory_manager_state"): ("V1", (OK, OK, OK, OK, OK, OK, OK, OK)),
     ("kubelet-1.36-gate-on", "cpu_manager_state"): (
         "V3",
-        (FAIL, FAIL, FAIL, OK, LOSS, OK, LOSS, OK),
+        (FAIL, FAIL, FAIL, OK, FAIL, OK, FAIL, OK),
     ),
     ("kubelet-1.36-gate-on", "memory_manager_state"): (
         "V2",
-        (OK, FAIL, FAIL, OK, LOSS, OK, LOSS, OK),
+        (OK, FAIL, FAIL, OK, FAIL, OK, FAIL, OK),
     ),
-    ("kubelet-1.37", "cpu_manager_state"): ("V4", (FAIL, LOSS, LOSS, LOSS, LOSS, OK, LOSS, OK)),
-    ("kubelet-1.37", "memory_manager_state"): ("V3", (OK, LOSS, LOSS, LOSS, LOSS, OK, LOSS, OK)),
+    ("kubelet-1.37", "cpu_manager_state"): ("V4", (FAIL, FAIL, FAIL, FAIL, FAIL, OK, FAIL, OK)),
+    ("kubelet-1.37", "memory_manager_state"): ("V3", (OK, FAIL, FAIL, FAIL, FAIL, OK, FAIL, OK)),
 }
 
 
@@ -371,8 +378,9 @@ def test_convert_in_place_keeps_the_original_as_backup(tmp_path: Path) -> None:
     assert outcome.same_file
     assert outcome.backup is not None and outcome.backup.read_bytes() == original
     assert inspect(path.read_bytes()).version.version == "V1"  # type: ignore[union-attr]
+    # read as V1, POD_B's memory is in no entry 1.36 gate off keeps: Start refuses it
     check = check_root_dir(root, "1.36", gate=False)
-    assert {f.name: f.status for f in check.files}["memory_manager_state"] == OK
+    assert {f.name: f.status for f in check.files}["memory_manager_state"] == FAIL
 
 
 def test_convert_leaves_an_identical_out_alone(tmp_path: Path) -> None:
@@ -454,7 +462,7 @@ def test_backup_name_skips_taken_names(tmp_path: Path) -> None:
         ("kubelet-1.36-gate-on", "1.36", True, (OK, OK), True),
         ("kubelet-1.36-gate-on", "1.36", False, (FAIL, FAIL), False),
         ("kubelet-1.36-gate-on", "1.37", True, (OK, OK), True),
-        ("kubelet-1.37", "1.36", True, (LOSS, LOSS), False),
+        ("kubelet-1.37", "1.36", True, (FAIL, FAIL), False),
         ("kubelet-1.37", "1.37", True, (OK, OK), True),
         ("kubelet-1.37", "1.17", None, (FAIL, OK), False),
         ("corrupt", "1.35", None, (FAIL, "missing"), False),
@@ -484,14 +492,34 @@ def test_check_root_dir_verdicts(
     assert d["ok"] is ok and [f["status"] for f in d["files"]] == list(statuses)
 
 
-def test_check_suggests_the_conversions_that_rescue_a_downgrade(tmp_path: Path) -> None:
-    root = _copy(tmp_path, "kubelet-1.36-gate-on")
+def _simulated_root(tmp_path: Path, release: str, manifest: str) -> Path:
+    """A kubelet root dir written by ``numascope simulate`` (the engine's own files)."""
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(manifest)
+    root = tmp_path / "root"
+    code = main(["simulate", "--topology", "topoDualSocketHT", "--kubelet-config",
+                 str(KUBELET / "pod-scope-single-numa.yaml"), "--release", release,
+                 "--state-dir", str(root), str(pod)])  # fmt: skip
+    assert code == 0
+    return root
+
+
+def test_check_suggests_the_conversions_that_rescue_a_downgrade(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pod-level pod whose one container holds the whole budget: its container entries cover
+    the pod's CPUs and memory, so 1.35 starts on the files converted to V2/V1."""
+    root = _simulated_root(tmp_path, "1.36", bubble_pod("solo", "prod", 2, {"main": 2}, ()))
+    capsys.readouterr()
     check = check_root_dir(root, "1.35")
     cpu, memory = check.files
     assert [r.to_version for r in cpu.rescues] == ["V2", "V4"]
     assert [r.to_version for r in memory.rescues] == ["V1", "V3"]
-    assert cpu.rescues[0].lost == (f"podEntries[{POD_B}] (cpuSet 4-7)",)
+    assert cpu.rescues[0].lost[0].startswith("podEntries[")
     assert cpu.verdict is not None and cpu.verdict.error == "checkpoint is corrupted"
+    assert cpu.verdict.why == (
+        "1.35 cannot read `podEntries`, so its checksum check of this V3 file fails"
+    )
     assert f'"{root}/cpu_manager_state"' in (cpu.verdict.message or "")
     # Following the first suggestion for each file makes the directory start.
     for f in check.files:
@@ -504,6 +532,15 @@ def test_check_suggests_the_conversions_that_rescue_a_downgrade(tmp_path: Path) 
     assert len(backups) == 2
 
 
+def test_check_a_downgrade_no_conversion_rescues(tmp_path: Path) -> None:
+    """The fixtures' POD_B (no shared-pool container, exclusive CPUs below the budget): V2
+    drops the pod entries and 1.35's validateState then finds CPUs 6-7 in no entry."""
+    root = _copy(tmp_path, "kubelet-1.36-gate-on")
+    check = check_root_dir(root, "1.35")
+    assert [f.rescues for f in check.files] == [(), ()]
+    assert all(any("remove " in a for a in f.advice) for f in check.files)
+
+
 def test_check_a_1_37_downgrade_to_1_36_gate_on_is_rescued_by_v3() -> None:
     check = check_root_dir(FIXTURES / "kubelet-1.37", "1.36-gate-on")
     assert [[r.to_version for r in f.rescues] for f in check.files] == [["V3"], ["V2"]]
@@ -513,7 +550,7 @@ def test_check_a_1_37_downgrade_to_1_36_gate_on_is_rescued_by_v3() -> None:
 def test_check_without_the_gate_advises_it() -> None:
     check = check_root_dir(FIXTURES / "kubelet-1.37", "1.37")
     assert check.gate_source == "default"
-    assert all(f.status == LOSS for f in check.files)
+    assert all(f.status == FAIL for f in check.files)
     assert any("enabling the gate" in a for f in check.files for a in f.advice)
 
 

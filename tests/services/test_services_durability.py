@@ -209,7 +209,9 @@ def test_a_failing_database_gives_503_and_keeps_nothing(tmp_path: Path) -> None:
             "/api/v1/nodes/small/pods", headers=YAML, content=classic_pod("b", "x", "2", "1Gi")
         )
         assert r.status_code == 503, r.text
-        assert "the database refused the change: disk I/O error" in r.json()["error"]["message"]
+        # A 503 that will pass names the failure in fixed words and says when to retry.
+        assert "the database's disk failed (I/O error)" in r.json()["error"]["message"]
+        assert r.headers["retry-after"] == "2"
         assert client.delete("/api/v1/nodes/small/pods/x/a").status_code == 503
         # The state files were written before the commit and are rolled back with it.
         assert _files(node_dir) == before[1]

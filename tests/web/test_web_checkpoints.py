@@ -31,14 +31,16 @@ TARGET_KEYS = [
     "1.38-gate-off",
     "1.38-gate-on",
 ]
+# The fixture's pod-level pod has no shared-pool container and CPUs below its budget: gate-off
+# readers read the file without its pod entries and Start (validateState) refuses it.
 V3_VERDICTS = [
     "will-fail",
     "will-fail",
     "will-fail",
     "compatible",
-    "compatible-with-loss",
+    "will-fail",
     "compatible",
-    "compatible-with-loss",
+    "will-fail",
     "compatible",
 ]
 HX = {"HX-Request": "true"}
@@ -175,8 +177,13 @@ def test_upload_renders_the_report_page(client: TestClient) -> None:
     assert [(a["data-checksum"], a["data-status"]) for a in checksum] == [("checksum", "valid")]
     assert "✓ valid" in html
     assert _verdicts(html) == list(zip(TARGET_KEYS, V3_VERDICTS, strict=True))
-    assert "✗ will-fail" in html and "⚠ compatible-with-loss" in html
+    assert "✗ will-fail" in html
     assert f"podEntries[{POD_B}] (cpuSet 4-7)" in html
+    # issue 21 point 3: a one-line why and the rescue (or that none exists) for will-fail
+    assert "Why: 1.35 cannot read `podEntries`, so its checksum check of this V3 file fails" in (
+        html.replace("&#96;", "`")
+    )
+    assert "No conversion keeps this kubelet starting" in html
     assert "checkpoint is corrupted" in html
     assert "could not restore state from checkpoint" in html
     tables = [a["data-table"] for a in with_attr(html, "data-table", "table")]
@@ -430,3 +437,46 @@ def test_openapi_documents_the_upload(client: TestClient) -> None:
     assert set(content) >= {"multipart/form-data", "application/octet-stream"}
     assert "413" in op["responses"]
     assert "/checkpoints.json" in spec["paths"]
+
+
+def _solo_pod_files(tmp_path: Path) -> bytes:
+    """The CPU file of a 1.36 node (gate on) whose pod-level pod has one container holding its
+    whole budget: a shape 1.35 starts on once the file is converted to V2."""
+    from app.cli import main
+    from app.services.demo import bubble_pod
+
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(bubble_pod("solo", "prod", 2, {"main": 2}, ()))
+    kubelet = Path(__file__).resolve().parents[1] / "fixtures" / "kubelet"
+    root = tmp_path / "root"
+    assert main(["simulate", "--topology", "topoDualSocketHT", "--kubelet-config",
+                 str(kubelet / "pod-scope-single-numa.yaml"), "--release", "1.36",
+                 "--state-dir", str(root), str(pod)]) == 0  # fmt: skip
+    return (root / "cpu_manager_state").read_bytes()
+
+
+def test_will_fail_verdicts_carry_the_rescue_and_why(
+    client: TestClient, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 21 point 3: the upgrade views' rescue, in the inspector's JSON and page."""
+    content = _solo_pod_files(tmp_path)
+    capsys.readouterr()
+    r = client.post("/api/v1/checkpoints/inspect", files={"file": ("cpu_manager_state", content)})
+    assert r.status_code == 200
+    verdicts = {v["target"]: v for v in r.json()["verdicts"]}
+    old = verdicts["1.35"]
+    assert old["verdict"] == "will-fail" and old["error"] == "checkpoint is corrupted"
+    assert (
+        old["why"] == "1.35 cannot read `podEntries`, so its checksum check of this V3 file fails"
+    )
+    assert [x["toVersion"] for x in old["rescues"]] == ["V2", "V4"]
+    first = old["rescues"][0]
+    assert first["verdict"] == "compatible" and first["lost"][0].startswith("podEntries[")
+    assert first["command"] == (
+        "numascope checkpoint convert cpu_manager_state --to V2 --release 1.35 --out "
+        "cpu_manager_state"
+    )
+    assert verdicts["1.37-gate-on"]["rescues"] == [] and verdicts["1.37-gate-on"]["why"] is None
+    page = client.post("/checkpoints", files={"file": ("cpu_manager_state", content)})
+    text = html.unescape(page.text)
+    assert "Rescue:" in text and "--to V2 --release 1.35" in text

@@ -67,7 +67,12 @@ def test_foreign_host_is_refused_but_probes_answer(tmp_path: Path) -> None:
         assert r.status_code == 400
         assert r.json()["error"]["field"] == "Host"
         assert "NUMASCOPE_ALLOWED_HOSTS" in r.json()["error"]["message"]
-        assert c.get("/healthz").status_code == 200  # the kubelet probes by pod IP
+        assert c.get("/healthz").status_code == 200  # liveness says only "ok"
+        # Readiness and metrics name the database and the nodes: not to a foreign name.
+        for path in ("/readyz", "/metrics"):
+            r = c.get(path)
+            assert r.status_code == 400, path
+            assert "NUMASCOPE_ALLOWED_HOSTS" in r.text
         assert c.post("/api/v1/nodes", json={}).status_code == 400
     with TestClient(app, base_url="http://localhost:8000") as c:
         assert c.get("/api/v1/nodes").status_code == 200
@@ -249,3 +254,58 @@ def test_allow_names_every_method_of_the_path(
     for m in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"):
         served = small.request(m, path, follow_redirects=False).status_code != 405
         assert served is (m in allow.split(", ")), m
+
+
+@pytest.mark.parametrize(
+    "host", ["10.244.1.7:8000", "10.244.1.7", "[fd00::5]:8000", "[fd00::5]"], ids=str
+)
+def test_probes_by_pod_ip_pass_without_being_listed(tmp_path: Path, host: str) -> None:
+    """The kubelet's probes and Prometheus send the pod IP as Host; a rebinding page sends
+    a DNS name, so an IP literal is answered on the probe paths (and only there)."""
+    app = create_app(make_settings(tmp_path, allowed_hosts=()))
+    with TestClient(app) as c:
+        for path in ("/healthz", "/readyz", "/metrics"):
+            assert c.get(path, headers={"Host": host}).status_code in (200, 503), path
+        assert c.get("/readyz", headers={"Host": host}).json()["checks"]["database"] == "ok"
+        assert c.get("/api/v1/nodes", headers={"Host": host}).status_code == 400
+        assert c.get("/nodes", headers={"Host": host}).status_code == 400
+        assert c.post("/metrics", headers={"Host": host}).status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("path", "allow"),
+    [
+        ("/glossary", "GET"),
+        ("/nodes/small/history", "GET"),
+        ("/topologies/laptop-1s", "GET"),
+    ],
+)
+def test_post_on_a_page_only_route_is_405_not_403(small: TestClient, path: str, allow: str) -> None:
+    assert small.get(path).status_code == 200, path
+    for headers in ({}, {"x-csrf-token": "wrong"}, {"content-type": "application/json"}):
+        r = small.post(path, headers=headers, content=b"{}" if headers else None)
+        assert r.status_code == 405, (path, headers, r.text)
+        assert r.headers["allow"] == allow
+    # A form route still wants its token.
+    assert small.post("/nodes", headers={"x-csrf-token": "wrong"}).status_code == 403
+
+
+def test_openapi_bodies_are_the_ones_the_guard_accepts(small: TestClient) -> None:
+    spec = small.get("/openapi.json").json()
+    bodies = {
+        (method, path): sorted(op["requestBody"]["content"])
+        for path, ops in spec["paths"].items()
+        for method, op in ops.items()
+        if "requestBody" in op
+    }
+    assert bodies[("post", "/api/v1/nodes/{node}/pods")] == ["application/json", "application/yaml"]
+    assert bodies[("post", "/api/v1/fleet/fit")] == ["application/json", "application/yaml"]
+    for (method, path), types in bodies.items():
+        url = path.replace("{node}", "small")
+        for media in types:  # every advertised type gets past the guard (no 415)
+            r = small.request(method.upper(), url, content=b"x: 1", headers={"content-type": media})
+            assert r.status_code != 415, (path, media, r.text)
+    r = small.post(
+        "/api/v1/nodes/small/pods", content=DB_POD, headers={"content-type": "text/plain"}
+    )
+    assert r.status_code == 415

@@ -3,6 +3,7 @@ applied, on a simulated node), the node page's panel (with and without htmx), an
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -16,6 +17,9 @@ from app.settings import Settings
 from tests.helpers import DB_POD, POD_SCOPE, SMALL
 
 YAML = {"Content-Type": "application/yaml"}
+
+
+HX = {"HX-Request": "true"}
 
 
 @pytest.fixture
@@ -66,7 +70,9 @@ def test_a_kubelet_that_does_not_start(node: TestClient, settings: Settings) -> 
     body = r.json()
     assert body["started"] is False and body["applied"] is False
     assert body["error"].startswith("start ") and body["recovery"]
-    assert any(t.startswith("cpu_manager_state: podEntries[") for t in body["lost"])
+    assert any(t.startswith("cpu_manager_state: podEntries of ") for t in body["lost"])
+    assert body["lostPods"] and all(any(p in t for t in body["lost"]) for p in body["lostPods"])
+    assert "kubectl drain small " in body["recovery"][0]  # the node's name, not NODE
     assert files(state_dir(settings)) == before
 
 
@@ -123,11 +129,9 @@ def test_other_worker_picks_up_the_new_release(
     ("query", "field"),
     [
         ("release=1.34", "release"),
-        ("release=1.35&podLevelResourceManagers=true", "podLevelResourceManagers"),
-        ("release=1.35", "PodLevelResourceManagers"),
         ("", "release"),
     ],
-    ids=["unknown-release", "gate-unknown-in-1.35", "recorded-gate-in-1.35", "missing-release"],
+    ids=["unknown-release", "missing-release"],
 )
 def test_bad_parameters_are_422_naming_them(
     node: TestClient, settings: Settings, query: str, field: str
@@ -138,6 +142,35 @@ def test_bad_parameters_are_422_naming_them(
     error = r.json()["error"]
     assert field in (error.get("field") or "") + error["message"]
     assert files(state_dir(settings)) == before
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["release=1.35", "release=1.35&podLevelResourceManagers=true"],
+    ids=["recorded-gate-in-1.35", "gate-unknown-in-1.35"],
+)
+def test_a_gate_the_release_refuses_is_an_answer(
+    node: TestClient, settings: Settings, query: str
+) -> None:
+    """200 with the kubelet's gate error, the change, and the restart once changed (a 422
+    before this change, issue 19 point 4)."""
+    before = files(state_dir(settings))
+    r = node.post(f"/api/v1/nodes/small/restart?{query}&dryRun=true")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["started"] is False and body["applied"] is False
+    assert body["error"].endswith("unrecognized feature gate: PodLevelResourceManagers")
+    assert [g["gate"] for g in body["featureGatesRefused"]] == ["PodLevelResourceManagers"]
+    assert body["recovery"][0] == (
+        "change the kubelet configuration: remove PodLevelResourceManagers from featureGates "
+        "(kubelet 1.35 does not know it)"
+    )
+    once = body["onceChanged"]
+    assert once["featureGates"]["PodLevelResourceManagers"] is False
+    assert once["started"] is False and once["error"].startswith("start memory manager error")
+    assert files(state_dir(settings)) == before
+    applied = node.post(f"/api/v1/nodes/small/restart?{query}").json()
+    assert applied["applied"] is False and files(state_dir(settings)) == before
 
 
 def test_downgrade_to_135_with_the_gate_off(node: TestClient) -> None:
@@ -190,10 +223,35 @@ def test_panel_with_htmx_swaps_the_panel_only(node: TestClient) -> None:
     assert 'id="cpu-map"' not in html  # nothing applied: the page's map stays
 
 
+def test_panel_names_the_lost_pods_and_the_way_out(node: TestClient) -> None:
+    """Issue 21 point 2 / issue 19 point 4: 1.37 files on a 1.36 kubelet: the pod is named and
+    linked, memory humanised, the drain command names the node, and why it does not start."""
+    r = node.post("/nodes/small/restart", data={"release": "1.36", "gate": "on"}, headers=HX)
+    page = html.unescape(r.text)
+    assert 'data-started="false"' in page
+    assert "podEntries of prod/db (memory 8 GiB on NUMA " in page
+    assert 'href="/nodes/small/pods/prod/db"' in page
+    assert "kubectl drain small --ignore-daemonsets" in page and "NODE" not in page
+    assert "safely restores standard container allocations" in page
+
+
+def test_panel_shows_a_refused_gate_and_what_happens_once_changed(node: TestClient) -> None:
+    r = node.post("/nodes/small/restart", data={"release": "1.35", "gate": "keep"}, headers=HX)
+    assert r.status_code == 200
+    page = html.unescape(r.text)
+    assert "does not start with this configuration" in page
+    assert "unrecognized feature gate: PodLevelResourceManagers" in page
+    assert 'data-gate="PodLevelResourceManagers"' in page
+    assert (
+        "remove PodLevelResourceManagers from featureGates (kubelet 1.35 does not know it)" in page
+    )
+    assert 'data-once-changed="fails"' in page
+
+
 def test_panel_apply_with_htmx_updates_the_map(node: TestClient) -> None:
     r = node.post(
         "/nodes/small/restart",
-        data={"release": "1.38", "gate": "on", "action": "apply"},
+        data={"release": "1.38", "gate": "on", "action": "apply", "confirm": "yes"},
         headers={"HX-Request": "true"},
     )
     assert 'data-applied="true"' in r.text
@@ -213,15 +271,15 @@ def test_apply_keeps_the_configuration_text_unless_the_gate_changes(
     node.post("/api/v1/nodes/small/restart?release=1.38&podLevelResourceManagers=true")
     assert nodes.definition("small").release == "1.38"
     assert nodes.definition("small").kubelet_config == POD_SCOPE  # comments and all
-    config, text = restart_config(POD_SCOPE, "1.38", "1.37", False)
-    assert not config.gate("PodLevelResourceManagers")
+    target, text = restart_config(POD_SCOPE, "1.38", "1.37", False)
+    assert not target.config.gate("PodLevelResourceManagers")
     assert json.loads(text)["featureGates"] == {
         "PodLevelResources": True,
         "PodLevelResourceManagers": False,
     }
-    config, text = restart_config(POD_SCOPE, "1.38", "1.35", False)
+    target, text = restart_config(POD_SCOPE, "1.38", "1.35", False)
     assert "PodLevelResourceManagers" not in json.loads(text)["featureGates"]
-    assert config.release == "1.35"
+    assert target.config.release == "1.35" and target.refusals == ()
 
 
 def test_apply_works_on_the_committed_state_of_another_worker(

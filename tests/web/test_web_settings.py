@@ -75,7 +75,10 @@ def test_create_app_can_skip_migrations(tmp_path: Path) -> None:
         )
     )
     assert "alembic_version" not in inspect(app.state.engine).get_table_names()
-    assert TestClient(app).get("/readyz").json()["checks"]["migrations"] == "skipped"
+    assert (
+        TestClient(app, base_url="http://127.0.0.1").get("/readyz").json()["checks"]["migrations"]
+        == "skipped"
+    )
 
 
 def test_make_app_reads_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

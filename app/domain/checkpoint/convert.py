@@ -178,7 +178,9 @@ def convert(
     if target is not None:
         result = load_checkpoint(out, info.manager, target, initial_containers, DEFAULT_STATE_DIR)
         target_state = fc.state
-        verdict = verdict_for_result(result, _after(target_state, version), None, False)
+        verdict = verdict_for_result(
+            result, _after(target_state, version), None, False, machine=target_state
+        )
         if not result.accepted and not force:
             raise ConversionError(
                 f"{version} is not readable by a {target.label} kubelet: {result.error} "
@@ -212,7 +214,7 @@ def _drop_pod_entries(state: Any, lost: list[str], notes: list[str], version: st
         if gap:
             notes.append(
                 f"{version} has no pod entries and the container entries do not hold {gap}: "
-                "start-up validation may fail"
+                "a kubelet's start-up validation (validateState) refuses the file"
             )
 
 

@@ -6,9 +6,11 @@ Verdicts:
 * ``compatible``: the release starts with the file's content;
 * ``compatible-with-loss``: it starts, but without something the file holds: pod-level entries
   dropped by a gate-on reader (1.36 reading a 1.37 file), pod entries a gate-off reader ignores
-  while the pod's resources are not covered by its containers (start-up validation may then
-  fail, spec §8 "Uncertain"), or an inline part that differs from ``data``;
-* ``will-fail``: the kubelet refuses to start; ``error`` is its text;
+  while the pod's resources are not covered by its containers, or an inline part that differs
+  from ``data``;
+* ``will-fail``: the kubelet refuses to start; ``error`` is its text: the reader refuses the
+  file, or the policy's ``Start`` refuses what the reader read (``startup.start_error``: the
+  file is read but the kubelet does not start, e.g. 1.36 on a 1.37 file with pod-level pods);
 * ``policy-mismatch``: the file reads, but its policy differs from the configured one.
 
 The inspector (``verdict``) and the converter (``convert``) both judge with ``verdict_for_result``.
@@ -16,7 +18,7 @@ The inspector (``verdict``) and the converter (``convert``) both judge with ``ve
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,9 +26,12 @@ from app.domain import releases
 from app.domain.checkpoint.content import State
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.detect import CPU, MEMORY, VersionInfo
-from app.domain.checkpoint.loading import LoadResult
+from app.domain.checkpoint.loading import CORRUPT, LoadResult
 from app.domain.checkpoint.memory_state import Block, MemoryCheckpointState
+from app.domain.checkpoint.reader import Reader
+from app.domain.checkpoint.startup import SAFELY_RESTORES, start_error
 from app.domain.cpuset import CPUSet
+from app.domain.units import format_bytes
 
 COMPATIBLE = "compatible"
 COMPATIBLE_WITH_LOSS = "compatible-with-loss"
@@ -49,6 +54,10 @@ class TargetVerdict:
     error: str | None = None
     message: str | None = None
     notes: tuple[str, ...] = ()
+    why: str | None = None  # one line: why the kubelet refuses (``will-fail``/``policy-mismatch``)
+    lost_pods: tuple[str, ...] = ()  # UIDs of the pods whose pod entries are in ``lost``
+    #: ``lost`` with the pods named and sizes humanised (when the pods' names were given)
+    lost_named: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -62,23 +71,32 @@ class TargetVerdict:
             "error": self.error,
             "message": self.message,
             "notes": list(self.notes),
+            "why": self.why,
+            "lostPods": list(self.lost_pods),
+            "lostNamed": list(self.lost_named or self.lost),
         }
 
 
-def _fmt_blocks(blocks: Sequence[Block]) -> str:
+def _fmt_blocks(blocks: Sequence[Block], human: bool) -> str:
     return ", ".join(
-        f"{b.type} {b.size} bytes on NUMA {','.join(map(str, b.numa_affinity)) or '-'}"
+        f"{b.type} {format_bytes(b.size) if human else f'{b.size} bytes'} on NUMA "
+        f"{','.join(map(str, b.numa_affinity)) or '-'}"
         for b in blocks
     )
 
 
-def describe_pod_entry(state: State, uid: str) -> str:
+def describe_pod_entry(state: State, uid: str, names: Mapping[str, str] | None = None) -> str:
+    """A pod entry as a loss: ``podEntries[UID] (cpuSet 4-7)``; with ``names`` (uid ->
+    ``namespace/name``, the node's pods) the pod is named and sizes are humanised:
+    ``podEntries of databases/db (memory 16 GiB on NUMA 0)``."""
+    name = (names or {}).get(uid)
+    who = f"podEntries of {name}" if name else f"podEntries[{uid}]"
     if isinstance(state, CPUCheckpointState):
         cset = (state.pod_entries or {}).get(uid, CPUSet())
-        return f"podEntries[{uid}] (cpuSet {str(cset) or 'empty'})"
+        return f"{who} (cpuSet {str(cset) or 'empty'})"
     assert isinstance(state, MemoryCheckpointState)
     blocks = (state.pod_entries or {}).get(uid, ())
-    return f"podEntries[{uid}] ({_fmt_blocks(blocks) or 'no blocks'})"
+    return f"{who} ({_fmt_blocks(blocks, name is not None) or 'no blocks'})"
 
 
 def uncovered_pod_entry(state: State, uid: str) -> str | None:
@@ -125,12 +143,29 @@ def state_differences(content: State, read: State) -> list[str]:
 
 
 def verdict_for_result(
-    result: LoadResult, content: State | None, info: VersionInfo | None, synthetic: bool
+    result: LoadResult,
+    content: State | None,
+    info: VersionInfo | None,
+    synthetic: bool,
+    *,
+    machine: State | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> TargetVerdict:
+    """The verdict of ``result``'s release on a file holding ``content``; ``machine`` is the
+    state whose CPUs and memory tables describe the machine (default: ``content``; a
+    conversion passes the file it converted, whose pod entries the new version may drop);
+    ``names`` (uid -> ``namespace/name``) gives ``lost_named`` (``lost`` stays the inspector's
+    words, UIDs and bytes)."""
     r = result.reader
     notes: list[str] = list(result.notes)
 
     def make(verdict: str, **kw: Any) -> TargetVerdict:
+        if names and kw.get("lost_pods") and content is not None:
+            plain = {describe_pod_entry(content, u): u for u in kw["lost_pods"]}
+            kw["lost_named"] = tuple(
+                describe_pod_entry(content, plain[x], names) if x in plain else x
+                for x in kw.get("lost", ())
+            )
         return TargetVerdict(
             r.key, r.label, r.release, r.gate, verdict, loaded_as=result.loaded_as, **kw
         )
@@ -150,7 +185,13 @@ def verdict_for_result(
         notes.append(f"uncertain: whether {r.line} accepts a zero memory checksum (modelled: no)")
     if not result.accepted:
         verdict = POLICY_MISMATCH if result.policy_mismatch else WILL_FAIL
-        return make(verdict, error=result.error, message=result.message, notes=tuple(notes))
+        return make(
+            verdict,
+            error=result.error,
+            message=result.message,
+            notes=tuple(notes),
+            why=_why_refused(result, content, info),
+        )
     if result.ignored or result.state is None or content is None:
         return make(COMPATIBLE, notes=tuple(notes))
     read = result.state
@@ -158,11 +199,13 @@ def verdict_for_result(
     kept = read.pod_entries or {}
     dropped = [uid for uid in sorted(file_pods) if uid not in kept]
     lost: list[str] = []
+    lost_pods: tuple[str, ...] = ()
     verdict = COMPATIBLE
     if dropped:
         if r.gate:
             verdict = COMPATIBLE_WITH_LOSS
             lost.extend(describe_pod_entry(content, uid) for uid in dropped)
+            lost_pods = tuple(dropped)
         else:
             notes.append(
                 "pod-level entries are ignored by this release (PodLevelResourceManagers off): "
@@ -172,12 +215,8 @@ def verdict_for_result(
             if uncovered:
                 verdict = COMPATIBLE_WITH_LOSS
                 lost.extend(describe_pod_entry(content, uid) for uid in dropped)
-                notes.append(
-                    "not held by any container entry: "
-                    + "; ".join(uncovered)
-                    + " — start-up validation works from container entries alone and may fail "
-                    "(spec §8, uncertain)"
-                )
+                lost_pods = tuple(dropped)
+                notes.append("not held by any container entry: " + "; ".join(uncovered))
     stale = sorted(set(kept) - set(file_pods))
     if stale:
         notes.append(
@@ -188,4 +227,55 @@ def verdict_for_result(
     if differences:
         verdict = COMPATIBLE_WITH_LOSS
         lost.extend(differences)
-    return make(verdict, lost=tuple(lost), notes=tuple(notes))
+    failure = start_error(machine or content, read, r.gate)
+    if failure is not None:
+        if dropped:
+            notes.append(SAFELY_RESTORES)
+        return make(
+            WILL_FAIL,
+            lost=tuple(lost),
+            lost_pods=lost_pods,
+            error=failure,
+            message=failure,
+            notes=tuple(notes),
+            why=_why_not_started(_name(r), read, bool(dropped), r.gate),
+        )
+    return make(verdict, lost=tuple(lost), lost_pods=lost_pods, notes=tuple(notes))
+
+
+def _name(r: Reader) -> str:
+    """``1.35``, ``1.37 gate off``: the kubelet as a sentence names it."""
+    return r.key.replace("-gate-", " gate ")
+
+
+def _why_refused(result: LoadResult, content: State | None, info: VersionInfo | None) -> str:
+    """One line: why the release's reader refuses the file."""
+    r = result.reader
+    name = _name(r)
+    if result.policy_mismatch:
+        if content is None:
+            return "the configured policy differs from the file's"
+        return (
+            f"the file was written under policy {content.policy_name!r}; a kubelet configured "
+            "with another policy refuses it"
+        )
+    version = f" {info.version}" if info is not None else ""
+    if result.error == CORRUPT and content is not None and content.pod_entries:
+        return f"{name} cannot read `podEntries`, so its checksum check of this{version} file fails"
+    if result.error == CORRUPT:
+        return f"the checksum {name} computes does not match the one stored in the file"
+    return f"{name} cannot read this{version} file: {result.error}"
+
+
+def _why_not_started(label: str, read: State, dropped: bool, gate: bool) -> str:
+    """One line: why the policy's ``Start`` refuses what the reader read."""
+    without = "without its pod entries" if dropped or (read.pod_entries and not gate) else "as is"
+    if isinstance(read, CPUCheckpointState):
+        return (
+            f"{label} reads the file {without}, so validateState finds CPUs that no entry it "
+            "keeps holds"
+        )
+    return (
+        f"{label} reads the file {without}, so the machine state it recomputes from the "
+        "container entries differs from the stored one"
+    )

@@ -103,12 +103,14 @@ def inspect(
     topology: CPUTopology | None = None,
     reserved_cpus: CPUSet | None = None,
     live_pod_uids: Iterable[str] | None = None,
+    pod_names: Mapping[str, str] | None = None,
 ) -> InspectionReport:
     """Inspect a state file (bytes or text). ``manager`` (``cpu``/``memory`` or the file name)
     is detected when omitted. ``configured_policy`` enables the policy comparison.
     ``consistency`` adds the issues of ``check_consistency`` on the content (implied by
     ``topology``, ``reserved_cpus`` or ``live_pod_uids``, the last for ``stale-entry``
-    issues). Never raises for bad file content."""
+    issues). ``pod_names`` (uid -> ``namespace/name``) names the pods of lost entries. Never
+    raises for bad file content."""
     size = _size(content)
     issues: list[Issue] = []
     mgr: str | None = None
@@ -195,7 +197,7 @@ def inspect(
     for target in targets:
         reader = target.with_policy(configured_policy)
         result = load_checkpoint(text, mgr, reader, containers, state_dir)
-        found.append(verdict_for_result(result, state, info, synthetic))
+        found.append(verdict_for_result(result, state, info, synthetic, names=pod_names))
     return InspectionReport(
         readable=True,
         size=size,

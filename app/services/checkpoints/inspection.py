@@ -16,8 +16,9 @@ It is CPU work on untrusted input: the web routes run it off the event loop
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +32,20 @@ from app.adapters.kubelet import (
     read_capped,
 )
 from app.domain.checkpoint import (
+    COMPATIBLE,
+    COMPATIBLE_WITH_LOSS,
     POLICY_MISMATCH,
     TARGETS,
+    WILL_FAIL,
+    CheckpointError,
     CheckpointTooLargeError,
     InspectionReport,
     Issue,
     Reader,
     check_consistency,
+    convert,
     inspect,
+    version_for,
 )
 from app.services.checkpoints.errors import (
     CheckpointFileError,
@@ -62,6 +69,9 @@ class InspectionView:
     configured_policy: str | None = None
     targets: tuple[Reader, ...] = TARGETS
     tables: tuple[Table, ...] = ()
+    #: per target key, the conversions after which that kubelet starts on the file (for the
+    #: targets that fail on it or lose something)
+    rescues: Mapping[str, tuple[Rescue, ...]] = field(default_factory=dict)
 
     @property
     def issues(self) -> tuple[Issue, ...]:
@@ -104,7 +114,64 @@ class InspectionView:
         out["issues"] = [i.to_dict() for i in self.issues]
         out["ok"] = self.ok
         out["problems"] = self.problems
+        for v in out["verdicts"]:
+            v["rescues"] = [r.to_dict() for r in self.rescues.get(v["target"], ())]
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class Rescue:
+    """A conversion that makes the file readable by the target release."""
+
+    to_version: str
+    verdict: str
+    lost: tuple[str, ...]
+    notes: tuple[str, ...]
+    command: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "toVersion": self.to_version,
+            "verdict": self.verdict,
+            "lost": list(self.lost),
+            "notes": list(self.notes),
+            "command": self.command,
+        }
+
+
+def _rescue_versions(manager: str, target: Reader, current: str | None) -> list[str]:
+    newest = "V4" if manager == "cpu" else "V3"
+    out = []
+    for v in (version_for(manager, target), newest):
+        if v != current and v not in out:
+            out.append(v)
+    return out
+
+
+def rescues_for(
+    path: str, content: bytes, manager: str, target: Reader, view: InspectionView
+) -> tuple[Rescue, ...]:
+    """The conversions (``numascope checkpoint convert … --to V``) after which a kubelet of
+    ``target`` starts on the file: the version it writes itself and, when different, the
+    newest one (older releases read its inline part); each with what it loses."""
+    current = view.report.version.version if view.report.version is not None else None
+    found: list[Rescue] = []
+    for version in _rescue_versions(manager, target, current):
+        try:
+            result = convert(content, version, target, False, manager=manager)
+        except CheckpointError:
+            continue
+        if result.verdict is None or result.verdict.verdict not in (
+            COMPATIBLE,
+            COMPATIBLE_WITH_LOSS,
+        ):
+            continue
+        p = shlex.quote(path)
+        command = (
+            f"numascope checkpoint convert {p} --to {version} --release {target.key} --out {p}"
+        )
+        found.append(Rescue(version, result.verdict.verdict, result.lost, result.notes, command))
+    return tuple(found)
 
 
 # Inspection costs about 0.3 ms per member (eight release readers each decode the file):
@@ -149,6 +216,7 @@ def inspect_content(
     size: int | None = None,
     state_dir: str | None = None,
     live_pod_uids: Sequence[str] | None = None,
+    pod_names: Mapping[str, str] | None = None,
 ) -> InspectionView:
     """Inspect a state file's bytes. ``source`` names it (a path, an upload's file name); a
     name like ``cpu_manager_state.bak`` tells the manager when the content does not.
@@ -169,6 +237,8 @@ def inspect_content(
         report = _too_many_members_report(members, real_size, hint)
         return InspectionView(source, report, (), policy, targets)
     extra: dict[str, Any] = {"state_dir": state_dir} if state_dir is not None else {}
+    if pod_names:
+        extra["pod_names"] = pod_names
     report = inspect(data, manager, configured_policy=policy, targets=targets, **extra)
     if not report.readable and manager is None and hint is not None:
         # A truncated or hostile file has no keys to tell the manager: its name does.
@@ -184,7 +254,17 @@ def inspect_content(
         consistency = tuple(i for i in found if i.code not in DUPLICATE_CODES)
         if report.state is not None:
             tables = content_tables(report.state)
-    return InspectionView(source, report, consistency, policy, targets, tables)
+    view = InspectionView(source, report, consistency, policy, targets, tables)
+    if report.manager is None or report.version is None:
+        return view
+    rescued: dict[str, tuple[Rescue, ...]] = {}
+    for verdict, target in zip(report.verdicts, targets, strict=True):
+        if verdict.verdict in (WILL_FAIL, COMPATIBLE_WITH_LOSS):
+            reader = target.with_policy(policy)
+            rescues = rescues_for(source, data, report.manager, reader, view)
+            if rescues:
+                rescued[verdict.target] = rescues
+    return replace(view, rescues=rescued)
 
 
 def read_source(path: str | Path) -> tuple[bytes | None, int | None]:

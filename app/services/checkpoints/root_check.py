@@ -11,7 +11,7 @@ version, which older releases read through its inline part).
 
 from __future__ import annotations
 
-import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,15 +28,13 @@ from app.domain.checkpoint import (
     COMPATIBLE_WITH_LOSS,
     POLICY_MISMATCH,
     WILL_FAIL,
-    CheckpointError,
     Issue,
     Reader,
     TargetVerdict,
     check_consistency,
-    convert,
-    version_for,
 )
 from app.domain.kubelet_config import RELEASES, KubeletConfig, KubeletConfigError
+from app.domain.restart import recovery_steps
 from app.services.checkpoints.arguments import (
     resolve_target,
 )
@@ -49,30 +47,11 @@ from app.services.checkpoints.inspection import (
     MANAGERS,
     SEVERITY_ORDER,
     InspectionView,
+    Rescue,
     inspect_content,
 )
 
 # -- checking a kubelet root dir ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Rescue:
-    """A conversion that makes the file readable by the target release."""
-
-    to_version: str
-    verdict: str
-    lost: tuple[str, ...]
-    notes: tuple[str, ...]
-    command: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "toVersion": self.to_version,
-            "verdict": self.verdict,
-            "lost": list(self.lost),
-            "notes": list(self.notes),
-            "command": self.command,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,36 +151,14 @@ def _load_config(
         return None, str(path), problem
 
 
-def _rescue_versions(manager: str, target: Reader, current: str | None) -> list[str]:
-    newest = "V4" if manager == "cpu" else "V3"
-    out = []
-    for v in (version_for(manager, target), newest):
-        if v != current and v not in out:
-            out.append(v)
-    return out
-
-
-def _rescues(
-    path: Path, content: bytes, manager: str, target: Reader, view: InspectionView
-) -> tuple[Rescue, ...]:
-    current = view.report.version.version if view.report.version is not None else None
-    found: list[Rescue] = []
-    for version in _rescue_versions(manager, target, current):
-        try:
-            result = convert(content, version, target, False, manager=manager)
-        except CheckpointError:
-            continue
-        if result.verdict is None or result.verdict.verdict not in (
-            COMPATIBLE,
-            COMPATIBLE_WITH_LOSS,
-        ):
-            continue
-        p = shlex.quote(str(path))
-        command = (
-            f"numascope checkpoint convert {p} --to {version} --release {target.key} --out {p}"
-        )
-        found.append(Rescue(version, result.verdict.verdict, result.lost, result.notes, command))
-    return tuple(found)
+def _gate_reads(reader: Reader, manager: str, view: InspectionView) -> bool:
+    """Whether this release with the gate on reads the file's pod entries: a version that
+    carries them, no newer than the one the release writes with the gate on."""
+    version = view.report.version.version if view.report.version is not None else None
+    cpu = manager == "cpu"
+    own = releases.get(reader.release).writes(True)[0 if cpu else 1]
+    pod_formats = ("V3", "V4") if cpu else ("V2", "V3")
+    return version in pod_formats and version <= own
 
 
 def check_root_dir(
@@ -210,8 +167,10 @@ def check_root_dir(
     *,
     gate: bool | None = None,
     config_file: str | Path | None = None,
+    pod_names: Mapping[str, str] | None = None,
 ) -> DirCheck:
-    """What a kubelet of ``target`` does with the state files of ``root`` (read-only)."""
+    """What a kubelet of ``target`` does with the state files of ``root`` (read-only);
+    ``pod_names`` (uid -> ``namespace/name``) names the pods of lost entries."""
     d = KubeletRootDir(root, config_file=config_file)
     try:
         d.check()
@@ -263,13 +222,14 @@ def check_root_dir(
             targets=(reader,),
             size=too_large,
             state_dir=str(d.path),
+            pod_names=pod_names,
         )
         verdict = view.report.verdict_for(reader.key)
         rescues: tuple[Rescue, ...] = ()
         advice: list[str] = []
         status = verdict.verdict if verdict is not None else WILL_FAIL
         if status in (WILL_FAIL, COMPATIBLE_WITH_LOSS) and too_large is None:
-            rescues = _rescues(path, content, manager, reader, view)
+            rescues = view.rescues.get(reader.key, ())
         if status == POLICY_MISMATCH:
             advice.append(
                 "the configured policy differs from the file's: a policy change needs the "
@@ -277,12 +237,13 @@ def check_root_dir(
             )
         elif status == WILL_FAIL and not rescues:
             advice.append(
-                "no conversion rescues this file (corrupted or unreadable): drain the node, stop "
-                f"the kubelet, move {path.name} aside (e.g. to {path.name}.bak), start the kubelet"
+                "no conversion keeps this kubelet starting: "
+                + "; ".join(recovery_steps(str(d.path), reader.release, None))
             )
         if (
-            status == COMPATIBLE_WITH_LOSS
+            status in (COMPATIBLE_WITH_LOSS, WILL_FAIL)
             and reader.has_gate
+            and _gate_reads(reader, manager, view)
             and not reader.gate
             and view.report.state is not None
             and view.report.state.pod_entries

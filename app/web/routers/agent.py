@@ -40,7 +40,7 @@ from app.services.node_errors import NodeServiceError
 from app.services.nodes import NodeInputError, NodeService
 from app.services.nrt import build_nrt
 from app.services.observer import ObservedNodeUnavailableError
-from app.services.upgrade import UpgradeInputError, check_files, check_observed
+from app.services.upgrade import NodeFiles, UpgradeInputError, check_files, check_observed
 from app.services.watch import watch_state
 from app.web.deps import NodeName, NodeServiceDep, SettingsDep
 
@@ -214,15 +214,26 @@ def node_upgrade(
         obs = service.observer
         if obs is not None and obs.name == name:
             s = obs.settings
-            return check_observed(name, s.kubelet_root, s.kubelet_config_file, release, gate)
+            try:  # the rehearsal's start-up on a copy of its files judges, as for any node
+                rehearsal = service.restart(
+                    name, release, dry_run=True, pod_level_resource_managers=gate
+                )
+                start = rehearsal.result
+            except ObservedNodeUnavailableError:
+                start = None
+            return check_observed(name, s.kubelet_root, s.kubelet_config_file, release, gate, start)
         definition = service.definition(name)
         directory = service.node_dir(name)
         files: dict[str, bytes | None] = {}
         for file in STATE_NAMES:
             path = Path(directory) / file if directory is not None else None
             files[file] = path.read_bytes() if path is not None and path.is_file() else None
-        uids = [p.uid for p in service.snapshot(name).pods if "/" not in p.uid]
-        return check_files(name, files, definition.kubelet_config, uids, release, gate)
+        snapshot = service.snapshot(name)
+        pods = {p.uid: f"{p.namespace}/{p.name}" for p in snapshot.pods if "/" not in p.uid}
+        node = NodeFiles(
+            name, snapshot.topology, definition.release, definition.kubelet_config, files, pods
+        )
+        return check_files(node, release, gate)
     except UpgradeInputError as exc:
         raise NodeInputError(exc.message, exc.field) from None
 

@@ -96,7 +96,8 @@ def test_memory_v3_to_v1_lists_pod_entries_and_warns_about_validation() -> None:
     result = convert(write_memory_checkpoint(MEM_STATE, "V3"), target_release="1.35")
     assert result.to_version == "V1"
     assert result.lost[0] == "podEntries[plr] (memory 2048 bytes on NUMA 0)"
-    assert any("start-up validation may fail" in n for n in result.notes)
+    assert any("start-up validation (validateState) refuses the file" in n for n in result.notes)
+    assert result.verdict is not None and result.verdict.verdict == "will-fail"
     assert version_for("memory", Reader("1.36", True)) == "V2"
 
 

@@ -203,7 +203,9 @@ def test_inspect_v4_report() -> None:
     assert any("ignored" in n for n in verdicts["1.37-gate-off"]["notes"])
 
 
-def test_gate_off_reader_with_uncovered_pod_cpus_is_a_loss() -> None:
+def test_gate_off_reader_with_uncovered_pod_cpus_will_fail() -> None:
+    """Read, but ``validateState`` refuses it: CPUs 3-5 are in no entry the reader keeps
+    (behaviour changed from ``compatible-with-loss``: the start-up model now runs ``Start``)."""
     state = CPUCheckpointState.from_dict(
         {
             "policyName": "static",
@@ -214,8 +216,13 @@ def test_gate_off_reader_with_uncovered_pod_cpus_is_a_loss() -> None:
     )
     report = inspect(write_cpu_checkpoint(state, "V4"))
     v = report.verdict_for("1.35")
-    assert v is not None and v.verdict == "compatible-with-loss"
+    assert v is not None and v.verdict == "will-fail"
+    assert v.error == (
+        'start cpu manager error: current set of available CPUs "0-5" doesn\'t match with CPUs '
+        'in state "0-2"'
+    )
     assert any("CPUs 3-5 of pod plr" in n for n in v.notes)
+    assert any("safely restores" in n for n in v.notes)
 
 
 def test_policy_mismatch_verdict() -> None:
@@ -249,7 +256,14 @@ def test_upstream_v3_memory_file_with_wrong_inline_part() -> None:
         ("dataChecksum", "valid"),
     ]
     assert {i.code for i in report.issues} >= {"checksum-invalid", "inline-differs"}
-    assert report.verdict_for("1.37-gate-on").verdict == "compatible"  # type: ignore[union-attr]
+    # 1.37 reads ``data`` (the inline part does not matter to it) and then refuses to start:
+    # MEM_STATE books an assignment that no container entry accounts for.
+    v = report.verdict_for("1.37-gate-on")
+    assert v is not None and v.verdict == "will-fail"
+    assert v.error == (
+        "start memory manager error: [memorymanager] the expected machine state is different "
+        "from the real one"
+    )
     assert report.verdict_for("1.35").verdict == "will-fail"  # type: ignore[union-attr]
 
 
