@@ -269,6 +269,7 @@ class SummaryFeed:
         self.log: deque[tuple[int, ChangeType, NodeSummaryV1]] = deque(maxlen=history)
         self._changed = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
+        self._fresh = asyncio.Event()  # set once the running task has read the nodes
         self._watchers = 0
 
     def rv(self, n: int | None = None) -> str:
@@ -298,12 +299,13 @@ class SummaryFeed:
             async with self._changed:
                 self._changed.notify_all()
 
-    async def _run(self) -> None:
+    async def _run(self, fresh: asyncio.Event) -> None:
         while self._watchers:
             try:
                 await self._update()
             except Exception:  # a failing read must not end every stream
                 log.exception("summary feed refresh failed")
+            fresh.set()
             await asyncio.sleep(self.tick)
         self._task = None
 
@@ -349,8 +351,9 @@ class SummaryFeed:
         self._watchers += 1
         try:
             if self._task is None:  # not running: what it held may be old
-                await self._update()
-                self._task = asyncio.create_task(self._run(), name="summary-feed")
+                self._fresh = asyncio.Event()
+                self._task = asyncio.create_task(self._run(self._fresh), name="summary-feed")
+            await self._fresh.wait()
             lines, at = self._start(rv)
             for line in lines:
                 yield line
