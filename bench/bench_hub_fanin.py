@@ -156,6 +156,8 @@ class FakeAgents:
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, IndexError):
             pass
+        except asyncio.CancelledError:  # the process's lifetime is over
+            pass
         finally:
             writer.close()
 
@@ -260,7 +262,7 @@ def pct(values: list[float], q: float) -> float:
 
 def run(count: int, mode: str, samples: int, steady: float, tmp: Path) -> None:
     ready = tmp / f"fake-{mode}.ready"
-    lifetime = 600.0
+    lifetime = 1800.0
     fake = subprocess.Popen(
         [
             sys.executable,
@@ -386,7 +388,7 @@ def main() -> None:
     parser.add_argument("--fake", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--mode", default="watch", help=argparse.SUPPRESS)
     parser.add_argument("--ready", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--lifetime", type=float, default=600.0, help=argparse.SUPPRESS)
+    parser.add_argument("--lifetime", type=float, default=1800.0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.fake is not None:
         if not 0 < args.fake <= MAX_AGENTS:
