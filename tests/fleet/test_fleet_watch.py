@@ -274,9 +274,17 @@ def _metric(hub: Server, name: str) -> float:
 
 def test_an_admission_shows_in_the_fleet_at_once_without_polling(watched: Watched) -> None:
     before = _pods(watched, "wa-1")
-    etag = watched.hub.client.get("/api/v1/fleet").headers["etag"]
+    first = watched.hub.client.get("/api/v1/fleet")
+    etag = first.headers["etag"]
     time.sleep(4 * BOOKMARK)  # bookmarks arrive: the fleet does not change
-    assert watched.hub.client.get("/api/v1/fleet").headers["etag"] == etag
+    again = watched.hub.client.get("/api/v1/fleet")
+    # The real agents' rows and entries (lastSeen too) are as they were; only a hostile
+    # agent's error text may have moved on a busy machine (a connect timing out instead).
+    hostile = set(watched.hostile.values())
+    real = [[a for a in r.json()["agents"] if a["url"] not in hostile] for r in (first, again)]
+    assert real[0] == real[1] and first.json()["nodes"] == again.json()["nodes"]
+    if first.json()["agents"] == again.json()["agents"]:
+        assert again.headers["etag"] == etag
     started = time.monotonic()
     assert watched.agents[0].admit("wa-1", classic_pod("f1", "prod", "1", "1Gi")).status_code == 201
     wait_for(lambda: _pods(watched, "wa-1") == before + 1)
@@ -314,7 +322,8 @@ def test_a_killed_agent_turns_unreachable_and_is_followed_again_once_restarted(
     expired = _metric(watched.hub, 'numascope_hub_watch_events_total{type="ERROR"}')
     agent.kill9()
     wait_for(lambda: watched.agent(agent.url)["status"] == "unreachable")
-    assert "cannot connect" in watched.agent(agent.url)["error"]
+    # (a reconnect racing the dying process may first read a reset)
+    wait_for(lambda: "cannot connect" in watched.agent(agent.url)["error"])
     assert _pods(watched, "wb-1") == pods  # still listed, with its agent's status
     assert watched.node("wb-1")["status"] == "unreachable"  # type: ignore[index]
     agent.start()
