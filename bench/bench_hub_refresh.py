@@ -106,7 +106,7 @@ def end_to_end(tmp: Path, agents: list[Server], samples: int) -> None:
             wait_for(seen, timeout=30, step=0.02)
             delays.append(time.perf_counter() - t0)
         print(
-            f"  hub process, 1 s poll interval: admission on an agent -> in /api/v1/fleet "
+            f"  hub process (watch streams): admission on an agent -> in /api/v1/fleet "
             f"median {statistics.median(delays):.2f} s, worst {max(delays):.2f} s "
             f"({samples} samples)"
         )
