@@ -31,7 +31,7 @@ from pydantic.alias_generators import to_camel
 from app.adapters.db.tables import ACTION_DRY_RUN, ACTION_REMOVE
 from app.domain import units
 from app.domain.cpumanager.pod_scope import guaranteed_cpus, validate_pod_scope_resources
-from app.domain.explain import explain_rejection
+from app.domain.explain import Explanation, explain_rejection
 from app.domain.node import Node
 from app.domain.pod import Container, Pod
 from app.domain.pod_budget import PodBudgetError
@@ -295,19 +295,10 @@ def hint_text(h: TopologyHint) -> str:
     return f"{where}{' · preferred' if h.preferred else ''}"
 
 
-def explain_entry(service: NodeService, node: str, entry: int) -> RejectionView:
-    """The explanation of rejected log entry ``entry`` of ``node``."""
-    rows = log_rows(service, node)
-    row = find_row(rows, node, entry)
-    if row.admitted or row.action == ACTION_REMOVE:
-        raise UnknownEntryError(node, entry, "rejected admission")
-    builder = Builder(service, node)
-    batch = row.batch if row.action == ACTION_DRY_RUN else ""
-    state = replay(builder, rows, before=row.id, batch=batch)
-    pod = builder.pod(row)
-    ex = explain_rejection(state, pod, row.manifest, builder)
+def _numa_views(ex: Explanation) -> list[NumaFreeView]:
+    """Each NUMA node's free CPUs and memory, and whether they cover the pod's request."""
     need_mem = ex.requested_memory
-    numa = [
+    return [
         NumaFreeView(
             numa_node=n.numa_node,
             cpus=n.cpus,
@@ -321,7 +312,11 @@ def explain_entry(service: NodeService, node: str, entry: int) -> RejectionView:
         )
         for n in ex.numa
     ]
-    units = [
+
+
+def _unit_views(ex: Explanation) -> list[UnitView]:
+    """Each admission unit's hints per provider and resource, merged hint and verdict."""
+    return [
         UnitView(
             unit=u.unit,
             providers=[
@@ -340,6 +335,36 @@ def explain_entry(service: NodeService, node: str, entry: int) -> RejectionView:
         )
         for u in ex.units
     ]
+
+
+def _divergence_views(ex: Explanation) -> list[DivergenceView]:
+    return [
+        DivergenceView(
+            key=d.key,
+            title=d.title,
+            docs_say=d.docs_say,
+            code_does=d.code_does,
+            upstream_file=d.upstream_file,
+            upstream_url=d.upstream_url,
+            docs_url=d.docs_url,
+            docs_title=d.docs_title,
+        )
+        for d in ex.divergences
+    ]
+
+
+def explain_entry(service: NodeService, node: str, entry: int) -> RejectionView:
+    """The explanation of rejected log entry ``entry`` of ``node``."""
+    rows = log_rows(service, node)
+    row = find_row(rows, node, entry)
+    if row.admitted or row.action == ACTION_REMOVE:
+        raise UnknownEntryError(node, entry, "rejected admission")
+    builder = Builder(service, node)
+    batch = row.batch if row.action == ACTION_DRY_RUN else ""
+    state = replay(builder, rows, before=row.id, batch=batch)
+    pod = builder.pod(row)
+    ex = explain_rejection(state, pod, row.manifest, builder)
+    need_mem = ex.requested_memory
     base = node_url(node)
     _, reason, _message = ex.verdict
     budgets = budget_of(state, pod) if ex.pod_level else []
@@ -360,25 +385,13 @@ def explain_entry(service: NodeService, node: str, entry: int) -> RejectionView:
         pod_level=ex.pod_level,
         requested_cpus=ex.requested_cpus,
         requested_memory=need_mem,
-        numa=numa,
-        units=units,
+        numa=_numa_views(ex),
+        units=_unit_views(ex),
         replayed_reason=reason,
         replay_matches=(not ex.verdict[0]) and reason == row.reason,
         suggestions=[SuggestionView(kind=s.kind, text=s.text) for s in ex.suggestions],
         before_url=f"{base}/history/{_previous_change(rows, row.id)}",
-        divergences=[
-            DivergenceView(
-                key=d.key,
-                title=d.title,
-                docs_say=d.docs_say,
-                code_does=d.code_does,
-                upstream_file=d.upstream_file,
-                upstream_url=d.upstream_url,
-                docs_url=d.docs_url,
-                docs_title=d.docs_title,
-            )
-            for d in ex.divergences
-        ],
+        divergences=_divergence_views(ex),
         budgets=budgets,
         cause=cause,
     )
