@@ -270,6 +270,19 @@ def _choice(value: str, allowed: tuple[str, ...], field: str, message: str) -> s
     return value
 
 
+def _configuration(obj: Mapping[str, Any] | None, release: str) -> Mapping[str, Any]:
+    """``obj`` as a KubeletConfiguration mapping for a supported ``release``."""
+    if release not in RELEASES:
+        raise KubeletConfigError(
+            "release", f"unsupported kubelet release {release!r}; use one of {', '.join(RELEASES)}"
+        )
+    obj = _mapping(obj, "KubeletConfiguration")
+    kind = obj.get("kind")
+    if kind is not None and kind != "KubeletConfiguration":
+        raise KubeletConfigError("kind", f'expected "KubeletConfiguration", got {kind!r}')
+    return obj
+
+
 def _policies(obj: Mapping[str, Any]) -> tuple[str, str, str, str]:
     """The CPU, memory and topology manager policies and the topology manager scope, each
     refused with the kubelet's message when unknown."""
@@ -344,15 +357,7 @@ def kubelet_config_from_dict(
     ``check_gates=False`` skips the start-up check of the gate names and locks (not their
     types): for the configuration of a kubelet that is running, which proves it passed.
     """
-    if release not in RELEASES:
-        raise KubeletConfigError(
-            "release", f"unsupported kubelet release {release!r}; use one of {', '.join(RELEASES)}"
-        )
-    obj = _mapping(obj, "KubeletConfiguration")
-    kind = obj.get("kind")
-    if kind is not None and kind != "KubeletConfiguration":
-        raise KubeletConfigError("kind", f'expected "KubeletConfiguration", got {kind!r}')
-
+    obj = _configuration(obj, release)
     cpu_policy, mem_policy, tm_policy, tm_scope = _policies(obj)
     reserved = _reserved_cpus(obj)
     gates = _feature_gates(obj.get("featureGates"), release, check_gates)
