@@ -99,7 +99,8 @@ def _verdict_lines(verdicts: Sequence[Any]) -> list[str]:
     return lines
 
 
-def render_inspection(view: InspectionView) -> str:
+def _header_lines(view: InspectionView) -> list[str]:
+    """The format, file, manager, policy and read error of the inspected file."""
     r = view.report
     lines: list[str] = []
     if r.version is not None:
@@ -118,6 +119,12 @@ def render_inspection(view: InspectionView) -> str:
         lines.append(f"  policy     {r.policy_name}{configured}")
     if r.error:
         lines.append(f"  error      {r.error}")
+    return lines
+
+
+def render_inspection(view: InspectionView) -> str:
+    r = view.report
+    lines = _header_lines(view)
     if r.checksums:
         lines.append("")
         lines.append("Checksums")

@@ -202,6 +202,28 @@ def _file_advice(
     return tuple(advice)
 
 
+def _read_state(d: KubeletRootDir, manager: str) -> tuple[bytes | None, int | None]:
+    """(content, size when too large to read: content is then empty)."""
+    try:
+        return d.read_state(manager), None
+    except KubeletFileTooLargeError as exc:
+        return b"", exc.size
+    except KubeletDirError as exc:
+        raise CheckpointFileError(exc.message, "dir") from None
+
+
+def _without_memory_manager(path: Path, reader: Reader) -> FileCheck:
+    """A memory manager file on a release that has no memory manager: ignored."""
+    return FileCheck(
+        "memory",
+        path.name,
+        str(path),
+        True,
+        advice=(f"a {reader.label} kubelet has no memory manager and ignores this file",),
+        verdict=TargetVerdict(reader.key, reader.label, reader.release, reader.gate, COMPATIBLE),
+    )
+
+
 def _check_file(
     d: KubeletRootDir,
     manager: str,
@@ -209,31 +231,14 @@ def _check_file(
     policy: str | None,
     pod_names: Mapping[str, str] | None,
 ) -> tuple[FileCheck, bytes | None]:
-    """One state file of the root dir read as ``reader`` would, and its bytes for the pair's
-    consistency check (None when missing or too large)."""
+    """One file read as ``reader`` would, and its bytes for the pair's check (or None)."""
     path = d.state_path(manager)
-    try:
-        content = d.read_state(manager)
-        too_large = None
-    except KubeletFileTooLargeError as exc:
-        content, too_large = b"", exc.size
-    except KubeletDirError as exc:
-        raise CheckpointFileError(exc.message, "dir") from None
+    content, too_large = _read_state(d, manager)
     kept = content if too_large is None else None
     if content is None:
         return FileCheck(manager, path.name, str(path), False), kept
     if manager == "memory" and reader.line == releases.OLDEST_CHECKPOINT_FAMILY:
-        ignored = FileCheck(
-            manager,
-            path.name,
-            str(path),
-            True,
-            advice=(f"a {reader.label} kubelet has no memory manager and ignores this file",),
-            verdict=TargetVerdict(
-                reader.key, reader.label, reader.release, reader.gate, COMPATIBLE
-            ),
-        )
-        return ignored, kept
+        return _without_memory_manager(path, reader), kept
     view = inspect_content(
         content,
         source=str(path),
@@ -245,10 +250,9 @@ def _check_file(
         pod_names=pod_names,
     )
     verdict = view.report.verdict_for(reader.key)
-    rescues: tuple[Rescue, ...] = ()
     status = verdict.verdict if verdict is not None else WILL_FAIL
-    if status in (WILL_FAIL, COMPATIBLE_WITH_LOSS) and too_large is None:
-        rescues = view.rescues.get(reader.key, ())
+    lossy = status in (WILL_FAIL, COMPATIBLE_WITH_LOSS) and too_large is None
+    rescues: tuple[Rescue, ...] = view.rescues.get(reader.key, ()) if lossy else ()
     advice = _file_advice(status, rescues, reader, manager, view, str(d.path))
     return FileCheck(manager, path.name, str(path), True, view, verdict, rescues, advice), kept
 
@@ -304,11 +308,8 @@ def check_root_dir(
         "cpu": config.cpu_manager_policy if config is not None else None,
         "memory": config.memory_manager_policy if config is not None else None,
     }
-    contents: dict[str, bytes | None] = {}
-    checks: list[FileCheck] = []
-    for manager in MANAGERS:
-        check, contents[manager] = _check_file(d, manager, reader, policies[manager], pod_names)
-        checks.append(check)
+    checked = {m: _check_file(d, m, reader, policies[m], pod_names) for m in MANAGERS}
+    contents = {m: content for m, (_, content) in checked.items()}
     uids = d.pod_uids()
     pod_uids = tuple(uids) if uids is not None else None
     issues = _pair_issues(config, config_problem, contents, pod_uids)
@@ -319,7 +320,7 @@ def check_root_dir(
         config_path,
         config_problem,
         policies,
-        tuple(checks),
+        tuple(check for check, _ in checked.values()),
         tuple(sorted(issues, key=lambda i: SEVERITY_ORDER.get(i.severity, 3))),
         pod_uids,
     )

@@ -53,38 +53,35 @@ def content_tables(state: Any) -> tuple[Table, ...]:
     return _memory_tables(state)
 
 
-def _cpu_tables(state: CPUCheckpointState) -> tuple[Table, ...]:
-    rows: tuple[tuple[str, ...], ...]
-    tables = []
+def _cpu_entries_table(state: CPUCheckpointState) -> Table:
+    """V1's container IDs, or the container entries of V2 and later."""
     if state.container_entries is not None and not state.entries:
-        rows = tuple(
-            (cid, str(c) or "(empty)", str(c.size()))
-            for cid, c in sorted(state.container_entries.items())
+        return Table(
+            "entries",
+            "Entries (V1: container ID → CPUs)",
+            ("Container ID", "CPUs", "Count"),
+            tuple(
+                (cid, str(c) or "(empty)", str(c.size()))
+                for cid, c in sorted(state.container_entries.items())
+            ),
+            (False, False, True),
         )
-        tables.append(
-            Table(
-                "entries",
-                "Entries (V1: container ID → CPUs)",
-                ("Container ID", "CPUs", "Count"),
-                rows,
-                (False, False, True),
-            )
-        )
-    else:
-        rows = tuple(
+    return Table(
+        "entries",
+        "Entries (container → CPUs: its exclusive slice, or its pod shared pool)",
+        ("Pod UID", "Container", "CPUs", "Count"),
+        tuple(
             (pod, name, str(c) or "(empty)", str(c.size()))
             for pod, containers in sorted(state.entries.items())
             for name, c in sorted(containers.items())
-        )
-        tables.append(
-            Table(
-                "entries",
-                "Entries (container → CPUs: its exclusive slice, or its pod shared pool)",
-                ("Pod UID", "Container", "CPUs", "Count"),
-                rows,
-                (False, False, False, True),
-            )
-        )
+        ),
+        (False, False, False, True),
+    )
+
+
+def _cpu_tables(state: CPUCheckpointState) -> tuple[Table, ...]:
+    rows: tuple[tuple[str, ...], ...]
+    tables = [_cpu_entries_table(state)]
     if state.pod_entries is not None:
         rows = tuple(
             (pod, str(c) or "(empty)", str(c.size()))
