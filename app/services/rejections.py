@@ -46,7 +46,7 @@ from app.services.history import (
     replay,
 )
 from app.services.node_views import iso, node_url
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 
 _REASON_HINTS = {
     "SMTAlignmentError": (
