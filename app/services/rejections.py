@@ -192,6 +192,22 @@ def _budget_text(resource: str, budget: int, exclusive: list[BudgetShare]) -> st
     return f"a {whole} budget of which {parts} {verb} exclusive"
 
 
+def _budget_view(
+    resource: str, budget: int, shares: list[BudgetShare], violation: str
+) -> BudgetView:
+    """A pod budget of ``resource``: the containers' exclusive shares (largest first) and the
+    containers that run in the pod's shared pool."""
+    exclusive = sorted((s for s in shares if s.amount), key=lambda s: -s.amount)
+    return BudgetView(
+        resource=resource,
+        budget=budget,
+        exclusive=exclusive,
+        shared=[s.container for s in shares if not s.amount],
+        text=_budget_text(resource, budget, exclusive),
+        violation=violation,
+    )
+
+
 def budget_of(node: Node, pod: Pod) -> list[BudgetView]:
     """The pod budget per resource (cpu; memory under the Static memory manager), with the
     kubelet's budget message when the containers do not fit it."""
@@ -205,22 +221,12 @@ def budget_of(node: Node, pod: Pod) -> list[BudgetView]:
             BudgetShare(container=c.name, amount=guaranteed_cpus(pod, c, gates))
             for c in _long_running(pod)
         ]
-        exclusive = sorted((s for s in shares if s.amount), key=lambda s: -s.amount)
         violation = ""
         try:
             validate_pod_scope_resources(pod, gates)
         except PodBudgetError as err:
             violation = err.message
-        out.append(
-            BudgetView(
-                resource="cpu",
-                budget=cpu_budget,
-                exclusive=exclusive,
-                shared=[s.container for s in shares if not s.amount],
-                text=_budget_text("cpu", cpu_budget, exclusive),
-                violation=violation,
-            )
-        )
+        out.append(_budget_view("cpu", cpu_budget, shares, violation))
     memory = node.memory
     mem_budget = pod.resources.request("memory").value()
     if memory is not None and mem_budget:
@@ -234,19 +240,10 @@ def budget_of(node: Node, pod: Pod) -> list[BudgetView]:
             )
             for c in _long_running(pod)
         ]
-        exclusive = sorted((s for s in shares if s.amount), key=lambda s: -s.amount)
         error = getattr(policy, "pod_scope_budget_error", None)
         found = error(pod) if callable(error) else None
-        out.append(
-            BudgetView(
-                resource="memory",
-                budget=mem_budget,
-                exclusive=exclusive,
-                shared=[s.container for s in shares if not s.amount],
-                text=_budget_text("memory", mem_budget, exclusive),
-                violation=found.message if isinstance(found, PodBudgetError) else "",
-            )
-        )
+        violation = found.message if isinstance(found, PodBudgetError) else ""
+        out.append(_budget_view("memory", mem_budget, shares, violation))
     return out
 
 
@@ -364,11 +361,9 @@ def explain_entry(service: NodeService, node: str, entry: int) -> RejectionView:
     state = replay(builder, rows, before=row.id, batch=batch)
     pod = builder.pod(row)
     ex = explain_rejection(state, pod, row.manifest, builder)
-    need_mem = ex.requested_memory
     base = node_url(node)
     _, reason, _message = ex.verdict
     budgets = budget_of(state, pod) if ex.pod_level else []
-    cause = budget_cause(budgets, ex.policy, ex.scope)
     return RejectionView(
         node=node,
         node_url=base,
@@ -384,7 +379,7 @@ def explain_entry(service: NodeService, node: str, entry: int) -> RejectionView:
         scope=ex.scope,
         pod_level=ex.pod_level,
         requested_cpus=ex.requested_cpus,
-        requested_memory=need_mem,
+        requested_memory=ex.requested_memory,
         numa=_numa_views(ex),
         units=_unit_views(ex),
         replayed_reason=reason,
@@ -393,7 +388,7 @@ def explain_entry(service: NodeService, node: str, entry: int) -> RejectionView:
         before_url=f"{base}/history/{_previous_change(rows, row.id)}",
         divergences=_divergence_views(ex),
         budgets=budgets,
-        cause=cause,
+        cause=budget_cause(budgets, ex.policy, ex.scope),
     )
 
 
