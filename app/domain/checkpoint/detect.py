@@ -148,6 +148,11 @@ def _manager_of(tree: Any, keys: dict[str, Any]) -> str | None:
     return None
 
 
+def sniff_manager(tree: Any) -> str | None:
+    """The manager the content itself names (``None`` when it names neither)."""
+    return _manager_of(tree, _top_keys(tree))
+
+
 def normalise_manager(manager: str) -> str:
     m = manager.strip().lower()
     if m in ("cpu", C.CPU_FILE_NAME, "cpumanager", "cpu_manager"):

@@ -23,6 +23,7 @@ from app.domain.checkpoint.detect import (
     detect_tree,
     normalise_manager,
     parse_checkpoint_text,
+    sniff_manager,
 )
 from app.domain.checkpoint.errors import CheckpointError
 from app.domain.checkpoint.findings import ChecksumReport, Issue, checksum_reports
@@ -37,6 +38,8 @@ from app.domain.checkpoint.target_verdict import (
     verdict_for_result,
 )
 from app.domain.cpuset import CPUSet
+from app.domain.golang.strconv import go_quote
+from app.domain.kubelet_config import CPU_POLICIES, MEMORY_POLICIES
 from app.domain.topology import CPUTopology
 
 
@@ -89,6 +92,49 @@ def _size(content: str | bytes) -> int:
     if isinstance(content, str):
         return len(content.encode("utf-8", "surrogatepass"))
     return len(content)
+
+
+def _forced_manager_issues(tree: Any, forced: str | None, mgr: str) -> list[Issue]:
+    """A manager named by the caller that the content contradicts: the readers still run as
+    that manager's (it is what the kubelet does with the file under that name), but the
+    report must not pass the file off as that manager's state."""
+    if forced is None:
+        return []
+    named = sniff_manager(tree)
+    if named is None or named == mgr:
+        return []
+    return [
+        Issue(
+            "manager-mismatch",
+            "error",
+            f"the file was inspected as the {mgr} manager's state, but by its keys it is a "
+            f"{named}_manager_state; the {mgr} manager's readers below judge it under that name",
+        )
+    ]
+
+
+def _policy_name_issues(state: object, mgr: str) -> list[Issue]:
+    """A policy name no kubelet has. The kubelet compares the file's policy with its configured
+    one at start (``configured policy %q differs from state checkpoint policy %q``) and the
+    configured one is always a real policy, so such a file never starts; the verdicts, asked
+    without a configured policy, assume the two match. The name is quoted (Go's ``%q``) and
+    cut, never echoed raw."""
+    name = getattr(state, "policy_name", None)
+    known = CPU_POLICIES if mgr == CPU else MEMORY_POLICIES
+    if name is None or name in known:
+        return []
+    shown = go_quote(name if len(name) <= 64 else name[:64]) + ("…" if len(name) > 64 else "")
+    return [
+        Issue(
+            "unknown-policy",
+            "error",
+            f"policyName {shown} is no {mgr} manager policy (the kubelet has "
+            + " and ".join(f'"{p}"' for p in known)
+            + "): every kubelet refuses the file at start ('configured policy … differs from "
+            "state checkpoint policy …'); the verdicts below assume a configuration that "
+            "matches the file, which no kubelet can have",
+        )
+    ]
 
 
 def _content_issues(
@@ -211,8 +257,10 @@ def inspect(
     mgr = info.manager
     fc: FileContent = file_content(tree, info)
     checks = checksum_reports(tree, info)
+    issues.extend(_forced_manager_issues(tree, manager, mgr))
     issues.extend(_content_issues(fc, checks, info))
     state = fc.state
+    issues.extend(_policy_name_issues(state, mgr))
     wants_checks = consistency or topology is not None or reserved_cpus is not None
     if state is not None and (wants_checks or live_pod_uids is not None):
         issues.extend(

@@ -24,6 +24,7 @@ from app.domain.checkpoint import (
     write_cpu_checkpoint,
     write_memory_checkpoint,
 )
+from app.domain.golang.strconv import go_quote
 from tests.domain.checkpoint.ckpt_samples import CPU_STATE
 
 MEM_STATE = MemoryCheckpointState.from_dict(
@@ -338,3 +339,45 @@ def test_mutated_files_never_raise(text: str) -> None:
         convert(text, target_release="1.37", force=True)
     check_consistency(cpu=text)
     check_consistency(memory=text)
+
+
+MEMORY_FILE = (
+    '{"policyName":"Static","machineState":{"0":{"numberOfAssignments":0,"memoryMap":{}}},'
+    '"checksum":1}'
+)
+
+
+def test_a_forced_manager_the_content_contradicts_is_reported() -> None:
+    report = inspect(MEMORY_FILE.encode(), "cpu")
+    assert report.manager == "cpu"
+    (issue,) = [i for i in report.issues if i.code == "manager-mismatch"]
+    assert issue.severity == "error"
+    assert "memory_manager_state" in issue.message
+    # named as what it is, no such issue
+    assert not [
+        i for i in inspect(MEMORY_FILE.encode(), "memory").issues if i.code == "manager-mismatch"
+    ]
+    assert not [i for i in inspect(MEMORY_FILE.encode()).issues if i.code == "manager-mismatch"]
+
+
+@pytest.mark.parametrize(
+    ("policy", "manager_key", "flagged"),
+    [
+        pytest.param("static", '"defaultCpuSet":"0-3"', False, id="cpu-static"),
+        pytest.param("none", '"defaultCpuSet":"0-3"', False, id="cpu-none"),
+        pytest.param("Static", '"defaultCpuSet":"0-3"', True, id="cpu-wrong-case"),
+        pytest.param("<b>x\u0007", '"defaultCpuSet":"0-3"', True, id="cpu-hostile"),
+        pytest.param("Static", '"machineState":{}', False, id="memory-static"),
+        pytest.param("static", '"machineState":{}', True, id="memory-wrong-case"),
+    ],
+)
+def test_a_policy_name_no_kubelet_has_is_an_error_quoted_not_echoed(
+    policy: str, manager_key: str, flagged: bool
+) -> None:
+    text = '{"policyName":' + json.dumps(policy) + "," + manager_key + ',"checksum":1}'
+    found = [i for i in inspect(text.encode()).issues if i.code == "unknown-policy"]
+    assert bool(found) is flagged
+    if flagged:
+        assert found[0].severity == "error"
+        assert go_quote(policy) in found[0].message
+        assert "\u0007" not in found[0].message
