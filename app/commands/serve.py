@@ -20,11 +20,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from app.settings import Settings
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 FACTORY = "app.web.app:make_app"
 
@@ -263,12 +266,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     from app.adapters.db.engine import DatabaseConfigError
-    from app.web.app import create_app, tune_gc_for_serving
 
     try:
-        migrated = migrate_in_child(settings)
-        tune_gc_for_serving()
-        app = create_app(settings, migrated=migrated)
+        app = build_app(settings)
     except (DatabaseConfigError, MigrationFailed) as err:
         print(f"numascope serve: {err}", file=sys.stderr)
         return 1
@@ -289,6 +289,16 @@ def run(args: argparse.Namespace) -> int:
         proxy_headers=True,
     )
     return 0
+
+
+def build_app(settings: Settings) -> FastAPI:
+    """The app one serving process runs: its database migrated by a child
+    (``migrate_in_child``), gc tuned for serving, then ``create_app``."""
+    from app.web.app import create_app, tune_gc_for_serving
+
+    migrated = migrate_in_child(settings)
+    tune_gc_for_serving()
+    return create_app(settings, migrated=migrated)
 
 
 class MigrationFailed(RuntimeError):
