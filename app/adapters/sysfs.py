@@ -201,12 +201,17 @@ class _Reader:
                     core.uncore = cache_id
 
 
+def _read_or_none(path: str) -> bytes | None:
+    """A file cAdvisor reads with its errors ignored: unreadable counts as missing."""
+    try:
+        return f.read(path)
+    except f.FileError:
+        return None
+
+
 def _mem_total(node_dir: str) -> int:
     path = os.path.join(node_dir, "meminfo")
-    try:
-        data = f.read(path)
-    except f.FileError:
-        data = None
+    data = _read_or_none(path)
     if data is None:
         return 0  # "Found node without memory information"
     match = _MEMTOTAL.search(f.trim(data))
@@ -241,10 +246,7 @@ def _hugepages(node_dir: str) -> dict[int, int]:
 
 def _distances(node_dir: str) -> tuple[int, ...]:
     path = os.path.join(node_dir, "distance")
-    try:
-        data = f.read(path)
-    except f.FileError:
-        data = None
+    data = _read_or_none(path)
     if data is None:
         return ()
     text = f.trim(data).decode("ascii", errors="replace")
@@ -280,6 +282,49 @@ def _offline(reader: _Reader, cpu_names: list[str], found: set[int]) -> CPUSet:
     return CPUSet(offline)
 
 
+def _cpu_entries(root: str) -> tuple[str, list[str]]:
+    """``devices/system/cpu`` of a sysfs tree and its ``cpu*[0-9]`` entries (at least one)."""
+    if not os.path.isdir(root):
+        raise SysfsError(f"sysfs root {root} is not a directory", root)
+    cpu_root = os.path.join(root, "devices", "system", "cpu")
+    if not os.path.isdir(cpu_root):
+        raise SysfsError(f"{cpu_root} is missing; is {root} a sysfs tree?", cpu_root)
+    cpu_names = _glob(cpu_root, "cpu")
+    if not cpu_names:
+        raise SysfsError(f"no cpuN directories under {cpu_root}", cpu_root)
+    return cpu_root, cpu_names
+
+
+def _cpu_details(nodes: list[tuple[int, list[_Core]]], cpu_root: str) -> dict[int, CPUInfo]:
+    """The kubelet's ``Discover``: a core's id is its lowest thread id, its uncore id the
+    uncore cache's else the socket id; a CPU found under two nodes belongs to the later one;
+    no CPU at all fails as the kubelet does."""
+    details: dict[int, CPUInfo] = {}
+    for numa_id, cores in nodes:
+        for core in cores:
+            core_id = min(core.threads)
+            uncore = core.socket_id if core.uncore is None else core.uncore
+            for cpu in core.threads:
+                details[cpu] = CPUInfo(cpu, core_id, core.socket_id, numa_id, uncore)
+    if not details:
+        raise SysfsError(
+            f"no online CPU under {cpu_root} has topology/core_id and physical_package_id "
+            "(the kubelet would fail: could not detect number of cpus)",
+            cpu_root,
+        )
+    return details
+
+
+def _identity(root: str, use_cpuinfo: bool, name: str | None) -> tuple[str, str, tuple[str, ...]]:
+    """The machine's name (the host name for the real ``/sys``, else ``sysfs:<root>``), CPU
+    model and flags (py-cpuinfo, only when asked and for the real ``/sys``)."""
+    is_real = root == REAL_SYSFS
+    model, flags = host_cpu_model_and_flags() if use_cpuinfo and is_real else ("", ())
+    if name is None:
+        name = socket.gethostname() if is_real else f"sysfs:{root}"
+    return name, model, flags
+
+
 def discover_host(
     sysfs_root: str | os.PathLike[str] = REAL_SYSFS,
     *,
@@ -294,14 +339,7 @@ def discover_host(
     ``SysfsError`` when the tree cannot be used.
     """
     root = os.path.abspath(sysfs_root)
-    if not os.path.isdir(root):
-        raise SysfsError(f"sysfs root {root} is not a directory", root)
-    cpu_root = os.path.join(root, "devices", "system", "cpu")
-    if not os.path.isdir(cpu_root):
-        raise SysfsError(f"{cpu_root} is missing; is {root} a sysfs tree?", cpu_root)
-    cpu_names = _glob(cpu_root, "cpu")
-    if not cpu_names:
-        raise SysfsError(f"no cpuN directories under {cpu_root}", cpu_root)
+    cpu_root, cpu_names = _cpu_entries(root)
     try:
         reader = _Reader(root, _is_s390x(root, cpu_root, cpu_names, arch))
         nodes, memory, num_cpus = _read_nodes(reader, root, cpu_names)
@@ -310,24 +348,8 @@ def discover_host(
         )
     except f.FileError as err:
         raise SysfsError(str(err), err.path) from None
-
-    details: dict[int, CPUInfo] = {}
-    for numa_id, cores in nodes:
-        for core in cores:
-            core_id = min(core.threads)
-            uncore = core.socket_id if core.uncore is None else core.uncore
-            for cpu in core.threads:
-                details[cpu] = CPUInfo(cpu, core_id, core.socket_id, numa_id, uncore)
-    if not details:
-        raise SysfsError(
-            f"no online CPU under {cpu_root} has topology/core_id and physical_package_id "
-            "(the kubelet would fail: could not detect number of cpus)",
-            cpu_root,
-        )
-    is_real = root == REAL_SYSFS
-    model, flags = host_cpu_model_and_flags() if use_cpuinfo and is_real else ("", ())
-    if name is None:
-        name = socket.gethostname() if is_real else f"sysfs:{root}"
+    details = _cpu_details(nodes, cpu_root)
+    name, model, flags = _identity(root, use_cpuinfo, name)
     try:
         return CPUTopology(
             details.values(),

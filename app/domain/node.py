@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from app.domain.admission import AdmissionError, UnexpectedAdmissionError
@@ -103,6 +103,82 @@ class _CPUProvider:
         self.policy.allocate_pod(self.node.cpu_state, pod, self.tm.scope.hints_of(pod))
 
 
+def _new_cpu_manager(
+    topology: CPUTopology, config: KubeletConfig, gates: Mapping[str, bool]
+) -> tuple[StaticPolicy | None, CPUManagerState]:
+    """The CPU manager's policy (``None`` for ``none``) and its started state; the reserved
+    CPUs must be on the machine, and a policy error names the configuration field."""
+    reserved = config.reserved_system_cpus
+    if reserved is not None and not reserved.is_subset_of(topology.all_cpus):
+        outside = reserved - topology.all_cpus
+        raise KubeletConfigError(
+            "reservedSystemCPUs",
+            f"reserved CPUs {outside} are not on this machine (CPUs {topology.all_cpus})",
+        )
+    if config.cpu_manager_policy != "static":
+        return None, CPUManagerState(default_cpuset=topology.all_cpus)
+    # --reserved-cpus overrides the cpu of kube/system-reserved (cmd/kubelet server.go).
+    num_reserved = reserved.size() if reserved else config.num_reserved_cpus()
+    try:
+        policy = StaticPolicy(
+            topology,
+            num_reserved,
+            reserved,
+            config.cpu_manager_policy_options,
+            topology_manager_policy=config.topology_manager_policy,
+            feature_gates=gates,
+            release=config.release,
+        )
+        state = CPUManagerState()
+        policy.start(state)
+    except CPUManagerPolicyError as exc:
+        raise KubeletConfigError("cpuManagerPolicyOptions", str(exc)) from None
+    except CPUManagerStateError as exc:
+        raise KubeletConfigError("cpuManagerPolicy", exc.message) from None
+    return policy, state
+
+
+def _new_topology_manager(
+    topology: CPUTopology, config: KubeletConfig, gates: Mapping[str, bool]
+) -> TopologyManager:
+    try:
+        return new_manager(
+            topology,
+            TopologyManagerConfig(
+                policy=config.topology_manager_policy,
+                scope=config.topology_manager_scope,
+                options=config.topology_manager_policy_options,
+                feature_gates=gates,
+            ),
+            pod_level_resource_managers=config.pod_level_resource_managers,
+        )
+    except TopologyManagerConfigError as exc:
+        raise KubeletConfigError(exc.field, exc.message) from None
+
+
+def _new_memory_manager(
+    topology: CPUTopology, config: KubeletConfig, affinity: TopologyManager
+) -> MemoryManager | None:
+    """The started memory manager of the ``Static`` policy (``None`` for ``None``)."""
+    if config.memory_manager_policy != "Static":
+        return None
+    try:
+        memory = new_memory_manager(
+            "Static",
+            topology,
+            node_allocatable_reservation=config.node_allocatable_memory_reservation(),
+            reserved_memory=config.reserved_memory,
+            affinity=affinity,
+            pod_level_resources=config.gate("PodLevelResources"),
+            pod_level_resource_managers=config.pod_level_resource_managers,
+            release=config.release,
+        )
+        memory.start()
+    except (MemoryManagerConfigError, MemoryManagerError) as exc:
+        raise KubeletConfigError("reservedMemory", str(exc)) from None
+    return memory
+
+
 class Node:
     """One node whose pods are admitted by a kubelet-faithful engine."""
 
@@ -121,67 +197,9 @@ class Node:
         self.pods: dict[str, Pod] = {}
         self.admitted_at: dict[str, float] = {}
         gates = config.gates()
-
-        reserved = config.reserved_system_cpus
-        if reserved is not None and not reserved.is_subset_of(topology.all_cpus):
-            outside = reserved - topology.all_cpus
-            raise KubeletConfigError(
-                "reservedSystemCPUs",
-                f"reserved CPUs {outside} are not on this machine (CPUs {topology.all_cpus})",
-            )
-        self.cpu_policy: StaticPolicy | None = None
-        self.cpu_state = CPUManagerState(default_cpuset=topology.all_cpus)
-        if config.cpu_manager_policy == "static":
-            # --reserved-cpus overrides the cpu of kube/system-reserved (cmd/kubelet server.go).
-            num_reserved = reserved.size() if reserved else config.num_reserved_cpus()
-            try:
-                self.cpu_policy = StaticPolicy(
-                    topology,
-                    num_reserved,
-                    reserved,
-                    config.cpu_manager_policy_options,
-                    topology_manager_policy=config.topology_manager_policy,
-                    feature_gates=gates,
-                    release=config.release,
-                )
-                self.cpu_state = CPUManagerState()
-                self.cpu_policy.start(self.cpu_state)
-            except CPUManagerPolicyError as exc:
-                raise KubeletConfigError("cpuManagerPolicyOptions", str(exc)) from None
-            except CPUManagerStateError as exc:
-                raise KubeletConfigError("cpuManagerPolicy", exc.message) from None
-
-        try:
-            self.topology_manager = new_manager(
-                topology,
-                TopologyManagerConfig(
-                    policy=config.topology_manager_policy,
-                    scope=config.topology_manager_scope,
-                    options=config.topology_manager_policy_options,
-                    feature_gates=gates,
-                ),
-                pod_level_resource_managers=config.pod_level_resource_managers,
-            )
-        except TopologyManagerConfigError as exc:
-            raise KubeletConfigError(exc.field, exc.message) from None
-
-        self.memory: MemoryManager | None = None
-        if config.memory_manager_policy == "Static":
-            try:
-                self.memory = new_memory_manager(
-                    "Static",
-                    topology,
-                    node_allocatable_reservation=config.node_allocatable_memory_reservation(),
-                    reserved_memory=config.reserved_memory,
-                    affinity=self.topology_manager,
-                    pod_level_resources=config.gate("PodLevelResources"),
-                    pod_level_resource_managers=config.pod_level_resource_managers,
-                    release=config.release,
-                )
-                self.memory.start()
-            except (MemoryManagerConfigError, MemoryManagerError) as exc:
-                raise KubeletConfigError("reservedMemory", str(exc)) from None
-
+        self.cpu_policy, self.cpu_state = _new_cpu_manager(topology, config, gates)
+        self.topology_manager = _new_topology_manager(topology, config, gates)
+        self.memory = _new_memory_manager(topology, config, self.topology_manager)
         # Providers in the kubelet's registration order: CPU manager, then memory manager.
         if self.cpu_policy is not None:
             self.topology_manager.add_hint_provider(

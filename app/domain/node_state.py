@@ -19,6 +19,8 @@ pods kept beside the files are ``app.domain.node_pods``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
 
 from app.domain.checkpoint import (
     CPU_FILE_NAME,
@@ -36,7 +38,6 @@ from app.domain.checkpoint.startup import (
 )
 from app.domain.cpumanager.errors import CPUManagerStateError
 from app.domain.cpumanager.state import CPUManagerState
-from app.domain.kubelet_config import KubeletConfig
 from app.domain.memorymanager.errors import MemoryManagerError
 from app.domain.memorymanager.state import MemoryManagerState
 from app.domain.node import Node
@@ -50,19 +51,32 @@ from app.domain.pod import Pod
 __all__ = ["check_pod_list", "restore_managers", "restore_node", "start_managers"]
 
 
-def _reader(config: KubeletConfig, policy: str) -> Reader:
-    return Reader(config.release, config.gate(GATE), policy)
+_State = TypeVar("_State", CPUCheckpointState, MemoryCheckpointState)
+
+
+def _load(
+    node: Node, manager: str, kind: type[_State], content: str | bytes, state_dir: str
+) -> tuple[_State, LoadResult]:
+    """A state file through the reader of the node's release and configured policy; a file
+    it refuses is the manager's start error (``start <manager> manager error: ...``)."""
+    config = node.config
+    if manager == "cpu":
+        reader = Reader(config.release, config.gate(GATE), config.cpu_manager_policy)
+        result = load_cpu_checkpoint(content, reader, state_dir=state_dir)
+    else:
+        reader = Reader(config.release, config.gate(GATE), config.memory_manager_policy)
+        result = load_memory_checkpoint(content, reader, state_dir=state_dir)
+    if not result.accepted or not isinstance(result.state, kind):
+        raise NodeStateError(
+            f"start {manager} manager error: {result.message or result.error}", manager
+        )
+    return result.state, result
 
 
 def _restore_cpu(
     node: Node, content: str | bytes, state_dir: str
 ) -> tuple[CPUManagerState | None, set[str], LoadResult]:
-    result = load_cpu_checkpoint(
-        content, _reader(node.config, node.config.cpu_manager_policy), state_dir=state_dir
-    )
-    if not result.accepted or not isinstance(result.state, CPUCheckpointState):
-        raise NodeStateError(f"start cpu manager error: {result.message or result.error}", "cpu")
-    stored = result.state
+    stored, result = _load(node, "cpu", CPUCheckpointState, content, state_dir)
     pods = set(stored.entries) | set(stored.pod_entries or {})
     if node.cpu_policy is None:
         return None, set(), result  # policy none: Start does nothing with the state
@@ -77,14 +91,7 @@ def _restore_cpu(
 def _restore_memory(
     node: Node, content: str | bytes, state_dir: str
 ) -> tuple[MemoryManagerState | None, set[str], LoadResult]:
-    result = load_memory_checkpoint(
-        content, _reader(node.config, node.config.memory_manager_policy), state_dir=state_dir
-    )
-    if not result.accepted or not isinstance(result.state, MemoryCheckpointState):
-        raise NodeStateError(
-            f"start memory manager error: {result.message or result.error}", "memory"
-        )
-    stored = result.state
+    stored, result = _load(node, "memory", MemoryCheckpointState, content, state_dir)
     if node.memory is None or node.config.memory_manager_policy != "Static":
         return None, set(), result
     live = memory_manager_state_from_checkpoint(stored)
@@ -93,6 +100,44 @@ def _restore_memory(
     except MemoryManagerError as err:
         raise NodeStateError(f"start memory manager error: {err.message}", "memory") from None
     return live, set(stored.entries) | set(stored.pod_entries or {}), result
+
+
+@dataclass(slots=True)
+class _Started:
+    """What the managers' readers and ``Start`` validation made of the files, not yet taken
+    by the node: the live states, the pod UIDs the files name, each file's load result."""
+
+    cpu: CPUManagerState | None = None
+    memory: MemoryManagerState | None = None
+    referenced: set[str] = field(default_factory=set)
+    loaded: dict[str, LoadResult] = field(default_factory=dict)
+
+
+def _start(node: Node, files: Mapping[str, str | bytes | None], state_dir: str) -> _Started:
+    """Each file present through its manager's reader and ``Start``, CPU manager first."""
+    started = _Started()
+    cpu_content = files.get(CPU_FILE_NAME)
+    if cpu_content is not None:
+        started.cpu, uids, started.loaded[CPU_FILE_NAME] = _restore_cpu(
+            node, cpu_content, state_dir
+        )
+        started.referenced |= uids
+    memory_content = files.get(MEMORY_FILE_NAME)
+    if memory_content is not None:
+        started.memory, uids, started.loaded[MEMORY_FILE_NAME] = _restore_memory(
+            node, memory_content, state_dir
+        )
+        started.referenced |= uids
+    return started
+
+
+def _take(node: Node, started: _Started) -> None:
+    """The node takes the started states."""
+    if started.cpu is not None and node.cpu_policy is not None:
+        node.cpu_policy.start(started.cpu)  # validated by _restore_cpu; sets the metrics gauges
+        node.cpu_state = started.cpu
+    if started.memory is not None and node.memory is not None:
+        node.memory.state = started.memory
 
 
 def start_managers(
@@ -113,33 +158,16 @@ def start_managers(
     """
     if node.pods:
         raise NodeStateError("state can only be restored into a node without pods", "pods")
-    cpu_state: CPUManagerState | None = None
-    memory_state: MemoryManagerState | None = None
-    referenced: set[str] = set()
-    loaded: dict[str, LoadResult] = {}
-    cpu_content = files.get(CPU_FILE_NAME)
-    if cpu_content is not None:
-        cpu_state, uids, loaded[CPU_FILE_NAME] = _restore_cpu(node, cpu_content, state_dir)
-        referenced |= uids
-    memory_content = files.get(MEMORY_FILE_NAME)
-    if memory_content is not None:
-        memory_state, uids, loaded[MEMORY_FILE_NAME] = _restore_memory(
-            node, memory_content, state_dir
-        )
-        referenced |= uids
-    unknown = [] if known_uids is None else sorted(referenced - known_uids)
+    started = _start(node, files, state_dir)
+    unknown = [] if known_uids is None else sorted(started.referenced - known_uids)
     if unknown:
         raise NodeStateError(
             f"the state files hold assignments of pod uid {unknown[0]}, which is not among the "
             f"recorded pods ({PODS_FILE_NAME}); the state and the pod list disagree",
             "pods",
         )
-    if cpu_state is not None and node.cpu_policy is not None:
-        node.cpu_policy.start(cpu_state)  # validated above; sets the metrics gauges
-        node.cpu_state = cpu_state
-    if memory_state is not None and node.memory is not None:
-        node.memory.state = memory_state
-    return loaded
+    _take(node, started)
+    return started.loaded
 
 
 def check_pod_list(pods: Sequence[tuple[Pod, float]]) -> dict[str, tuple[Pod, float]]:
@@ -184,18 +212,4 @@ def restore_managers(
     starting kubelet reads and validates them, without the pods themselves: what a dry run on
     a copy of an observed node needs (its pods are known to the kubelet, not to us). Raises
     ``NodeStateError``; the node is changed only on success."""
-    if node.pods:
-        raise NodeStateError("state can only be restored into a node without pods", "pods")
-    cpu_state: CPUManagerState | None = None
-    memory_state: MemoryManagerState | None = None
-    cpu_content = files.get(CPU_FILE_NAME)
-    if cpu_content is not None:
-        cpu_state, _, _ = _restore_cpu(node, cpu_content, state_dir)
-    memory_content = files.get(MEMORY_FILE_NAME)
-    if memory_content is not None:
-        memory_state, _, _ = _restore_memory(node, memory_content, state_dir)
-    if cpu_state is not None and node.cpu_policy is not None:
-        node.cpu_policy.start(cpu_state)
-        node.cpu_state = cpu_state
-    if memory_state is not None and node.memory is not None:
-        node.memory.state = memory_state
+    start_managers(node, files, None, state_dir)

@@ -75,6 +75,38 @@ class PodBudgetError(Exception):
         self.message = message
 
 
+def _pool(budget: int, spent: int, unsigned: bool) -> int:
+    """What the sidecars leave of a budget resource (``uint64`` arithmetic when unsigned)."""
+    return (budget - spent) % UINT64 if unsigned else budget - spent
+
+
+def _regular_init(
+    c: BudgetContainer,
+    budget: Mapping[str, int],
+    resources: list[str],
+    spent: Mapping[str, int],
+    unsigned: bool,
+) -> BudgetViolation | None:
+    """Rule 1 for a regular init container: an exclusive one fits what the sidecars leave of
+    each budget resource, a shared one needs some of each left."""
+    for r in resources:
+        if c.exclusive:
+            pool = _pool(budget[r], spent.get(r, 0), unsigned)
+            wanted = c.exclusive.get(r, 0)
+            if wanted > pool:
+                return BudgetViolation("init_exclusive", r, c.name, wanted, pool)
+        elif spent.get(r, 0) >= budget[r]:
+            return BudgetViolation("init_shared", r, c.name)
+    return None
+
+
+def _add_exclusive(spent: dict[str, int], c: BudgetContainer, unsigned: bool) -> None:
+    """An exclusive long-running container (a sidecar, an app container) adds to ``S``."""
+    for r, x in c.exclusive.items():
+        total = spent.get(r, 0) + x
+        spent[r] = total % UINT64 if unsigned else total
+
+
 def check_pod_budget(
     budget: Mapping[str, int],
     init_containers: Sequence[BudgetContainer],
@@ -85,78 +117,70 @@ def check_pod_budget(
 ) -> BudgetViolation | None:
     """Run the rules; ``None`` when the pod fits (``init_check``: rule 1's exclusive half)."""
     resources = sorted(budget)
-    sidecar_sum: dict[str, int] = {}
+    spent: dict[str, int] = {}  # S: the exclusive amounts of the long-running containers
     has_shared_long_running = False
-
-    def sub(a: int, b: int) -> int:
-        return (a - b) % UINT64 if unsigned else a - b
-
     for c in init_containers:
         if not c.is_sidecar:
-            if c.exclusive:
-                if not init_check:
-                    continue
-                for r in resources:
-                    pool = sub(budget[r], sidecar_sum.get(r, 0))
-                    wanted = c.exclusive.get(r, 0)
-                    if wanted > pool:
-                        return BudgetViolation("init_exclusive", r, c.name, wanted, pool)
-            else:
-                for r in resources:
-                    if sidecar_sum.get(r, 0) >= budget[r]:
-                        return BudgetViolation("init_shared", r, c.name)
-            continue
-        if not c.exclusive:
+            if c.exclusive and not init_check:
+                continue
+            violation = _regular_init(c, budget, resources, spent, unsigned)
+            if violation is not None:
+                return violation
+        elif c.exclusive:
+            _add_exclusive(spent, c, unsigned)
+        else:
             has_shared_long_running = True
-            continue
-        for r, x in c.exclusive.items():
-            sidecar_sum[r] = _add(sidecar_sum.get(r, 0), x, unsigned)
-
     for c in app_containers:
-        if not c.exclusive:
+        if c.exclusive:
+            _add_exclusive(spent, c, unsigned)
+        else:
             has_shared_long_running = True
-            continue
-        for r, x in c.exclusive.items():
-            sidecar_sum[r] = _add(sidecar_sum.get(r, 0), x, unsigned)
-
     if has_shared_long_running:
+        # Rule 3: shared long-running containers need some of each resource left.
         for r in resources:
-            if sidecar_sum.get(r, 0) >= budget[r]:
+            if spent.get(r, 0) >= budget[r]:
                 return BudgetViolation("shared_pool", r)
     return None
 
 
-def _add(a: int, b: int, unsigned: bool) -> int:
-    return (a + b) % UINT64 if unsigned else a + b
+#: The CPU manager's texts by rule.
+_CPU_MESSAGES: Mapping[ViolationRule, str] = {
+    "init_exclusive": (
+        "pod rejected, largest exclusive init container requests {requested} cpus, "
+        "but only {available} available"
+    ),
+    "init_shared": "pod rejected, pod has shared init containers but no cpus available for them",
+    "shared_pool": (
+        "pod rejected, sum of exclusive container cpu requests equals pod budget, "
+        "leaving no cpus for shared containers"
+    ),
+}
+
+#: The memory manager's texts by rule (``{resource}`` is the resource name).
+_MEMORY_MESSAGES: Mapping[ViolationRule, str] = {
+    "init_exclusive": (
+        "pod rejected, largest exclusive init container requests {requested} of "
+        "{resource}, but only {available} available"
+    ),
+    "init_shared": (
+        "pod rejected, pod has shared init containers but no {resource} available for them"
+    ),
+    "shared_pool": (
+        "pod rejected, sum of exclusive container {resource} requests equals pod budget, "
+        "leaving no memory for shared containers"
+    ),
+}
+
+
+def _message(texts: Mapping[ViolationRule, str], v: BudgetViolation) -> str:
+    return texts[v.rule].format(resource=v.resource, requested=v.requested, available=v.available)
 
 
 def cpu_budget_message(v: BudgetViolation) -> str:
     """The CPU manager's texts."""
-    if v.rule == "init_exclusive":
-        return (
-            f"pod rejected, largest exclusive init container requests {v.requested} cpus, "
-            f"but only {v.available} available"
-        )
-    if v.rule == "init_shared":
-        return "pod rejected, pod has shared init containers but no cpus available for them"
-    return (
-        "pod rejected, sum of exclusive container cpu requests equals pod budget, "
-        "leaving no cpus for shared containers"
-    )
+    return _message(_CPU_MESSAGES, v)
 
 
 def memory_budget_message(v: BudgetViolation) -> str:
     """The memory manager's texts (``<resource>`` is the resource name)."""
-    if v.rule == "init_exclusive":
-        return (
-            f"pod rejected, largest exclusive init container requests {v.requested} of "
-            f"{v.resource}, but only {v.available} available"
-        )
-    if v.rule == "init_shared":
-        return (
-            f"pod rejected, pod has shared init containers but no {v.resource} available for them"
-        )
-    return (
-        f"pod rejected, sum of exclusive container {v.resource} requests equals pod budget, "
-        "leaving no memory for shared containers"
-    )
+    return _message(_MEMORY_MESSAGES, v)

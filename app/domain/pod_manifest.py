@@ -132,6 +132,45 @@ def _check_unique(containers: Iterable[tuple[str, Container]]) -> None:
         seen.add(c.name)
 
 
+#: How a container is read from its decoded form: (raw, field path, is an init container).
+ContainerReader = Callable[[Any, str, bool], Container]
+
+
+def _containers(
+    block: Mapping[str, Any], prefix: str, keys: tuple[str, str], read: ContainerReader
+) -> tuple[tuple[Container, ...], tuple[Container, ...], list[tuple[str, Container]]]:
+    """A pod's containers (at least one: "Required value") and init containers under ``keys``
+    of ``block``, each read by ``read``; names unique across both lists, as validation checks
+    them. Also each container with its field path, init containers first."""
+    key, init_key = keys
+    raw = _expect_list(block.get(key), prefix + key)
+    if not raw:
+        raise PodManifestError(prefix + key, "Required value")
+    containers = tuple(read(c, f"{prefix}{key}[{i}]", False) for i, c in enumerate(raw))
+    raw_inits = _expect_list(block.get(init_key), prefix + init_key)
+    inits = tuple(read(c, f"{prefix}{init_key}[{i}]", True) for i, c in enumerate(raw_inits))
+    paths = [(f"{prefix}{init_key}[{i}]", c) for i, c in enumerate(inits)]
+    paths += [(f"{prefix}{key}[{i}]", c) for i, c in enumerate(containers)]
+    _check_unique(paths)
+    return containers, inits, paths
+
+
+def _conformance_container(raw: Any, path: str, init: bool) -> Container:
+    """``{name, requests, limits, restart_policy?}``, taken as given."""
+    c = _expect_mapping(raw, path, optional=False)
+    policy = c.get("restart_policy")
+    if policy is not None:
+        policy = _expect_str(policy, f"{path}.restart_policy")
+    return Container(
+        name=_expect_str(c.get("name"), f"{path}.name"),
+        resources=ResourceRequirements(
+            requests=_resource_list(c.get("requests"), f"{path}.requests", trim=False),
+            limits=_resource_list(c.get("limits"), f"{path}.limits", trim=False),
+        ),
+        restart_policy=policy,
+    )
+
+
 def pod_from_conformance(d: Mapping[str, Any]) -> Pod:
     """A pod in the conformance form (README §2.4): ``{uid, resources|null, init_containers,
     containers}``, containers ``{name, requests, limits, restart_policy?}``. ``name`` defaults to
@@ -140,33 +179,8 @@ def pod_from_conformance(d: Mapping[str, Any]) -> Pod:
     uid = _expect_str(d.get("uid"), "uid")
     name = _expect_str(d.get("name", uid), "name")
     namespace = _expect_str(d.get("namespace", "default"), "namespace")
-
-    def container(raw: Any, path: str) -> Container:
-        c = _expect_mapping(raw, path, optional=False)
-        policy = c.get("restart_policy")
-        if policy is not None:
-            policy = _expect_str(policy, f"{path}.restart_policy")
-        return Container(
-            name=_expect_str(c.get("name"), f"{path}.name"),
-            resources=ResourceRequirements(
-                requests=_resource_list(c.get("requests"), f"{path}.requests", trim=False),
-                limits=_resource_list(c.get("limits"), f"{path}.limits", trim=False),
-            ),
-            restart_policy=policy,
-        )
-
-    raw_containers = _expect_list(d.get("containers"), "containers")
-    if not raw_containers:
-        raise PodManifestError("containers", "Required value")
-    containers = tuple(container(c, f"containers[{i}]") for i, c in enumerate(raw_containers))
-    inits = tuple(
-        container(c, f"init_containers[{i}]")
-        for i, c in enumerate(_expect_list(d.get("init_containers"), "init_containers"))
-    )
-    _check_unique(
-        [(f"init_containers[{i}]", c) for i, c in enumerate(inits)]
-        + [(f"containers[{i}]", c) for i, c in enumerate(containers)]
-    )
+    keys = ("containers", "init_containers")
+    containers, inits, _ = _containers(d, "", keys, _conformance_container)
     raw_res = d.get("resources")
     resources = None if raw_res is None else _requirements(raw_res, "resources", trim=False)
     qos = d.get("qos_class")
@@ -246,17 +260,8 @@ def _names(check: Callable[..., None], *args: str) -> None:
         raise PodManifestError(err.field, err.detail) from None
 
 
-def pod_from_manifest(obj: Mapping[str, Any], *, pod_level_resources_enabled: bool = True) -> Pod:
-    """A ``Pod`` from a decoded Kubernetes v1 Pod object (API-server defaulting applied).
-
-    ``kind``/``apiVersion`` must be ``Pod``/``v1`` when given. Unknown fields are ignored.
-    A missing ``metadata.uid`` gets ``synthetic_uid(namespace, name)``; a missing name uses
-    ``metadata.generateName`` (its first 58 characters, as the API server's generator keeps)
-    plus the start of that uid. Names are checked as the API server
-    checks them (``app.domain.k8s_names``: the pod name a DNS-1123 subdomain, the namespace
-    and every container name a DNS-1123 label, the uid a safe path segment), with its messages.
-    """
-    obj = _expect_mapping(obj, "", optional=False)
+def _check_type_meta(obj: Mapping[str, Any]) -> None:
+    """``kind``/``apiVersion``, when given, must be ``Pod``/``v1``."""
     kind = obj.get("kind")
     if kind is not None and kind != "Pod":
         raise PodManifestError("kind", f"expected {go_quote('Pod')}, got {_type_name(kind)}")
@@ -266,7 +271,11 @@ def pod_from_manifest(obj: Mapping[str, Any], *, pod_level_resources_enabled: bo
             "apiVersion", f"expected {go_quote('v1')}, got {_type_name(api_version)}"
         )
 
-    meta = _expect_mapping(obj.get("metadata"), "metadata")
+
+def _object_meta(meta: Mapping[str, Any]) -> tuple[str, str, str]:
+    """``(namespace, name, uid)`` of a pod's metadata, checked as the API server checks them:
+    the namespace defaults to ``default``, a missing name is generated from ``generateName``,
+    a missing uid is ``synthetic_uid``."""
     namespace = meta.get("namespace")
     namespace = (
         "default" if namespace in (None, "") else _expect_str(namespace, "metadata.namespace")
@@ -295,48 +304,56 @@ def pod_from_manifest(obj: Mapping[str, Any], *, pod_level_resources_enabled: bo
     _names(k8s_names.check_namespace, namespace)
     uid = synthetic_uid(namespace, name) if uid in (None, "") else _expect_str(uid, "metadata.uid")
     _names(k8s_names.check_uid, uid)
+    return namespace, name, uid
 
+
+def _manifest_container(raw: Any, path: str, init: bool) -> Container:
+    """A v1 Container: its name checked, requests defaulted from limits; ``restartPolicy``
+    kept for an init container only (``Always`` makes it a sidecar)."""
+    c = _expect_mapping(raw, path, optional=False)
+    policy = None
+    if init and c.get("restartPolicy") is not None:
+        policy = _expect_str(c.get("restartPolicy"), f"{path}.restartPolicy")
+    cname = c.get("name")
+    cname = "" if cname is None else _expect_str(cname, f"{path}.name", allow_empty=True)
+    _names(k8s_names.check_container_name, cname, f"{path}.name")
+    built = Container(
+        name=cname,
+        resources=_requirements(c.get("resources"), f"{path}.resources", trim=True),
+        restart_policy=policy,
+    )
+    return _default_container_requests(built)
+
+
+def _status_qos(obj: Mapping[str, Any]) -> str | None:
+    """``status.qosClass``: one of the QoS classes, or ``None`` when not set."""
+    qos = _expect_mapping(obj.get("status"), "status").get("qosClass")
+    if qos in (None, ""):
+        return None
+    if qos not in QOS_CLASSES:
+        raise PodManifestError("status.qosClass", f"unknown QoS class {_type_name(qos)}")
+    return str(qos)
+
+
+def pod_from_manifest(obj: Mapping[str, Any], *, pod_level_resources_enabled: bool = True) -> Pod:
+    """A ``Pod`` from a decoded Kubernetes v1 Pod object (API-server defaulting applied).
+
+    ``kind``/``apiVersion`` must be ``Pod``/``v1`` when given. Unknown fields are ignored.
+    A missing ``metadata.uid`` gets ``synthetic_uid(namespace, name)``; a missing name uses
+    ``metadata.generateName`` (its first 58 characters, as the API server's generator keeps)
+    plus the start of that uid. Names are checked as the API server
+    checks them (``app.domain.k8s_names``: the pod name a DNS-1123 subdomain, the namespace
+    and every container name a DNS-1123 label, the uid a safe path segment), with its messages.
+    """
+    obj = _expect_mapping(obj, "", optional=False)
+    _check_type_meta(obj)
+    namespace, name, uid = _object_meta(_expect_mapping(obj.get("metadata"), "metadata"))
     spec = _expect_mapping(obj.get("spec"), "spec", optional=False)
-    raw_containers = _expect_list(spec.get("containers"), "spec.containers")
-    if not raw_containers:
-        raise PodManifestError("spec.containers", "Required value")
-
-    def container(raw: Any, path: str, *, init: bool) -> Container:
-        c = _expect_mapping(raw, path, optional=False)
-        policy = None
-        if init and c.get("restartPolicy") is not None:
-            policy = _expect_str(c.get("restartPolicy"), f"{path}.restartPolicy")
-        cname = c.get("name")
-        cname = "" if cname is None else _expect_str(cname, f"{path}.name", allow_empty=True)
-        _names(k8s_names.check_container_name, cname, f"{path}.name")
-        built = Container(
-            name=cname,
-            resources=_requirements(c.get("resources"), f"{path}.resources", trim=True),
-            restart_policy=policy,
-        )
-        return _default_container_requests(built)
-
-    containers = tuple(
-        container(c, f"spec.containers[{i}]", init=False) for i, c in enumerate(raw_containers)
-    )
-    inits = tuple(
-        container(c, f"spec.initContainers[{i}]", init=True)
-        for i, c in enumerate(_expect_list(spec.get("initContainers"), "spec.initContainers"))
-    )
-    paths = [(f"spec.initContainers[{i}]", c) for i, c in enumerate(inits)]
-    paths += [(f"spec.containers[{i}]", c) for i, c in enumerate(containers)]
-    _check_unique(paths)
-
+    keys = ("containers", "initContainers")
+    containers, inits, paths = _containers(spec, "spec.", keys, _manifest_container)
     raw_res = spec.get("resources")
     resources = None if raw_res is None else _requirements(raw_res, "spec.resources", trim=True)
-
-    status = _expect_mapping(obj.get("status"), "status")
-    qos = status.get("qosClass")
-    if qos in (None, ""):
-        qos = None
-    elif qos not in QOS_CLASSES:
-        raise PodManifestError("status.qosClass", f"unknown QoS class {_type_name(qos)}")
-
+    qos = _status_qos(obj)
     pod = Pod(uid, name, namespace, containers, inits, resources, qos)
     if pod_level_resources_enabled and resources is not None:
         pod = Pod(uid, name, namespace, containers, inits, _default_pod_level(pod), qos)

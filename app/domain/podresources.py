@@ -35,15 +35,18 @@ pods in snapshot order.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from app.domain import releases
+from app.domain.cpuset import CPUSet
 from app.domain.snapshot import (
     ContainerAllocation,
     MemoryBlock,
     NodeSnapshot,
     PodAllocation,
 )
+from app.domain.topology import hugepage_resource_name
 
 POD_LEVEL_RELEASE = releases.POD_LEVEL_PODRESOURCES_SINCE
 #: Releases answering by the 1.37 rules (1.38 = upstream master kept them).
@@ -178,6 +181,14 @@ class GetPodResourcesResponse:
     pod_resources: PodResources | None = None
 
 
+def cpu_set_of(ids: Iterable[int]) -> CPUSet:
+    """The CPU set of a message's ``cpu_ids`` (ids taken as given: the adapters bound them)."""
+    mask = 0
+    for i in ids:
+        mask |= 1 << i
+    return CPUSet.from_mask(mask)
+
+
 # -- builder -----------------------------------------------------------------------------
 
 
@@ -258,35 +269,36 @@ def _has_exclusive_memory(c: ContainerAllocation) -> bool:
     return c.cpu_request_milli > 0 and c.cpu_request_milli == c.cpu_limit_milli
 
 
+def _container_resources(
+    options: BuildOptions, c: ContainerAllocation, memory_slices_only: bool
+) -> ContainerResources:
+    """A container's element: its CPUs at isolation ``container`` (before 1.37 at ``pod``
+    too), its memory blocks unless only exclusive memory slices are reported."""
+    isolation = c.isolation
+    reports_cpus = isolation == "container" or (isolation == "pod" and not options.exclusive_only)
+    c_cpus = tuple(c.cpuset) if options.cpu_static and reports_cpus else ()
+    c_memory: tuple[ContainerMemory, ...] = ()
+    if options.memory_static and c.memory and (not memory_slices_only or _has_exclusive_memory(c)):
+        c_memory = _memory(c.memory)
+    if c_cpus:
+        return ContainerResources(c.name, (), c_cpus, c_memory)
+    return _cpuless_container(c.name, c_memory)
+
+
 def build_pod_resources_with(options: BuildOptions, pod: PodAllocation) -> PodResources:
-    """One ``PodResources`` element for a pod under the given kubelet options."""
-    # The sidecars, then the app containers (regular init containers are left out). A
-    # container reports its CPUs at isolation ``container`` (from 1.37; before, at ``pod``
-    # too), and its memory blocks unless, from 1.37, its pod has a pod-level allocation and
-    # the container holds no exclusive memory slice.
-    cpu_static, memory_static = options.cpu_static, options.memory_static
-    pod_pool_cpus = not options.exclusive_only
+    """One ``PodResources`` element for a pod under the given kubelet options.
+
+    The sidecars, then the app containers (regular init containers are left out); from 1.37
+    a pod with a pod-level allocation reports memory only for containers holding an
+    exclusive memory slice, and with ``pod_level`` the pod's own entries."""
     memory_slices_only = options.exclusive_only and pod.has_pod_entry
     sidecars: list[ContainerResources] = []
     apps: list[ContainerResources] = []
     for c in pod.containers:
-        kind = c.kind
-        if kind == "sidecar":
-            into = sidecars
-        elif kind == "app":
-            into = apps
-        else:
-            continue
-        isolation = c.isolation
-        reports_cpus = isolation == "container" or (isolation == "pod" and pod_pool_cpus)
-        c_cpus = tuple(c.cpuset) if cpu_static and reports_cpus else ()
-        c_memory: tuple[ContainerMemory, ...] = ()
-        if memory_static and c.memory and (not memory_slices_only or _has_exclusive_memory(c)):
-            c_memory = _memory(c.memory)
-        if c_cpus:
-            into.append(ContainerResources(c.name, (), c_cpus, c_memory))
-        else:
-            into.append(_cpuless_container(c.name, c_memory))
+        if c.kind == "sidecar":
+            sidecars.append(_container_resources(options, c, memory_slices_only))
+        elif c.kind == "app":
+            apps.append(_container_resources(options, c, memory_slices_only))
     cpu_ids: tuple[int, ...] = ()
     memory: tuple[ContainerMemory, ...] = ()
     if options.pod_level:
@@ -363,7 +375,7 @@ def allocatable_memory(snapshot: NodeSnapshot) -> tuple[ContainerMemory, ...]:
                 (node.numa_id, "memory", node.regular_memory_bytes() - res.get("memory", 0))
             )
             for page_size in sorted(node.hugepages):
-                memory_type = f"hugepages-{_page_size_name(page_size)}"
+                memory_type = hugepage_resource_name(page_size)
                 total = node.hugepage_bytes(page_size)
                 per_node.append((node.numa_id, memory_type, total - res.get(memory_type, 0)))
     per_node.sort(key=lambda t: (t[0], _memory_type_order(t[1])))
@@ -372,13 +384,6 @@ def allocatable_memory(snapshot: NodeSnapshot) -> tuple[ContainerMemory, ...]:
         for numa_id, memory_type, size in per_node
         if size > 0
     )
-
-
-def _page_size_name(page_size: int) -> str:
-    for suffix, unit in (("Gi", 1024**3), ("Mi", 1024**2), ("Ki", 1024)):
-        if page_size % unit == 0:
-            return f"{page_size // unit}{suffix}"
-    return str(page_size)
 
 
 def build_allocatable_response(snapshot: NodeSnapshot) -> AllocatableResourcesResponse:

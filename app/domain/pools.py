@@ -36,6 +36,7 @@ from app.domain.podresources import (
     PodResources,
     build_allocatable_response,
     build_list_response,
+    cpu_set_of,
 )
 from app.domain.snapshot import NodeSnapshot
 from app.domain.topology import CPUTopology
@@ -158,16 +159,9 @@ class Pools:
         }
 
 
-def _cpus(ids: tuple[int, ...]) -> CPUSet:
-    mask = 0
-    for i in ids:
-        mask |= 1 << i
-    return CPUSet.from_mask(mask)
-
-
 def _pod_pool(pod: PodResources) -> PodPool:
-    pod_cpus = _cpus(pod.cpu_ids)
-    containers = tuple(ContainerPool(c.name, _cpus(c.cpu_ids)) for c in pod.containers)
+    pod_cpus = cpu_set_of(pod.cpu_ids)
+    containers = tuple(ContainerPool(c.name, cpu_set_of(c.cpu_ids)) for c in pod.containers)
     container_mask = 0
     for c in containers:
         container_mask |= c.cpus.mask
@@ -228,6 +222,44 @@ def _memory_per_numa(
     return {n: tuple(v) for n, v in out.items()}
 
 
+def _notes(allocatable_cpus: CPUSet, exclusive_mask: int) -> list[str]:
+    """What does not add up: exclusive CPUs the kubelet does not call allocatable, or no
+    allocatable CPUs at all."""
+    notes: list[str] = []
+    if exclusive_mask & ~allocatable_cpus.mask:
+        stray = CPUSet.from_mask(exclusive_mask & ~allocatable_cpus.mask)
+        notes.append(f"exclusive CPUs outside the allocatable set: {stray}")
+    if not allocatable_cpus:
+        notes.append("no allocatable CPUs reported (CPU manager policy none?)")
+    return notes
+
+
+def _numa_pools(
+    topology: CPUTopology,
+    memory: dict[int, tuple[MemoryAvailability, ...]],
+    allocatable_cpus: CPUSet,
+    exclusive_mask: int,
+    node_shared: CPUSet,
+    reserved: CPUSet,
+) -> tuple[NUMAPool, ...]:
+    """The node's pools cut by NUMA node (those with CPUs and those with memory)."""
+    out: list[NUMAPool] = []
+    for n in sorted(set(topology.numa_node_ids()) | set(memory)):
+        node = topology.cpus_of_numa_node(n)
+        out.append(
+            NUMAPool(
+                numa_id=n,
+                cpus=node,
+                allocatable=node & allocatable_cpus,
+                exclusive=CPUSet.from_mask(node.mask & exclusive_mask),
+                node_shared=node & node_shared,
+                reserved=node & reserved,
+                memory=memory.get(n, ()),
+            )
+        )
+    return tuple(out)
+
+
 def derive_pools(
     list_response: ListPodResourcesResponse,
     allocatable: AllocatableResourcesResponse,
@@ -237,44 +269,28 @@ def derive_pools(
     observed_at: float = 0.0,
 ) -> Pools:
     """The pools a node's ``List`` and ``GetAllocatableResources`` answers imply."""
-    allocatable_cpus = _cpus(allocatable.cpu_ids)
+    allocatable_cpus = cpu_set_of(allocatable.cpu_ids)
     pods = tuple(_pod_pool(p) for p in list_response.pod_resources)
     exclusive_mask = 0
     for p in pods:
         exclusive_mask |= p.exclusive_cpus.mask
     node_shared = CPUSet.from_mask(allocatable_cpus.mask & ~exclusive_mask)
-    notes: list[str] = []
-    if exclusive_mask & ~allocatable_cpus.mask:
-        stray = CPUSet.from_mask(exclusive_mask & ~allocatable_cpus.mask)
-        notes.append(f"exclusive CPUs outside the allocatable set: {stray}")
-    reserved = CPUSet()
-    per_numa: list[NUMAPool] = []
+    notes = _notes(allocatable_cpus, exclusive_mask)
     memory = _memory_per_numa(list_response, allocatable)
-    if not allocatable_cpus:
-        notes.append("no allocatable CPUs reported (CPU manager policy none?)")
+    reserved = CPUSet()
+    per_numa: tuple[NUMAPool, ...] = ()
     if topology is not None:
         if allocatable_cpus:
             reserved = topology.all_cpus - allocatable_cpus
-        numa_ids = sorted(set(topology.numa_node_ids()) | set(memory))
-        for n in numa_ids:
-            node = topology.cpus_of_numa_node(n)
-            per_numa.append(
-                NUMAPool(
-                    numa_id=n,
-                    cpus=node,
-                    allocatable=node & allocatable_cpus,
-                    exclusive=CPUSet.from_mask(node.mask & exclusive_mask),
-                    node_shared=node & node_shared,
-                    reserved=node & reserved,
-                    memory=memory.get(n, ()),
-                )
-            )
+        per_numa = _numa_pools(
+            topology, memory, allocatable_cpus, exclusive_mask, node_shared, reserved
+        )
     return Pools(
         allocatable=allocatable_cpus,
         reserved=reserved,
         node_shared=node_shared,
         pods=pods,
-        per_numa=tuple(per_numa),
+        per_numa=per_numa,
         source=source,
         observed_at=observed_at,
         notes=tuple(notes),

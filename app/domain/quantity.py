@@ -113,6 +113,48 @@ def _interpret_suffix(text: str, suffix: str) -> tuple[int, int, str]:
     raise QuantityError(text, ERR_SUFFIX)
 
 
+def _split(text: str) -> tuple[str, str, str, str]:
+    """``(sign, whole digits, fraction digits, suffix)`` of quantity text, or
+    ``ErrFormatWrong`` when it is not ``<sign><digits>[.<digits>]<suffix>`` with a digit."""
+    m = _SHAPE.fullmatch(text) if text else None
+    if m is None:
+        raise QuantityError(text, ERR_FORMAT_WRONG)
+    sign, whole, frac, suffix = m.groups("")
+    if whole == "" and frac == "":
+        raise QuantityError(text, ERR_FORMAT_WRONG)
+    return sign, whole, frac, suffix
+
+
+def _decimal_amount(text: str, mantissa: int, digits: int, scale: int) -> Fraction:
+    """``mantissa`` × 10^``scale`` (``mantissa`` has ``digits`` digits), its magnitude rounded
+    up to a multiple of 10^-9 as ``ParseQuantity`` does."""
+    if scale + digits > _MAX_DIGITS:
+        raise QuantityError(text, f"quantities of 1e{_MAX_DIGITS} or more are not supported")
+    if scale >= 0:
+        return Fraction(mantissa * 10**scale)
+    if scale >= -9:
+        return Fraction(mantissa, 10**-scale)
+    shift = -9 - scale
+    nanos = 1 if shift > digits else _ceil_div(mantissa, 10**shift)
+    return Fraction(nanos, _NANO)
+
+
+def _binary_amount(mantissa: int, digits: int, shift: int, exponent: int) -> Fraction:
+    """``mantissa`` × 10^``shift`` × 2^``exponent``, capped at 2^63-1 and rounded up to a
+    multiple of 10^-9."""
+    if digits + shift > 40:  # far above 2^63 whatever the binary suffix
+        return Fraction(MAX_INT64)
+    if shift >= 0:
+        amount = Fraction((mantissa << exponent) * 10**shift)
+    else:
+        numerator, denominator = mantissa << exponent, 10**-shift
+        if numerator % denominator == 0:
+            amount = Fraction(numerator // denominator)
+        else:
+            amount = Fraction(_ceil_div(numerator * _NANO, denominator), _NANO)
+    return Fraction(MAX_INT64) if amount > MAX_INT64 else amount
+
+
 @dataclass(frozen=True, slots=True, order=True, repr=False)
 class Quantity:
     """An exact, immutable resource quantity.
@@ -150,14 +192,7 @@ class Quantity:
             return cls(Fraction(text), DECIMAL_SI)
         if not isinstance(text, str):
             raise QuantityError(text, "a quantity must be text or an integer")
-        if text == "":
-            raise QuantityError(text, ERR_FORMAT_WRONG)
-        m = _SHAPE.fullmatch(text)
-        if m is None:
-            raise QuantityError(text, ERR_FORMAT_WRONG)
-        sign, whole, frac, suffix = m.group(1), m.group(2), m.group(3) or "", m.group(4)
-        if whole == "" and frac == "":
-            raise QuantityError(text, ERR_FORMAT_WRONG)
+        sign, whole, frac, suffix = _split(text)
         base, exponent, fmt = _interpret_suffix(text, suffix)
         number = whole + frac
         significant = number.strip("0")
@@ -173,34 +208,10 @@ class Quantity:
         mantissa = int(significant)
         trailing = len(number) - len(number.rstrip("0"))
         if base == 10:
-            scale = exponent - len(frac) + trailing
-            if scale + digits > _MAX_DIGITS:
-                raise QuantityError(
-                    text, f"quantities of 1e{_MAX_DIGITS} or more are not supported"
-                )
-            if scale >= 0:
-                amount = Fraction(mantissa * 10**scale)
-            elif scale >= -9:
-                amount = Fraction(mantissa, 10**-scale)
-            else:
-                shift = -9 - scale
-                nanos = 1 if shift > digits else _ceil_div(mantissa, 10**shift)
-                amount = Fraction(nanos, _NANO)
+            amount = _decimal_amount(text, mantissa, digits, exponent - len(frac) + trailing)
         else:
-            shift = trailing - len(frac)
-            if digits + shift > 40:  # far above 2^63 whatever the binary suffix
-                amount = Fraction(MAX_INT64)
-            elif shift >= 0:
-                amount = Fraction((mantissa << exponent) * 10**shift)
-            else:
-                numerator, denominator = mantissa << exponent, 10**-shift
-                if numerator % denominator == 0:
-                    amount = Fraction(numerator // denominator)
-                else:
-                    amount = Fraction(_ceil_div(numerator * _NANO, denominator), _NANO)
-            if amount > MAX_INT64:
-                amount = Fraction(MAX_INT64)
-            elif amount < 1:
+            amount = _binary_amount(mantissa, digits, trailing - len(frac), exponent)
+            if amount < 1:
                 fmt = DECIMAL_SI
         return cls(-amount if sign == "-" else amount, fmt)
 

@@ -71,12 +71,18 @@ def _sets(masks: dict[int, int]) -> dict[int, CPUSet]:
     return {k: from_mask(masks[k]) for k in sorted(masks)}
 
 
-def _index(infos: Iterable[CPUInfo], attr: str) -> dict[int, CPUSet]:
-    masks: dict[int, int] = {}
-    for info in infos:
-        key = getattr(info, attr)
-        masks[key] = masks.get(key, 0) | (1 << info.cpu_id)
-    return {k: CPUSet.from_mask(v) for k, v in sorted(masks.items())}
+def _cpu_details(cpus: Iterable[CPUInfo]) -> dict[int, CPUInfo]:
+    """``CPUDetails``: CPU id -> its info, in id order; ids unique, in range, at least one."""
+    details: dict[int, CPUInfo] = {}
+    for info in sorted(cpus, key=_cpu_id_of):
+        if info.cpu_id in details:
+            raise TopologyError("cpus provided are not unique")
+        if not 0 <= info.cpu_id <= MAX_CPU_ID:
+            raise TopologyError(f"invalid cpu id {info.cpu_id} (allowed: 0..{MAX_CPU_ID})")
+        details[info.cpu_id] = info
+    if not details:
+        raise TopologyError("no cpus provided")
+    return details
 
 
 class CPUTopology:
@@ -116,36 +122,10 @@ class CPUTopology:
         cpu_flags: Sequence[str] = (),
         offline_cpus: CPUSet | None = None,
     ) -> None:
-        details: dict[int, CPUInfo] = {}
-        for info in sorted(cpus, key=_cpu_id_of):
-            if info.cpu_id in details:
-                raise TopologyError("cpus provided are not unique")
-            if not 0 <= info.cpu_id <= MAX_CPU_ID:
-                raise TopologyError(f"invalid cpu id {info.cpu_id} (allowed: 0..{MAX_CPU_ID})")
-            details[info.cpu_id] = info
-        if not details:
-            raise TopologyError("no cpus provided")
-        self.cpu_details: dict[int, CPUInfo] = details
-        # One pass builds the four element -> CPU mask indexes (the hot part on 512 CPUs).
-        cores: dict[int, int] = {}
-        sockets: dict[int, int] = {}
-        numas: dict[int, int] = {}
-        uncores: dict[int, int] = {}
-        all_mask = 0
-        for info in details.values():
-            bit = 1 << info.cpu_id
-            all_mask |= bit
-            cores[info.core_id] = cores.get(info.core_id, 0) | bit
-            sockets[info.socket_id] = sockets.get(info.socket_id, 0) | bit
-            numas[info.numa_node_id] = numas.get(info.numa_node_id, 0) | bit
-            uncores[info.uncore_cache_id] = uncores.get(info.uncore_cache_id, 0) | bit
-        self.all_cpus = CPUSet.from_mask(all_mask)
-        self._cpus_of_core = _sets(cores)
-        self._cpus_of_socket = _sets(sockets)
-        self._cpus_of_numa = _sets(numas)
-        self._cpus_of_uncore = _sets(uncores)
+        self.cpu_details: dict[int, CPUInfo] = _cpu_details(cpus)
+        self._index_elements()
         # Counts may be given (conformance fixtures carry upstream's own numbers).
-        self.num_cpus = len(details) if num_cpus is None else num_cpus
+        self.num_cpus = len(self.cpu_details) if num_cpus is None else num_cpus
         self.num_cores = len(self._cpus_of_core) if num_cores is None else num_cores
         self.num_sockets = len(self._cpus_of_socket) if num_sockets is None else num_sockets
         self.num_numa_nodes = len(self._cpus_of_numa) if num_numa_nodes is None else num_numa_nodes
@@ -157,6 +137,27 @@ class CPUTopology:
         self.cpu_model = cpu_model
         self.cpu_flags: tuple[str, ...] = tuple(cpu_flags)
         self.offline_cpus = offline_cpus if offline_cpus is not None else CPUSet()
+
+    def _index_elements(self) -> None:
+        """The four element -> CPU set indexes (core, socket, NUMA node, uncore cache) and the
+        whole machine's set, built in one pass over the CPUs (the hot part on 512 CPUs)."""
+        cores: dict[int, int] = {}
+        sockets: dict[int, int] = {}
+        numas: dict[int, int] = {}
+        uncores: dict[int, int] = {}
+        all_mask = 0
+        for info in self.cpu_details.values():
+            bit = 1 << info.cpu_id
+            all_mask |= bit
+            cores[info.core_id] = cores.get(info.core_id, 0) | bit
+            sockets[info.socket_id] = sockets.get(info.socket_id, 0) | bit
+            numas[info.numa_node_id] = numas.get(info.numa_node_id, 0) | bit
+            uncores[info.uncore_cache_id] = uncores.get(info.uncore_cache_id, 0) | bit
+        self.all_cpus = CPUSet.from_mask(all_mask)
+        self._cpus_of_core = _sets(cores)
+        self._cpus_of_socket = _sets(sockets)
+        self._cpus_of_numa = _sets(numas)
+        self._cpus_of_uncore = _sets(uncores)
 
     # -- counts (CPUTopology methods) --------------------------------------------
     def cpus_per_core(self) -> int:

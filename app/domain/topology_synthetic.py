@@ -81,24 +81,15 @@ def numa_memory_for(
     return [NUMANodeMemory(n, memory_per_numa, dict(pages), rows[n]) for n in sorted(rows)]
 
 
-def synthetic_topology(
-    *,
+def _check_shape(
     sockets: int,
     numa_per_socket: int,
     cores_per_numa: int,
     threads_per_core: int,
-    cores_per_uncore: int | None = None,
-    memory_per_numa: int = 32 * GIB,
-    hugepages_per_numa: Mapping[int, int] | None = None,
-    distance_same_socket: int = 11,
-    distance_remote: int = 21,
-    name: str = "",
-    cpu_model: str = "",
-) -> CPUTopology:
-    """A regular machine numbered like Linux (see the module docstring).
-
-    Raises ``TopologySpecError`` naming the parameter that is out of range.
-    """
+    cores_per_uncore: int | None,
+) -> None:
+    """Sockets, NUMA nodes, cores and threads within range (at most 64 NUMA nodes and 8192
+    CPUs in all); an uncore cache dividing a socket's cores."""
     check_range("sockets", sockets, 1, MAX_SPEC_NUMA_NODES)
     check_range("numa_per_socket", numa_per_socket, 1, MAX_SPEC_NUMA_NODES)
     check_range("cores_per_numa", cores_per_numa, 1, MAX_SPEC_CPUS)
@@ -111,27 +102,28 @@ def synthetic_topology(
             key="numa_per_socket",
             value=str(numa_per_socket),
         )
-    num_cores = num_numa * cores_per_numa
-    num_cpus = num_cores * threads_per_core
+    num_cpus = num_numa * cores_per_numa * threads_per_core
     if num_cpus > MAX_SPEC_CPUS:
         raise TopologySpecError(
             f"the topology would have {num_cpus} CPUs; at most {MAX_SPEC_CPUS} are supported",
             key="cores_per_numa",
             value=str(cores_per_numa),
         )
+    if cores_per_uncore is None:
+        return
     cores_per_socket = numa_per_socket * cores_per_numa
-    if cores_per_uncore is not None:
-        check_range("cores_per_uncore", cores_per_uncore, 1, cores_per_socket)
-        if cores_per_socket % cores_per_uncore:
-            raise TopologySpecError(
-                f"cores_per_uncore={cores_per_uncore} must divide the {cores_per_socket} "
-                "cores of a socket (an L3 cache never spans sockets)",
-                key="cores_per_uncore",
-                value=str(cores_per_uncore),
-            )
-    check_range("distance_same_socket", distance_same_socket, LOCAL_DISTANCE + 1, 254)
-    check_range("distance_remote", distance_remote, LOCAL_DISTANCE + 1, 254)
-    hugepages = dict(hugepages_per_numa or {})
+    check_range("cores_per_uncore", cores_per_uncore, 1, cores_per_socket)
+    if cores_per_socket % cores_per_uncore:
+        raise TopologySpecError(
+            f"cores_per_uncore={cores_per_uncore} must divide the {cores_per_socket} "
+            "cores of a socket (an L3 cache never spans sockets)",
+            key="cores_per_uncore",
+            value=str(cores_per_uncore),
+        )
+
+
+def _check_memory(memory_per_numa: int, hugepages: Mapping[int, int]) -> None:
+    """Hugepage counts not negative; a NUMA node's memory positive and holding its pages."""
     for size, count in hugepages.items():
         if count < 0:
             raise TopologySpecError(
@@ -152,7 +144,16 @@ def synthetic_topology(
             value=str(memory_per_numa),
         )
 
-    # An L3 covering exactly a NUMA node's threads is a node cache for cAdvisor.
+
+def _linux_cpus(
+    num_cores: int,
+    threads_per_core: int,
+    cores_per_socket: int,
+    cores_per_numa: int,
+    cores_per_uncore: int | None,
+) -> list[CPUInfo]:
+    """The CPUs numbered as Linux does on x86 (see the module docstring); an L3 covering
+    exactly a NUMA node's threads is a node cache for cAdvisor, so its cores use the socket."""
     real_uncore = cores_per_uncore is not None and cores_per_uncore != cores_per_numa
     infos: list[CPUInfo] = []
     for thread in range(threads_per_core):
@@ -161,6 +162,37 @@ def synthetic_topology(
             socket = core // cores_per_socket
             uncore = core // cores_per_uncore if real_uncore and cores_per_uncore else socket
             infos.append(CPUInfo(base + core, core, socket, core // cores_per_numa, uncore))
+    return infos
+
+
+def synthetic_topology(
+    *,
+    sockets: int,
+    numa_per_socket: int,
+    cores_per_numa: int,
+    threads_per_core: int,
+    cores_per_uncore: int | None = None,
+    memory_per_numa: int = 32 * GIB,
+    hugepages_per_numa: Mapping[int, int] | None = None,
+    distance_same_socket: int = 11,
+    distance_remote: int = 21,
+    name: str = "",
+    cpu_model: str = "",
+) -> CPUTopology:
+    """A regular machine numbered like Linux (see the module docstring).
+
+    Raises ``TopologySpecError`` naming the parameter that is out of range.
+    """
+    _check_shape(sockets, numa_per_socket, cores_per_numa, threads_per_core, cores_per_uncore)
+    check_range("distance_same_socket", distance_same_socket, LOCAL_DISTANCE + 1, 254)
+    check_range("distance_remote", distance_remote, LOCAL_DISTANCE + 1, 254)
+    hugepages = dict(hugepages_per_numa or {})
+    _check_memory(memory_per_numa, hugepages)
+    num_cores = sockets * numa_per_socket * cores_per_numa
+    cores_per_socket = numa_per_socket * cores_per_numa
+    infos = _linux_cpus(
+        num_cores, threads_per_core, cores_per_socket, cores_per_numa, cores_per_uncore
+    )
     memory = numa_memory_for(
         infos, memory_per_numa, hugepages, distance_same_socket, distance_remote
     )

@@ -54,21 +54,18 @@ def _numa_dict(topo: CPUTopology, numa_id: int) -> dict[str, Any]:
     }
 
 
+def _socket_dict(topo: CPUTopology, socket_id: int) -> dict[str, Any]:
+    cpus = topo.cpus_of_socket(socket_id)
+    return {
+        "id": socket_id,
+        **_cpus(cpus),
+        "numaNodes": topo.numa_nodes_of(cpus),
+        "cores": len(topo.cores_of(cpus)),
+    }
+
+
 def topology_to_dict(topo: CPUTopology) -> dict[str, Any]:
     """Everything about a topology as JSON-ready data (lowerCamelCase keys)."""
-    sockets = []
-    for socket_id in topo.socket_ids():
-        cpus = topo.cpus_of_socket(socket_id)
-        sockets.append(
-            {
-                "id": socket_id,
-                **_cpus(cpus),
-                "numaNodes": topo.numa_nodes_of(cpus),
-                "cores": len(topo.cores_of(cpus)),
-            }
-        )
-    uncore = [{"id": u, **_cpus(topo.cpus_of_uncore_cache(u))} for u in topo.uncore_cache_ids()]
-    hugepage_sizes = topo.hugepage_sizes()
     return {
         "name": topo.name,
         "cpuModel": topo.cpu_model,
@@ -83,11 +80,14 @@ def topology_to_dict(topo: CPUTopology) -> dict[str, Any]:
         "offlineCpus": _cpus(topo.offline_cpus),
         "memoryBytes": topo.total_memory_bytes(),
         "hugepages": {
-            hugepage_resource_name(size): topo.total_hugepage_bytes(size) for size in hugepage_sizes
+            hugepage_resource_name(size): topo.total_hugepage_bytes(size)
+            for size in topo.hugepage_sizes()
         },
-        "sockets": sockets,
+        "sockets": [_socket_dict(topo, s) for s in topo.socket_ids()],
         "numaNodes": [_numa_dict(topo, n) for n in topo.all_numa_node_ids()],
-        "uncoreCaches": uncore,
+        "uncoreCaches": [
+            {"id": u, **_cpus(topo.cpus_of_uncore_cache(u))} for u in topo.uncore_cache_ids()
+        ],
         "cpus": [
             {
                 "id": info.cpu_id,
@@ -116,13 +116,8 @@ def _count(n: int, what: str) -> str:
     return f"{n} {what}" if n == 1 else f"{n} {what}s"
 
 
-def render_text(topo: CPUTopology) -> str:
-    """lstopo-style tree: Machine → Package → NUMANode → L3 → Core → PU.
-
-    A NUMA node or L3 that spans several packages (or NUMA nodes) appears under each of
-    them with the CPUs it has there, marked ``(part)``.
-    """
-    lines: list[str] = []
+def _machine_line(topo: CPUTopology) -> str:
+    """``Machine 'name' (<memory> total): <counts>, <n> threads per core``."""
     header = f"Machine {topo.name!r}" if topo.name else "Machine"
     counts = ", ".join(
         _count(n, what)
@@ -134,32 +129,48 @@ def render_text(topo: CPUTopology) -> str:
             (topo.num_uncore_cache, "uncore cache"),
         )
     )
-    lines.append(
+    return (
         f"{header} ({format_bytes(topo.total_memory_bytes())} total): {counts}, "
         f"{_count(topo.cpus_per_core(), 'thread')} per core"
     )
+
+
+def _package_lines(topo: CPUTopology, socket_id: int) -> list[str]:
+    """A package and, nested, its NUMA nodes, L3 caches, cores and threads (a NUMA node or
+    L3 reaching beyond it is shown with the CPUs it has here, marked ``(part)``)."""
+    socket_cpus = topo.cpus_of_socket(socket_id)
+    lines = [f"  Package P#{socket_id} (CPUs {socket_cpus})"]
+    for numa_id in topo.numa_nodes_of(socket_cpus):
+        numa_all = topo.cpus_of_numa_node(numa_id)
+        numa_cpus = numa_all & socket_cpus
+        part = " (part)" if numa_cpus != numa_all else ""
+        lines.append(
+            f"    NUMANode P#{numa_id}{part} ({_memory_label(topo, numa_id)}; CPUs {numa_cpus})"
+        )
+        for uncore_id in topo.uncore_caches_of(numa_cpus):
+            uncore_all = topo.cpus_of_uncore_cache(uncore_id)
+            uncore_cpus = uncore_all & numa_cpus
+            part = " (part)" if uncore_cpus != uncore_all else ""
+            lines.append(f"      L3 P#{uncore_id}{part} (CPUs {uncore_cpus})")
+            for core_id in topo.cores_of(uncore_cpus):
+                lines.append(f"        Core P#{core_id}")
+                lines.extend(
+                    f"          PU P#{cpu}" for cpu in topo.cpus_of_core(core_id) & uncore_cpus
+                )
+    return lines
+
+
+def render_text(topo: CPUTopology) -> str:
+    """lstopo-style tree: Machine → Package → NUMANode → L3 → Core → PU.
+
+    A NUMA node or L3 that spans several packages (or NUMA nodes) appears under each of
+    them with the CPUs it has there, marked ``(part)``.
+    """
+    lines = [_machine_line(topo)]
     if topo.cpu_model:
         lines.append(f"  CPU model: {topo.cpu_model}")
     for socket_id in topo.socket_ids():
-        socket_cpus = topo.cpus_of_socket(socket_id)
-        lines.append(f"  Package P#{socket_id} (CPUs {socket_cpus})")
-        for numa_id in topo.numa_nodes_of(socket_cpus):
-            numa_all = topo.cpus_of_numa_node(numa_id)
-            numa_cpus = numa_all & socket_cpus
-            part = " (part)" if numa_cpus != numa_all else ""
-            lines.append(
-                f"    NUMANode P#{numa_id}{part} ({_memory_label(topo, numa_id)}; CPUs {numa_cpus})"
-            )
-            for uncore_id in topo.uncore_caches_of(numa_cpus):
-                uncore_all = topo.cpus_of_uncore_cache(uncore_id)
-                uncore_cpus = uncore_all & numa_cpus
-                part = " (part)" if uncore_cpus != uncore_all else ""
-                lines.append(f"      L3 P#{uncore_id}{part} (CPUs {uncore_cpus})")
-                for core_id in topo.cores_of(uncore_cpus):
-                    lines.append(f"        Core P#{core_id}")
-                    lines.extend(
-                        f"          PU P#{cpu}" for cpu in topo.cpus_of_core(core_id) & uncore_cpus
-                    )
+        lines.extend(_package_lines(topo, socket_id))
     cpu_less = [n for n in topo.all_numa_node_ids() if not topo.cpus_of_numa_node(n)]
     for numa_id in cpu_less:
         lines.append(f"  NUMANode P#{numa_id} ({_memory_label(topo, numa_id)}; no CPUs)")

@@ -12,6 +12,11 @@ files. This module owns that replay:
   ``batch``, the pods a multi-pod dry run had admitted on its scratch copy before that entry
   count too).
 
+A ``restart`` entry (a kubelet restart applied to the node, ``app.services.node_restart``)
+is replayed as it happened: the kubelet of the new release starts on the replayed node's
+state files (``app.domain.restart``, the same start-up model) and re-admits its pods; the
+entries before the first restart are replayed under the configuration that ran then.
+
 Entry ``0`` is the node as created (nothing admitted). Built on it: the history pages
 (``app.services.history_views``), where an attempt placed its pod
 (``app.services.placements``), rejection explanations (``app.services.rejections``).
@@ -20,16 +25,25 @@ Entry ``0`` is the node as created (nothing admitted). Built on it: the history 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from app.adapters.db import node_repo
-from app.adapters.db.tables import ACTION_ADMIT, ACTION_DRY_RUN, ACTION_REMOVE, as_utc
+from app.adapters.db.tables import (
+    ACTION_ADMIT,
+    ACTION_DRY_RUN,
+    ACTION_REMOVE,
+    ACTION_RESTART,
+    as_utc,
+)
+from app.domain.kubelet_config import KubeletConfig
 from app.domain.node import Node
+from app.domain.node_state_files import render_state_files
 from app.domain.pod import Pod
 from app.domain.pod_manifest import pod_from_manifest
+from app.domain.restart import restart_node
 from app.services.node_errors import NodeServiceError
 from app.services.node_inputs import build_engine_node, parse_config, resolve_topology
 from app.services.nodes import NodeService
@@ -63,8 +77,21 @@ class LogRow:
         return f"{self.namespace}/{self.name}"
 
     @property
+    def is_restart(self) -> bool:
+        return self.action == ACTION_RESTART
+
+    @property
+    def label(self) -> str:
+        """What the entry is about: the pod's ``namespace/name``, or the kubelet's releases."""
+        if self.is_restart:
+            return f"kubelet {self.manifest.get('fromRelease')} → {self.manifest.get('toRelease')}"
+        return self.key
+
+    @property
     def changes_node(self) -> bool:
-        return self.action == ACTION_REMOVE or (self.action == ACTION_ADMIT and self.admitted)
+        return self.action in (ACTION_REMOVE, ACTION_RESTART) or (
+            self.action == ACTION_ADMIT and self.admitted
+        )
 
 
 def log_rows(service: NodeService, node: str) -> list[LogRow]:
@@ -105,6 +132,28 @@ class Builder:
         self.config = parse_config(definition.kubelet_config, definition.release)
         self.clock = service.clock
 
+    def first_config(self, rows: Sequence[LogRow]) -> KubeletConfig:
+        """The configuration the node was created with: before its first restart, if any."""
+        first = next((r for r in rows if r.is_restart), None)
+        if first is None:
+            return self.config
+        return parse_config(first.manifest["fromConfig"], first.manifest["fromRelease"])
+
+    def restarted(self, node: Node, row: LogRow) -> Node:
+        """``node`` after the kubelet restart of ``row`` (its pods re-admitted as they were)."""
+        config = parse_config(row.manifest["toConfig"], row.manifest["toRelease"])
+        pods = [(p, node.admitted_at.get(uid, 0.0)) for uid, p in node.pods.items()]
+        result = restart_node(
+            self.topology,
+            config,
+            render_state_files(node),
+            pods,
+            name=self.name,
+            previous_release=node.config.release,
+            clock=self.clock,
+        )
+        return node if result.node is None else result.node
+
     def __call__(self, config: Any = None) -> Node:
         return build_engine_node(
             self.name, self.topology, config if config is not None else self.config, self.clock
@@ -116,15 +165,25 @@ class Builder:
         )
 
 
-def replay(builder: Builder, rows: Sequence[LogRow], *, before: int, batch: str = "") -> Node:
-    """The node after every change logged before entry ``before`` (and, with ``batch``, the
-    dry run pods of that batch admitted before it)."""
-    node = builder()
+def replayed(
+    builder: Builder, rows: Sequence[LogRow], *, before: int | None = None, batch: str = ""
+) -> Iterator[tuple[LogRow | None, Node]]:
+    """The node as created (``None``, node), then after each change logged before entry
+    ``before`` (all of them when ``None``; with ``batch``, the dry run pods of that batch
+    admitted before it count too): one pass, the same node object changed in place except
+    across a restart. Read each node before asking for the next."""
+    node = builder(builder.first_config(rows))
     clock = node.clock
+    yield None, node
     try:
         for r in rows:
-            if r.id >= before:
+            if before is not None and r.id >= before:
                 break
+            if r.is_restart:
+                node.clock = clock
+                node = builder.restarted(node, r)
+                yield r, node
+                continue
             counts = r.changes_node or (
                 batch and r.batch == batch and r.action == ACTION_DRY_RUN and r.admitted
             )
@@ -133,15 +192,27 @@ def replay(builder: Builder, rows: Sequence[LogRow], *, before: int, batch: str 
             if r.action == ACTION_REMOVE:
                 if r.uid in node.pods:
                     node.remove(r.uid)
+                yield r, node
                 continue
             pod = builder.pod(r)
             if pod.uid in node.pods or node.find_pod(pod.key) is not None:
                 continue
             node.clock = lambda at=r.at: at.timestamp()  # type: ignore[misc]
             node.admit(pod)
+            node.clock = clock
+            yield r, node
     finally:
         node.clock = clock
-    return node
+
+
+def replay(builder: Builder, rows: Sequence[LogRow], *, before: int, batch: str = "") -> Node:
+    """The node after every change logged before entry ``before`` (and, with ``batch``, the
+    dry run pods of that batch admitted before it)."""
+    last = None
+    for step in replayed(builder, rows, before=before, batch=batch):
+        last = step
+    assert last is not None  # the node as created comes first
+    return last[1]
 
 
 def node_at(service: NodeService, node: str, entry: int) -> tuple[Node, list[LogRow]]:

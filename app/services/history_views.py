@@ -6,13 +6,15 @@ what was taken and what was freed between two entries). Entry ``0`` is the node 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from app.adapters.db.tables import ACTION_ADMIT, ACTION_REMOVE
+from app.adapters.db.tables import ACTION_ADMIT, ACTION_DRY_RUN, ACTION_REMOVE
 from app.domain.cpuset import CPUSet
 from app.domain.node import Node
 from app.services.history import Builder, LogRow, find_row, log_rows, replay
@@ -43,6 +45,13 @@ class HistoryEvent(_View):
     map_url: str
     explain_url: str | None = None
     pod_url: str | None = None
+    # A kubelet restart: the maps before and after it side by side (the diff from the entry
+    # before it), and the releases and gate of the restart.
+    diff_url: str | None = None
+    restart: dict[str, Any] | None = None
+    # A dry run of several pods, collapsed to one event: its verdicts' page and size.
+    batch_url: str | None = None
+    batch_size: int = 1
 
 
 class HistoryView(_View):
@@ -89,33 +98,87 @@ def _label(rows: Sequence[LogRow], entry: int) -> str:
         return "as created"
     r = next(r for r in rows if r.id == entry)
     verdict = {True: "admitted", False: "rejected"}[r.admitted]
-    what = "removed" if r.action == ACTION_REMOVE else f"{r.action} {verdict}"
-    return f"#{r.id} · {iso(r.at)} · {r.key} {what}"
+    if r.is_restart:
+        what = "restart"
+    elif r.action == ACTION_REMOVE:
+        what = "removed"
+    else:
+        what = f"{r.action} {verdict}"
+    return f"#{r.id} · {iso(r.at)} · {r.label} {what}"
+
+
+def _restart_fields(r: LogRow) -> dict[str, Any]:
+    m = r.manifest
+    return {
+        "fromRelease": m.get("fromRelease"),
+        "toRelease": m.get("toRelease"),
+        "podLevelResourceManagers": m.get("podLevelResourceManagers"),
+    }
 
 
 def timeline(service: NodeService, node: str) -> HistoryView:
+    """One event per log entry, oldest first; a dry run of several pods is one event (its
+    totals, and a link to its verdicts), so it does not bury the node's history."""
     rows = log_rows(service, node)
     base = node_url(node)
     on_node = {p.uid for p in service.snapshot(node).pods}
-    events = [
-        HistoryEvent(
-            id=r.id,
-            at=iso(r.at),
-            action=r.action,
-            pod=r.key,
-            admitted=r.admitted,
-            reason=r.reason,
-            message=r.message,
-            changed=r.changes_node,
-            map_url=f"{base}/history/{r.id}",
-            explain_url=None if r.admitted else f"{base}/admissions/{r.id}",
-            pod_url=pod_url(node, r.namespace, r.name)
-            if r.action == ACTION_ADMIT and r.admitted and r.uid in on_node
-            else None,
+    previous = {r.id: prev.id for prev, r in pairwise(rows)}
+    dry_runs: dict[str, list[LogRow]] = {}
+    for r in rows:
+        if r.action == ACTION_DRY_RUN:
+            dry_runs.setdefault(r.batch, []).append(r)
+    events = []
+    for r in rows:
+        group = dry_runs.get(r.batch, []) if r.action == ACTION_DRY_RUN else []
+        if len(group) > 1:
+            if r is group[0]:
+                events.append(_dry_run_event(base, group))
+            continue
+        events.append(
+            HistoryEvent(
+                id=r.id,
+                at=iso(r.at),
+                action=r.action,
+                pod=r.label,
+                admitted=r.admitted,
+                reason=r.reason,
+                message=r.message,
+                changed=r.changes_node,
+                map_url=f"{base}/history/{r.id}",
+                explain_url=None if r.admitted else f"{base}/admissions/{r.id}",
+                pod_url=pod_url(node, r.namespace, r.name)
+                if r.action == ACTION_ADMIT and r.admitted and r.uid in on_node
+                else None,
+                diff_url=f"{base}/diff?from={previous.get(r.id, 0)}&to={r.id}"
+                if r.is_restart
+                else None,
+                restart=_restart_fields(r) if r.is_restart else None,
+            )
         )
-        for r in rows
-    ]
     return HistoryView(node=node, node_url=base, events=events)
+
+
+def _dry_run_event(base: str, group: Sequence[LogRow]) -> HistoryEvent:
+    """One event for a dry run of several pods: how many would be admitted and rejected."""
+    first = group[0]
+    admitted = sum(1 for r in group if r.admitted)
+    reasons = Counter(r.reason for r in group if not r.admitted)
+    message = f"{admitted:,} would be admitted, {len(group) - admitted:,} would be rejected"
+    if reasons:
+        message += " (" + ", ".join(f"{k} {n:,}" for k, n in reasons.most_common()) + ")"
+    return HistoryEvent(
+        id=first.id,
+        at=iso(first.at),
+        action=first.action,
+        pod=f"{len(group):,} pods",
+        admitted=admitted == len(group),
+        reason=reasons.most_common(1)[0][0] if reasons else "",
+        message=message,
+        changed=False,
+        map_url=f"{base}/history/{first.id}",
+        batch_url=f"{base}/batches/{first.batch}",
+        batch_size=len(group),
+    )
 
 
 def _views(builder: Builder, engine_node: Node, node: str) -> NodeViews:
@@ -167,6 +230,16 @@ def _free_per_numa(engine_node: Node) -> dict[int, int]:
     available = snap.default_cpuset - snap.reserved_cpus
     topo = engine_node.topology
     return {n: (available & topo.cpus_in_numa_nodes([n])).size() for n in topo.numa_node_ids()}
+
+
+def default_range(
+    service: NodeService, node: str, from_entry: int | None, to_entry: int | None
+) -> tuple[int, int]:
+    """The entries a comparison means when one is not given: from the node as created (0), to
+    its latest change (0 when nothing changed it yet)."""
+    if to_entry is None:
+        to_entry = max((r.id for r in log_rows(service, node) if r.changes_node), default=0)
+    return (0 if from_entry is None else from_entry), to_entry
 
 
 def diff(service: NodeService, node: str, from_entry: int, to_entry: int) -> DiffView:

@@ -107,9 +107,16 @@ class NodeReads(ABC):
         )
 
     def admissions(
-        self, name: str, *, limit: int = 100, batch: str | None = None
+        self,
+        name: str,
+        *,
+        limit: int = 100,
+        batch: str | None = None,
+        offset: int = 0,
+        dry_runs: bool = True,
     ) -> list[AdmissionLogEntry]:
-        """The node's log, newest first (or one submission's entries, in order)."""
+        """The node's log, newest first (or one submission's entries, in order, from
+        ``offset``); ``dry_runs=False`` leaves dry runs out (the page's Recent admissions)."""
         if self._observed(name) is not None:
             return []  # nothing is ever admitted on an observed node
         live = self._fresh(name)
@@ -117,11 +124,13 @@ class NodeReads(ABC):
         # database's change counter stays put (no commit by anyone) they are the last answer.
         probe = probe_for(self.engine)
         stamp = probe.stamp() if probe is not None else None  # read before the query
-        key = (live.record_id, live.version, limit, batch)
+        key = (live.record_id, live.version, limit, batch, offset, dry_runs)
         seen = self._log_memo.get(key)
         if seen is not None and stamp is not None and seen[0] == stamp:
             return list(seen[1])
-        rows = node_repo.log_rows(self.engine, live.record_id, limit=limit, batch=batch)
+        rows = node_repo.log_rows(
+            self.engine, live.record_id, limit=limit, batch=batch, offset=offset, dry_runs=dry_runs
+        )
         with self._lock:
             entries = [self._log_entry(live, r) for r in rows]
             if stamp is not None:
@@ -190,7 +199,8 @@ class NodeReads(ABC):
             views = self._views(live)
             summary = self._summary(live)
         view = views.node_view(summary)
-        update: dict[str, Any] = {"admissions": self.admissions(name, limit=log_limit)}
+        recent = self.admissions(name, limit=log_limit, dry_runs=False)
+        update: dict[str, Any] = {"admissions": recent}
         if batch:
             update["last_batch"] = self.admissions(name, batch=batch)
         return view.model_copy(update=update)
@@ -275,7 +285,7 @@ class NodeReads(ABC):
         with self._lock:
             views = self._views(live)
             summary = self._summary(live)
-        admissions = self.admissions(name, limit=20)
+        admissions = self.admissions(name, limit=20, dry_runs=False)
         last = self.admissions(name, batch=batch) if batch else []
         key = ("node", summary.rejected, summary.load_error, _ids(admissions), _ids(last))
 

@@ -6,8 +6,10 @@ chosen release and gate, on a fresh engine: the node itself is untouched by a re
 run, or a kubelet that does not start). **Applying** one makes the node run that release from
 then on, as one durable change (``NodeRegistry._change``): the definition's release (and its
 configuration when the gate was changed) in the database, the restarted engine, its state
-files in the release's formats, and a ``remove`` log row for each pod the restarted kubelet
-rejected (it no longer runs; the log and the files keep agreeing).
+files in the release's formats, a ``restart`` log row (``restart_row``: the releases and
+configurations before and after, which the history replays and undo reverses) and a ``remove``
+log row for each pod the restarted kubelet rejected (it no longer runs; the log and the files
+keep agreeing).
 
 An **observed** node is only ever rehearsed on a copy, in memory: its kubelet's files are read
 with the chosen release's reader and start-up validation, but its pods' specs are not known
@@ -26,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from app.adapters.db import node_repo
-from app.adapters.db.tables import ACTION_REMOVE, AdmissionRecord, utc_now
+from app.adapters.db.tables import ACTION_REMOVE, ACTION_RESTART, AdmissionRecord, utc_now
 from app.domain import releases
 from app.domain.kubelet_config import RELEASES, KubeletConfig, KubeletConfigError
 from app.domain.node import Node
@@ -264,7 +266,8 @@ class NodeRestarts(ABC):
         restarted kubelet rejected, the restarted engine and its files, as one commit."""
         assert result.node is not None
         batch = str(uuid.uuid4())
-        rows = [
+        rows = [restart_row(live, batch, config, text)]
+        rows += [
             AdmissionRecord(
                 node_id=live.record_id,
                 batch=batch,
@@ -280,8 +283,7 @@ class NodeRestarts(ABC):
             if p.outcome == REJECTED and (pod := live.node.pods.get(p.uid)) is not None
         ]
         tx.redefine(release=config.release, kubelet_config=text)
-        if rows:
-            tx.add(rows)
+        tx.add(rows)
         with _swapped(live, result.node, config, text):
             self.store.commit(live, tx)
 
@@ -309,6 +311,30 @@ class NodeRestarts(ABC):
         return Rehearsal(
             observed.name, result, True, False, views.map, None, observed=True, note=OBSERVED_NOTE
         )
+
+
+def restart_row(live: Live, batch: str, config: KubeletConfig, text: str) -> AdmissionRecord:
+    """The log row of an applied restart: which kubelet ran before and which runs after."""
+    before, after = live.config.release, config.release
+    manifest = {
+        "fromRelease": before,
+        "fromConfig": live.definition.kubelet_config,
+        "toRelease": after,
+        "toConfig": text,
+        "podLevelResourceManagers": config.gate(GATE) if _gate_known(after) else None,
+    }
+    return AdmissionRecord(
+        node_id=live.record_id,
+        batch=batch,
+        action=ACTION_RESTART,
+        namespace="",
+        name="kubelet",
+        uid="",
+        admitted=True,
+        message=f"kubelet {before} \u2192 {after}",
+        manifest=json.dumps(manifest, sort_keys=True),
+        created_at=utc_now(),
+    )
 
 
 @contextlib.contextmanager

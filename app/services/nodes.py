@@ -210,7 +210,7 @@ class NodeService(NodeRegistry, NodeRestarts):
                 records = log_records(live, batch, pods, results, dry_run)
                 tx.add(records)
                 if dry_run:
-                    tx.trim_dry_runs()
+                    tx.trim_dry_runs(batch)  # this submission is kept whole
                     tx.commit()
                 else:
                     admitted = any(r.admitted for r in results)

@@ -18,13 +18,18 @@ A query is words separated by spaces; a pod is listed when it matches every word
 ``cpu:4-7,12``         a container runs on one of these CPUs (the cpuset syntax)
 =====================  ==========================================================
 
-"Runs on" is what the pods table shows per container (its exclusive slice, its pod's shared
-pool, or the node shared pool), so a CPU of the node shared pool finds every pod that shares
-it. A malformed word raises ``PodQueryError`` naming the field ``q``.
+A CPU finds the pod that *holds* it: an exclusive slice of one of its containers, or its
+pod shared pool (``pod_held_cpus``). A CPU of the node shared pool (or a reserved one) belongs
+to no pod, so it finds none, and the page says so (``note``) instead of naming every pod that
+happens to run there (issue 21 point 7; before, the Burstable pods "owned" it). The rows keep
+``data-cpus`` = what their containers run on (the table's "runs on"), and the page carries
+``lit``: the CPUs the matched pods hold, which static/js/cpu-map.js lights on the CPU map.
+A malformed word raises ``PodQueryError`` naming the field ``q``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from app.domain.cpuset import CPUSet, CPUSetError
@@ -94,10 +99,20 @@ def pod_cpus(row: PodRow) -> CPUSet:
     return CPUSet.from_mask(mask)
 
 
+def pod_held_cpus(row: PodRow) -> CPUSet:
+    """The CPUs the pod holds: its containers' exclusive slices and its pod shared pool (not
+    the node shared pool its other containers run in)."""
+    mask = 0
+    for c in row.containers:
+        if c.isolation in ("container", "pod"):
+            mask |= CPUSet.parse(c.runs_on.cpus).mask
+    return CPUSet.from_mask(mask)
+
+
 def _matches(row: PodRow, word: _Word) -> bool:
     if word.field == "cpu":
         assert word.cpus is not None
-        return bool(pod_cpus(row) & word.cpus)
+        return bool(pod_held_cpus(row) & word.cpus)
     if word.field == "numa":
         return not word.numa.isdisjoint(row.numa_nodes)
     if word.field == "name":
@@ -132,6 +147,8 @@ class PodsPage(_View):
     show_all: bool
     first: int  # 1-based position of the first row shown (0 when none)
     rows: list[PodListRow]
+    lit: str = ""  # the CPUs the matched pods hold (a query only): lit on the CPU map
+    note: str = ""  # asked-for CPUs no pod holds: where they are instead
 
 
 def pods_page(
@@ -147,6 +164,8 @@ def pods_page(
     or all of them with ``show_all``. Raises ``PodQueryError`` for a malformed query."""
     words = parse_query(query)
     found = [row for row in rows if all(_matches(row, w) for w in words)]
+    lit = CPUSet.from_mask(_union(pod_held_cpus(r) for r in found)) if words else CPUSet()
+    note = _unheld_note(rows, words)
     pages = max(1, -(-len(found) // page_size))
     page = min(max(1, page), pages)
     start = 0 if show_all else (page - 1) * page_size
@@ -163,4 +182,28 @@ def pods_page(
         show_all=show_all,
         first=start + 1 if shown else 0,
         rows=[PodListRow(pod=row, cpus=str(pod_cpus(row))) for row in shown],
+        lit=str(lit),
+        note=note,
+    )
+
+
+def _union(sets: Iterable[CPUSet]) -> int:
+    mask = 0
+    for s in sets:
+        mask |= s.mask
+    return mask
+
+
+def _unheld_note(rows: list[PodRow], words: tuple[_Word, ...]) -> str:
+    asked = _union(w.cpus for w in words if w.cpus is not None)
+    if not asked:
+        return ""
+    free = CPUSet.from_mask(asked & ~_union(pod_held_cpus(r) for r in rows))
+    if not free:
+        return ""
+    many = free.size() > 1
+    return (
+        f"CPU{'s' if many else ''} {free} belong{'' if many else 's'} to no pod: "
+        f"{'they are' if many else 'it is'} in the node shared pool or reserved, where every "
+        "container without exclusive CPUs or a pod budget runs."
     )

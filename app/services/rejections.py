@@ -6,6 +6,20 @@ and needs no snapshot stored with the attempt. ``app.domain.explain`` then compu
 CPUs and memory per NUMA node, each hint provider's hints, the merged hint and the smallest
 changes that would have fitted. The replayed verdict is checked against the logged one; a
 difference (a log edited by hand, state files restored from elsewhere) is shown, not hidden.
+
+A pod with a pod budget (KEP-5526) is described by its budget (``budget_of``: "a 4-CPU budget
+of which 3+1 are exclusive") and, when its containers do not fit that budget, the page names
+that cause (``budget_cause``) rather than the NUMA nodes: the kubelet's
+``validatePodScopeResources`` (pkg/kubelet/cm/cpumanager/policy_static.go, and the memory
+manager's twin) fails for such a pod whatever is free. How the kubelet *reports* it depends
+on the topology manager policy, as ``GetPodTopologyHints`` and ``AllocatePod`` of
+policy_static.go decide (read on master; 1.36 and 1.37 have the same code paths, and the
+release table holds no difference): the hint provider returns an empty hint list, so
+``restricted`` and ``single-numa-node`` reject the pod with ``TopologyAffinityError`` before
+any allocation; ``best-effort`` admits it to allocation, where ``AllocatePod`` fails with
+``EmptyPodSharedPoolError`` and the budget message. The engine does exactly this (checked for
+1.36, 1.37 and 1.38 in tests/web/test_web_rejection_cause.py), so the demo's single-numa-node
+node reports ``TopologyAffinityError`` and the glossary now says which reason when.
 """
 
 from __future__ import annotations
@@ -15,7 +29,13 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from app.adapters.db.tables import ACTION_DRY_RUN, ACTION_REMOVE
+from app.domain import units
+from app.domain.cpumanager.pod_scope import guaranteed_cpus, validate_pod_scope_resources
 from app.domain.explain import explain_rejection
+from app.domain.node import Node
+from app.domain.pod import Container, Pod
+from app.domain.pod_budget import PodBudgetError
+from app.domain.pod_qos import is_container_equivalent_qos_guaranteed
 from app.domain.topologymanager.hint import TopologyHint
 from app.services.history import (
     Builder,
@@ -109,6 +129,22 @@ class DivergenceView(_View):
     docs_title: str
 
 
+class BudgetShare(_View):
+    container: str
+    amount: int  # CPUs, or bytes of memory
+
+
+class BudgetView(_View):
+    """One resource of a pod budget: how much, and which containers take slices of it."""
+
+    resource: str  # "cpu" | "memory"
+    budget: int  # CPUs, or bytes
+    exclusive: list[BudgetShare]  # long-running containers with an exclusive slice
+    shared: list[str]  # long-running containers that run in the pod shared pool
+    text: str  # "a 4-CPU budget of which 3+1 are exclusive"
+    violation: str = ""  # the kubelet's budget message when the containers do not fit
+
+
 class RejectionView(_View):
     node: str
     node_url: str
@@ -132,6 +168,125 @@ class RejectionView(_View):
     suggestions: list[SuggestionView]
     before_url: str  # the CPU map just before the attempt
     divergences: list[DivergenceView] = []
+    budgets: list[BudgetView] = []  # a pod budget, per resource (pod-level pods)
+    cause: str = ""  # the actual cause, when it is not where the pod could be placed
+
+
+def _long_running(pod: Pod) -> list[Container]:
+    return [*(c for c in pod.init_containers if c.is_sidecar), *pod.containers]
+
+
+def _whole(resource: str, budget: int) -> str:
+    return f"{budget}-CPU" if resource == "cpu" else f"{units.format_bytes(budget)} memory"
+
+
+def _budget_text(resource: str, budget: int, exclusive: list[BudgetShare]) -> str:
+    def amount(n: int) -> str:
+        return str(n) if resource == "cpu" else units.format_bytes(n)
+
+    whole = _whole(resource, budget)
+    if not exclusive:
+        return f"a {whole} budget, all of it the pod shared pool"
+    parts = "+".join(amount(s.amount) for s in exclusive)
+    verb = "is" if len(exclusive) == 1 else "are"
+    return f"a {whole} budget of which {parts} {verb} exclusive"
+
+
+def budget_of(node: Node, pod: Pod) -> list[BudgetView]:
+    """The pod budget per resource (cpu; memory under the Static memory manager), with the
+    kubelet's budget message when the containers do not fit it."""
+    if pod.resources is None:
+        return []
+    gates = node.config.gates()
+    out: list[BudgetView] = []
+    cpu_budget = pod.resources.request("cpu").milli_value() // 1000
+    if node.cpu_policy is not None and cpu_budget:
+        shares = [
+            BudgetShare(container=c.name, amount=guaranteed_cpus(pod, c, gates))
+            for c in _long_running(pod)
+        ]
+        exclusive = sorted((s for s in shares if s.amount), key=lambda s: -s.amount)
+        violation = ""
+        try:
+            validate_pod_scope_resources(pod, gates)
+        except PodBudgetError as err:
+            violation = err.message
+        out.append(
+            BudgetView(
+                resource="cpu",
+                budget=cpu_budget,
+                exclusive=exclusive,
+                shared=[s.container for s in shares if not s.amount],
+                text=_budget_text("cpu", cpu_budget, exclusive),
+                violation=violation,
+            )
+        )
+    memory = node.memory
+    mem_budget = pod.resources.request("memory").value()
+    if memory is not None and mem_budget:
+        policy = memory.policy
+        shares = [
+            BudgetShare(
+                container=c.name,
+                amount=c.resources.request("memory").value()
+                if is_container_equivalent_qos_guaranteed(c)
+                else 0,
+            )
+            for c in _long_running(pod)
+        ]
+        exclusive = sorted((s for s in shares if s.amount), key=lambda s: -s.amount)
+        error = getattr(policy, "pod_scope_budget_error", None)
+        found = error(pod) if callable(error) else None
+        out.append(
+            BudgetView(
+                resource="memory",
+                budget=mem_budget,
+                exclusive=exclusive,
+                shared=[s.container for s in shares if not s.amount],
+                text=_budget_text("memory", mem_budget, exclusive),
+                violation=found.message if isinstance(found, PodBudgetError) else "",
+            )
+        )
+    return out
+
+
+def budget_cause(budgets: list[BudgetView], policy: str, scope: str) -> str:
+    """The actual cause of a pod-level rejection when the budget itself does not fit its
+    containers (empty when it does); how the kubelet reports it under ``policy``."""
+    broken = [b for b in budgets if b.violation]
+    if not broken:
+        return ""
+    what = {"cpu": "CPU", "memory": "memory"}
+    sentences = []
+    for b in broken:
+        takers = ", ".join(
+            f"{s.container} ({s.amount if b.resource == 'cpu' else units.format_bytes(s.amount)})"
+            for s in b.exclusive
+        )
+        if "shared containers" in b.violation and b.shared:
+            needs = ", ".join(b.shared)
+            sentences.append(
+                f"No {what[b.resource]} left for the pod shared pool: the exclusive containers "
+                f"{takers} take the whole {_whole(b.resource, b.budget)} budget, and "
+                f"{needs} must run in the pod shared pool."
+            )
+        else:
+            sentences.append(f"The pod budget does not fit its containers: {b.violation}.")
+    hints_reject = policy in ("restricted", "single-numa-node") and scope == "pod"
+    if hints_reject:
+        sentences.append(
+            "The kubelet checks this before placing anything: its hint providers return an "
+            f"empty hint list for such a pod, so the {policy} policy rejects it with "
+            "TopologyAffinityError whatever is free on the node (under best-effort the same "
+            "pod reaches allocation and is rejected with EmptyPodSharedPoolError)."
+        )
+    elif policy == "best-effort":
+        sentences.append(
+            "The kubelet rejects such a pod at allocation with EmptyPodSharedPoolError "
+            "whatever is free on the node (under restricted or single-numa-node it is "
+            "rejected earlier, at hint time, with TopologyAffinityError)."
+        )
+    return " ".join(sentences)
 
 
 def hint_text(h: TopologyHint) -> str:
@@ -187,6 +342,8 @@ def explain_entry(service: NodeService, node: str, entry: int) -> RejectionView:
     ]
     base = node_url(node)
     _, reason, _message = ex.verdict
+    budgets = budget_of(state, pod) if ex.pod_level else []
+    cause = budget_cause(budgets, ex.policy, ex.scope)
     return RejectionView(
         node=node,
         node_url=base,
@@ -222,6 +379,8 @@ def explain_entry(service: NodeService, node: str, entry: int) -> RejectionView:
             )
             for d in ex.divergences
         ],
+        budgets=budgets,
+        cause=cause,
     )
 
 

@@ -5,6 +5,13 @@
   decides afresh, so it may land on other CPUs, or be rejected if the node changed meanwhile
   (it cannot have: the removal is the newest entry; but a restored state directory can differ).
   Anything logged after the removal makes it final, as in any editor's undo.
+* **Undo a restart** (``last_restart`` / ``undo_last_restart``): when the newest log entry is a
+  kubelet restart applied to the node (``app.services.node_restart``), the kubelet of the
+  release before it is started again on the node's files, with the configuration it had, but
+  only where the files allow it: it is rehearsed first, and when that kubelet would not start,
+  or would reject or lose any pod, nothing is done (``UndoRefusedError``, 409, saying why).
+  The way back is itself a restart, recorded as one. (The kubelet has no undo: this is the
+  downgrade an SRE would do by hand, checked before it is done.)
 * **Restore the demo nodes** (``restore_demo_nodes``): every demo node of
   ``app.services.demo`` is deleted if present (whatever was done to it) and created again
   with its pods; other nodes are left alone. Demo nodes are otherwise only made when the
@@ -18,23 +25,28 @@ import json
 from sqlmodel import col, select
 
 from app.adapters.db.engine import session_scope
-from app.adapters.db.tables import ACTION_REMOVE, AdmissionRecord
+from app.adapters.db.tables import ACTION_REMOVE, ACTION_RESTART, AdmissionRecord
+from app.domain.node_state_files import GATE
+from app.domain.restart import KEPT, RESTORED
 from app.services.demo import DEMO_NODES, DemoNode, create_demo_nodes
+from app.services.node_inputs import parse_config
+from app.services.node_restart import Rehearsal
 from app.services.nodes import AdmissionBatch, NodeService, NodeServiceError
 
 
 class NothingToUndoError(NodeServiceError):
     """The node's newest log entry is not a removal."""
 
-    def __init__(self, node: str) -> None:
+    def __init__(self, node: str, what: str = "a pod removal") -> None:
         self.node = node
-        super().__init__(
-            f"nothing to undo on node {node!r}: its newest log entry is not a pod removal"
-        )
+        super().__init__(f"nothing to undo on node {node!r}: its newest log entry is not {what}")
 
 
-def last_removal(service: NodeService, node: str) -> AdmissionRecord | None:
-    """The node's newest log row when it is a removal (what ``undo`` would take back)."""
+class UndoRefusedError(NodeServiceError):
+    """The newest entry can be undone in principle, but not on these files (the reason why)."""
+
+
+def _newest(service: NodeService, node: str, action: str) -> AdmissionRecord | None:
     if node not in service.simulated_names():
         return None
     node_id = service.log_node_id(node)
@@ -45,10 +57,25 @@ def last_removal(service: NodeService, node: str) -> AdmissionRecord | None:
             .order_by(col(AdmissionRecord.id).desc())
             .limit(1)
         ).first()
-        if row is None or row.action != ACTION_REMOVE:
+        if row is None or row.action != action:
             return None
         session.expunge(row)
         return row
+
+
+def last_removal(service: NodeService, node: str) -> AdmissionRecord | None:
+    """The node's newest log row when it is a removal (what ``undo`` would take back)."""
+    return _newest(service, node, ACTION_REMOVE)
+
+
+def last_restart(service: NodeService, node: str) -> AdmissionRecord | None:
+    """The node's newest log row when it is an applied kubelet restart."""
+    return _newest(service, node, ACTION_RESTART)
+
+
+def last_undoable(service: NodeService, node: str) -> AdmissionRecord | None:
+    """What the node page's undo banner offers: the last removal or the last restart."""
+    return last_removal(service, node) or last_restart(service, node)
 
 
 def undo_last_removal(service: NodeService, node: str) -> AdmissionBatch:
@@ -59,6 +86,33 @@ def undo_last_removal(service: NodeService, node: str) -> AdmissionBatch:
         raise NothingToUndoError(node)
     # The logged manifest is normalised JSON, which the manifest parser reads as YAML.
     return service.admit(node, json.dumps(json.loads(row.manifest)))
+
+
+def undo_last_restart(service: NodeService, node: str) -> Rehearsal:
+    """Start the kubelet that ran before the node's last restart again, when it starts on the
+    files and keeps every pod (``NothingToUndoError``, ``UndoRefusedError`` otherwise)."""
+    row = last_restart(service, node)
+    if row is None:
+        service.definition(node)
+        raise NothingToUndoError(node, "a kubelet restart")
+    before = json.loads(row.manifest)
+    release = before["fromRelease"]
+    config = parse_config(before["fromConfig"], release)
+    gate = config.gate(GATE)
+    result = service.restart(node, release, dry_run=True, pod_level_resource_managers=gate).result
+    if not result.started:
+        raise UndoRefusedError(
+            f"cannot undo the restart of node {node!r}: a {release} kubelet does not start on "
+            f"its files now ({result.error})"
+        )
+    lost = [p.key for p in result.pods if p.outcome not in (KEPT, RESTORED)]
+    if lost or result.lost:
+        what = ", ".join(lost) if lost else "; ".join(result.lost)
+        raise UndoRefusedError(
+            f"cannot undo the restart of node {node!r}: a {release} kubelet would not keep "
+            f"everything ({what}); rehearse it in the restart panel"
+        )
+    return service.restart(node, release, pod_level_resource_managers=gate)
 
 
 def restore_demo_nodes(service: NodeService, nodes: tuple[DemoNode, ...] = DEMO_NODES) -> list[str]:

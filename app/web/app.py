@@ -56,13 +56,17 @@ from app.web.rendering import STATIC_DIR, templates_of
 from app.web.routers import (
     agent,
     api_nodes,
+    batches,
     checkpoints,
     fleet,
     kubelet_metrics,
+    kubelet_restarts,
+    maps,
     node_pods,
     nodes,
     ops,
     restart,
+    search,
     topologies,
     watch,
     workflow,
@@ -190,6 +194,11 @@ def create_app(
     app.include_router(workflow.pages)  # explain, history, downloads, confirm, undo, glossary
     app.include_router(restart.api)
     app.include_router(restart.pages)
+    app.include_router(kubelet_restarts.pages)  # a restart's confirmation and undo
+    app.include_router(kubelet_restarts.api)
+    app.include_router(batches.pages)  # one submission's verdicts, a page at a time
+    app.include_router(maps.pages)  # the CPU map as a picture
+    app.include_router(search.pages)  # "/" on every page
     app.include_router(kubelet_metrics.router)  # each simulated node's kubelet series
     app.include_router(workflow.api)
     app.include_router(watch.api)  # a node page's live refresh

@@ -52,7 +52,7 @@ from app.services.node_errors import (
 from app.services.observed_dryrun import ObservedCopyError
 from app.services.observer import ObservedNodeUnavailableError
 from app.services.topologies import HostDiscoveryError, UnknownTopologyError
-from app.services.undo import NothingToUndoError
+from app.services.undo import NothingToUndoError, UndoRefusedError
 from app.web.rendering import render, wants_fragment
 
 log = logging.getLogger(__name__)
@@ -76,6 +76,7 @@ ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
     NodeUnavailableError: (503, "ServiceUnavailable"),
     UnknownEntryError: (404, "NotFound"),
     NothingToUndoError: (409, "Conflict"),
+    UndoRefusedError: (409, "Conflict"),
     ObservedCopyError: (503, "ServiceUnavailable"),
     HubDisabledError: (404, "NotFound"),
     # CPU-heavy work stopped at the time budget (app.web.offload); nothing of it was kept.

@@ -1,4 +1,7 @@
-// CPU map details and Find highlighting (issue 10 pt 2, issue 11 "Find").
+// CPU map details and Find highlighting (issue 10 pt 2, issue 11 "Find", issue 21 pt 7).
+// When nothing is pointed at or pinned, the map shows the answer on the page: the CPUs the
+// pods a Find matched hold (#pods-list data-lit), else where the last submission's admitted
+// or would-be-admitted pods were placed (.placement data-cpus under the admission form).
 // A CPU cell is one element: data-cpu, data-pool, data-owner, data-numa (and data-tag); its
 // hover text is made here from those and the legend, not repeated in the markup. Pointing at
 // a pod row or a legend entry lights its CPUs (data-cpus) on the map; a click pins it (Escape
@@ -53,8 +56,8 @@
     return parts.join(" · ");
   }
 
-  function light(source) {
-    var wanted = parseCpus(source.getAttribute("data-cpus"));
+  function lightCpus(text) {
+    var wanted = parseCpus(text);
     document.querySelectorAll(".cpu-map").forEach(function (map) {
       var cells = map.querySelectorAll(".cpu[data-owner]");
       if (!cells.length) return;
@@ -63,6 +66,20 @@
         cell.classList.toggle("hl", wanted.has(cell.getAttribute("data-cpu")));
       });
     });
+  }
+
+  // What the page answers when nothing is pointed at: a Find's pods, or the placements.
+  function standing() {
+    var found = document.querySelector("#pods-list[data-lit]");
+    if (found && found.getAttribute("data-lit")) return found.getAttribute("data-lit");
+    var placed = document.querySelectorAll("#admit-result .placement[data-cpus]");
+    var parts = [];
+    placed.forEach(function (p) { if (p.getAttribute("data-cpus")) parts.push(p.getAttribute("data-cpus")); });
+    return parts.join(",");
+  }
+
+  function light(source) {
+    lightCpus(source.getAttribute("data-cpus"));
     source.classList.add("hl");
   }
 
@@ -74,11 +91,13 @@
     document.querySelectorAll("tr.hl, .legend-item.hl").forEach(function (e) {
       e.classList.remove("hl");
     });
-    if (pinned && document.contains(pinned)) light(pinned);
+    if (pinned && document.contains(pinned)) { light(pinned); return; }
+    var answer = standing();
+    if (answer) lightCpus(answer);
   }
 
   function sourceOf(target) {
-    return target.closest ? target.closest("tr[data-cpus], .legend-item[data-cpus]") : null;
+    return target.closest ? target.closest("tr[data-cpus], .legend-item[data-cpus], .placement[data-cpus]") : null;
   }
 
   document.addEventListener("mouseover", function (ev) {
@@ -138,4 +157,14 @@
     if (pinned && !document.contains(pinned)) pinned = null;
     unlight();
   });
+  // Out-of-band swaps (the map after an admission) land by the settle: show the answer again.
+  document.addEventListener("htmx:afterSettle", function () {
+    if (!pinned) unlight();
+  });
+  // A page that opens with an answer (a Find in the URL, a submission's placements) shows it.
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", unlight);
+  } else {
+    unlight();
+  }
 })();

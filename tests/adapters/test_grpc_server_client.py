@@ -23,6 +23,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # `tests.fixtures` under bare pytest
 
 from app.adapters.grpc import client as client_mod
+from app.adapters.grpc.address import split_address
 from app.adapters.grpc.client import (
     PodResourcesClient,
     PodResourcesClientError,
@@ -269,6 +270,28 @@ def test_bad_socket_paths(path: str, message: str, node: Node) -> None:
 def test_socket_addresses(address: str, expected: str) -> None:
     assert socket_path(address) == expected
     assert socket_path_of(address) == expected
+
+
+@pytest.mark.parametrize(
+    ("address", "expected"),
+    [
+        ("unix:///run/k.sock", (None, "/run/k.sock")),
+        ("unix:rel/k.sock", (None, "rel/k.sock")),
+        ("unix://", (None, "")),
+        ("unix:", (None, "")),
+        ("/run/k.sock", (None, "/run/k.sock")),
+        ("", (None, "")),
+        ("tcp://127.0.0.1:10250", ("tcp", "")),
+        ("npipe://./pipe/x", ("npipe", "")),
+        ("dns:///host", ("dns", "")),
+    ],
+    ids=[
+        "unix-url", "unix-relative", "unix-url-no-path", "unix-no-path", "bare", "empty",
+        "tcp", "npipe", "dns",
+    ],
+)  # fmt: skip
+def test_split_address(address: str, expected: tuple[str | None, str]) -> None:
+    assert split_address(address) == expected
 
 
 @pytest.mark.parametrize("address", ["tcp://127.0.0.1:10250", "npipe://./pipe/x", "unix://"])

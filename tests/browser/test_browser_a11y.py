@@ -35,6 +35,7 @@ PAGES = [
     f"/nodes/{NODE}/admissions/5",
     f"/nodes/{NODE}/delete",
     f"/nodes/{NODE}/pods/ml/training/remove",
+    f"/nodes/{NODE}/restart?release=1.38&gate=on",
     "/demo/restore",
     "/glossary",
     "/checkpoints",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from app.domain.cpuset import CPUSet
 from app.services.nodes import NodeService
 from app.services.pod_find import PAGE_SIZE
 from tests.helpers import make_settings
@@ -156,3 +157,51 @@ def lambda_has(name: str) -> Any:
     import re
 
     return re.compile(rf"(^|\s){name}(\s|$)")
+
+
+def test_find_beside_the_map_lights_the_matched_cpus_and_a_dry_run_its_placement(
+    page: Any, page_errors: list[str], served: LiveServer, screenshot: Screenshots
+) -> None:
+    """Issue 21 point 7: the box above the map swaps the pods list below and lights what the
+    matched pods hold; a CPU of the node shared pool belongs to no pod (the page says so); a
+    dry run's placement is lit on the map."""
+    from playwright.sync_api import expect
+
+    service: NodeService = served.app.state.nodes
+    snap = service.snapshot(NODE)
+    upf = snap.pod("telco", "upf-0")
+    assert upf is not None
+    held = sorted(str(c) for c in (upf.pod_cpuset or upf.exclusive_cpus()) | upf.exclusive_cpus())
+    page.goto(f"{served.url}/nodes/{NODE}")
+    cpu_map = page.locator("#cpu-map")
+    top = page.locator("form.find-top")
+    map_box, find_box = cpu_map.bounding_box(), top.bounding_box()
+    assert find_box["y"] < map_box["y"]  # right above the map, not screens below it
+    top.get_by_label("Look up a pod or CPU").fill("ns:telco name:upf-0")
+    top.get_by_role("button", name="Find").click()
+    expect(page.locator("#pods tbody tr[data-pod]")).to_have_count(1)
+    expect(cpu_map).to_have_class(lambda_has("highlighting"))
+    assert sorted(_cells_lit(page)) == held
+    screenshot(page, "find-top-lit", full_page=False)
+
+    shared = min(snap.default_cpuset - snap.reserved_cpus)
+    top.get_by_label("Look up a pod or CPU").fill(f"cpu:{shared}")
+    top.get_by_role("button", name="Find").click()
+    expect(page.locator("#pods-list .find-note")).to_contain_text(
+        f"CPU {shared} belongs to no pod: it is in the node shared pool"
+    )
+    expect(page.locator("#pods tbody tr[data-pod]")).to_have_count(0)
+    expect(cpu_map).not_to_have_class(lambda_has("highlighting"))
+
+    page.goto(f"{served.url}/nodes/{NODE}")
+    page.locator("#manifest").fill(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: probe, namespace: x}\nspec:\n  containers:\n"
+        "  - name: c\n    resources: {limits: {cpu: '2', memory: 1Gi}}\n"
+    )
+    page.locator("#admit").get_by_role("button", name="Dry run", exact=True).click()
+    placement = page.locator("#admit-result .placement")
+    expect(placement).to_have_count(1)
+    expect(cpu_map).to_have_class(lambda_has("highlighting"))
+    want = CPUSet.parse(placement.get_attribute("data-cpus") or "")
+    assert want.size() == 2 and sorted(_cells_lit(page)) == sorted(str(c) for c in want)
+    assert page_errors == []

@@ -305,3 +305,30 @@ def test_fleet_of_1000_nodes_is_light(
         assert page_errors == []
     finally:
         hub.close()
+
+
+@pytest.mark.parametrize("path", ["/fleet", "/fleet/fit", "/fleet/upgrade?release=1.35"])
+def test_fleet_pages_fit_a_phone(
+    browser: Any, fleet: Fleet, screenshot: Screenshots, path: str
+) -> None:
+    """Issue 21 point 7: /fleet was 605 px wide at 390 px; wide tables now scroll in their
+    box and headers break between words, never letter by letter."""
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    try:
+        page.goto(fleet.hub.url + path)
+        page.wait_for_load_state("networkidle")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, f"{path} is {width}px wide"
+        # No header is narrower than its longest word (letter-by-letter breaking).
+        broken = page.evaluate(
+            """() => [...document.querySelectorAll('table th')].filter(th => {
+                 const r = document.createRange(); r.selectNodeContents(th);
+                 const lines = [...r.getClientRects()].length;
+                 const words = th.innerText.trim().split(/\\s+/).length;
+                 return th.innerText.trim() && lines > words;
+               }).map(th => th.innerText)"""
+        )
+        assert broken == [], f"{path}: headers broken inside a word: {broken}"
+        screenshot(page, "phone" + path.replace("/", "-").replace("?", "-"), full_page=False)
+    finally:
+        page.close()

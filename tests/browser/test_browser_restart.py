@@ -81,14 +81,42 @@ def test_rehearse_then_apply_an_upgrade(
     screenshot(panel, "restart-rehearsal-136-refused")
 
     panel.get_by_label("Kubelet release").select_option("1.38")
+    # "Restart the kubelet" asks first, like Remove and Delete (issue 21 point 4): Cancel
+    # changes nothing.
     panel.get_by_role("button", name="Restart the kubelet").click()
+    confirm = page.locator(".confirm-box")
+    expect(confirm.get_by_role("heading")).to_have_text(
+        f"Restart the kubelet of node {NODE} as 1.38?"
+    )
+    expect(confirm).to_contain_text("The node runs kubelet 1.37 now")
+    expect(confirm).to_contain_text("rehearsed: 1 restored")
+    screenshot(page, "restart-confirm")
+    confirm.get_by_role("link", name="Cancel").click()
+    expect(page.locator("p.lede")).to_contain_text("kubelet 1.37 configuration")
+
+    panel.get_by_label("Kubelet release").select_option("1.38")
+    panel.get_by_role("button", name="Restart the kubelet").click()
+    page.locator(".confirm-box").get_by_role("button", name="Restart the kubelet as 1.38").click()
     expect(panel.locator('.restart-verdict[data-applied="true"]')).to_contain_text(
         "Restarted: the node runs kubelet 1.38 now"
     )
-    # The page's own map came along out of band and still shows the pod.
+    # The page's map shows the restarted node, and still the pod.
     expect(page.locator("#cpu-map li.cpu[data-pool='exclusive']")).to_have_count(len(owned_before))
-    page.reload()
+    page.goto(f"{served.url}/nodes/{NODE}")
     expect(page.locator("p.lede")).to_contain_text("kubelet 1.38 configuration")
+    # The restart is in History, with its maps before and after; and it can be undone.
+    expect(page.locator('#undo[data-undo="restart"]')).to_contain_text("kubelet 1.37 → 1.38")
+    page.goto(f"{served.url}/nodes/{NODE}/history")
+    # The history chart draws (issue 21 "Beyond"), the restart marked on it.
+    chart = page.locator("#history-chart img")
+    expect(chart).to_be_visible()
+    assert chart.evaluate("img => img.complete && img.naturalWidth") > 300
+    screenshot(page.locator("#history-chart"), "history-chart")
+    row = page.locator('tr[data-action="restart"]')
+    expect(row).to_contain_text("kubelet restart · 1.37 → 1.38 (PodLevelResourceManagers on)")
+    row.get_by_role("link", name="before and after").click()
+    expect(page.locator("h1")).to_contain_text("What changed")
+    screenshot(page, "restart-history-diff")
     assert page_errors == []
 
 

@@ -52,6 +52,10 @@ def test_confirm_rejection_page_and_placement(
     # The rejected demo pod's log row leads to its explanation.
     page.locator(".admissions-table a.explain-link").first.click()
     expect(page.locator("h1")).to_contain_text("ml/empty-shared-pool")
+    # The actual cause, named (issue 21 point 6), and the budget as the pod asks for it.
+    expect(page.locator("#cause")).to_contain_text("No CPU left for the pod shared pool")
+    expect(page.locator(".asked-for")).to_contain_text("a 4-CPU budget of which 3+1 are exclusive")
+    expect(page.locator(".numa-free-table")).not_to_contain_text("CPUs yes")
     expect(page.locator(".numa-free-table tbody tr")).to_have_count(4)
     expect(page.locator("#what-would-fit li").first).to_contain_text("instead of")
     screenshot(page, "rejection-page")

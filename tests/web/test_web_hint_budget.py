@@ -134,7 +134,9 @@ def test_a_restart_is_stopped_by_the_time_budget_and_changes_nothing(tmp_path: P
         assert r.status_code == 503, r.text
         assert r.json()["error"]["reason"] == "Timeout"
         assert "the restart was stopped after 0.001 s" in r.json()["error"]["message"]
-        page = client.post("/nodes/wide10/restart", data={"release": "1.38", "action": "apply"})
+        page = client.post(
+            "/nodes/wide10/restart", data={"release": "1.38", "action": "apply", "confirm": "yes"}
+        )
         assert page.status_code == 503 and "the restart was stopped" in page.text
         after = client.get("/api/v1/nodes/wide10").json()
     assert after["summary"]["release"] == before["summary"]["release"] == "1.37"

@@ -193,12 +193,15 @@ def test_vendored_htmx_is_served_and_referenced(client: TestClient) -> None:
     assert f"htmx.org | {HTMX_VERSION}" in (STATIC_DIR / "vendor" / "README.md").read_text()
     page = client.get("/")
     scripts = [a["src"] for t, a in elements(page.text) if t == "script" and "src" in a]
-    # htmx, then our own small scripts (live refresh, keyboard CPU maps, CPU map details and Find), all from this server.
+    # htmx, then our own small scripts (refused htmx requests shown, live refresh, keyboard
+    # CPU maps, CPU map details and Find, "/" opens the search), all from this server.
     assert scripts == [
         f"/static/{HTMX_STATIC_PATH}",
+        "/static/js/htmx-errors.js",
         "/static/js/watch.js",
         "/static/js/cpu-map-keys.js",
         "/static/js/cpu-map.js",
+        "/static/js/global-search.js",
     ]
     for src in scripts[1:]:
         assert client.get(src).status_code == 200

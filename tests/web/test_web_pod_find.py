@@ -100,18 +100,31 @@ def test_find_by_cpu_and_numa_node(many: TestClient, nodes: NodeService) -> None
     g3 = snap.pod("telco", "g-3")
     assert g3 is not None
     cpu = next(iter(g3.exclusive_cpus()))
-    # An exclusive CPU leads to its owner only; a shared CPU to every pod that runs on it.
+    # An exclusive CPU leads to its owner only, and is what the map lights.
     assert _keys(_find(many, str(cpu))) == ["telco/g-3"]
-    assert _keys(_find(many, f"cpu:{cpu}")) == ["telco/g-3"]
+    found = _find(many, f"cpu:{cpu}")
+    assert _keys(found) == ["telco/g-3"] and found["note"] == ""
+    assert found["lit"] == str(
+        CPUSet.from_mask(g3.pod_cpuset.mask if g3.pod_cpuset else 0) | g3.exclusive_cpus()
+    )
+    # A CPU of the node shared pool belongs to no pod (issue 21 point 7, deliberately changed:
+    # it used to find every Burstable pod that runs there); the page says where it is.
     shared = next(iter(snap.default_cpuset - snap.reserved_cpus))
-    assert set(_keys(_find(many, f"cpu:{shared}", all="1"))) == {f"web/b-{i}" for i in range(20)}
+    nobody = _find(many, f"cpu:{shared}", all="1")
+    assert _keys(nobody) == [] and nobody["lit"] == ""
+    assert nobody["note"] == (
+        f"CPU {shared} belongs to no pod: it is in the node shared pool or reserved, where "
+        "every container without exclusive CPUs or a pod budget runs."
+    )
     rows = nodes.views("many").pods
     for numa in (0, 1):
         on_it = {r.key for r in rows if numa in r.numa_nodes}
         assert set(_keys(_find(many, f"numa:{numa}", all="1"))) == on_it
     assert "telco/g-3" in _keys(_find(many, "numa:0,1", all="1"))
     every = CPUSet.parse(f"0-{snap.topology.num_cpus - 1}")
-    assert _find(many, f"cpu:{every}")["matched"] == 30
+    # every CPU: the pods that hold some (the 10 Guaranteed ones; the Burstable pods hold none)
+    holders = _find(many, f"cpu:{every}", all="1")
+    assert sorted(_keys(holders)) == sorted(f"telco/g-{i}" for i in range(10))
 
 
 @pytest.mark.parametrize(

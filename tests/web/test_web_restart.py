@@ -251,7 +251,7 @@ def test_panel_shows_a_refused_gate_and_what_happens_once_changed(node: TestClie
 def test_panel_apply_with_htmx_updates_the_map(node: TestClient) -> None:
     r = node.post(
         "/nodes/small/restart",
-        data={"release": "1.38", "gate": "on", "action": "apply"},
+        data={"release": "1.38", "gate": "on", "action": "apply", "confirm": "yes"},
         headers={"HX-Request": "true"},
     )
     assert 'data-applied="true"' in r.text

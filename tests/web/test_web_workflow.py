@@ -150,3 +150,16 @@ def test_glossary_favicon_and_duplicate_field(demo: TestClient) -> None:
     demo.post(f"/nodes/{NODE}/admissions", data={"manifest": SMALL_POD})
     r = demo.post(f"/api/v1/nodes/{NODE}/pods", json={"manifest": SMALL_POD})
     assert r.status_code == 409 and r.json()["error"].get("field") == "metadata.name"
+
+
+def test_a_bare_diff_compares_as_created_with_the_latest_change(demo: TestClient) -> None:
+    """``/nodes/{node}/diff`` without ``from``/``to`` (issue 21 point 7) is a page, not a raw
+    validation error: the node as created against its latest change."""
+    events = demo.get(f"/nodes/{NODE}/history.json").json()["events"]
+    last = max(e["id"] for e in events if e["changed"])
+    page = demo.get(f"/nodes/{NODE}/diff")
+    assert page.status_code == 200
+    assert f"{NODE}: #0 → #{last}" in page.text and "What changed on" in page.text
+    assert demo.get(f"/nodes/{NODE}/diff?from=2").text.count(f"#2 → #{last}") == 1
+    bad = demo.get(f"/nodes/{NODE}/diff?from=x")
+    assert bad.status_code == 422 and "from" in bad.text

@@ -8,7 +8,9 @@ through different workers or replicas are serialised, and reads the node's commi
 ``commit``s; leaving the block without a commit rolls everything back.
 
 Dry runs are logged like admissions but only the newest ``DRY_RUN_RETENTION`` of a node are
-kept (trimmed in the transaction that adds one), so they cannot grow the log without bound.
+kept (trimmed in the transaction that adds one), so they cannot grow the log without bound;
+the newest dry-run submission is kept whole, however long, so that all its verdicts can be
+paged through (``batch_totals``, ``log_rows(batch=…, offset=…)``).
 """
 
 from __future__ import annotations
@@ -89,7 +91,9 @@ class NodeWrite:
         self.session.add(self.record)
         self.session.flush()
 
-    def trim_dry_runs(self) -> None:
+    def trim_dry_runs(self, keep_batch: str = "") -> None:
+        """Delete the node's dry-run rows beyond ``DRY_RUN_RETENTION``, except those of
+        ``keep_batch`` (the submission just logged)."""
         node_id = self.record.id
         keep = self.session.exec(
             select(AdmissionRecord.id)
@@ -105,6 +109,7 @@ class NodeWrite:
                 .where(col(AdmissionRecord.node_id) == node_id)
                 .where(col(AdmissionRecord.action) == ACTION_DRY_RUN)
                 .where(col(AdmissionRecord.id) <= keep)
+                .where(col(AdmissionRecord.batch) != keep_batch)
             )
 
     def commit(self) -> None:
@@ -268,19 +273,44 @@ def acknowledged(log: Sequence[LogEvent]) -> dict[str, LogEvent]:
 
 
 def log_rows(
-    engine: Engine, node_id: int, *, limit: int, batch: str | None = None
+    engine: Engine,
+    node_id: int,
+    *,
+    limit: int,
+    batch: str | None = None,
+    offset: int = 0,
+    dry_runs: bool = True,
 ) -> list[AdmissionRecord]:
-    """The node's log, newest first (or one submission's rows, in order)."""
+    """The node's log, newest first (or one submission's rows, in order, from ``offset``);
+    ``dry_runs=False`` leaves dry runs out."""
     query = select(AdmissionRecord).where(col(AdmissionRecord.node_id) == node_id)
+    if not dry_runs:
+        query = query.where(col(AdmissionRecord.action) != ACTION_DRY_RUN)
     if batch is not None:
         query = query.where(col(AdmissionRecord.batch) == batch).order_by(col(AdmissionRecord.id))
     else:
         query = query.order_by(col(AdmissionRecord.id).desc())
+    query = query.offset(max(0, offset)).limit(max(1, min(limit, 1000)))
     with Session(engine, expire_on_commit=False) as session:
-        rows = list(session.exec(query.limit(max(1, min(limit, 1000)))))
+        rows = list(session.exec(query))
         for r in rows:
             session.expunge(r)
         return rows
+
+
+def batch_totals(engine: Engine, node_id: int, batch: str) -> list[tuple[bool, str, int]]:
+    """How many rows of one submission were admitted or rejected, by reason:
+    ``(admitted, reason, count)``, most first."""
+    count = func.count(col(AdmissionRecord.id))
+    query = (
+        sa_select(col(AdmissionRecord.admitted), col(AdmissionRecord.reason), count)
+        .where(col(AdmissionRecord.node_id) == node_id)
+        .where(col(AdmissionRecord.batch) == batch)
+        .group_by(col(AdmissionRecord.admitted), col(AdmissionRecord.reason))
+        .order_by(count.desc(), col(AdmissionRecord.reason))
+    )
+    with Session(engine) as session:
+        return [(bool(a), str(r), int(n)) for a, r, n in session.execute(query).all()]
 
 
 def delete_node(engine: Engine, node_id: int) -> bool:

@@ -24,7 +24,10 @@ from sqlmodel import Field, SQLModel
 ACTION_ADMIT = "admit"
 ACTION_DRY_RUN = "dry-run"
 ACTION_REMOVE = "remove"
-ACTIONS = (ACTION_ADMIT, ACTION_DRY_RUN, ACTION_REMOVE)
+# A kubelet restart applied to the node (its manifest: the releases and configurations before
+# and after, app.services.node_restart); the history replays it (app.services.history).
+ACTION_RESTART = "restart"
+ACTIONS = (ACTION_ADMIT, ACTION_DRY_RUN, ACTION_REMOVE, ACTION_RESTART)
 
 
 def utc_now() -> datetime:
@@ -103,6 +106,7 @@ __all__ = [
     "ACTION_ADMIT",
     "ACTION_DRY_RUN",
     "ACTION_REMOVE",
+    "ACTION_RESTART",
     "AdmissionRecord",
     "NodeRecord",
     "as_utc",

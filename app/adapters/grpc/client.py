@@ -26,6 +26,7 @@ from typing import Any
 
 import grpc
 
+from app.adapters.grpc.address import split_address
 from app.adapters.grpc.generated import api_pb2 as pb
 from app.adapters.grpc.generated import api_pb2_grpc as pb_grpc
 from app.adapters.podresources_pb import from_message
@@ -63,18 +64,13 @@ class PodResourcesClientError(Exception):
 
 def socket_path(address: str) -> str:
     """The filesystem path of ``unix:///abs``, ``unix:rel`` or a bare path."""
-    if address.startswith("unix://"):
-        path = address[len("unix://") :]
-    elif address.startswith("unix:"):
-        path = address[len("unix:") :]
-    elif "://" in address:
+    scheme, path = split_address(address)
+    if scheme is not None:
         raise PodResourcesClientError(
             f"unsupported PodResources endpoint {address!r}: use a unix socket path "
             "(unix:///var/lib/kubelet/pod-resources/kubelet.sock)",
             input_error=True,
         )
-    else:
-        path = address
     if not path:
         raise PodResourcesClientError(
             f"PodResources endpoint {address!r} names no path", input_error=True

@@ -30,6 +30,7 @@ from typing import Any
 
 import grpc
 
+from app.adapters.grpc.address import split_address
 from app.adapters.grpc.generated import api_pb2 as pb
 from app.adapters.grpc.ratelimit import RateLimitInterceptor, TokenBucket
 from app.adapters.podresources_cache import DEFAULT_CACHE, PodResourcesCache
@@ -54,18 +55,12 @@ class SocketInUseError(PodResourcesServerError):
 
 def socket_path_of(address: str) -> str:
     """A filesystem path from ``unix:///abs/path``, ``unix:rel/path`` or a bare path."""
-    if address.startswith("unix://"):
-        path = address[len("unix://") :]
-    elif address.startswith("unix:"):
-        path = address[len("unix:") :]
-    elif "://" in address:
-        scheme = address.split("://", 1)[0]
+    scheme, path = split_address(address)
+    if scheme is not None:
         raise PodResourcesServerError(
             f"unsupported socket address {address!r}: only unix sockets are served "
             f"(got scheme {scheme!r})"
         )
-    else:
-        path = address
     if not path:
         raise PodResourcesServerError(f"socket address {address!r} names no path")
     return path

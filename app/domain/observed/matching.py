@@ -18,7 +18,7 @@ from typing import Any
 from app.domain.checkpoint import CPUCheckpointState, MemoryCheckpointState
 from app.domain.cpuset import CPUSet
 from app.domain.memorymanager.state import Block as MemoryBlock
-from app.domain.podresources import ContainerMemory, PodResources
+from app.domain.podresources import ContainerMemory, PodResources, cpu_set_of
 
 # -- joining -------------------------------------------------------------------------------
 
@@ -65,13 +65,6 @@ def recorded_entries(
         for uid, blocks in (memory.pod_entries or {}).items():
             get(uid).pod_memory = tuple(memory_block(b) for b in blocks)
     return dict(sorted(out.items()))
-
-
-def cpu_set_of(ids: Iterable[int]) -> CPUSet:
-    mask = 0
-    for i in ids:
-        mask |= 1 << i
-    return CPUSet.from_mask(mask)
 
 
 MemoryKey = tuple[tuple[str, int, tuple[int, ...]], ...]

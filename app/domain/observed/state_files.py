@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 from app.domain import releases
 from app.domain.checkpoint import (
@@ -39,6 +40,40 @@ NEWEST_FIRST: tuple[Reader, ...] = (
 # -- state files -----------------------------------------------------------------------------
 
 
+@dataclass(slots=True)
+class _Tried:
+    """The readers' answers, newest first, up to the first that accepts the file: each refusal
+    with its text, and the newest kubelet's error and start-up message."""
+
+    accepted_by: Reader | None = None
+    state: CPUCheckpointState | MemoryCheckpointState | None = None
+    refused: list[tuple[str, str]] = field(default_factory=list)
+    error: str | None = None
+    message: str | None = None
+
+
+def _try_readers(content: bytes, manager: str, readers: Sequence[Reader], state_dir: str) -> _Tried:
+    """Offer ``content`` to each reader in turn (a reader that ignores the file has no say)."""
+    tried = _Tried()
+    for reader in readers:
+        try:
+            result = load_checkpoint(content, manager, reader, state_dir=state_dir)
+        except CheckpointError as exc:
+            tried.refused.append((reader.label, exc.message))
+            tried.error = tried.error or exc.message
+            tried.message = tried.message or exc.message
+            continue
+        if result.ignored:
+            continue
+        if result.accepted:
+            tried.accepted_by, tried.state = reader, result.state
+            return tried
+        tried.refused.append((reader.label, result.error or "refused"))
+        if tried.error is None:
+            tried.error, tried.message = result.error, result.message
+    return tried
+
+
 def read_state_file(
     content: bytes | None,
     manager: str,
@@ -52,60 +87,30 @@ def read_state_file(
     """Read ``content`` (``None``: no such file) as the newest kubelet that accepts it would.
 
     Never raises for bad content: the refusal texts are in the returned file report."""
-    name = FILE_NAMES[manager]
-    base = CheckpointFile(manager, name, path, observed_at)
+    base = CheckpointFile(manager, FILE_NAMES[manager], path, observed_at)
     if read_error is not None:
-        return StateFileReading(
-            CheckpointFile(manager, name, path, observed_at, present=True, read_error=read_error)
-        )
+        return StateFileReading(replace(base, present=True, read_error=read_error))
     if content is None:
         return StateFileReading(base)
     report = inspect(content, manager, targets=(), state_dir=state_dir)
     version = report.version
-    refused: list[tuple[str, str]] = []
-    first_error: str | None = None
-    first_message: str | None = None
-    accepted_by: Reader | None = None
-    state: CPUCheckpointState | MemoryCheckpointState | None = None
-    for reader in readers:
-        try:
-            result = load_checkpoint(content, manager, reader, state_dir=state_dir)
-        except CheckpointError as exc:
-            refused.append((reader.label, exc.message))
-            first_error = first_error or exc.message
-            first_message = first_message or exc.message
-            continue
-        if result.ignored:
-            continue
-        if result.accepted:
-            accepted_by = reader
-            state = result.state
-            break
-        refused.append((reader.label, result.error or "refused"))
-        if first_error is None:
-            first_error, first_message = result.error, result.message
-    policy = state.policy_name if state is not None else report.policy_name
-    return StateFileReading(
-        CheckpointFile(
-            manager,
-            name,
-            path,
-            observed_at,
-            present=True,
-            version=version.version if version is not None else None,
-            family=version.family if version is not None else None,
-            label=version.label if version is not None else None,
-            read_as=accepted_by.label if accepted_by is not None else None,
-            accepted=accepted_by is not None,
-            policy_name=policy,
-            error=first_error,
-            message=first_message,
-            refused_by=tuple(refused),
-            checksums=report.checksums,
-            size=len(content),
-        ),
-        state,
+    tried = _try_readers(content, manager, readers, state_dir)
+    file = replace(
+        base,
+        present=True,
+        version=version.version if version is not None else None,
+        family=version.family if version is not None else None,
+        label=version.label if version is not None else None,
+        read_as=tried.accepted_by.label if tried.accepted_by is not None else None,
+        accepted=tried.accepted_by is not None,
+        policy_name=tried.state.policy_name if tried.state is not None else report.policy_name,
+        error=tried.error,
+        message=tried.message,
+        refused_by=tuple(tried.refused),
+        checksums=report.checksums,
+        size=len(content),
     )
+    return StateFileReading(file, tried.state)
 
 
 def cpu_state_of(reading: StateFileReading | None) -> CPUCheckpointState | None:

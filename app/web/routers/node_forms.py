@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from app.domain.kubelet_config import DEFAULT_RELEASE
+from app.services.batch_verdicts import batch_context
 from app.services.node_views import NodeIndexView, NodeView, node_url, pod_url
 from app.services.nodes import (
     AdmissionBatch,
@@ -30,9 +31,8 @@ from app.services.nodes import (
     PodConflictError,
     ReadOnlyNodeError,
 )
-from app.services.placements import placements
 from app.services.pod_find import pods_page
-from app.services.undo import last_removal
+from app.services.undo import last_undoable
 from app.web.deps import Namespace, NodeName, NodeServiceDep, PodName
 from app.web.offload import budgeted
 from app.web.rendering import render, see_other, wants_fragment
@@ -111,8 +111,10 @@ def node_page_context(service: NodeService, view: NodeView) -> dict[str, Any]:
     return {
         "form_text": SAMPLE_POD,
         "pods_page": pods_page(view.pods, view.summary),
-        "undo": last_removal(service, view.summary.name),
-        "placements": placements(service, view.summary.name, view.last_batch),
+        "undo": last_undoable(service, view.summary.name),
+        **batch_context(
+            service, view.summary.name, view.last_batch[0].batch if view.last_batch else None
+        ),
     }
 
 
@@ -189,8 +191,8 @@ def _admit_answer(
         "oob": htmx,
         "pods_page": pods_page(view.pods, view.summary),
         "dry_run": batch.dry_run if batch else False,
-        "placements": placements(service, node, view.last_batch),
-        "undo": last_removal(service, node),
+        **batch_context(service, node, batch.batch if batch else None),
+        "undo": last_undoable(service, node),
     }
     if htmx:
         return render(request, "fragments/_admit_form.html", view, context=context)

@@ -9,23 +9,26 @@ release or gate is 422 naming the parameter; applying on an observed node is 409
 
 The panel's form works without JavaScript (the node page comes back with the rehearsal in
 it); with htmx only the panel is swapped, and after an applied restart the page's map, pools
-and pods table follow out of band.
+and pods table follow out of band. "Restart the kubelet" acts only when confirmed
+(``confirm=yes``); an unconfirmed apply is sent to the confirmation page of
+``app.web.routers.kubelet_restarts`` and changes nothing.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Query
 from starlette.requests import Request
-from starlette.responses import HTMLResponse
+from starlette.responses import Response
 
 from app.domain.kubelet_config import RELEASES
 from app.services.nodes import NodeInputError, Rehearsal
 from app.services.pod_find import pods_page
 from app.web.deps import NodeName, NodeServiceDep
 from app.web.offload import budgeted
-from app.web.rendering import render, wants_fragment
+from app.web.rendering import render, see_other, wants_fragment
 from app.web.routers.node_forms import node_page_context
 from app.web.routers.nodes import NOT_FOUND_NODE
 
@@ -86,7 +89,15 @@ def restart_form(
     release: Annotated[str, Form()] = "",
     gate: Annotated[str, Form()] = "keep",
     action: Annotated[str, Form()] = "rehearse",
-) -> HTMLResponse:
+    confirm: Annotated[str, Form()] = "",
+) -> Response:
+    if action == "apply" and confirm != "yes":
+        query = urlencode({"release": release, "gate": gate})
+        target = str(request.app.url_path_for("confirm_restart", node=node)) + "?" + query
+        if wants_fragment(request):  # htmx: the whole page goes to the confirmation
+            root = request.scope.get("root_path", "").rstrip("/")
+            return Response(status_code=204, headers={"HX-Redirect": root + target})
+        return see_other(request, target)
     rehearsal: Rehearsal | None = None
     error: NodeInputError | None = None
     try:
@@ -106,7 +117,7 @@ def restart_form(
         "restart_error": error,
         "restart_release": release,
         "restart_gate": gate,
-        "oob": applied,
+        "oob": applied and wants_fragment(request),  # a whole page has its own map
         # the pods table follows out of band after an apply, a page at a time
         "pods_page": pods_page(view.pods, view.summary),
     }

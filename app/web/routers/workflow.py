@@ -117,8 +117,14 @@ def diff_json(service: NodeServiceDep, node: NodeName, a: FromEntry, b: ToEntry)
 
 @pages.get("/nodes/{node}/diff", name="diff", include_in_schema=False)
 def diff_page(
-    request: Request, service: NodeServiceDep, node: NodeName, a: FromEntry, b: ToEntry
+    request: Request,
+    service: NodeServiceDep,
+    node: NodeName,
+    a: Annotated[int | None, Query(alias="from", ge=0)] = None,
+    b: Annotated[int | None, Query(alias="to", ge=0)] = None,
 ) -> HTMLResponse:
+    # A bare /diff (a link, a typed URL) compares the node as created with its latest change.
+    a, b = history_views.default_range(service, node, a, b)
     return render(request, "pages/diff.html", history_views.diff(service, node, a, b))
 
 
