@@ -2,8 +2,8 @@
 (issue 8: the page <= 300 KB of HTML, <= 100 ms server time).
 
 Run: .venv/bin/python bench/bench_fleet_pages.py [--nodes N] [--runs N]
-Builds a hub app with N simulated nodes of its own (``app.services.demo_fleet``, fixed seed),
-waits until they are built, then through Starlette's TestClient (routing, loader, rendering,
+Builds a hub app with N simulated nodes of its own (``app.services.nodes.demo_fleet``, fixed
+seed), waits until they are built, then through Starlette's TestClient (routing, loader, rendering,
 middleware; no network) prints for ``/fleet`` (first page, as a browser opens it), the htmx
 fragment of a filtered view, ``/fleet.json`` and ``GET /api/v1/fleet`` (and its 304): size
 uncompressed, median / p90 / best of warm requests. Prints figures only.

@@ -22,7 +22,7 @@ from app.adapters.db.engine import make_engine
 from app.adapters.db.migrate import upgrade_head
 from app.services.demo import SERVER_CONFIG, classic_pod
 from app.services.kubelet_metrics import KubeletMetrics
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 
 NODE = "bench-metrics"
 

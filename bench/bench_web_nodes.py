@@ -20,7 +20,7 @@ from _common import request_line, time_requests, tmp_settings
 from fastapi.testclient import TestClient
 
 from app.services.demo import SERVER_CONFIG, bubble_pod, classic_pod
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 from app.web.app import create_app
 
 NODE = "bench-512"

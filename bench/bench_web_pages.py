@@ -26,7 +26,7 @@ from _web_node import NODE, TOPOLOGY, pod_manifests
 from fastapi.testclient import TestClient
 
 from app.services.demo import SERVER_CONFIG, classic_pod
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 from app.web.app import create_app, tune_gc_for_serving
 
 PAGE_LIMIT_KB = 400

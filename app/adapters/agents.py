@@ -204,6 +204,30 @@ class AgentClient:
             deadline=self.timeout * WORK_FACTOR,
         )
 
+    async def node_get(self, base: str, node: str, path: str = "") -> AgentAnswer:
+        """``GET`` one of node ``node``'s pages' JSON twins or API answers on its agent
+        (``path`` after ``/nodes/{node}``, or ``.json`` for the node's own): the hub serves
+        a remote node's pages from them. The agent's error answers are answers too."""
+        url = f"{base}/{_node_path(node, path)}"
+        return await self._json("GET", url, ok=(200, 404, 409, 422, 503))
+
+    async def node_post(
+        self, base: str, node: str, path: str, body: bytes = b"", content_type: str = ""
+    ) -> AgentAnswer:
+        """``POST`` to node ``node``'s API on its agent (a dry run, a rehearsal)."""
+        headers = {"Content-Type": content_type} if content_type else None
+        url = f"{base}/{_node_path(node, path)}"
+        return await self._json(
+            "POST", url, headers=headers, content=body, ok=(200, 201, 404, 409, 422, 503)
+        )
+
+
+def _node_path(node: str, path: str) -> str:
+    quoted = quote(node, safe="")
+    if path.startswith("/api/v1"):
+        return f"api/v1/nodes/{quoted}{path.removeprefix('/api/v1')}"
+    return f"nodes/{quoted}{path}"
+
 
 def _error_text(body: bytes) -> str:
     """The agent's own error message when it sent one, else the start of the body."""

@@ -149,9 +149,15 @@ def register(subparsers: Any) -> None:
         return 2
 
     parser.set_defaults(func=_usage)
+    _register_inspect(actions)
+    _register_convert(actions)
+    _register_check(actions)
 
-    manager_help = "cpu or memory (default: from the content, else from the file name)"
 
+_MANAGER_HELP = "cpu or memory (default: from the content, else from the file name)"
+
+
+def _register_inspect(actions: Any) -> None:
     ins = actions.add_parser(
         "inspect",
         help="version, checksums, content and per-release verdicts of a state file",
@@ -159,7 +165,7 @@ def register(subparsers: Any) -> None:
         "Exit 0 when the file reads and verifies, 1 when it does not, 2 on usage errors.",
     )
     ins.add_argument("file", metavar="FILE", help="the state file (read-only)")
-    ins.add_argument("--manager", choices=("cpu", "memory", "auto"), help=manager_help)
+    ins.add_argument("--manager", choices=("cpu", "memory", "auto"), help=_MANAGER_HELP)
     ins.add_argument(
         "--policy",
         metavar="NAME",
@@ -175,6 +181,8 @@ def register(subparsers: Any) -> None:
     ins.add_argument("--json", action="store_true", help="print the report as JSON")
     ins.set_defaults(func=cmd_inspect)
 
+
+def _register_convert(actions: Any) -> None:
     con = actions.add_parser(
         "convert",
         help="write a state file in another version (with a backup of what --out held)",
@@ -202,10 +210,12 @@ def register(subparsers: Any) -> None:
         help="convert even when the source checksum does not verify or the target would "
         "refuse the result",
     )
-    con.add_argument("--manager", choices=("cpu", "memory", "auto"), help=manager_help)
+    con.add_argument("--manager", choices=("cpu", "memory", "auto"), help=_MANAGER_HELP)
     con.add_argument("--json", action="store_true", help="print what was done as JSON")
     con.set_defaults(func=cmd_convert)
 
+
+def _register_check(actions: Any) -> None:
     chk = actions.add_parser(
         "check",
         help="will a kubelet of a given release start with this root dir's state files?",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from app.services.checkpoints import ConvertOutcome, DirCheck, InspectionView, Table
+from app.services.checkpoints import ConvertOutcome, DirCheck, FileCheck, InspectionView, Table
 
 VERDICT_MARK = {
     "compatible": "ok",
@@ -51,7 +51,56 @@ def _issue_lines(issues: Sequence[Any]) -> list[str]:
     return [f"  {i.severity:<8} {i.code:<28} {i.message}" for i in issues]
 
 
-def render_inspection(view: InspectionView) -> str:
+def _checksum_table(checksums: Sequence[Any]) -> str:
+    rows = [
+        (
+            c.field,
+            str(c.stored) if c.stored is not None else "-",
+            str(c.computed) if c.computed is not None else "-",
+            c.status,
+            c.algorithm + (f"\n{c.note}" if c.note else ""),
+        )
+        for c in checksums
+    ]
+    return table(("FIELD", "STORED", "COMPUTED", "STATUS", "ALGORITHM / NOTE"), rows)
+
+
+def _verdict_lines(verdicts: Sequence[Any]) -> list[str]:
+    """The per-release verdict table, then each distinct start-up failure message once with the
+    releases that log it."""
+    vrows: list[tuple[str, ...]] = []
+    for v in verdicts:
+        detail: list[str] = []
+        detail.extend(f"lost: {x}" for x in v.lost)
+        if v.error:
+            detail.append(f"kubelet error: {v.error}")
+        if v.why:
+            detail.append(f"why: {v.why}")
+        detail.extend(f"note: {n}" for n in v.notes)
+        vrows.append(
+            (
+                v.label,
+                f"{v.verdict} [{VERDICT_MARK.get(v.verdict, '?')}]",
+                v.loaded_as or "-",
+                "\n".join(detail) or "-",
+            )
+        )
+    lines = [table(("TARGET", "VERDICT", "READ AS", "LOST / KUBELET ERROR / NOTES"), vrows)]
+    messages: dict[str, list[str]] = {}
+    for v in verdicts:
+        if v.message:
+            messages.setdefault(v.message, []).append(v.label)
+    if messages:
+        lines.append("")
+        lines.append("Kubelet start-up failures (as logged)")
+        for message, labels in messages.items():
+            lines.append(f"  {', '.join(labels)}:")
+            lines.append(f"    {message}")
+    return lines
+
+
+def _header_lines(view: InspectionView) -> list[str]:
+    """The format, file, manager, policy and read error of the inspected file."""
     r = view.report
     lines: list[str] = []
     if r.version is not None:
@@ -70,54 +119,23 @@ def render_inspection(view: InspectionView) -> str:
         lines.append(f"  policy     {r.policy_name}{configured}")
     if r.error:
         lines.append(f"  error      {r.error}")
+    return lines
+
+
+def render_inspection(view: InspectionView) -> str:
+    r = view.report
+    lines = _header_lines(view)
     if r.checksums:
         lines.append("")
         lines.append("Checksums")
-        rows = [
-            (
-                c.field,
-                str(c.stored) if c.stored is not None else "-",
-                str(c.computed) if c.computed is not None else "-",
-                c.status,
-                c.algorithm + (f"\n{c.note}" if c.note else ""),
-            )
-            for c in r.checksums
-        ]
-        lines.append(table(("FIELD", "STORED", "COMPUTED", "STATUS", "ALGORITHM / NOTE"), rows))
+        lines.append(_checksum_table(r.checksums))
     for t in view.tables:
         lines.append("")
         lines.append(_content_table(t))
     if r.verdicts:
         lines.append("")
         lines.append("Compatibility (what a kubelet of each release does at start-up)")
-        vrows: list[tuple[str, ...]] = []
-        for v in r.verdicts:
-            detail: list[str] = []
-            detail.extend(f"lost: {x}" for x in v.lost)
-            if v.error:
-                detail.append(f"kubelet error: {v.error}")
-            if v.why:
-                detail.append(f"why: {v.why}")
-            detail.extend(f"note: {n}" for n in v.notes)
-            vrows.append(
-                (
-                    v.label,
-                    f"{v.verdict} [{VERDICT_MARK.get(v.verdict, '?')}]",
-                    v.loaded_as or "-",
-                    "\n".join(detail) or "-",
-                )
-            )
-        lines.append(table(("TARGET", "VERDICT", "READ AS", "LOST / KUBELET ERROR / NOTES"), vrows))
-        messages: dict[str, list[str]] = {}
-        for v in r.verdicts:
-            if v.message:
-                messages.setdefault(v.message, []).append(v.label)
-        if messages:
-            lines.append("")
-            lines.append("Kubelet start-up failures (as logged)")
-            for message, labels in messages.items():
-                lines.append(f"  {', '.join(labels)}:")
-                lines.append(f"    {message}")
+        lines.extend(_verdict_lines(r.verdicts))
     issues = view.issues
     lines.append("")
     if issues:
@@ -176,6 +194,41 @@ def _gate_text(check: DirCheck) -> str:
     return f"PodLevelResourceManagers {state} ({source})"
 
 
+def _file_lines(f: FileCheck) -> list[str]:
+    """One state file of the root dir: its verdict, what is lost or refused, invalid checksums,
+    the rescues and advice."""
+    lines: list[str] = []
+    if not f.present:
+        return [f"{f.name}: missing [-] (the kubelet starts with a fresh file)"]
+    what = ""
+    if f.view is not None and f.view.report.version is not None:
+        what = f" — {f.view.report.version.label}, policy {f.view.report.policy_name}"
+    lines.append(f"{f.name}: {f.status} [{VERDICT_MARK.get(f.status, '?')}]{what}")
+    v = f.verdict
+    if f.view is not None and not f.view.report.readable:
+        lines.append(f"  unreadable: {f.view.report.error}")
+    if v is not None:
+        lines.extend(f"  lost: {x}" for x in v.lost)
+        if v.error:
+            lines.append(f"  kubelet error: {v.error}")
+        if v.message:
+            lines.append(f"  kubelet log: {v.message}")
+        if v.why:
+            lines.append(f"  why: {v.why}")
+        lines.extend(f"  note: {n}" for n in v.notes)
+    if f.view is not None:
+        for c in f.view.report.checksums:
+            if c.status == "invalid":
+                lines.append(f"  {c.field} invalid: stored {c.stored}, computed {c.computed}")
+    for rescue in f.rescues:
+        lost = "; ".join(rescue.lost) if rescue.lost else "nothing"
+        lines.append(f"  rescue: convert to {rescue.to_version} → {rescue.verdict}; loses {lost}")
+        lines.extend(f"    note: {n}" for n in rescue.notes)
+        lines.append(f"    {rescue.command}")
+    lines.extend(f"  advice: {a}" for a in f.advice)
+    return lines
+
+
 def render_check(check: DirCheck) -> str:
     lines = [
         f"Kubelet root dir: {check.root}",
@@ -194,37 +247,7 @@ def render_check(check: DirCheck) -> str:
         lines.append(f"Pods dir:         {len(check.pod_uids)} pods (stale entries are checked)")
     for f in check.files:
         lines.append("")
-        if not f.present:
-            lines.append(f"{f.name}: missing [-] (the kubelet starts with a fresh file)")
-            continue
-        what = ""
-        if f.view is not None and f.view.report.version is not None:
-            what = f" — {f.view.report.version.label}, policy {f.view.report.policy_name}"
-        lines.append(f"{f.name}: {f.status} [{VERDICT_MARK.get(f.status, '?')}]{what}")
-        v = f.verdict
-        if f.view is not None and not f.view.report.readable:
-            lines.append(f"  unreadable: {f.view.report.error}")
-        if v is not None:
-            lines.extend(f"  lost: {x}" for x in v.lost)
-            if v.error:
-                lines.append(f"  kubelet error: {v.error}")
-            if v.message:
-                lines.append(f"  kubelet log: {v.message}")
-            if v.why:
-                lines.append(f"  why: {v.why}")
-            lines.extend(f"  note: {n}" for n in v.notes)
-        if f.view is not None:
-            for c in f.view.report.checksums:
-                if c.status == "invalid":
-                    lines.append(f"  {c.field} invalid: stored {c.stored}, computed {c.computed}")
-        for rescue in f.rescues:
-            lost = "; ".join(rescue.lost) if rescue.lost else "nothing"
-            lines.append(
-                f"  rescue: convert to {rescue.to_version} → {rescue.verdict}; loses {lost}"
-            )
-            lines.extend(f"    note: {n}" for n in rescue.notes)
-            lines.append(f"    {rescue.command}")
-        lines.extend(f"  advice: {a}" for a in f.advice)
+        lines.extend(_file_lines(f))
     lines.append("")
     if check.issues:
         lines.append("Consistency of the pair")

@@ -55,7 +55,8 @@ def run_restore(args: argparse.Namespace) -> int:
     from app.adapters.db.engine import DatabaseConfigError, make_engine
     from app.adapters.db.migrate import MigrationError, upgrade_head
     from app.services.demo import DEMO_NODES
-    from app.services.nodes import NodeService, NodeServiceError
+    from app.services.nodes.errors import NodeServiceError
+    from app.services.nodes.service import NodeService
     from app.services.undo import restore_demo_nodes
 
     overrides = {

@@ -261,7 +261,11 @@ def register(subparsers: Any) -> None:
         return 2
 
     parser.set_defaults(func=_usage)
+    _register_list(actions)
+    _register_serve(actions)
 
+
+def _register_list(actions: Any) -> None:
     lister = actions.add_parser(
         "list",
         help="call List on a PodResources socket",
@@ -280,6 +284,8 @@ def register(subparsers: Any) -> None:
     )
     lister.set_defaults(func=cmd_list)
 
+
+def _register_serve(actions: Any) -> None:
     server = actions.add_parser(
         "serve",
         help="serve a simulated node's PodResources on a unix socket",

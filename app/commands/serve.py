@@ -3,7 +3,7 @@
 Flags override the ``NUMASCOPE_*`` environment, which overrides the defaults in
 ``app.settings.Settings``. With ``--reload`` or ``--workers N`` (N > 1) uvicorn imports the app
 through the factory ``app.web.app:make_app`` in other processes, so the flags are handed over
-through the environment. The workers share one truth, the database (``app.services.nodes``):
+through the environment. The workers share one truth, the database (``app.services.nodes.service``):
 a change through any of them is seen by all on their next request.
 
 A single process migrates a database file or server in a short-lived child process

@@ -43,6 +43,13 @@ def register(sub: Any) -> None:
         "KubeletConfiguration, print each admission result and the final CPU and memory "
         "placement. With --state-dir the node's state persists in kubelet state files.",
     )
+    _node_arguments(parser)
+    _admission_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def _node_arguments(parser: Any) -> None:
+    """The simulated node: its topology, configuration, release and state directory."""
     parser.add_argument(
         "--topology",
         required=True,
@@ -67,6 +74,10 @@ def register(sub: Any) -> None:
         metavar="DIR",
         help="keep the node's state in DIR (cpu_manager_state, memory_manager_state, pods.json)",
     )
+
+
+def _admission_arguments(parser: Any) -> None:
+    """What happens on the node: removals, then the pods admitted in order."""
     parser.add_argument(
         "--remove",
         action="append",
@@ -90,7 +101,6 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "pods", nargs="*", metavar="POD.yaml", help="pod manifests, admitted in order; - is stdin"
     )
-    parser.set_defaults(func=run)
 
 
 def _fail(message: str) -> int:

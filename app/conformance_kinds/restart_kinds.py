@@ -27,14 +27,15 @@ from app.conformance_kinds.common import (
     topology_of,
 )
 from app.domain.checkpoint import inspect
-from app.domain.kubelet_config import KubeletConfigError, kubelet_config_from_dict
+from app.domain.kubelet_config import KubeletConfig, KubeletConfigError, kubelet_config_from_dict
 from app.domain.node_state_files import render_state_files, state_file_versions
 from app.domain.pod_manifest import pod_from_conformance
-from app.domain.restart import restart_node
+from app.domain.restart import RestartResult, restart_node
 
 
-def kubelet_restart(case: Case) -> list[str]:
-    inputs, expected = case.inputs, case.expected
+def _restart(case: Case) -> tuple[RestartResult, KubeletConfig]:
+    """The case's kubelet restarted on its files (with its pods when given)."""
+    inputs = case.inputs
     topology = topology_of(case)
     config_obj = dict(inputs.get("kubelet_config") or {})
     gates = inputs.get("feature_gates")
@@ -56,7 +57,10 @@ def kubelet_restart(case: Case) -> list[str]:
         state_dir=inputs.get("state_dir", "/var/lib/kubelet"),
         name="conformance",
     )
-    problems: list[str] = []
+    return result, config
+
+
+def _check_start(problems: list[str], expected: dict[str, Any], result: RestartResult) -> None:
     if "started" in expected:
         expect_equal(problems, "started", expected["started"], result.started)
     if "error" in expected:
@@ -67,6 +71,9 @@ def kubelet_restart(case: Case) -> list[str]:
             problems.append(f"error: expected it to contain {text!r}, got {result.error!r}")
     if "lost" in expected:
         expect_equal(problems, "lost", expected["lost"], list(result.lost))
+
+
+def _check_pods(problems: list[str], expected: dict[str, Any], result: RestartResult) -> None:
     by_uid = {p.uid: p for p in result.pods}
     for uid, want in (expected.get("pods") or {}).items():
         got = by_uid.get(uid)
@@ -80,6 +87,11 @@ def kubelet_restart(case: Case) -> list[str]:
         after = {c.name: c.after for c in got.containers}
         for name, cset in (want.get("containers") or {}).items():
             expect_cpuset(problems, f"pods[{uid}].containers[{name}]", cset, after.get(name))
+
+
+def _check_written(
+    problems: list[str], expected: dict[str, Any], result: RestartResult, config: KubeletConfig
+) -> None:
     node = result.node
     if "default_cpuset" in expected:
         actual = None if node is None else node.cpu_state.default_cpuset
@@ -106,6 +118,14 @@ def kubelet_restart(case: Case) -> list[str]:
         }
         for name, version in written.items():
             expect_equal(problems, f"written[{name}]", version, actual_written.get(name))
+
+
+def kubelet_restart(case: Case) -> list[str]:
+    result, config = _restart(case)
+    problems: list[str] = []
+    _check_start(problems, case.expected, result)
+    _check_pods(problems, case.expected, result)
+    _check_written(problems, case.expected, result, config)
     return problems
 
 

@@ -270,14 +270,8 @@ def _choice(value: str, allowed: tuple[str, ...], field: str, message: str) -> s
     return value
 
 
-def kubelet_config_from_dict(
-    obj: Mapping[str, Any] | None, release: str = DEFAULT_RELEASE, *, check_gates: bool = True
-) -> KubeletConfig:
-    """Parse a decoded KubeletConfiguration; raises KubeletConfigError naming the field.
-
-    ``check_gates=False`` skips the start-up check of the gate names and locks (not their
-    types): for the configuration of a kubelet that is running, which proves it passed.
-    """
+def _configuration(obj: Mapping[str, Any] | None, release: str) -> Mapping[str, Any]:
+    """``obj`` as a KubeletConfiguration mapping for a supported ``release``."""
     if release not in RELEASES:
         raise KubeletConfigError(
             "release", f"unsupported kubelet release {release!r}; use one of {', '.join(RELEASES)}"
@@ -286,7 +280,12 @@ def kubelet_config_from_dict(
     kind = obj.get("kind")
     if kind is not None and kind != "KubeletConfiguration":
         raise KubeletConfigError("kind", f'expected "KubeletConfiguration", got {kind!r}')
+    return obj
 
+
+def _policies(obj: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    """The CPU, memory and topology manager policies and the topology manager scope, each
+    refused with the kubelet's message when unknown."""
     cpu_policy = _string(obj.get("cpuManagerPolicy"), "cpuManagerPolicy", "none")
     _choice(
         cpu_policy,
@@ -317,7 +316,10 @@ def kubelet_config_from_dict(
         f'invalid configuration: topologyManagerScope (--topology-manager-scope) "{tm_scope}" '
         'must be one of: "container", or "pod"',
     )
+    return cpu_policy, mem_policy, tm_policy, tm_scope
 
+
+def _reserved_cpus(obj: Mapping[str, Any]) -> CPUSet | None:
     reserved_text = _string(obj.get("reservedSystemCPUs"), "reservedSystemCPUs", "")
     reserved: CPUSet | None = None
     if reserved_text != "":
@@ -329,7 +331,35 @@ def kubelet_config_from_dict(
                 "invalid configuration: unable to parse reservedSystemCPUs (--reserved-cpus) "
                 f"{reserved_text}, error: {exc.detail}",
             ) from None
+    return reserved
 
+
+def _check_config(config: KubeletConfig) -> None:
+    """The checks across fields: the gate dependency and the memory eviction threshold."""
+    if config.gate("PodLevelResourceManagers") and not config.gate("PodLevelResources"):
+        raise KubeletConfigError(
+            "featureGates.PodLevelResourceManagers",
+            "feature gate PodLevelResourceManagers requires PodLevelResources to be enabled",
+        )
+    eviction = config.eviction_hard.get("memory.available", "")
+    if eviction and not eviction.endswith("%"):
+        try:
+            Quantity.parse(eviction)
+        except QuantityError as exc:
+            raise KubeletConfigError("evictionHard.memory.available", str(exc)) from None
+
+
+def kubelet_config_from_dict(
+    obj: Mapping[str, Any] | None, release: str = DEFAULT_RELEASE, *, check_gates: bool = True
+) -> KubeletConfig:
+    """Parse a decoded KubeletConfiguration; raises KubeletConfigError naming the field.
+
+    ``check_gates=False`` skips the start-up check of the gate names and locks (not their
+    types): for the configuration of a kubelet that is running, which proves it passed.
+    """
+    obj = _configuration(obj, release)
+    cpu_policy, mem_policy, tm_policy, tm_scope = _policies(obj)
+    reserved = _reserved_cpus(obj)
     gates = _feature_gates(obj.get("featureGates"), release, check_gates)
     config = KubeletConfig(
         release=release,
@@ -350,15 +380,5 @@ def kubelet_config_from_dict(
         ),
         feature_gates=_freeze(gates),
     )
-    if config.gate("PodLevelResourceManagers") and not config.gate("PodLevelResources"):
-        raise KubeletConfigError(
-            "featureGates.PodLevelResourceManagers",
-            "feature gate PodLevelResourceManagers requires PodLevelResources to be enabled",
-        )
-    eviction = config.eviction_hard.get("memory.available", "")
-    if eviction and not eviction.endswith("%"):
-        try:
-            Quantity.parse(eviction)
-        except QuantityError as exc:
-            raise KubeletConfigError("evictionHard.memory.available", str(exc)) from None
+    _check_config(config)
     return config

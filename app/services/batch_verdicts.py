@@ -16,9 +16,9 @@ from pydantic.alias_generators import to_camel
 
 from app.adapters.db import node_repo
 from app.adapters.db.tables import ACTION_DRY_RUN
-from app.services.node_errors import NodeInputError
 from app.services.node_views import AdmissionLogEntry, node_url
-from app.services.nodes import NodeService
+from app.services.nodes.errors import NodeInputError
+from app.services.nodes.service import NodeService
 from app.services.placements import placements
 
 #: Verdicts shown a page at a time (the first page sits under the admission form).

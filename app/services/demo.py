@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING
 
 from app.domain import releases
-from app.services.node_errors import NodeExistsError
+from app.services.nodes.errors import NodeExistsError
+
+if TYPE_CHECKING:
+    from app.services.nodes.service import NodeService
 
 log = logging.getLogger(__name__)
 
@@ -368,19 +371,9 @@ DEMO_NODES: tuple[DemoNode, ...] = (
 )
 
 
-class NodeRegistry(Protocol):
-    """What the demo needs of the node service (it plugs in through ``NodeService.start``)."""
-
-    def names(self) -> list[str]: ...
-    def create(
-        self, name: str, topology: str, kubelet_config: str, release: str = ..., *, demo: bool = ...
-    ) -> Any: ...
-    def admit(self, name: str, manifest: str, *, dry_run: bool = ...) -> Any: ...
-
-
-def create_demo_nodes(service: NodeRegistry, nodes: tuple[DemoNode, ...] = DEMO_NODES) -> None:
+def create_demo_nodes(service: NodeService, nodes: tuple[DemoNode, ...] = DEMO_NODES) -> None:
     """Create the demo nodes that do not exist yet and admit their pods."""
-    existing = set(service.names())
+    existing = set(service.simulated_names())
     for demo in nodes:
         if demo.name in existing:
             continue

@@ -23,7 +23,8 @@ from typing import Any
 import yaml
 
 from app.domain.node_state_files import PODS_FILE_NAME
-from app.services.nodes import NodeService, ReadOnlyNodeError
+from app.services.nodes.catalog import NodeCatalog
+from app.services.nodes.errors import ReadOnlyNodeError
 
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # fixed: the same state gives the same bytes
 
@@ -43,8 +44,8 @@ POOLS_CSV_HEADER = (
 )
 
 
-def state_files_zip(service: NodeService, node: str) -> bytes:
-    files = service.state_files(node)
+def state_files_zip(catalog: NodeCatalog, node: str) -> bytes:
+    files = catalog.get(node).state_files()
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for name in sorted(files):
@@ -76,19 +77,20 @@ def _observed_manifest(row: Any) -> dict[str, Any]:
     }
 
 
-def pods_yaml(service: NodeService, node: str) -> str:
-    try:
-        doc = json.loads(service.state_files(node)[PODS_FILE_NAME])
+def pods_yaml(catalog: NodeCatalog, node: str) -> str:
+    source = catalog.get(node)
+    try:  # the manifests as they were submitted
+        doc = json.loads(source.state_files()[PODS_FILE_NAME])
         manifests = [p["manifest"] for p in doc["pods"]]
-    except ReadOnlyNodeError:  # observed: what PodResources and the state files say
-        manifests = [_observed_manifest(r) for r in service.node_view(node).pods]
+    except ReadOnlyNodeError:  # observed or remote: what PodResources and the state files say
+        manifests = [_observed_manifest(r) for r in source.node_view().pods]
     if not manifests:
         return ""
     return yaml.safe_dump_all(manifests, sort_keys=False, explicit_start=True)
 
 
-def pools_csv(service: NodeService, node: str) -> str:
-    view = service.node_view(node)
+def pools_csv(catalog: NodeCatalog, node: str) -> str:
+    view = catalog.get(node).node_view()
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(POOLS_CSV_HEADER)

@@ -12,7 +12,7 @@ files. This module owns that replay:
   ``batch``, the pods a multi-pod dry run had admitted on its scratch copy before that entry
   count too).
 
-A ``restart`` entry (a kubelet restart applied to the node, ``app.services.node_restart``)
+A ``restart`` entry (a kubelet restart applied to the node, ``app.services.nodes.restart``)
 is replayed as it happened: the kubelet of the new release starts on the replayed node's
 state files (``app.domain.restart``, the same start-up model) and re-admits its pods; the
 entries before the first restart are replayed under the configuration that ran then.
@@ -44,9 +44,9 @@ from app.domain.node_state_files import render_state_files
 from app.domain.pod import Pod
 from app.domain.pod_manifest import pod_from_manifest
 from app.domain.restart import restart_node
-from app.services.node_errors import NodeServiceError
-from app.services.node_inputs import build_engine_node, parse_config, resolve_topology
-from app.services.nodes import NodeService
+from app.services.nodes.errors import NodeServiceError
+from app.services.nodes.inputs import build_engine_node, parse_config, resolve_topology
+from app.services.nodes.service import NodeService
 
 
 class UnknownEntryError(NodeServiceError, LookupError):

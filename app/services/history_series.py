@@ -18,7 +18,7 @@ from app.domain.explain import numa_free
 from app.domain.node import Node
 from app.services.history import Builder, log_rows, replayed
 from app.services.node_views import iso
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 
 
 class SeriesPoint(BaseModel):

@@ -26,7 +26,7 @@ from app.services.node_views import (
     node_url,
     pod_url,
 )
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 
 
 class _View(BaseModel):

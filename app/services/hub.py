@@ -22,7 +22,7 @@ latency by outcome) are read from the live state at scrape time.
 Pages and JSON read the last poll's results: none waits for an agent. What is kept per agent
 and the metrics are ``app.services.hub_agents``; fit and upgrade fan out to every node
 (``app.services.hub_fanout``). The demo fleet's nodes (``--demo-fleet``) answer in the hub's
-process (``app.services.demo_fleet``).
+process (``app.services.nodes.demo_fleet``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ from app.adapters.agents import AgentClient, AgentError
 from app.adapters.dns import DNSLookupError, agent_url, make_resolver, resolve_addresses
 from app.contracts.summary import Finding, NodeSummaryV1, SummaryDocumentV1
 from app.services.agent_summary import Encoded, SummaryCache, encode
-from app.services.demo_fleet import DemoFleet, SimulatedNode
 from app.services.fleet_rows import fleet_node
 from app.services.hub_agents import (
     LAST_SEEN_STEP,
@@ -52,6 +51,7 @@ from app.services.hub_agents import (
     HubMetrics,
 )
 from app.services.hub_fanout import FleetFanOut
+from app.services.nodes.demo_fleet import DemoFleet, SimulatedNode
 from app.settings import Settings, check_dns_target, split_list
 
 log = logging.getLogger(__name__)
@@ -307,7 +307,7 @@ class Hub(FleetFanOut):
     def _sim_summary(self, node: SimulatedNode) -> NodeSummaryV1:
         summary = self._sim_summaries.get(node.name)
         if summary is None:
-            summary = self._sim_summaries[node.name] = node.summary(self.summaries)
+            summary = self._sim_summaries[node.name] = node.agent_summary(self.summaries)
         return summary
 
     def summary_of(self, node: str, agent: str | None) -> NodeSummaryV1 | None:

@@ -4,8 +4,8 @@ nodes are asked through their agents (``app.adapters.agents``), bounded by the h
 concurrency, one deadline per answer and one deadline for the whole fan-out, and at most
 ``hub_max_fanout`` requests per question (the nodes past it are listed as not asked, never as
 failing): a slow or failing agent gives an ``error`` result for its nodes, never an HTTP error
-of the hub. The demo fleet's nodes (``app.services.demo_fleet``) answer in the hub's process,
-in a worker thread, within the CPU time budget.
+of the hub. The demo fleet's nodes (``app.services.nodes.demo_fleet``) answer in the hub's
+process, in a worker thread, within the CPU time budget.
 
 ``FleetFanOut`` is a base of ``app.services.hub.Hub``, which provides the agents, the client
 and the semaphore.
@@ -24,10 +24,10 @@ from app.adapters.agents import AgentClient, AgentError
 from app.contracts.summary import NodeSummaryV1
 from app.domain import deadline
 from app.domain.pod import Pod
-from app.services.demo_fleet import DemoFleet, SimulatedNode
 from app.services.fleet_rows import fit_error, fit_result, upgrade_error, upgrade_result
 from app.services.fleet_score import rank_fits
 from app.services.hub_agents import OK, AgentState
+from app.services.nodes.demo_fleet import DemoFleet, SimulatedNode
 from app.settings import Settings
 
 #: The whole fan-out of one question ends after this many answer deadlines.

@@ -23,7 +23,7 @@ from app.domain.kubelet_metrics import Family, exposition, kubelet_families
 from app.domain.memorymanager.metrics import MemoryManagerMetrics
 from app.domain.node import Node, NodeError
 from app.services.history import Builder, LogRow, log_rows
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _CACHE_SIZE = 64

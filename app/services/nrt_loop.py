@@ -21,9 +21,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from app.services.nodes import NodeService
+from app.services.nodes.source import NodeSource
 from app.services.nrt import build_nrt
-from app.services.observer import NodeObserver
 
 log = logging.getLogger(__name__)
 RESYNC = 60.0
@@ -32,8 +31,7 @@ RESYNC = 60.0
 class NRTLoop:
     def __init__(
         self,
-        service: NodeService,
-        observer: NodeObserver,
+        node: NodeSource,
         interval: float,
         publisher: Callable[[dict[str, Any]], str] | None = None,
         *,
@@ -42,9 +40,8 @@ class NRTLoop:
         registry: CollectorRegistry | None = None,
         fingerprint_method: str = "all",
     ) -> None:
-        self.service = service
+        self.node = node
         self.fingerprint_method = fingerprint_method
-        self.observer = observer
         self.interval = interval
         self.resync = resync
         self._clock = clock
@@ -77,7 +74,7 @@ class NRTLoop:
     def tick(self) -> str | None:
         """Publish once if the object changed or a resync is due; what the publisher did
         (``created``, ``updated``, ``unchanged``), or ``None`` when nothing was asked."""
-        obj = build_nrt(self.service.views(self.observer.name), self.fingerprint_method)
+        obj = build_nrt(self.node.views(), self.fingerprint_method)
         now = self._clock()
         due = self.last_sync is None or now - self.last_sync >= self.resync
         if obj == self.last and not due:
@@ -99,10 +96,10 @@ class NRTLoop:
                 outcome = self.tick()
                 self.last_error = None
                 if outcome in ("created", "updated"):
-                    log.info("NodeResourceTopology %s: %s", self.observer.name, outcome)
+                    log.info("NodeResourceTopology %s: %s", self.node.name, outcome)
             except Exception as exc:  # keep serving; try again at the next tick
                 self.last_error = str(exc)
-                log.warning("NodeResourceTopology %s not published: %s", self.observer.name, exc)
+                log.warning("NodeResourceTopology %s not published: %s", self.node.name, exc)
             self._stop.wait(self.interval)
 
     def start(self) -> None:

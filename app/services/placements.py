@@ -15,7 +15,7 @@ from pydantic.alias_generators import to_camel
 from app.adapters.db.tables import ACTION_ADMIT, ACTION_DRY_RUN
 from app.domain.cpuset import CPUSet
 from app.services.history import Builder, find_row, log_rows, replay
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 
 
 class _View(BaseModel):

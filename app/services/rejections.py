@@ -31,7 +31,7 @@ from pydantic.alias_generators import to_camel
 from app.adapters.db.tables import ACTION_DRY_RUN, ACTION_REMOVE
 from app.domain import units
 from app.domain.cpumanager.pod_scope import guaranteed_cpus, validate_pod_scope_resources
-from app.domain.explain import explain_rejection
+from app.domain.explain import Explanation, explain_rejection
 from app.domain.node import Node
 from app.domain.pod import Container, Pod
 from app.domain.pod_budget import PodBudgetError
@@ -46,7 +46,7 @@ from app.services.history import (
     replay,
 )
 from app.services.node_views import iso, node_url
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 
 _REASON_HINTS = {
     "SMTAlignmentError": (
@@ -192,6 +192,22 @@ def _budget_text(resource: str, budget: int, exclusive: list[BudgetShare]) -> st
     return f"a {whole} budget of which {parts} {verb} exclusive"
 
 
+def _budget_view(
+    resource: str, budget: int, shares: list[BudgetShare], violation: str
+) -> BudgetView:
+    """A pod budget of ``resource``: the containers' exclusive shares (largest first) and the
+    containers that run in the pod's shared pool."""
+    exclusive = sorted((s for s in shares if s.amount), key=lambda s: -s.amount)
+    return BudgetView(
+        resource=resource,
+        budget=budget,
+        exclusive=exclusive,
+        shared=[s.container for s in shares if not s.amount],
+        text=_budget_text(resource, budget, exclusive),
+        violation=violation,
+    )
+
+
 def budget_of(node: Node, pod: Pod) -> list[BudgetView]:
     """The pod budget per resource (cpu; memory under the Static memory manager), with the
     kubelet's budget message when the containers do not fit it."""
@@ -205,22 +221,12 @@ def budget_of(node: Node, pod: Pod) -> list[BudgetView]:
             BudgetShare(container=c.name, amount=guaranteed_cpus(pod, c, gates))
             for c in _long_running(pod)
         ]
-        exclusive = sorted((s for s in shares if s.amount), key=lambda s: -s.amount)
         violation = ""
         try:
             validate_pod_scope_resources(pod, gates)
         except PodBudgetError as err:
             violation = err.message
-        out.append(
-            BudgetView(
-                resource="cpu",
-                budget=cpu_budget,
-                exclusive=exclusive,
-                shared=[s.container for s in shares if not s.amount],
-                text=_budget_text("cpu", cpu_budget, exclusive),
-                violation=violation,
-            )
-        )
+        out.append(_budget_view("cpu", cpu_budget, shares, violation))
     memory = node.memory
     mem_budget = pod.resources.request("memory").value()
     if memory is not None and mem_budget:
@@ -234,19 +240,10 @@ def budget_of(node: Node, pod: Pod) -> list[BudgetView]:
             )
             for c in _long_running(pod)
         ]
-        exclusive = sorted((s for s in shares if s.amount), key=lambda s: -s.amount)
         error = getattr(policy, "pod_scope_budget_error", None)
         found = error(pod) if callable(error) else None
-        out.append(
-            BudgetView(
-                resource="memory",
-                budget=mem_budget,
-                exclusive=exclusive,
-                shared=[s.container for s in shares if not s.amount],
-                text=_budget_text("memory", mem_budget, exclusive),
-                violation=found.message if isinstance(found, PodBudgetError) else "",
-            )
-        )
+        violation = found.message if isinstance(found, PodBudgetError) else ""
+        out.append(_budget_view("memory", mem_budget, shares, violation))
     return out
 
 
@@ -295,19 +292,10 @@ def hint_text(h: TopologyHint) -> str:
     return f"{where}{' · preferred' if h.preferred else ''}"
 
 
-def explain_entry(service: NodeService, node: str, entry: int) -> RejectionView:
-    """The explanation of rejected log entry ``entry`` of ``node``."""
-    rows = log_rows(service, node)
-    row = find_row(rows, node, entry)
-    if row.admitted or row.action == ACTION_REMOVE:
-        raise UnknownEntryError(node, entry, "rejected admission")
-    builder = Builder(service, node)
-    batch = row.batch if row.action == ACTION_DRY_RUN else ""
-    state = replay(builder, rows, before=row.id, batch=batch)
-    pod = builder.pod(row)
-    ex = explain_rejection(state, pod, row.manifest, builder)
+def _numa_views(ex: Explanation) -> list[NumaFreeView]:
+    """Each NUMA node's free CPUs and memory, and whether they cover the pod's request."""
     need_mem = ex.requested_memory
-    numa = [
+    return [
         NumaFreeView(
             numa_node=n.numa_node,
             cpus=n.cpus,
@@ -321,7 +309,11 @@ def explain_entry(service: NodeService, node: str, entry: int) -> RejectionView:
         )
         for n in ex.numa
     ]
-    units = [
+
+
+def _unit_views(ex: Explanation) -> list[UnitView]:
+    """Each admission unit's hints per provider and resource, merged hint and verdict."""
+    return [
         UnitView(
             unit=u.unit,
             providers=[
@@ -340,10 +332,38 @@ def explain_entry(service: NodeService, node: str, entry: int) -> RejectionView:
         )
         for u in ex.units
     ]
+
+
+def _divergence_views(ex: Explanation) -> list[DivergenceView]:
+    return [
+        DivergenceView(
+            key=d.key,
+            title=d.title,
+            docs_say=d.docs_say,
+            code_does=d.code_does,
+            upstream_file=d.upstream_file,
+            upstream_url=d.upstream_url,
+            docs_url=d.docs_url,
+            docs_title=d.docs_title,
+        )
+        for d in ex.divergences
+    ]
+
+
+def explain_entry(service: NodeService, node: str, entry: int) -> RejectionView:
+    """The explanation of rejected log entry ``entry`` of ``node``."""
+    rows = log_rows(service, node)
+    row = find_row(rows, node, entry)
+    if row.admitted or row.action == ACTION_REMOVE:
+        raise UnknownEntryError(node, entry, "rejected admission")
+    builder = Builder(service, node)
+    batch = row.batch if row.action == ACTION_DRY_RUN else ""
+    state = replay(builder, rows, before=row.id, batch=batch)
+    pod = builder.pod(row)
+    ex = explain_rejection(state, pod, row.manifest, builder)
     base = node_url(node)
     _, reason, _message = ex.verdict
     budgets = budget_of(state, pod) if ex.pod_level else []
-    cause = budget_cause(budgets, ex.policy, ex.scope)
     return RejectionView(
         node=node,
         node_url=base,
@@ -359,28 +379,16 @@ def explain_entry(service: NodeService, node: str, entry: int) -> RejectionView:
         scope=ex.scope,
         pod_level=ex.pod_level,
         requested_cpus=ex.requested_cpus,
-        requested_memory=need_mem,
-        numa=numa,
-        units=units,
+        requested_memory=ex.requested_memory,
+        numa=_numa_views(ex),
+        units=_unit_views(ex),
         replayed_reason=reason,
         replay_matches=(not ex.verdict[0]) and reason == row.reason,
         suggestions=[SuggestionView(kind=s.kind, text=s.text) for s in ex.suggestions],
         before_url=f"{base}/history/{_previous_change(rows, row.id)}",
-        divergences=[
-            DivergenceView(
-                key=d.key,
-                title=d.title,
-                docs_say=d.docs_say,
-                code_does=d.code_does,
-                upstream_file=d.upstream_file,
-                upstream_url=d.upstream_url,
-                docs_url=d.docs_url,
-                docs_title=d.docs_title,
-            )
-            for d in ex.divergences
-        ],
+        divergences=_divergence_views(ex),
         budgets=budgets,
-        cause=cause,
+        cause=budget_cause(budgets, ex.policy, ex.scope),
     )
 
 

@@ -180,16 +180,10 @@ class RestartOutcome:
         return self.result.exit_code
 
 
-def restart(
-    state_dir: str | Path,
-    release: str,
-    *,
-    kubelet_config: str | Path | None = None,
-    feature_gates: str | Mapping[str, bool] | None = None,
-    dry_run: bool = False,
-    clock: Callable[[], float] | None = None,
-) -> RestartOutcome:
-    """Restart the node of ``state_dir`` under ``release`` (see the module docstring)."""
+def _arguments(
+    state_dir: str | Path, release: str, feature_gates: str | Mapping[str, bool] | None
+) -> tuple[dict[str, bool], Path]:
+    """The gates to set and the state directory, or a usage error naming the bad argument."""
     if release not in RELEASES:
         raise RestartUsageError(
             f"unsupported kubelet release {release!r}; use one of {', '.join(RELEASES)}",
@@ -203,6 +197,56 @@ def restart(
     if not directory.is_dir():
         what = "no such directory" if not directory.exists() else "is not a directory"
         raise RestartUsageError(what, source=str(directory))
+    return gates, directory
+
+
+def _restart_record(
+    target: TargetConfig,
+    record: NodeRecord,
+    files: Mapping[str, bytes | None],
+    directory: Path,
+    source: str,
+    clock: Callable[[], float] | None,
+) -> RestartResult:
+    """The recorded node's pods read as ``target`` reads them, and its kubelet restarted on
+    ``files``; an input the record or configuration gets wrong is a usage error naming it."""
+    try:
+        pods = pods_from_document(
+            record.document,
+            pod_level_resources_enabled=target.config.gate("PodLevelResources"),
+        )
+    except NodeStateError as err:
+        raise RestartUsageError(err.message, source=str(directory)) from None
+    try:
+        return restart_for(
+            target,
+            record.topology,
+            files,
+            pods,
+            state_dir=str(directory),
+            name=record.name,
+            previous_release=record.release,
+            clock=clock,
+        )
+    except RestartInputError as err:
+        raise RestartUsageError(err.message, source=str(directory)) from None
+    except KubeletConfigError as err:
+        raise RestartUsageError(
+            f"{err.field}: {err.message}", source=source, field=err.field
+        ) from None
+
+
+def restart(
+    state_dir: str | Path,
+    release: str,
+    *,
+    kubelet_config: str | Path | None = None,
+    feature_gates: str | Mapping[str, bool] | None = None,
+    dry_run: bool = False,
+    clock: Callable[[], float] | None = None,
+) -> RestartOutcome:
+    """Restart the node of ``state_dir`` under ``release`` (see the module docstring)."""
+    gates, directory = _arguments(state_dir, release, feature_gates)
     base_file: KubeletConfig | None = None
     if kubelet_config is not None:
         base_file = load_config(kubelet_config, release)
@@ -222,30 +266,7 @@ def restart(
             )
             base = base_file.to_dict() if base_file is not None else record.config
             target = build_config(base, release, gates, source=source)
-            try:
-                pods = pods_from_document(
-                    record.document,
-                    pod_level_resources_enabled=target.config.gate("PodLevelResources"),
-                )
-            except NodeStateError as err:
-                raise RestartUsageError(err.message, source=str(directory)) from None
-            try:
-                result = restart_for(
-                    target,
-                    record.topology,
-                    files,
-                    pods,
-                    state_dir=str(directory),
-                    name=record.name,
-                    previous_release=record.release,
-                    clock=clock,
-                )
-            except RestartInputError as err:
-                raise RestartUsageError(err.message, source=str(directory)) from None
-            except KubeletConfigError as err:
-                raise RestartUsageError(
-                    f"{err.field}: {err.message}", source=source, field=err.field
-                ) from None
+            result = _restart_record(target, record, files, directory, source, clock)
             wrote = False
             if result.started and result.node is not None and not dry_run:
                 statefiles.write_files(directory, state_files_of(result.node))

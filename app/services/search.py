@@ -10,9 +10,9 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-from app.services.node_errors import NodeInputError
 from app.services.node_views import node_url, pod_url
-from app.services.nodes import NodeService
+from app.services.nodes.catalog import NodeCatalog
+from app.services.nodes.errors import NodeInputError
 
 MAX_RESULTS = 50
 MAX_QUERY = 200
@@ -60,7 +60,7 @@ def _cpu(text: str) -> int | None:
     return int(value)
 
 
-def search(service: NodeService, query: str, *, hub: bool = False) -> SearchView:
+def search(catalog: NodeCatalog, query: str, *, hub: bool = False) -> SearchView:
     q = query.strip()
     if len(q) > MAX_QUERY:
         raise NodeInputError(f"q: longer than {MAX_QUERY} characters", "q")
@@ -68,9 +68,8 @@ def search(service: NodeService, query: str, *, hub: bool = False) -> SearchView
         return SearchView(query="", hits=[])
     hits: list[SearchHit] = []
     cpu = _cpu(q)
-    names = [s.name for s in service.index().nodes]
-    for name in names:
-        views = service.views(name)
+    for name in catalog.names():
+        views = catalog.get(name).views()
         if cpu is not None:
             cell = views.map.cells.get(cpu)
             if cell is None:

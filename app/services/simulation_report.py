@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.domain.cpuset import CPUSet
+from app.domain.kubelet_config import KubeletConfig
 from app.domain.pools import cpuset_view
 from app.domain.snapshot import ContainerAllocation, NodeSnapshot, PodAllocation
+from app.domain.topology import CPUTopology
 from app.domain.units import binary_quantity
 from app.services.simulation import SimulatedAdmission, SimulationOutcome
 
@@ -226,8 +228,19 @@ def _size(n: int) -> str:
 
 def render_text(outcome: SimulationOutcome) -> str:
     """The readable report: admissions, per-NUMA pools and memory, assignments."""
+    snap = outcome.node.snapshot()
+    lines = [
+        *_header_lines(outcome),
+        *_admission_lines(outcome),
+        *_cpu_lines(outcome.node.topology, snap),
+        *_memory_lines(outcome.node.config, snap),
+        *_assignment_lines(snap),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _header_lines(outcome: SimulationOutcome) -> list[str]:
     node = outcome.node
-    snap = node.snapshot()
     config = node.config
     topo = node.topology
     gate = "on" if config.gate("PodLevelResourceManagers") else "off"
@@ -249,99 +262,85 @@ def render_text(outcome: SimulationOutcome) -> str:
     for pod in outcome.removed:
         lines.append(f"  removed {pod.key} ({pod.uid})")
     lines.append("")
+    return lines
 
-    if outcome.admissions:
-        lines.append("Admissions")
-        rows: list[tuple[str, ...]] = []
-        for a in outcome.admissions:
-            r = a.result
-            verdict = "admitted" if r.admitted else "rejected"
-            detail = "" if r.admitted else f"{r.reason}: {r.message}"
-            rows.append((f"{r.namespace}/{r.name}", verdict, detail))
-        lines += _table(("POD", "RESULT", "REASON: MESSAGE"), rows)
-        lines.append("")
-        for a in outcome.admissions:
-            for note in a.divergences:
-                lines += [
-                    f"Note on {a.result.namespace}/{a.result.name}: {note.title}",
-                    f"  documentation: {note.docs_say}",
-                    f"  kubelet code:  {note.code_does}",
-                    f"  decided in {note.upstream_file}: {note.upstream_url}",
-                    f"  see {note.docs_url}",
-                    "",
-                ]
 
+def _admission_lines(outcome: SimulationOutcome) -> list[str]:
+    if not outcome.admissions:
+        return []
+    lines = ["Admissions"]
+    rows: list[tuple[str, ...]] = []
+    for a in outcome.admissions:
+        r = a.result
+        verdict = "admitted" if r.admitted else "rejected"
+        detail = "" if r.admitted else f"{r.reason}: {r.message}"
+        rows.append((f"{r.namespace}/{r.name}", verdict, detail))
+    lines += _table(("POD", "RESULT", "REASON: MESSAGE"), rows)
+    lines.append("")
+    for a in outcome.admissions:
+        for note in a.divergences:
+            lines += [
+                f"Note on {a.result.namespace}/{a.result.name}: {note.title}",
+                f"  documentation: {note.docs_say}",
+                f"  kubelet code:  {note.code_does}",
+                f"  decided in {note.upstream_file}: {note.upstream_url}",
+                f"  see {note.docs_url}",
+                "",
+            ]
+    return lines
+
+
+def _cpu_lines(topo: CPUTopology, snap: NodeSnapshot) -> list[str]:
     pools = CPUPools.of(snap)
-    lines.append("CPUs per NUMA node")
-    cpu_rows: list[tuple[str, ...]] = []
+    rows: list[tuple[str, ...]] = []
     for n in topo.numa_node_ids():
         part = pools.restricted_to(topo.cpus_of_numa_node(n))
-        cpu_rows.append(
-            (
-                str(n),
-                _set_text(topo.cpus_of_numa_node(n)),
-                _set_text(part.reserved),
-                _set_text(part.node_shared),
-                _set_text(part.pod_shared),
-                _set_text(part.exclusive),
-            )
-        )
-    cpu_rows.append(
-        (
-            "all",
-            _set_text(topo.all_cpus),
-            _set_text(pools.reserved),
-            _set_text(pools.node_shared),
-            _set_text(pools.pod_shared),
-            _set_text(pools.exclusive),
-        )
-    )
-    lines += _table(
-        ("NUMA", "CPUS", "RESERVED", "NODE SHARED", "POD SHARED", "EXCLUSIVE"), cpu_rows
-    )
-    lines.append("")
+        rows.append((str(n), _set_text(topo.cpus_of_numa_node(n)), *_pool_texts(part)))
+    rows.append(("all", _set_text(topo.all_cpus), *_pool_texts(pools)))
+    header = ("NUMA", "CPUS", "RESERVED", "NODE SHARED", "POD SHARED", "EXCLUSIVE")
+    return ["CPUs per NUMA node", *_table(header, rows), ""]
 
-    lines.append("Memory per NUMA node")
+
+def _pool_texts(pools: CPUPools) -> tuple[str, ...]:
+    return tuple(
+        _set_text(s) for s in (pools.reserved, pools.node_shared, pools.pod_shared, pools.exclusive)
+    )
+
+
+def _memory_lines(config: KubeletConfig, snap: NodeSnapshot) -> list[str]:
+    lines = ["Memory per NUMA node"]
     if not snap.memory:
         lines.append(
             f"  memoryManagerPolicy {config.memory_manager_policy}: no NUMA memory accounting"
         )
     else:
-        mem_rows: list[tuple[str, ...]] = []
+        rows: list[tuple[str, ...]] = []
         for m in snap.memory:
             for name, t in sorted(m.memory_map.items()):
-                mem_rows.append(
-                    (
-                        str(m.numa_id),
-                        name,
-                        _size(t.total),
-                        _size(t.system_reserved),
-                        _size(t.allocatable),
-                        _size(t.reserved),
-                        _size(t.free),
-                    )
-                )
+                sizes = (t.total, t.system_reserved, t.allocatable, t.reserved, t.free)
+                rows.append((str(m.numa_id), name, *(_size(x) for x in sizes)))
         header = ("NUMA", "RESOURCE", "TOTAL", "SYSTEM RESERVED", "ALLOCATABLE", "RESERVED", "FREE")
-        lines += _table(header, mem_rows)
+        lines += _table(header, rows)
     lines.append("")
+    return lines
 
-    lines.append("Assignments")
+
+def _assignment_lines(snap: NodeSnapshot) -> list[str]:
     if not snap.pods:
-        lines.append("  no pods")
-    else:
-        pod_rows: list[tuple[str, ...]] = []
-        for p in snap.pods:
-            key = f"{p.namespace}/{p.name}"
-            if p.pod_cpuset is not None or p.pod_memory:
-                mem = ", ".join(_block_text(b) for b in p.pod_memory) or "-"
-                budget = _set_text(p.pod_cpuset) if p.pod_cpuset is not None else "-"
-                pod_rows.append((key, "(pod budget)", "-", "-", budget, mem))
-            for c in p.containers:
-                pool, runs_on = container_pool(snap, c)
-                mem = ", ".join(_block_text(b) for b in c.memory) or "-"
-                pod_rows.append((key, c.name, c.kind, f"{c.isolation} ({pool})", str(runs_on), mem))
-        lines += _table(("POD", "CONTAINER", "KIND", "ISOLATION", "CPUSET", "MEMORY"), pod_rows)
-    return "\n".join(lines) + "\n"
+        return ["Assignments", "  no pods"]
+    rows: list[tuple[str, ...]] = []
+    for p in snap.pods:
+        key = f"{p.namespace}/{p.name}"
+        if p.pod_cpuset is not None or p.pod_memory:
+            mem = ", ".join(_block_text(b) for b in p.pod_memory) or "-"
+            budget = _set_text(p.pod_cpuset) if p.pod_cpuset is not None else "-"
+            rows.append((key, "(pod budget)", "-", "-", budget, mem))
+        for c in p.containers:
+            pool, runs_on = container_pool(snap, c)
+            mem = ", ".join(_block_text(b) for b in c.memory) or "-"
+            rows.append((key, c.name, c.kind, f"{c.isolation} ({pool})", str(runs_on), mem))
+    header = ("POD", "CONTAINER", "KIND", "ISOLATION", "CPUSET", "MEMORY")
+    return ["Assignments", *_table(header, rows)]
 
 
 def _block_text(b: Any) -> str:

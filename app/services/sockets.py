@@ -23,7 +23,7 @@ from pathlib import Path
 
 from app.adapters.grpc.server import PodResourcesServer, PodResourcesServerError
 from app.domain.snapshot import NodeSnapshot
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 
 log = logging.getLogger(__name__)
 

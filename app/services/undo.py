@@ -6,7 +6,7 @@
   (it cannot have: the removal is the newest entry; but a restored state directory can differ).
   Anything logged after the removal makes it final, as in any editor's undo.
 * **Undo a restart** (``last_restart`` / ``undo_last_restart``): when the newest log entry is a
-  kubelet restart applied to the node (``app.services.node_restart``), the kubelet of the
+  kubelet restart applied to the node (``app.services.nodes.restart``), the kubelet of the
   release before it is started again on the node's files, with the configuration it had, but
   only where the files allow it: it is rehearsed first, and when that kubelet would not start,
   or would reject or lose any pod, nothing is done (``UndoRefusedError``, 409, saying why).
@@ -29,9 +29,10 @@ from app.adapters.db.tables import ACTION_REMOVE, ACTION_RESTART, AdmissionRecor
 from app.domain.node_state_files import GATE
 from app.domain.restart import KEPT, RESTORED
 from app.services.demo import DEMO_NODES, DemoNode, create_demo_nodes
-from app.services.node_inputs import parse_config
-from app.services.node_restart import Rehearsal
-from app.services.nodes import AdmissionBatch, NodeService, NodeServiceError
+from app.services.nodes.errors import NodeServiceError
+from app.services.nodes.inputs import AdmissionBatch, parse_config
+from app.services.nodes.restart import Rehearsal
+from app.services.nodes.service import NodeService
 
 
 class NothingToUndoError(NodeServiceError):

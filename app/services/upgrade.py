@@ -28,8 +28,8 @@ from app.domain.node_state_files import GATE
 from app.domain.restart import RestartResult, restart_for
 from app.domain.topology import CPUTopology
 from app.services.checkpoints import CheckpointServiceError, DirCheck, check_root_dir
-from app.services.node_errors import NodeInputError
-from app.services.node_restart import restart_config
+from app.services.nodes.errors import NodeInputError
+from app.services.nodes.restart import restart_config
 
 KUBELET_ROOT = "/var/lib/kubelet"
 _ORDER = {COMPATIBLE: 0, "missing": 0, COMPATIBLE_WITH_LOSS: 1, POLICY_MISMATCH: 2, WILL_FAIL: 3}

@@ -12,7 +12,10 @@ live parts in place". The token is:
   unchanged kubelet gives the same token, while any change the page would show (a pod, a CPU
   set, a memory block, a state file's checksum or verdict, a source's error) gives a new one.
   The digest is computed once per observation (the observer re-observes at most every 2 s)
-  and is the same in every worker, since it is built from canonical JSON.
+  and is the same in every worker, since it is built from canonical JSON;
+* for a node of the hub's **demo fleet**, a digest of its node view too (it never changes).
+
+Each node gives its own token (``NodeSource.watch_token``); this module says what one is.
 """
 
 from __future__ import annotations
@@ -25,10 +28,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.services.node_views import NodeView, NodeViews
-from app.services.nodes import NodeService
+from app.services.nodes.source import NodeSource
 
 SOURCE_SIMULATED = "simulated"
 SOURCE_OBSERVED = "observed"
+SOURCE_FLEET = "fleet"
 
 # Keys that say when an observation was made, not what it found.
 VOLATILE_KEYS = frozenset({"observedAt", "createdAt"})
@@ -65,9 +69,9 @@ def view_digest(view: NodeView) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-class _LastDigest:
-    """The digest of the observer's latest views (one observed node per process), so that
-    many watchers of one observation cost one digest."""
+class LastDigest:
+    """The digest of a node's latest views (``view_digest``), so that many watchers of one
+    observation cost one digest."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -84,18 +88,8 @@ class _LastDigest:
         return digest
 
 
-_observed_digest = _LastDigest()
-
-
-def watch_state(service: NodeService, node: str) -> WatchState:
+def watch_state(source: NodeSource) -> WatchState:
     """The node's current token (``UnknownNodeError`` for an unknown node; an observed node
     that cannot be observed is ``ObservedNodeUnavailableError``, like its page)."""
-    observer = service.observer
-    if observer is not None and observer.name == node:
-        views = observer.views()
-        token = _observed_digest.of(views, observer.node_view)
-        return WatchState(node, SOURCE_OBSERVED, f"o-{token}")
-    return WatchState(node, SOURCE_SIMULATED, f"s-{service.version_token(node)}")
-
-
-__all__ = ["SOURCE_OBSERVED", "SOURCE_SIMULATED", "WatchState", "view_digest", "watch_state"]
+    kind, token = source.watch_token()
+    return WatchState(source.name, kind, token)

@@ -10,7 +10,7 @@ process, ``migrated=True``), jinja2 and the templates on the first page
 ``uvicorn --factory app.web.app:make_app``.
 
 With ``Settings.observe`` the node this process runs on is observed (read-only,
-``app.services.observer``) and listed beside the simulated nodes; its admission and removal
+``app.services.observe.observer``) and listed beside the simulated nodes; its admission and removal
 endpoints answer 409, a source it cannot read 503 (both mapped in ``app.web.errors``), and
 ``/readyz`` (``app.web.routers.ops``) waits for its first successful observation. With ``Settings.podresources_dir`` every simulated node's PodResources
 is served on ``<dir>/<node>.sock`` while the app runs (``app.services.sockets``, started and
@@ -41,9 +41,12 @@ from app import __version__
 from app.adapters.db.engine import make_engine
 from app.services.demo import create_demo_nodes
 from app.services.encoded_json import GZIP_LEVEL, GZIP_MINIMUM
-from app.services.nodes import NodeService
+from app.services.nodes.catalog import NodeCatalog
+from app.services.nodes.demo_fleet import DemoFleet
+from app.services.nodes.remote import RemoteNodes
+from app.services.nodes.service import NodeService
 from app.services.nrt_loop import NRTLoop
-from app.services.observer import NodeObserver
+from app.services.observe.observer import NodeObserver
 from app.services.sockets import PodResourcesSockets
 from app.services.topologies import TopologyService
 from app.settings import Settings
@@ -62,6 +65,7 @@ from app.web.routers import (
     kubelet_metrics,
     kubelet_restarts,
     maps,
+    node_forms,
     node_pods,
     nodes,
     ops,
@@ -137,7 +141,6 @@ def create_app(
     except Exception:
         logging.getLogger("app").exception("the simulated nodes could not be loaded")
     app.state.nodes = node_service
-    metrics.registry.register(NodesCollector(node_service.metric_samples))
 
     # The real node this process runs on (read-only), listed beside the simulated ones.
     observer: NodeObserver | None = None
@@ -145,9 +148,28 @@ def create_app(
         observer = NodeObserver(
             settings, on_error=lambda source: metrics.source_errors.labels(source).inc()
         )
-        node_service.attach_observer(observer)
         metrics.registry.register(CheckpointCollector(observer.checkpoint_samples))
     app.state.observer = observer
+    # The cluster: the hub polls agents and holds --demo-fleet nodes (built in the background
+    # by the hub's start); both started and stopped by the lifespan.
+    demo_fleet = DemoFleet(settings.demo_fleet) if settings.hub else None
+    hub: Hub | None = None
+    if settings.hub:
+        # Imported only for a hub: its fan-out (httpx, dnspython) is no agent's business
+        # (issue 20 pt 7).
+        from app.services.hub import Hub
+
+        hub = Hub(settings, metrics.registry, fleet=demo_fleet)
+    app.state.hub = hub
+    # Every node by name, whatever its kind: routes, the CLI and the hub ask the catalog.
+    catalog = NodeCatalog(
+        node_service,
+        observer=observer,
+        fleet=demo_fleet,
+        remote=RemoteNodes(hub) if hub is not None else None,
+    )
+    app.state.catalog = catalog
+    metrics.registry.register(NodesCollector(catalog.metric_samples))
     # Each simulated node's PodResources on <podresources_dir>/<node>.sock (lifespan).
     app.state.podresources_sockets = (
         PodResourcesSockets(settings.podresources_dir, node_service)
@@ -155,19 +177,11 @@ def create_app(
         else None
     )
 
-    # The cluster: the hub polls agents (and holds --demo-fleet nodes); an observed agent may
-    # publish its NodeResourceTopology (both started and stopped by the lifespan).
-    app.state.hub = None
-    if settings.hub:
-        # Imported only for a hub: its fan-out (httpx, dnspython) and demo fleet are no
-        # agent's business (issue 20 pt 7).
-        from app.services.hub import Hub
-
-        app.state.hub = Hub(settings, metrics.registry)
+    # An observed agent may publish its NodeResourceTopology (started and stopped by the
+    # lifespan).
     app.state.nrt = (
         NRTLoop(
-            node_service,
-            observer,
+            catalog.get(observer.name),
             settings.nrt_interval,
             registry=metrics.registry,
             fingerprint_method=settings.nrt_fingerprint_method,
@@ -191,6 +205,7 @@ def create_app(
     app.include_router(api_nodes.api)  # first: its JSON answers are the hottest paths
     app.include_router(node_pods.pages)  # the pods table a page at a time, and Find
     app.include_router(nodes.pages)  # before topologies: "/" is the nodes page when there are nodes
+    app.include_router(node_forms.forms)  # POST only: no path and method of theirs is a page's
     app.include_router(workflow.pages)  # explain, history, downloads, confirm, undo, glossary
     app.include_router(restart.api)
     app.include_router(restart.pages)

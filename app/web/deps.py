@@ -1,5 +1,7 @@
 """FastAPI dependencies: the app's settings, services, the views routes return, and the path
-parameters the node routes share (``NodeName``, ``Namespace``, ``PodName``)."""
+parameters the node routes share (``NodeName``, ``Namespace``, ``PodName``). A route about one
+node takes ``NodeSourceDep``: the node of the ``node`` path parameter, whatever its kind, from
+the catalog (``app.services.nodes.catalog``)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ from typing import Annotated
 from fastapi import Depends, Path
 from starlette.requests import Request
 
-from app.services.nodes import NodeService
+from app.services.nodes.catalog import NodeCatalog
+from app.services.nodes.service import NodeService
+from app.services.nodes.source import NodeSource
 from app.services.topologies import TopologyIndexView, TopologyService, TopologyView
 from app.settings import Settings
 
@@ -29,11 +33,24 @@ async def get_node_service(request: Request) -> NodeService:
     return service
 
 
+async def get_catalog(request: Request) -> NodeCatalog:
+    catalog: NodeCatalog = request.app.state.catalog
+    return catalog
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 TopologyServiceDep = Annotated[TopologyService, Depends(get_topology_service)]
 NodeServiceDep = Annotated[NodeService, Depends(get_node_service)]
+CatalogDep = Annotated[NodeCatalog, Depends(get_catalog)]
 
 NodeName = Annotated[str, Path(description="Name of a simulated node")]
+
+
+async def get_node_source(catalog: CatalogDep, node: NodeName) -> NodeSource:
+    return catalog.get(node)
+
+
+NodeSourceDep = Annotated[NodeSource, Depends(get_node_source)]
 Namespace = Annotated[str, Path(description="Pod namespace")]
 PodName = Annotated[str, Path(description="Pod name")]
 

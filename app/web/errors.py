@@ -38,19 +38,20 @@ from app.domain.deadline import DeadlineExceededError
 from app.domain.podresources import PodNotFoundError
 from app.services.history import UnknownEntryError
 from app.services.hub import HubDisabledError
-from app.services.node_errors import (
+from app.services.nodes.errors import (
     HintSearchTooLargeError,
     NodeExistsError,
     NodeInputError,
     NodeUnavailableError,
     PodConflictError,
     ReadOnlyNodeError,
+    RemoteNotFoundError,
     StorageFullError,
     UnknownNodeError,
     UnknownPodError,
 )
-from app.services.observed_dryrun import ObservedCopyError
-from app.services.observer import ObservedNodeUnavailableError
+from app.services.nodes.observed import ObservedCopyError
+from app.services.observe.observer import ObservedNodeUnavailableError
 from app.services.topologies import HostDiscoveryError, UnknownTopologyError
 from app.services.undo import NothingToUndoError, UndoRefusedError
 from app.web.rendering import render, wants_fragment
@@ -64,6 +65,7 @@ ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
     AdmissionError: (422, "UnexpectedAdmissionError"),
     UnknownNodeError: (404, "NotFound"),
     UnknownPodError: (404, "NotFound"),
+    RemoteNotFoundError: (404, "NotFound"),
     PodNotFoundError: (404, "NotFound"),
     NodeExistsError: (409, "AlreadyExists"),
     PodConflictError: (409, "AlreadyExists"),

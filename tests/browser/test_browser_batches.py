@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 from tests.browser.axe import describe, violations
 from tests.helpers import POD_SCOPE, SMALL, make_settings
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from app.domain.topology_spec import parse_topology_spec
-from app.services.demo_fleet import SimulatedNode
-from app.services.nodes import build_engine_node, parse_config
+from app.services.nodes.demo_fleet import SimulatedNode
+from app.services.nodes.inputs import build_engine_node, parse_config
 from tests.fixtures.checkpoints.generate import HERE as FIXTURES
 from tests.fixtures.wide_machine import WIDE_CONFIG, WIDE_POD, wide_topology
 from tests.helpers import make_settings

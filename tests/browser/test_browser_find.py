@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from app.domain.cpuset import CPUSet
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 from app.services.pod_find import PAGE_SIZE
 from tests.helpers import make_settings
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 from tests.helpers import DB_POD, POD_SCOPE, SMALL, make_settings
 
 if TYPE_CHECKING:

@@ -13,8 +13,8 @@ from fastapi.testclient import TestClient
 
 from app.domain.node_state_files import render_state_files
 from app.services.demo import bubble_pod, classic_pod
-from app.services.demo_fleet import DemoFleet
 from app.services.fleet_rows import fit_result, upgrade_result
+from app.services.nodes.demo_fleet import DemoFleet
 from app.services.upgrade import check_files
 from app.web.app import create_app
 from tests.helpers import make_settings
@@ -64,7 +64,7 @@ def test_the_fleet_lists_every_simulated_node_with_its_engines_numbers(hub: Test
         row = rows[name]
         assert row["agent"] is None and row["status"] == "ok" and row["url"] is None
         assert row["pods"] == len(node.engine.pods)
-        available = [r.available for r in node.views.numa_pools]
+        available = [r.available for r in node.views().numa_pools]
         assert [r["available"] for r in row["numa"]] == available
         assert row["largestFreeNuma"] == max(available)
     page = hub.get("/fleet")
@@ -84,7 +84,7 @@ def test_fit_on_simulated_nodes_is_each_engines_dry_run(hub: TestClient, pod: st
     results = {x["node"]: x for x in r.json()["results"]}
     assert len(results) == COUNT
     for name, node in _fleet(hub).nodes.items():
-        own = fit_result(name, node.dry_run(pod))
+        own = fit_result(name, node.dry_run(pod).to_dict())
         got = results[name]
         # The hub adds its ranking (score and flags of a fit) to the node's own answer.
         ranking = ("batch", "agent", "score", "flags")

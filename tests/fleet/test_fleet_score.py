@@ -27,7 +27,7 @@ from app.services.fleet_score import (
     node_score,
     placement_flags,
 )
-from app.services.nodes import parse_manifests
+from app.services.nodes.inputs import parse_manifests
 from app.web.app import create_app
 from tests.helpers import make_settings
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 from tests.helpers import migrated_engine
 
 

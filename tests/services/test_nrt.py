@@ -13,7 +13,6 @@ free even where no container holds them exclusively.
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -33,7 +32,8 @@ from app.adapters.nrt_publisher import (
 from app.domain import podfingerprint
 from app.domain.quantity import parse_quantity
 from app.services.demo import bubble_pod, classic_pod
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
+from app.services.nodes.stored import StoredNode
 from app.services.nrt import build_nrt, topology_policy
 from app.services.nrt_loop import NRTLoop
 from tests.fake_kube_api import kubeconfig, running
@@ -260,7 +260,7 @@ def test_property_cpu_available_is_numa_pools_available(
 ) -> None:
     """Whatever was admitted (or refused), every zone's cpu ``available`` is that NUMA node's
     ``numaPools[].available`` and the zones add up to the node's allocatable CPUs."""
-    if "prop" in service.names():
+    if "prop" in service.simulated_names():
         service.delete("prop")
     service.create("prop", SMALL, POD_SCOPE)
     for i, item in enumerate(workload):
@@ -295,9 +295,8 @@ def test_the_loop_publishes_changes_only_and_retries_a_failure(small: NodeServic
         published.append(obj)
         return outcome
 
-    observer = SimpleNamespace(name="small")
     registry = CollectorRegistry()
-    loop = NRTLoop(small, observer, 10.0, publisher=publish, registry=registry)  # type: ignore[arg-type]
+    loop = NRTLoop(StoredNode(small, "small"), 10.0, publisher=publish, registry=registry)
     with pytest.raises(PublishError):
         loop.tick()
     assert loop.last is None  # not published: the next tick tries again
@@ -320,14 +319,12 @@ def test_the_loop_puts_back_an_object_someone_deleted(small: NodeService, tmp_pa
         config = tmp_path / "kubeconfig"
         config.write_text(kubeconfig(api.url))
         publisher = NRTPublisher(cluster_client({"KUBECONFIG": str(config)}))
-        observer = SimpleNamespace(name="small")
         loop = NRTLoop(
-            small,
-            observer,
+            StoredNode(small, "small"),
             10.0,
             publisher.publish,
             resync=60.0,
-            clock=lambda: now[0],  # type: ignore[arg-type]
+            clock=lambda: now[0],
         )
         assert loop.tick() == "created"
         del api.objects["small"]  # an administrator deletes it

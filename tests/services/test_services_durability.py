@@ -26,8 +26,9 @@ from app.domain.checkpoint import CPU_FILE_NAME, MEMORY_FILE_NAME
 from app.domain.node_state_files import PODS_FILE_NAME
 from app.services import simulation
 from app.services.demo import bubble_pod, classic_pod
-from app.services.node_store import pods_json
-from app.services.nodes import NodeService, NodeUnavailableError, StorageFullError
+from app.services.nodes.errors import NodeUnavailableError, StorageFullError
+from app.services.nodes.service import NodeService
+from app.services.nodes.store import pods_json
 from app.web.app import create_app
 from tests.helpers import POD_SCOPE, SMALL, make_settings
 

@@ -1,4 +1,4 @@
-"""services/nodes.py and node_views.py: create/admit/reject/dry-run/remove, the admission log,
+"""services/nodes/service.py and node_views: create/admit/reject/dry-run/remove, the admission log,
 state files and restarts, demo nodes, the CPU map's owners and the metrics samples."""
 
 from __future__ import annotations
@@ -22,15 +22,15 @@ from app.services.demo import (
     create_demo_nodes,
 )
 from app.services.node_views import PALETTE_SIZE, palette_index, pod_tag
-from app.services.nodes import (
+from app.services.nodes.errors import (
     NodeExistsError,
     NodeInputError,
-    NodeService,
     NodeUnavailableError,
     PodConflictError,
     UnknownNodeError,
     UnknownPodError,
 )
+from app.services.nodes.service import NodeService
 from tests.helpers import POD_SCOPE, SMALL, migrated_engine
 
 
@@ -57,7 +57,7 @@ def test_create_gives_an_empty_node_with_its_reserved_cpus(small: NodeService) -
     assert (summary.cpus.total, summary.cpus.reserved, summary.cpus.node_shared) == (12, 1, 11)
     assert summary.pods == summary.rejected == 0
     assert summary.topology.kind == "preset" and summary.topology.url == f"/topologies/{SMALL}"
-    assert small.names() == ["small"]
+    assert small.simulated_names() == ["small"]
     assert small.definition("small").kubelet_config == POD_SCOPE
 
 
@@ -92,7 +92,7 @@ def test_create_rejects_bad_input_naming_the_field(
         service.create(name, topology, config, release)
     assert err.value.field == field
     assert field in err.value.message or field == "KubeletConfiguration"
-    assert service.names() == []
+    assert service.simulated_names() == []
 
 
 def test_create_twice_is_a_conflict(small: NodeService) -> None:
@@ -106,7 +106,7 @@ def test_delete_removes_definition_log_and_state_files(
     small.admit("small", classic_pod("a", "default", "2", "1Gi"))
     assert (state_dir / "small" / "cpu_manager_state").is_file()
     small.delete("small")
-    assert small.names() == []
+    assert small.simulated_names() == []
     assert not (state_dir / "small").exists()
     with engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM nodes")).scalar() == 0
@@ -259,7 +259,7 @@ def test_a_new_service_restores_nodes_from_the_database_and_state_files(
     _load_some(small)
     again = NodeService(engine, state_dir=state_dir)
     again.start(seed=create_demo_nodes)  # nodes exist: no demo nodes
-    assert again.names() == ["small"]
+    assert again.simulated_names() == ["small"]
     assert _state(again, "small") == _state(small, "small")
     summary = again.summary("small")
     assert (summary.pods, summary.rejected, summary.load_error) == (2, 1, None)
@@ -300,7 +300,7 @@ def test_unreadable_state_files_are_reported_and_never_replaced(
 def test_demo_nodes_are_created_once(engine: Engine, state_dir: Path) -> None:
     s = NodeService(engine, state_dir=state_dir)
     s.start(seed=create_demo_nodes)
-    assert s.names() == sorted(d.name for d in DEMO_NODES)
+    assert s.simulated_names() == sorted(d.name for d in DEMO_NODES)
     pod_scope = s.summary("demo-pod-scope")
     assert (pod_scope.pods, pod_scope.rejected) == (4, 1)
     assert pod_scope.policies.topology_manager_scope == "pod"
@@ -316,7 +316,7 @@ def test_demo_nodes_are_created_once(engine: Engine, state_dir: Path) -> None:
     assert s.summary("demo-512").pods >= 10
     again = NodeService(engine, state_dir=state_dir)
     again.start(seed=create_demo_nodes)
-    assert again.names() == s.names()
+    assert again.simulated_names() == s.simulated_names()
     assert again.summary("demo-pod-scope").pods == 4
 
 

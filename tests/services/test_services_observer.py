@@ -1,4 +1,4 @@
-"""services/observer.py end to end, without a kubelet: a simulated node's state files in a tmp
+"""services/observe/observer.py end to end, without a kubelet: a simulated node's state files in a tmp
 "kubelet root", its PodResources served on a tmp socket, a fake sysfs tree of its topology; the
 observed node must be the simulated one. Plus the observed node in the app (pages, JSON, API,
 409 on changes, /readyz, metrics) and the read-only guarantee."""
@@ -30,8 +30,8 @@ from app.domain.observed import UID_ONLY_NAMESPACE
 from app.domain.presets import get_preset
 from app.domain.snapshot import NodeSnapshot
 from app.services import demo
-from app.services.observation import observe_node
-from app.services.observer import NodeObserver, ObservedNodeUnavailableError
+from app.services.observe.observation import observe_node
+from app.services.observe.observer import NodeObserver, ObservedNodeUnavailableError
 from app.settings import Settings
 from app.web.app import create_app
 from tests.fixtures.sysfs import fake_sysfs_from_topology
@@ -635,7 +635,7 @@ def test_a_failing_observation_is_shown_not_raised(host: Host) -> None:
     assert list(obs.metric_samples()) == [] and not obs.ready
 
 
-# -- the fleet's fit: dry runs on a copy of the observed node (app.services.observed_dryrun) --
+# -- the fleet's fit: dry runs on a copy of the observed node (app.services.nodes.observed) --
 # The machine's files must match its sysfs exactly (a memory checkpoint written for other
 # hugepage sizes fails the memory manager's start-up check, as in the kubelet), so this host's
 # engine runs on the topology discovered from its own fake sysfs.
@@ -710,8 +710,8 @@ def test_a_dry_run_on_the_observed_node_is_its_engines_answer_on_a_copy(
 
 def test_the_copy_releases_what_stale_entries_hold(sysfs_host: Host) -> None:
     from app.domain.node_state import restore_managers
-    from app.services.node_inputs import build_engine_node
-    from app.services.observed_dryrun import release_stale
+    from app.services.nodes.inputs import build_engine_node
+    from app.services.nodes.observed import release_stale
 
     twin = _sysfs_engine(sysfs_host.sysfs)
     files = {

@@ -15,7 +15,8 @@ from app.adapters.grpc.client import PodResourcesClient, PodResourcesClientError
 from app.adapters.podresources_cache import list_response_json
 from app.adapters.podresources_json import message_to_dict
 from app.services import demo
-from app.services.nodes import NodeService
+from app.services.nodes.catalog import NodeCatalog
+from app.services.nodes.service import NodeService
 from app.services.sockets import PodResourcesSockets, SocketDirError
 from app.web.app import create_app
 from tests.helpers import make_settings
@@ -95,7 +96,7 @@ def test_observed_node_is_not_served(service: NodeService, sock_dir: Path) -> No
     class FakeObserver:
         name = "real-node"
 
-    service.attach_observer(FakeObserver())  # type: ignore[arg-type]
+    NodeCatalog(service, observer=FakeObserver())  # type: ignore[arg-type]
     with PodResourcesSockets(sock_dir, service) as sockets:
         assert set(sockets.served()) == {"sim"}
         assert not (sock_dir / "real-node.sock").exists()

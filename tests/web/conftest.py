@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from app.domain.presets import get_preset
 from app.services.demo import classic_pod
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 from app.settings import Settings
 from app.web.app import create_app
 from tests.fixtures.sysfs import FakeCPU, FakeSysfs, fake_sysfs_from_topology

@@ -11,7 +11,8 @@ from fastapi.testclient import TestClient
 
 from app.services.demo import classic_pod
 from app.services.encoded_json import EncodedJSON, EncodedMemo, encode
-from app.services.nodes import NodeService
+from app.services.nodes.catalog import NodeCatalog
+from app.services.nodes.service import NodeService
 
 YAML = {"Content-Type": "application/yaml"}
 NO_GZIP = {"Accept-Encoding": "identity"}
@@ -25,8 +26,8 @@ def node(small_node: TestClient, nodes: NodeService) -> NodeService:
 def _expected(nodes: NodeService) -> dict[str, object]:
     """Each cached path and the JSON its view model gives (what FastAPI sent before)."""
     return {
-        "/api/v1/nodes": nodes.index().model_dump(mode="json"),
-        "/nodes.json": nodes.index().model_dump(mode="json"),
+        "/api/v1/nodes": NodeCatalog(nodes).index().model_dump(mode="json"),
+        "/nodes.json": NodeCatalog(nodes).index().model_dump(mode="json"),
         "/api/v1/nodes/small": nodes.node_detail("small").model_dump(mode="json"),
         "/nodes/small.json": nodes.node_view("small").model_dump(mode="json"),
         "/nodes/small/pods/ns/a.json": nodes.pod_view("small", "ns", "a").model_dump(mode="json"),

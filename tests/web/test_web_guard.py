@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 from app.web.app import create_app
 from app.web.csrf import cookie_name
 from app.web.guard import HostAllowList, split_host

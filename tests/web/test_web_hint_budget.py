@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.cli import main
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 from tests.fixtures.wide_machine import WIDE_CONFIG, WIDE_POD, wide_topology
 
 

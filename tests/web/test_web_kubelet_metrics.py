@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from app.services.demo import EMPTY_SHARED_POOL_POD
 from app.services.kubelet_metrics import KubeletMetrics, families_of
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 from tests.helpers import DB_POD, POD_SCOPE, SMALL
 
 YAML = {"Content-Type": "application/yaml"}

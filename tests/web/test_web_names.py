@@ -9,7 +9,7 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 from tests.helpers import DB_POD, POD_SCOPE, SMALL
 from tests.web.html_helpers import cpu_cells, elements
 

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from app.adapters.podresources_cache import list_response_json
 from app.adapters.podresources_json import allocatable_json
 from app.services.demo import EMPTY_SHARED_POOL_POD, classic_pod
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 from tests.helpers import DB_POD, POD_SCOPE, SMALL
 
 YAML = {"Content-Type": "application/yaml"}

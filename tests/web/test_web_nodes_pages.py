@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.services.demo import EMPTY_SHARED_POOL_POD, classic_pod
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 from app.web.app import create_app
 from tests.helpers import DB_POD, POD_SCOPE, SMALL, make_settings
 from tests.web.html_helpers import cpu_cells, elements, hrefs, with_attr

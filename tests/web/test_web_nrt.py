@@ -14,7 +14,7 @@ from app.adapters.sysfs import discover_host
 from app.domain.node import Node
 from app.domain.node_state_files import render_state_files
 from app.services.demo import classic_pod
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 from app.web.app import create_app
 from tests.helpers import DB_POD, POD_SCOPE, SMALL, make_settings
 

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from app.domain.cpuset import CPUSet
 from app.services.demo import classic_pod
-from app.services.nodes import NodeService
+from app.services.nodes.service import NodeService
 from app.services.pod_find import PAGE_SIZE, PodQueryError, parse_query, pods_page
 from tests.web.html_helpers import with_attr
 

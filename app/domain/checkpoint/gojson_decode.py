@@ -271,6 +271,26 @@ def _compile_struct(t: GoType) -> _DecodeFn:
         prealloc = ft.kind if ft.unmarshal is None and ft.kind in (MAP, PTR) else None
         plan[f.json_name] = (f.go_name, f.json_name, _decoder(ft), prealloc, ft.elem)
     json_names = {f: f.json_name for f in t.fields}
+    strings = {f.json_name for f in t.fields if f.type.unmarshal is None and f.type.kind == STRING}
+    ints = {
+        f.json_name for f in t.fields if f.type.unmarshal is None and f.type.kind in (INT, UINT)
+    }
+    # A struct of strings, integers and slices of integers only (a memory block) needs no
+    # in-place allocation: its fields decode straight into the fresh value.
+    simple = all(
+        f.type.unmarshal is None
+        and (
+            f.type.kind in (STRING, INT, UINT)
+            or (
+                f.type.kind == SLICE
+                and f.type.elem is not None
+                and f.type.elem.unmarshal is None
+                and f.type.elem.kind in (INT, UINT)
+            )
+        )
+        for f in t.fields
+        if f.json_name is not None
+    )
 
     def field_plan(key: str) -> tuple[str, str, _DecodeFn, str | None, GoType | None] | None:
         entry = plan.get(key)
@@ -288,6 +308,23 @@ def _compile_struct(t: GoType) -> _DecodeFn:
             return cur
         obj = cur if cur is not None else new_obj()
         track = d.track
+        if simple and not track:
+            for key, value in node:
+                entry = plan.get(key) or field_plan(key)
+                if entry is not None:
+                    name = entry[0]
+                    tv = type(value)
+                    # What the field's decoder returns for a plain string or a short run
+                    # of digits (the field types are restricted above), without the call.
+                    if tv is str and entry[1] in strings:
+                        obj[name] = value
+                    elif (
+                        tv is GoNumber and entry[1] in ints and value.isdigit() and len(value) < 19
+                    ):
+                        obj[name] = int(value)
+                    else:
+                        obj[name] = entry[2](d, value, obj[name])
+            return obj
         for key, value in node:
             entry = plan.get(key) or field_plan(key)
             if entry is None:

@@ -197,10 +197,24 @@ def _table_from_go(v: Any) -> MemoryTable:
     )
 
 
-def _blocks_from_go(v: Any) -> tuple[Block, ...]:
+_BlockKey = tuple[tuple[int, ...], str, int]
+
+
+def _blocks_from_go(v: Any, seen: dict[_BlockKey, Block] | None = None) -> tuple[Block, ...]:
+    """The blocks of ``v``; ``seen`` shares one (immutable, equal) ``Block`` between equal
+    blocks of one file, which spares the frozen dataclass's slow constructor."""
     if not v:
         return ()
-    return tuple(Block(tuple(b["NUMAAffinity"] or ()), b["Type"], b["Size"]) for b in v)
+    if seen is None:
+        seen = {}
+    out = []
+    for b in v:
+        key = (tuple(b["NUMAAffinity"] or ()), b["Type"], b["Size"])
+        block = seen.get(key)
+        if block is None:
+            block = seen[key] = Block(*key)
+        out.append(block)
+    return tuple(out)
 
 
 def machine_state_from_go(ms: Any) -> dict[int, NUMANodeState]:
@@ -217,15 +231,21 @@ def machine_state_from_go(ms: Any) -> dict[int, NUMANodeState]:
     return out
 
 
-def entries_from_go(entries: Any) -> dict[str, dict[str, tuple[Block, ...]]]:
+def entries_from_go(
+    entries: Any, seen: dict[_BlockKey, Block] | None = None
+) -> dict[str, dict[str, tuple[Block, ...]]]:
+    seen = {} if seen is None else seen
     return {
-        pod: {name: _blocks_from_go(blocks) for name, blocks in (containers or {}).items()}
+        pod: {name: _blocks_from_go(blocks, seen) for name, blocks in (containers or {}).items()}
         for pod, containers in (entries or {}).items()
     }
 
 
-def pod_entries_from_go(pod_entries: Any) -> dict[str, tuple[Block, ...]]:
-    return {pod: _blocks_from_go(e["MemoryBlocks"]) for pod, e in (pod_entries or {}).items()}
+def pod_entries_from_go(
+    pod_entries: Any, seen: dict[_BlockKey, Block] | None = None
+) -> dict[str, tuple[Block, ...]]:
+    seen = {} if seen is None else seen
+    return {pod: _blocks_from_go(e["MemoryBlocks"], seen) for pod, e in (pod_entries or {}).items()}
 
 
 def _blocks_to_go(blocks: Iterable[Block]) -> list[dict[str, Any]]:

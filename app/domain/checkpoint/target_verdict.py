@@ -142,6 +142,52 @@ def state_differences(content: State, read: State) -> list[str]:
     return out
 
 
+def _version_notes(r: Reader, info: VersionInfo | None, synthetic: bool) -> list[str]:
+    """What is uncertain or conditional about ``r`` reading a file of this version."""
+    notes: list[str] = []
+    if info is not None and info.manager == CPU and info.version == "V1":
+        if r.line == releases.NEWEST_CHECKPOINT_LINE:
+            notes.append(
+                f"uncertain: whether {r.line} still falls back to V1 files is not confirmed "
+                f"upstream; modelled on the {r.line} loader, whose oldest version is V2"
+            )
+        elif r.line != releases.OLDEST_CHECKPOINT_FAMILY and synthetic:
+            notes.append(
+                "V1 entries are migrated with the runtime's container list: every container ID "
+                "must still exist on the node"
+            )
+    if info is not None and info.manager == MEMORY and r.line == releases.GATE_SINCE:
+        notes.append(f"uncertain: whether {r.line} accepts a zero memory checksum (modelled: no)")
+    return notes
+
+
+def _dropped_pod_entries(
+    content: State, dropped: list[str], gate: bool, notes: list[str]
+) -> tuple[str, list[str], tuple[str, ...]]:
+    """(verdict, lost, lost pod UIDs) for the file's pod entries the release does not read; a
+    release with the gate off loses only budgets no container entry holds (noted in
+    ``notes``)."""
+    if gate:
+        return (
+            COMPATIBLE_WITH_LOSS,
+            [describe_pod_entry(content, uid) for uid in dropped],
+            tuple(dropped),
+        )
+    notes.append(
+        "pod-level entries are ignored by this release (PodLevelResourceManagers off): "
+        + ", ".join(dropped)
+    )
+    uncovered = [u for u in (uncovered_pod_entry(content, uid) for uid in dropped) if u]
+    if not uncovered:
+        return COMPATIBLE, [], ()
+    notes.append("not held by any container entry: " + "; ".join(uncovered))
+    return (
+        COMPATIBLE_WITH_LOSS,
+        [describe_pod_entry(content, uid) for uid in dropped],
+        tuple(dropped),
+    )
+
+
 def verdict_for_result(
     result: LoadResult,
     content: State | None,
@@ -170,19 +216,7 @@ def verdict_for_result(
             r.key, r.label, r.release, r.gate, verdict, loaded_as=result.loaded_as, **kw
         )
 
-    if info is not None and info.manager == CPU and info.version == "V1":
-        if r.line == releases.NEWEST_CHECKPOINT_LINE:
-            notes.append(
-                f"uncertain: whether {r.line} still falls back to V1 files is not confirmed "
-                f"upstream; modelled on the {r.line} loader, whose oldest version is V2"
-            )
-        elif r.line != releases.OLDEST_CHECKPOINT_FAMILY and synthetic:
-            notes.append(
-                "V1 entries are migrated with the runtime's container list: every container ID "
-                "must still exist on the node"
-            )
-    if info is not None and info.manager == MEMORY and r.line == releases.GATE_SINCE:
-        notes.append(f"uncertain: whether {r.line} accepts a zero memory checksum (modelled: no)")
+    notes.extend(_version_notes(r, info, synthetic))
     if not result.accepted:
         verdict = POLICY_MISMATCH if result.policy_mismatch else WILL_FAIL
         return make(
@@ -202,21 +236,7 @@ def verdict_for_result(
     lost_pods: tuple[str, ...] = ()
     verdict = COMPATIBLE
     if dropped:
-        if r.gate:
-            verdict = COMPATIBLE_WITH_LOSS
-            lost.extend(describe_pod_entry(content, uid) for uid in dropped)
-            lost_pods = tuple(dropped)
-        else:
-            notes.append(
-                "pod-level entries are ignored by this release (PodLevelResourceManagers off): "
-                + ", ".join(dropped)
-            )
-            uncovered = [u for u in (uncovered_pod_entry(content, uid) for uid in dropped) if u]
-            if uncovered:
-                verdict = COMPATIBLE_WITH_LOSS
-                lost.extend(describe_pod_entry(content, uid) for uid in dropped)
-                lost_pods = tuple(dropped)
-                notes.append("not held by any container entry: " + "; ".join(uncovered))
+        verdict, lost, lost_pods = _dropped_pod_entries(content, dropped, r.gate, notes)
     stale = sorted(set(kept) - set(file_pods))
     if stale:
         notes.append(

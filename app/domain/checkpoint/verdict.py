@@ -91,6 +91,74 @@ def _size(content: str | bytes) -> int:
     return len(content)
 
 
+def _content_issues(
+    fc: FileContent, checks: Sequence[ChecksumReport], info: VersionInfo
+) -> list[Issue]:
+    """What is wrong with the file itself: content errors, invalid checksums, an unreleased
+    layout, the V3 type name no release accepts, an inline part that differs from the data."""
+    issues: list[Issue] = []
+    for problem in fc.problems:
+        issues.append(Issue("content-error", "error", problem))
+    for c in checks:
+        if c.status == "invalid":
+            issues.append(
+                Issue(
+                    "checksum-invalid",
+                    "error",
+                    f"{c.field} {c.stored} does not match the computed {c.computed} ({c.algorithm})",
+                )
+            )
+    if info.version == "V4-reverted":
+        issues.append(
+            Issue(
+                "unreleased-format",
+                "warning",
+                "the single-checksum V4 layout (kubernetes#137820) was reverted before any "
+                "release; no kubelet reads it",
+            )
+        )
+    if info.manager == CPU and info.version == "V3" and info.header == "v3name":
+        issues.append(
+            Issue(
+                "v3-type-name",
+                "warning",
+                "the checksum was computed under state.CPUManagerCheckpointV3: "
+                f"{releases.NEWEST_CHECKPOINT_LINE} accepts it, a released {releases.GATE_SINCE} "
+                "does not",
+            )
+        )
+    if fc.inline is not None and fc.state is not None:
+        for diff in state_differences(fc.state, fc.inline):
+            issues.append(Issue("inline-differs", "warning", "inline part vs data: " + diff))
+    return issues
+
+
+def _target_verdicts(
+    text: str,
+    mgr: str,
+    state: State | None,
+    info: VersionInfo,
+    targets: Sequence[Reader],
+    configured_policy: str | None,
+    initial_containers: Mapping[str, Sequence[str]] | None,
+    state_dir: str,
+    pod_names: Mapping[str, str] | None,
+) -> list[TargetVerdict]:
+    """What each target release does with the readable file; V1's container IDs stand for
+    pods of their own when the caller does not know the pods."""
+    synthetic = False
+    containers = initial_containers
+    if containers is None and isinstance(state, CPUCheckpointState) and state.container_entries:
+        synthetic = True
+        containers = {cid: (f"(pod of {cid})", cid) for cid in state.container_entries}
+    found: list[TargetVerdict] = []
+    for target in targets:
+        reader = target.with_policy(configured_policy)
+        result = load_checkpoint(text, mgr, reader, containers, state_dir)
+        found.append(verdict_for_result(result, state, info, synthetic, names=pod_names))
+    return found
+
+
 def inspect(
     content: str | bytes,
     manager: str | None = None,
@@ -142,42 +210,8 @@ def inspect(
         )
     mgr = info.manager
     fc: FileContent = file_content(tree, info)
-    for problem in fc.problems:
-        issues.append(Issue("content-error", "error", problem))
     checks = checksum_reports(tree, info)
-    for c in checks:
-        if c.status == "invalid":
-            issues.append(
-                Issue(
-                    "checksum-invalid",
-                    "error",
-                    f"{c.field} {c.stored} does not match the computed {c.computed} ({c.algorithm})",
-                )
-            )
-    if info.version == "V4-reverted":
-        issues.append(
-            Issue(
-                "unreleased-format",
-                "warning",
-                "the single-checksum V4 layout (kubernetes#137820) was reverted before any "
-                "release; no kubelet reads it",
-            )
-        )
-    if info.manager == CPU and info.version == "V3" and info.header == "v3name":
-        issues.append(
-            Issue(
-                "v3-type-name",
-                "warning",
-                "the checksum was computed under state.CPUManagerCheckpointV3: "
-                f"{releases.NEWEST_CHECKPOINT_LINE} accepts it, a released {releases.GATE_SINCE} "
-                "does not",
-            )
-        )
-    if fc.inline is not None and fc.state is not None:
-        for diff in state_differences(fc.state, fc.inline):
-            issues.append(Issue("inline-differs", "warning", "inline part vs data: " + diff))
-    synthetic = False
-    containers = initial_containers
+    issues.extend(_content_issues(fc, checks, info))
     state = fc.state
     wants_checks = consistency or topology is not None or reserved_cpus is not None
     if state is not None and (wants_checks or live_pod_uids is not None):
@@ -190,14 +224,9 @@ def inspect(
                 live_pod_uids=live_pod_uids,
             )
         )
-    if containers is None and isinstance(state, CPUCheckpointState) and state.container_entries:
-        synthetic = True
-        containers = {cid: (f"(pod of {cid})", cid) for cid in state.container_entries}
-    found: list[TargetVerdict] = []
-    for target in targets:
-        reader = target.with_policy(configured_policy)
-        result = load_checkpoint(text, mgr, reader, containers, state_dir)
-        found.append(verdict_for_result(result, state, info, synthetic, names=pod_names))
+    found = _target_verdicts(
+        text, mgr, state, info, targets, configured_policy, initial_containers, state_dir, pod_names
+    )
     return InspectionReport(
         readable=True,
         size=size,

@@ -1,7 +1,7 @@
 """An observed node: what a real kubelet recorded, merged into a ``NodeSnapshot`` (pure).
 
-The sources (spec ``users.md`` §5.1) are read by ``app.services.observation``; this package only
-combines what they returned, without touching disk or sockets:
+The sources (spec ``users.md`` §5.1) are read by ``app.services.observe.observation``; this
+package only combines what they returned, without touching disk or sockets:
 
 * ``cpu_manager_state`` / ``memory_manager_state`` (keyed by pod UID and container name),
   read the way the newest kubelet reads them (``read_state_file``: the 1.37 readers with the

@@ -161,6 +161,131 @@ def _gate_reads(reader: Reader, manager: str, view: InspectionView) -> bool:
     return version in pod_formats and version <= own
 
 
+def _file_advice(
+    status: str,
+    rescues: tuple[Rescue, ...],
+    reader: Reader,
+    manager: str,
+    view: InspectionView,
+    root: str,
+) -> tuple[str, ...]:
+    """What to do about one file: a policy change's recovery, no rescue, pod entries the gate
+    would keep, or converting only while the kubelet is stopped."""
+    advice: list[str] = []
+    if status == POLICY_MISMATCH:
+        advice.append(
+            "the configured policy differs from the file's: a policy change needs the "
+            "documented recovery (drain, stop the kubelet, move the file aside, start)"
+        )
+    elif status == WILL_FAIL and not rescues:
+        advice.append(
+            "no conversion keeps this kubelet starting: "
+            + "; ".join(recovery_steps(root, reader.release, None))
+        )
+    if (
+        status in (COMPATIBLE_WITH_LOSS, WILL_FAIL)
+        and reader.has_gate
+        and _gate_reads(reader, manager, view)
+        and not reader.gate
+        and view.report.state is not None
+        and view.report.state.pod_entries
+    ):
+        advice.append(
+            "the file holds pod-level entries that this kubelet ignores with "
+            "PodLevelResourceManagers off; enabling the gate keeps them"
+        )
+    if rescues:
+        advice.append(
+            "convert only while the kubelet is stopped; a running kubelet rewrites the file "
+            "at its next state change, a starting one in its own newest format"
+        )
+    return tuple(advice)
+
+
+def _read_state(d: KubeletRootDir, manager: str) -> tuple[bytes | None, int | None]:
+    """(content, size when too large to read: content is then empty)."""
+    try:
+        return d.read_state(manager), None
+    except KubeletFileTooLargeError as exc:
+        return b"", exc.size
+    except KubeletDirError as exc:
+        raise CheckpointFileError(exc.message, "dir") from None
+
+
+def _without_memory_manager(path: Path, reader: Reader) -> FileCheck:
+    """A memory manager file on a release that has no memory manager: ignored."""
+    return FileCheck(
+        "memory",
+        path.name,
+        str(path),
+        True,
+        advice=(f"a {reader.label} kubelet has no memory manager and ignores this file",),
+        verdict=TargetVerdict(reader.key, reader.label, reader.release, reader.gate, COMPATIBLE),
+    )
+
+
+def _check_file(
+    d: KubeletRootDir,
+    manager: str,
+    reader: Reader,
+    policy: str | None,
+    pod_names: Mapping[str, str] | None,
+) -> tuple[FileCheck, bytes | None]:
+    """One file read as ``reader`` would, and its bytes for the pair's check (or None)."""
+    path = d.state_path(manager)
+    content, too_large = _read_state(d, manager)
+    kept = content if too_large is None else None
+    if content is None:
+        return FileCheck(manager, path.name, str(path), False), kept
+    if manager == "memory" and reader.line == releases.OLDEST_CHECKPOINT_FAMILY:
+        return _without_memory_manager(path, reader), kept
+    view = inspect_content(
+        content,
+        source=str(path),
+        manager=manager,
+        policy=policy,
+        targets=(reader,),
+        size=too_large,
+        state_dir=str(d.path),
+        pod_names=pod_names,
+    )
+    verdict = view.report.verdict_for(reader.key)
+    status = verdict.verdict if verdict is not None else WILL_FAIL
+    lossy = status in (WILL_FAIL, COMPATIBLE_WITH_LOSS) and too_large is None
+    rescues: tuple[Rescue, ...] = view.rescues.get(reader.key, ()) if lossy else ()
+    advice = _file_advice(status, rescues, reader, manager, view, str(d.path))
+    return FileCheck(manager, path.name, str(path), True, view, verdict, rescues, advice), kept
+
+
+def _pair_issues(
+    config: KubeletConfig | None,
+    config_problem: str | None,
+    contents: Mapping[str, bytes | None],
+    pod_uids: tuple[str, ...] | None,
+) -> list[Issue]:
+    """An unusable configuration, and the consistency of the pair of files (with the reserved
+    CPUs and live pods when known)."""
+    issues: list[Issue] = []
+    if config_problem is not None:
+        issues.append(Issue("kubelet-config-unreadable", "warning", config_problem))
+    cpu_bytes, mem_bytes = contents.get("cpu"), contents.get("memory")
+    if cpu_bytes is not None or mem_bytes is not None:
+        reserved = config.reserved_system_cpus if config is not None else None
+        strict = (
+            config is not None
+            and config.cpu_manager_policy_options.get("strict-cpu-reservation") == "true"
+        )
+        found = check_consistency(
+            cpu=cpu_bytes,
+            memory=mem_bytes,
+            reserved_cpus=reserved,
+            strict_reservation=strict,
+            live_pod_uids=pod_uids,
+        )
+        issues.extend(i for i in found if i.code not in DUPLICATE_CODES)
+    return issues
+
+
 def check_root_dir(
     root: str | Path,
     target: str,
@@ -183,112 +308,11 @@ def check_root_dir(
         "cpu": config.cpu_manager_policy if config is not None else None,
         "memory": config.memory_manager_policy if config is not None else None,
     }
-    contents: dict[str, bytes | None] = {}
-    checks: list[FileCheck] = []
-    for manager in MANAGERS:
-        path = d.state_path(manager)
-        try:
-            content = d.read_state(manager)
-            too_large = None
-        except KubeletFileTooLargeError as exc:
-            content, too_large = b"", exc.size
-        except KubeletDirError as exc:
-            raise CheckpointFileError(exc.message, "dir") from None
-        contents[manager] = content if too_large is None else None
-        if content is None:
-            checks.append(FileCheck(manager, path.name, str(path), False))
-            continue
-        if manager == "memory" and reader.line == releases.OLDEST_CHECKPOINT_FAMILY:
-            checks.append(
-                FileCheck(
-                    manager,
-                    path.name,
-                    str(path),
-                    True,
-                    advice=(
-                        f"a {reader.label} kubelet has no memory manager and ignores this file",
-                    ),
-                    verdict=TargetVerdict(
-                        reader.key, reader.label, reader.release, reader.gate, COMPATIBLE
-                    ),
-                )
-            )
-            continue
-        view = inspect_content(
-            content,
-            source=str(path),
-            manager=manager,
-            policy=policies[manager],
-            targets=(reader,),
-            size=too_large,
-            state_dir=str(d.path),
-            pod_names=pod_names,
-        )
-        verdict = view.report.verdict_for(reader.key)
-        rescues: tuple[Rescue, ...] = ()
-        advice: list[str] = []
-        status = verdict.verdict if verdict is not None else WILL_FAIL
-        if status in (WILL_FAIL, COMPATIBLE_WITH_LOSS) and too_large is None:
-            rescues = view.rescues.get(reader.key, ())
-        if status == POLICY_MISMATCH:
-            advice.append(
-                "the configured policy differs from the file's: a policy change needs the "
-                "documented recovery (drain, stop the kubelet, move the file aside, start)"
-            )
-        elif status == WILL_FAIL and not rescues:
-            advice.append(
-                "no conversion keeps this kubelet starting: "
-                + "; ".join(recovery_steps(str(d.path), reader.release, None))
-            )
-        if (
-            status in (COMPATIBLE_WITH_LOSS, WILL_FAIL)
-            and reader.has_gate
-            and _gate_reads(reader, manager, view)
-            and not reader.gate
-            and view.report.state is not None
-            and view.report.state.pod_entries
-        ):
-            advice.append(
-                "the file holds pod-level entries that this kubelet ignores with "
-                "PodLevelResourceManagers off; enabling the gate keeps them"
-            )
-        if rescues:
-            advice.append(
-                "convert only while the kubelet is stopped; a running kubelet rewrites the file "
-                "at its next state change, a starting one in its own newest format"
-            )
-        checks.append(
-            FileCheck(
-                manager,
-                path.name,
-                str(path),
-                True,
-                view,
-                verdict,
-                rescues,
-                tuple(advice),
-            )
-        )
-    issues: list[Issue] = []
+    checked = {m: _check_file(d, m, reader, policies[m], pod_names) for m in MANAGERS}
+    contents = {m: content for m, (_, content) in checked.items()}
     uids = d.pod_uids()
     pod_uids = tuple(uids) if uids is not None else None
-    if config_problem is not None:
-        issues.append(Issue("kubelet-config-unreadable", "warning", config_problem))
-    cpu_bytes, mem_bytes = contents.get("cpu"), contents.get("memory")
-    if cpu_bytes is not None or mem_bytes is not None:
-        reserved = config.reserved_system_cpus if config is not None else None
-        strict = (
-            config is not None
-            and config.cpu_manager_policy_options.get("strict-cpu-reservation") == "true"
-        )
-        found = check_consistency(
-            cpu=cpu_bytes,
-            memory=mem_bytes,
-            reserved_cpus=reserved,
-            strict_reservation=strict,
-            live_pod_uids=pod_uids,
-        )
-        issues.extend(i for i in found if i.code not in DUPLICATE_CODES)
+    issues = _pair_issues(config, config_problem, contents, pod_uids)
     return DirCheck(
         str(d.path),
         reader,
@@ -296,7 +320,7 @@ def check_root_dir(
         config_path,
         config_problem,
         policies,
-        tuple(checks),
+        tuple(check for check, _ in checked.values()),
         tuple(sorted(issues, key=lambda i: SEVERITY_ORDER.get(i.severity, 3))),
         pod_uids,
     )

@@ -46,54 +46,60 @@ def _block_text(b: Any) -> str:
 
 
 def content_tables(state: Any) -> tuple[Table, ...]:
-    rows: tuple[tuple[str, ...], ...]
+    """The tables of a CPU or a memory manager state."""
     if isinstance(state, CPUCheckpointState):
-        tables = []
-        if state.container_entries is not None and not state.entries:
-            rows = tuple(
+        return _cpu_tables(state)
+    assert isinstance(state, MemoryCheckpointState)
+    return _memory_tables(state)
+
+
+def _cpu_entries_table(state: CPUCheckpointState) -> Table:
+    """V1's container IDs, or the container entries of V2 and later."""
+    if state.container_entries is not None and not state.entries:
+        return Table(
+            "entries",
+            "Entries (V1: container ID → CPUs)",
+            ("Container ID", "CPUs", "Count"),
+            tuple(
                 (cid, str(c) or "(empty)", str(c.size()))
                 for cid, c in sorted(state.container_entries.items())
+            ),
+            (False, False, True),
+        )
+    return Table(
+        "entries",
+        "Entries (container → CPUs: its exclusive slice, or its pod shared pool)",
+        ("Pod UID", "Container", "CPUs", "Count"),
+        tuple(
+            (pod, name, str(c) or "(empty)", str(c.size()))
+            for pod, containers in sorted(state.entries.items())
+            for name, c in sorted(containers.items())
+        ),
+        (False, False, False, True),
+    )
+
+
+def _cpu_tables(state: CPUCheckpointState) -> tuple[Table, ...]:
+    rows: tuple[tuple[str, ...], ...]
+    tables = [_cpu_entries_table(state)]
+    if state.pod_entries is not None:
+        rows = tuple(
+            (pod, str(c) or "(empty)", str(c.size()))
+            for pod, c in sorted(state.pod_entries.items())
+        )
+        tables.append(
+            Table(
+                "podEntries",
+                "Pod entries (pod-level CPU budget)",
+                ("Pod UID", "CPUs", "Count"),
+                rows,
+                (False, False, True),
             )
-            tables.append(
-                Table(
-                    "entries",
-                    "Entries (V1: container ID → CPUs)",
-                    ("Container ID", "CPUs", "Count"),
-                    rows,
-                    (False, False, True),
-                )
-            )
-        else:
-            rows = tuple(
-                (pod, name, str(c) or "(empty)", str(c.size()))
-                for pod, containers in sorted(state.entries.items())
-                for name, c in sorted(containers.items())
-            )
-            tables.append(
-                Table(
-                    "entries",
-                    "Entries (container → CPUs: its exclusive slice, or its pod shared pool)",
-                    ("Pod UID", "Container", "CPUs", "Count"),
-                    rows,
-                    (False, False, False, True),
-                )
-            )
-        if state.pod_entries is not None:
-            rows = tuple(
-                (pod, str(c) or "(empty)", str(c.size()))
-                for pod, c in sorted(state.pod_entries.items())
-            )
-            tables.append(
-                Table(
-                    "podEntries",
-                    "Pod entries (pod-level CPU budget)",
-                    ("Pod UID", "CPUs", "Count"),
-                    rows,
-                    (False, False, True),
-                )
-            )
-        return tuple(tables)
-    assert isinstance(state, MemoryCheckpointState)
+        )
+    return tuple(tables)
+
+
+def _machine_state_table(state: MemoryCheckpointState) -> Table:
     ms_rows = tuple(
         (
             str(node),
@@ -109,24 +115,28 @@ def content_tables(state: Any) -> tuple[Table, ...]:
         for node, ns in sorted(state.machine_state.items())
         for res, t in sorted(ns.memory_map.items())
     )
-    tables = [
-        Table(
-            "machineState",
-            "Machine state (per NUMA node and resource)",
-            (
-                "NUMA",
-                "Resource",
-                "Total",
-                "System reserved",
-                "Allocatable",
-                "Reserved",
-                "Free",
-                "Assignments",
-                "Cells",
-            ),
-            ms_rows,
-            (True, False, True, True, True, True, True, True, False),
+    return Table(
+        "machineState",
+        "Machine state (per NUMA node and resource)",
+        (
+            "NUMA",
+            "Resource",
+            "Total",
+            "System reserved",
+            "Allocatable",
+            "Reserved",
+            "Free",
+            "Assignments",
+            "Cells",
         ),
+        ms_rows,
+        (True, False, True, True, True, True, True, True, False),
+    )
+
+
+def _memory_tables(state: MemoryCheckpointState) -> tuple[Table, ...]:
+    tables = [
+        _machine_state_table(state),
         Table(
             "entries",
             "Entries (container → memory blocks)",

@@ -10,7 +10,6 @@ verdict for a kubelet of ``release`` starting on the node's state files
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
@@ -21,11 +20,11 @@ from app import __version__
 from app.contracts.summary import AgentInfo, NodeSummaryV1, SummaryDocumentV1
 from app.domain.kubelet_config import RELEASES
 from app.services.agent_summary import SummaryCache, build_summary, encode, etag_matches
-from app.services.nodes import NodeInputError, NodeService
+from app.services.nodes.source import NodeSource
 from app.services.nrt import build_nrt
-from app.services.observer import ObservedNodeUnavailableError
-from app.services.upgrade import NodeFiles, UpgradeInputError, check_files, check_observed
-from app.web.deps import NodeName, NodeServiceDep, SettingsDep
+from app.services.observe.observer import ObservedNodeUnavailableError
+from app.web.deps import CatalogDep, NodeName, NodeSourceDep, SettingsDep
+from app.web.inputs import check_release, parse_gate
 
 api = APIRouter(prefix="/api/v1", tags=["agent"])
 
@@ -33,13 +32,12 @@ JSON_OBJECT: dict[str, Any] = {
     "description": "The document (or 304 Not Modified for a matching If-None-Match)",
     "content": {"application/json": {"schema": {"type": "object"}}},
 }
-STATE_NAMES = ("cpu_manager_state", "memory_manager_state")
 
 
-def _summary_of(service: NodeService, name: str) -> NodeSummaryV1:
-    summary = service.summary(name)
+def _summary_of(source: NodeSource) -> NodeSummaryV1:
+    summary = source.summary()
     try:
-        views = service.views(name)
+        views = source.views()
     except ObservedNodeUnavailableError:
         views = None
     return build_summary(summary, views)
@@ -70,10 +68,10 @@ def cached_json(request: Request, doc: Any) -> Response:
         304: {"description": "Not modified"},
     },
 )
-def api_summary(request: Request, service: NodeServiceDep) -> Response:
+def api_summary(request: Request, catalog: CatalogDep) -> Response:
     settings = request.app.state.settings
     agent = AgentInfo(version=__version__, observe=bool(settings.observe), releases=list(RELEASES))
-    doc = _cache(request).document(service.names(), lambda n: _summary_of(service, n), agent)
+    doc = _cache(request).document(catalog.names(), lambda n: _summary_of(catalog.get(n)), agent)
     return cached_json(request, doc)
 
 
@@ -87,64 +85,8 @@ def api_summary(request: Request, service: NodeServiceDep) -> Response:
         404: {},
     },
 )
-def api_node_summary(request: Request, node: NodeName, service: NodeServiceDep) -> Response:
-    return cached_json(request, _cache(request).versioned(_summary_of(service, node)))
-
-
-def parse_gate(value: str | None) -> bool | None:
-    if value is None or value == "":
-        return None
-    lowered = value.strip().lower()
-    if lowered in ("true", "1", "on", "yes"):
-        return True
-    if lowered in ("false", "0", "off", "no"):
-        return False
-    raise NodeInputError(
-        f"podLevelResourceManagers: Invalid value: {value!r}: use true or false",
-        "podLevelResourceManagers",
-    )
-
-
-def check_release(release: str) -> str:
-    if release not in RELEASES:
-        raise NodeInputError(
-            f"release: Unsupported value: {release!r}: supported values: "
-            + ", ".join(f'"{r}"' for r in RELEASES),
-            "release",
-        )
-    return release
-
-
-def node_upgrade(
-    service: NodeService, name: str, release: str, gate: bool | None
-) -> dict[str, Any]:
-    """The inspector's verdict for a kubelet of ``release`` on node ``name``."""
-    try:
-        obs = service.observer
-        if obs is not None and obs.name == name:
-            s = obs.settings
-            try:  # the rehearsal's start-up on a copy of its files judges, as for any node
-                rehearsal = service.restart(
-                    name, release, dry_run=True, pod_level_resource_managers=gate
-                )
-                start = rehearsal.result
-            except ObservedNodeUnavailableError:
-                start = None
-            return check_observed(name, s.kubelet_root, s.kubelet_config_file, release, gate, start)
-        definition = service.definition(name)
-        directory = service.node_dir(name)
-        files: dict[str, bytes | None] = {}
-        for file in STATE_NAMES:
-            path = Path(directory) / file if directory is not None else None
-            files[file] = path.read_bytes() if path is not None and path.is_file() else None
-        snapshot = service.snapshot(name)
-        pods = {p.uid: f"{p.namespace}/{p.name}" for p in snapshot.pods if "/" not in p.uid}
-        node = NodeFiles(
-            name, snapshot.topology, definition.release, definition.kubelet_config, files, pods
-        )
-        return check_files(node, release, gate)
-    except UpgradeInputError as exc:
-        raise NodeInputError(exc.message, exc.field) from None
+def api_node_summary(request: Request, node: NodeName, source: NodeSourceDep) -> Response:
+    return cached_json(request, _cache(request).versioned(_summary_of(source)))
 
 
 @api.get(
@@ -154,8 +96,7 @@ def node_upgrade(
     responses={404: {}, 422: {"description": "Unknown release or bad gate value"}},
 )
 def api_node_upgrade(
-    node: NodeName,
-    service: NodeServiceDep,
+    source: NodeSourceDep,
     release: Annotated[str, Query(description="Kubelet release: " + ", ".join(RELEASES))],
     pod_level_resource_managers: Annotated[
         str | None,
@@ -163,7 +104,7 @@ def api_node_upgrade(
     ] = None,
 ) -> JSONResponse:
     gate = parse_gate(pod_level_resource_managers)
-    return JSONResponse(node_upgrade(service, node, check_release(release), gate))
+    return JSONResponse(source.upgrade(check_release(release), gate))
 
 
 @api.get(
@@ -172,5 +113,5 @@ def api_node_upgrade(
     summary="The node as a topology.node.k8s.io/v1alpha2 NodeResourceTopology",
     responses={404: {}, 200: JSON_OBJECT},
 )
-def api_node_nrt(node: NodeName, service: NodeServiceDep, settings: SettingsDep) -> JSONResponse:
-    return JSONResponse(build_nrt(service.views(node), settings.nrt_fingerprint_method))
+def api_node_nrt(source: NodeSourceDep, settings: SettingsDep) -> JSONResponse:
+    return JSONResponse(build_nrt(source.views(), settings.nrt_fingerprint_method))

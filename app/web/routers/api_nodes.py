@@ -1,4 +1,5 @@
-"""``/api/v1/nodes``: simulated nodes, their pods and admissions, and PodResources as JSON.
+"""``/api/v1/nodes``: every node of the catalog (simulated, observed, the hub's fleet), its pods
+and admissions, and PodResources as JSON; creating, admitting and removing on simulated nodes.
 
 PodResources is gRPC over a unix socket only (the kubelet has no HTTP endpoint for it); the
 routes under ``/podresources`` and ``/allocatable`` are the project's translation of ``List``,
@@ -14,7 +15,9 @@ Errors are ``{"error": {"reason", "message", "field"?}}`` (``app.web.errors``).
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
@@ -26,16 +29,17 @@ from starlette.responses import JSONResponse, Response
 
 from app.domain import releases
 from app.domain.kubelet_config import DEFAULT_RELEASE
+from app.services.encoded_json import EncodedJSON
 from app.services.node_views import AdmissionLogEntry, NodeDetail, NodeIndexView, node_url
-from app.services.nodes import NodeInputError
+from app.services.nodes.service import NodeService
 from app.web.conditional import encoded_response
-from app.web.deps import Namespace, NodeName, NodeServiceDep, PodName
+from app.web.deps import CatalogDep, Namespace, NodeName, NodeServiceDep, NodeSourceDep, PodName
+from app.web.inputs import manifest_text
 from app.web.offload import offload
 
 api = APIRouter(prefix="/api/v1", tags=["nodes"])
 
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such node (or pod)"}}
-MAX_BODY_BYTES = 1024 * 1024
 PODRESOURCES_JSON: dict[str, Any] = {
     "description": "The message in the canonical proto3 JSON mapping",
     "content": {"application/json": {"schema": {"type": "object"}}},
@@ -78,6 +82,21 @@ class AdmissionLog(BaseModel):
 CACHED: dict[int | str, dict[str, Any]] = {304: {"description": "Not modified (If-None-Match)"}}
 
 
+async def _cached(
+    request: Request,
+    service: NodeService,
+    node: str,
+    key: tuple[str, ...],
+    build: Callable[[], EncodedJSON],
+) -> Response:
+    """The answer ``key`` of ``node``: on the event loop when its bytes are at hand
+    (``NodeService.peek_json``), else built by the node's source in the thread pool."""
+    cached = service.peek_json(node, *key)
+    if cached is None:
+        cached = await run_in_threadpool(build)
+    return encoded_response(request, cached)
+
+
 @api.get(
     "/nodes",
     name="api_nodes",
@@ -85,8 +104,8 @@ CACHED: dict[int | str, dict[str, Any]] = {304: {"description": "Not modified (I
     response_model=NodeIndexView,
     responses=CACHED,
 )
-def api_nodes(request: Request, service: NodeServiceDep) -> Response:
-    return encoded_response(request, service.index_json())
+def api_nodes(request: Request, catalog: CatalogDep) -> Response:
+    return encoded_response(request, catalog.index_json())
 
 
 @api.post(
@@ -99,11 +118,11 @@ def api_nodes(request: Request, service: NodeServiceDep) -> Response:
         422: {"description": "Bad input"},
     },
 )
-def api_create_node(body: NodeCreate, service: NodeServiceDep) -> JSONResponse:
+def api_create_node(body: NodeCreate, catalog: CatalogDep) -> JSONResponse:
     config = body.kubelet_config
     text = json.dumps(config, indent=2) if isinstance(config, dict) else config
-    service.create(body.name, body.topology, text, body.release)
-    detail = service.node_detail(body.name)
+    catalog.service.create(body.name, body.topology, text, body.release)
+    detail = catalog.get(body.name).node_detail()
     return JSONResponse(
         detail.model_dump(mode="json"),
         status_code=201,
@@ -118,11 +137,10 @@ def api_create_node(body: NodeCreate, service: NodeServiceDep) -> JSONResponse:
     response_model=NodeDetail,
     responses={**NOT_FOUND, **CACHED},
 )
-async def api_node(request: Request, node: NodeName, service: NodeServiceDep) -> Response:
-    cached = service.peek_json(node, "detail")
-    if cached is None:
-        cached = await run_in_threadpool(service.node_detail_json, node)
-    return encoded_response(request, cached)
+async def api_node(
+    request: Request, node: NodeName, service: NodeServiceDep, source: NodeSourceDep
+) -> Response:
+    return await _cached(request, service, node, ("detail",), source.node_detail_json)
 
 
 @api.delete(
@@ -132,33 +150,9 @@ async def api_node(request: Request, node: NodeName, service: NodeServiceDep) ->
     status_code=204,
     responses=NOT_FOUND,
 )
-def api_delete_node(node: NodeName, service: NodeServiceDep) -> Response:
-    service.delete(node)
+def api_delete_node(node: NodeName, catalog: CatalogDep) -> Response:
+    catalog.writable(node, "delete it").delete()
     return Response(status_code=204)
-
-
-async def _manifest_text(request: Request) -> str:
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise NodeInputError("manifest: is larger than 1 MiB", "manifest")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise NodeInputError("manifest: the body is not UTF-8 text", "manifest") from None
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type == "application/json" or content_type.endswith("+json"):
-        try:
-            doc = json.loads(text) if text.strip() else None
-        except json.JSONDecodeError as err:
-            raise NodeInputError(
-                f"manifest: not valid JSON at line {err.lineno}, column {err.colno}", "manifest"
-            ) from None
-        if isinstance(doc, dict) and set(doc) == {"manifest"}:
-            manifest = doc["manifest"]
-            if not isinstance(manifest, str):
-                raise NodeInputError("manifest: expected a string", "manifest")
-            return manifest
-    return text
 
 
 @api.post(
@@ -197,12 +191,16 @@ async def _manifest_text(request: Request) -> str:
 async def api_admit(
     request: Request,
     node: NodeName,
-    service: NodeServiceDep,
+    catalog: CatalogDep,
     dry_run: Annotated[bool, Query(alias="dryRun", description="Judge only, keep nothing")] = False,
 ) -> JSONResponse:
-    text = await _manifest_text(request)
+    text = await manifest_text(request)
     what = "the dry run" if dry_run else "the admission"
-    batch = await offload(request, service.admit, node, text, dry_run=dry_run, what=what)
+    if dry_run:
+        batch = await offload(request, catalog.get(node).dry_run, text, what=what)
+    else:
+        source = catalog.writable(node, "admit pods on it")
+        batch = await offload(request, source.admit, text, what=what)
     status = 201 if batch.admitted and not dry_run else 200
     return JSONResponse(batch.to_dict(), status_code=status)
 
@@ -214,9 +212,9 @@ async def api_admit(
     responses=NOT_FOUND,
 )
 def api_remove_pod(
-    node: NodeName, namespace: Namespace, name: PodName, service: NodeServiceDep
+    node: NodeName, namespace: Namespace, name: PodName, catalog: CatalogDep
 ) -> dict[str, Any]:
-    entry = service.remove_pod(node, namespace, name)
+    entry = catalog.writable(node, "remove its pods").remove_pod(namespace, name)
     return {"removed": entry.model_dump(mode="json")}
 
 
@@ -228,11 +226,11 @@ def api_remove_pod(
 )
 def api_admissions(
     node: NodeName,
-    service: NodeServiceDep,
+    source: NodeSourceDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     batch: Annotated[str | None, Query(description="Only this submission, in order")] = None,
 ) -> AdmissionLog:
-    return AdmissionLog(node=node, admissions=service.admissions(node, limit=limit, batch=batch))
+    return AdmissionLog(node=node, admissions=source.admissions(limit=limit, batch=batch))
 
 
 @api.get(
@@ -242,12 +240,9 @@ def api_admissions(
     responses={**NOT_FOUND, **CACHED, 200: PODRESOURCES_JSON},
 )
 async def api_podresources_list(
-    request: Request, node: NodeName, service: NodeServiceDep
+    request: Request, node: NodeName, service: NodeServiceDep, source: NodeSourceDep
 ) -> Response:
-    cached = service.peek_json(node, "podresources")
-    if cached is None:
-        cached = await run_in_threadpool(service.podresources_list_json, node)
-    return encoded_response(request, cached)
+    return await _cached(request, service, node, ("podresources",), source.podresources_list_json)
 
 
 @api.get(
@@ -257,12 +252,15 @@ async def api_podresources_list(
     responses={**NOT_FOUND, **CACHED, 200: PODRESOURCES_JSON},
 )
 async def api_podresources_get(
-    request: Request, node: NodeName, namespace: Namespace, name: PodName, service: NodeServiceDep
+    request: Request,
+    node: NodeName,
+    namespace: Namespace,
+    name: PodName,
+    service: NodeServiceDep,
+    source: NodeSourceDep,
 ) -> Response:
-    cached = service.peek_json(node, "podresources", namespace, name)
-    if cached is None:
-        cached = await run_in_threadpool(service.podresources_get_json, node, namespace, name)
-    return encoded_response(request, cached)
+    build = functools.partial(source.podresources_get_json, namespace, name)
+    return await _cached(request, service, node, ("podresources", namespace, name), build)
 
 
 @api.get(
@@ -271,8 +269,7 @@ async def api_podresources_get(
     summary="PodResources GetAllocatableResources (canonical proto3 JSON)",
     responses={**NOT_FOUND, **CACHED, 200: PODRESOURCES_JSON},
 )
-async def api_allocatable(request: Request, node: NodeName, service: NodeServiceDep) -> Response:
-    cached = service.peek_json(node, "allocatable")
-    if cached is None:
-        cached = await run_in_threadpool(service.allocatable_json, node)
-    return encoded_response(request, cached)
+async def api_allocatable(
+    request: Request, node: NodeName, service: NodeServiceDep, source: NodeSourceDep
+) -> Response:
+    return await _cached(request, service, node, ("allocatable",), source.allocatable_json)

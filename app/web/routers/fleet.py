@@ -38,11 +38,11 @@ from app.services.fleet_views import (
     upgrade_view,
 )
 from app.services.hub import Hub, HubDisabledError
-from app.services.nodes import NodeInputError, parse_manifests
+from app.services.nodes.errors import NodeInputError
+from app.services.nodes.inputs import parse_manifests
+from app.web.inputs import MAX_BODY_BYTES, check_release, manifest_text, parse_gate
+from app.web.node_pages import SAMPLE_POD
 from app.web.rendering import render, wants_fragment
-from app.web.routers.agent import check_release, parse_gate
-from app.web.routers.api_nodes import MAX_BODY_BYTES, _manifest_text
-from app.web.routers.node_forms import SAMPLE_POD
 
 api = APIRouter(prefix="/api/v1", tags=["fleet"])
 pages = APIRouter(tags=["fleet"])
@@ -184,7 +184,7 @@ StrategyQuery = Annotated[
 async def api_fleet_fit(
     request: Request, hub: HubDep, strategy: StrategyQuery = LEAST_ALLOCATED
 ) -> JSONResponse:
-    text = await _manifest_text(request)
+    text = await manifest_text(request)
     return JSONResponse(await run_fit(hub, text, strategy))
 
 

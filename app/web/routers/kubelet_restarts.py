@@ -21,9 +21,9 @@ from starlette.responses import HTMLResponse, Response
 
 from app.domain.kubelet_config import RELEASES
 from app.services import undo
-from app.services.node_errors import NodeInputError, ReadOnlyNodeError
 from app.services.node_views import node_url
-from app.web.deps import NodeName, NodeServiceDep
+from app.services.nodes.errors import NodeInputError
+from app.web.deps import CatalogDep, NodeName, NodeServiceDep
 from app.web.offload import budgeted
 from app.web.rendering import render, see_other
 
@@ -45,25 +45,21 @@ def _gate(value: str) -> bool | None:
 @pages.get("/nodes/{node}/restart", name="confirm_restart", include_in_schema=False)
 def confirm_restart(
     request: Request,
-    service: NodeServiceDep,
+    catalog: CatalogDep,
     node: NodeName,
     release: Annotated[str, Query()] = "",
     gate: Annotated[str, Query()] = "keep",
 ) -> HTMLResponse:
-    observer = service.observer
-    if observer is not None and observer.name == node:
-        raise ReadOnlyNodeError(node, "restart its kubelet (rehearse it instead)")
+    source = catalog.writable(node, "restart its kubelet (rehearse it instead)")
     if release not in RELEASES:
         raise NodeInputError(
             f"release: unsupported kubelet release {release!r}; use one of {', '.join(RELEASES)}",
             "release",
         )
     with budgeted(request, "the restart"):
-        rehearsal = service.restart(
-            node, release, dry_run=True, pod_level_resource_managers=_gate(gate)
-        )
+        rehearsal = source.rehearse(release, _gate(gate))
     r = rehearsal.result
-    now = service.summary(node).release
+    now = source.summary().release
     if not r.started:
         consequences = (
             f"A {release} kubelet does not start on this node's files ({r.error}); "

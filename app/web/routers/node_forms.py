@@ -1,7 +1,6 @@
 """The forms of the node pages: create a node (nodes page), admit or dry-run pods and remove
-a pod (node page), delete a node; their sample texts and what the pages render them with
-(``render_nodes_page``, ``node_page_context``). The pages themselves are
-``app.web.routers.nodes``, which mounts these routes on its router.
+a pod (node page), delete a node. Their sample texts and the page helpers they render with
+live in ``app.web.node_pages``; the pages themselves are ``app.web.routers.nodes``.
 
 Forms work without JavaScript: POST, then 303 to the page (an admission redirects with
 ``?batch=<id>`` so the page shows that submission's verdicts). With htmx the admission form
@@ -13,7 +12,7 @@ confirmed (``confirm=yes`` from the confirmation page of ``app.web.routers.workf
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 from urllib.parse import quote
 
 from fastapi import APIRouter, Form
@@ -22,101 +21,22 @@ from starlette.responses import HTMLResponse, Response
 
 from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.services.batch_verdicts import batch_context
-from app.services.node_views import NodeIndexView, NodeView, node_url, pod_url
-from app.services.nodes import (
-    AdmissionBatch,
+from app.services.node_views import node_url, pod_url
+from app.services.nodes.catalog import NodeCatalog
+from app.services.nodes.errors import (
     NodeInputError,
-    NodeService,
     NodeServiceError,
     PodConflictError,
-    ReadOnlyNodeError,
 )
+from app.services.nodes.inputs import AdmissionBatch
 from app.services.pod_find import pods_page
 from app.services.undo import last_undoable
-from app.web.deps import Namespace, NodeName, NodeServiceDep, PodName
+from app.web.deps import CatalogDep, Namespace, NodeName, PodName
+from app.web.node_pages import SAMPLE_POD, render_nodes_page
 from app.web.offload import budgeted
 from app.web.rendering import render, see_other, wants_fragment
 
 forms = APIRouter(tags=["nodes"])
-
-SAMPLE_CONFIG = """\
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-cpuManagerPolicy: static
-memoryManagerPolicy: Static
-topologyManagerPolicy: single-numa-node
-topologyManagerScope: pod
-reservedSystemCPUs: "0"
-kubeReserved:
-  memory: 1Gi
-systemReserved:
-  memory: 1Gi
-reservedMemory:
-  - numaNode: 0
-    limits:
-      memory: 2148Mi
-featureGates:
-  PodLevelResources: true
-  PodLevelResourceManagers: true
-"""
-
-SAMPLE_POD = """\
-apiVersion: v1
-kind: Pod
-metadata:
-  name: my-pod
-  namespace: default
-spec:
-  resources:
-    requests: {cpu: "4", memory: 4Gi}
-    limits: {cpu: "4", memory: 4Gi}
-  initContainers:
-  - name: sidecar
-    image: sidecar:1
-    restartPolicy: Always
-  containers:
-  - name: app
-    image: app:1
-    resources:
-      requests: {cpu: "2", memory: 2Gi}
-      limits: {cpu: "2", memory: 2Gi}
-"""
-
-
-def render_nodes_page(
-    request: Request,
-    view: NodeIndexView,
-    *,
-    form: dict[str, Any] | None = None,
-    error: NodeServiceError | None = None,
-    status_code: int = 200,
-) -> HTMLResponse:
-    """The nodes page with its create form (the sample configuration, or what was sent)."""
-    context = {
-        "form": form or {"release": DEFAULT_RELEASE, "kubelet_config": SAMPLE_CONFIG},
-        "form_error": error,
-    }
-    return render(
-        request,
-        "pages/nodes.html",
-        view,
-        fragment="fragments/_nodes_table.html",
-        status_code=status_code,
-        context=context,
-    )
-
-
-def node_page_context(service: NodeService, view: NodeView) -> dict[str, Any]:
-    """What the node page needs beside its view (the restart panel's route renders it too)."""
-    return {
-        "form_text": SAMPLE_POD,
-        "pods_page": pods_page(view.pods, view.summary),
-        "undo": last_undoable(service, view.summary.name),
-        **batch_context(
-            service, view.summary.name, view.last_batch[0].batch if view.last_batch else None
-        ),
-    }
-
 
 # -- the nodes page -------------------------------------------------------------------------
 
@@ -124,7 +44,7 @@ def node_page_context(service: NodeService, view: NodeView) -> dict[str, Any]:
 @forms.post("/nodes", name="create_node_form", include_in_schema=False)
 def create_node_form(
     request: Request,
-    service: NodeServiceDep,
+    catalog: CatalogDep,
     name: Annotated[str, Form()] = "",
     topology: Annotated[str, Form()] = "",
     kubelet_config: Annotated[str, Form()] = "",
@@ -137,22 +57,20 @@ def create_node_form(
         "release": release,
     }
     try:
-        service.create(name.strip(), topology, kubelet_config, release)
+        catalog.service.create(name.strip(), topology, kubelet_config, release)
     except NodeServiceError as err:
         status = 422 if isinstance(err, NodeInputError) else 409
-        return render_nodes_page(request, service.index(), form=form, error=err, status_code=status)
+        return render_nodes_page(request, catalog.index(), form=form, error=err, status_code=status)
     return see_other(request, node_url(name.strip()))
 
 
 # -- one node ---------------------------------------------------------------------------------
 
 
-def _check_changeable(service: NodeService, node: str, action: str) -> None:
-    """Unknown nodes are 404 and observed ones 409 before any confirmation step."""
-    observer = service.observer
-    if observer is not None and observer.name == node:
-        raise ReadOnlyNodeError(node, action)
-    service.definition(node)
+def _check_changeable(catalog: NodeCatalog, node: str, action: str) -> None:
+    """Unknown nodes are 404 and read-only ones 409 before any confirmation step."""
+    catalog.writable(node, action)
+    catalog.service.definition(node)
 
 
 # Destructive forms act only when confirmed; an unconfirmed POST is sent to the confirmation
@@ -162,18 +80,18 @@ Confirm = Annotated[str, Form()]
 
 @forms.post("/nodes/{node}/delete", name="delete_node_form", include_in_schema=False)
 def delete_node_form(
-    request: Request, service: NodeServiceDep, node: NodeName, confirm: Confirm = ""
+    request: Request, catalog: CatalogDep, node: NodeName, confirm: Confirm = ""
 ) -> Response:
     if confirm != "yes":
-        _check_changeable(service, node, "delete it")
+        _check_changeable(catalog, node, "delete it")
         return see_other(request, f"{node_url(node)}/delete")
-    service.delete(node)
+    catalog.writable(node, "delete it").delete()
     return see_other(request, "/nodes")
 
 
 def _admit_answer(
     request: Request,
-    service: NodeServiceDep,
+    catalog: NodeCatalog,
     node: str,
     *,
     form_text: str,
@@ -182,7 +100,8 @@ def _admit_answer(
     removed: str | None = None,
 ) -> HTMLResponse:
     """The admission form with its result; for htmx also the map, pools and pods (OOB)."""
-    view = service.node_view(node, batch=batch.batch if batch else None)
+    service = catalog.service
+    view = catalog.get(node).node_view(batch=batch.batch if batch else None)
     htmx = wants_fragment(request)
     context = {
         "form_text": form_text,
@@ -208,7 +127,7 @@ def _admit_answer(
 @forms.post("/nodes/{node}/admissions", name="admit_form", include_in_schema=False)
 def admit_form(
     request: Request,
-    service: NodeServiceDep,
+    catalog: CatalogDep,
     node: NodeName,
     manifest: Annotated[str, Form()] = "",
     action: Annotated[str, Form()] = "admit",
@@ -216,11 +135,14 @@ def admit_form(
     dry_run = action == "dry-run"
     try:
         with budgeted(request, "the dry run" if dry_run else "the admission"):
-            batch = service.admit(node, manifest, dry_run=dry_run)
+            if dry_run:
+                batch = catalog.get(node).dry_run(manifest)
+            else:
+                batch = catalog.writable(node, "admit pods on it").admit(manifest)
     except (NodeInputError, PodConflictError) as err:
-        return _admit_answer(request, service, node, form_text=manifest, error=err)
+        return _admit_answer(request, catalog, node, form_text=manifest, error=err)
     if wants_fragment(request):
-        return _admit_answer(request, service, node, form_text=manifest, batch=batch)
+        return _admit_answer(request, catalog, node, form_text=manifest, batch=batch)
     return see_other(request, f"{node_url(node)}?batch={quote(batch.batch)}#admit")
 
 
@@ -229,21 +151,21 @@ def admit_form(
 )
 def remove_pod_form(
     request: Request,
-    service: NodeServiceDep,
+    catalog: CatalogDep,
     node: NodeName,
     namespace: Namespace,
     name: PodName,
     confirm: Confirm = "",
 ) -> Response:
     if confirm != "yes":
-        _check_changeable(service, node, "remove its pods")
+        _check_changeable(catalog, node, "remove its pods")
         return see_other(request, f"{pod_url(node, namespace, name)}/remove")
-    service.remove_pod(node, namespace, name)
+    catalog.writable(node, "remove its pods").remove_pod(namespace, name)
     if wants_fragment(request):
         return _admit_answer(
-            request, service, node, form_text=SAMPLE_POD, removed=f"{namespace}/{name}"
+            request, catalog, node, form_text=SAMPLE_POD, removed=f"{namespace}/{name}"
         )
     return see_other(request, f"{node_url(node)}#pods")
 
 
-__all__ = ["SAMPLE_CONFIG", "SAMPLE_POD", "forms", "node_page_context", "render_nodes_page"]
+__all__ = ["forms"]

@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from app.services.pod_find import MAX_QUERY_CHARS, PodQueryError, PodsPage, pods_page
-from app.web.deps import NodeName, NodeServiceDep
+from app.web.deps import NodeName, NodeSourceDep
 from app.web.rendering import render, wants_fragment
 
 pages = APIRouter(tags=["nodes"])
@@ -34,10 +34,10 @@ ShowAll = Annotated[bool, Query(alias="all", description="Every matching pod on 
 
 
 def _load(
-    service: NodeServiceDep, node: str, q: str, page: int, show_all: bool
+    source: NodeSourceDep, q: str, page: int, show_all: bool
 ) -> tuple[PodsPage, PodQueryError | None]:
-    views = service.views(node)
-    summary = service.summary(node)
+    views = source.views()
+    summary = source.summary()
     try:
         return pods_page(views.pods, summary, query=q, page=page, show_all=show_all), None
     except PodQueryError as err:
@@ -53,9 +53,9 @@ def _load(
     responses={422: {"description": "The query cannot be read (field q)"}},
 )
 def node_pods_json(
-    service: NodeServiceDep, node: NodeName, q: Q = "", page: PageNo = 1, show_all: ShowAll = False
+    source: NodeSourceDep, node: NodeName, q: Q = "", page: PageNo = 1, show_all: ShowAll = False
 ) -> Response:
-    found, err = _load(service, node, q, page, show_all)
+    found, err = _load(source, q, page, show_all)
     if err is not None:
         body = {"error": {"reason": "Invalid", "message": err.message, "field": err.field}}
         return JSONResponse(body, status_code=422)
@@ -65,13 +65,13 @@ def node_pods_json(
 @pages.get("/nodes/{node}/pods", name="node_pods", include_in_schema=False)
 def node_pods(
     request: Request,
-    service: NodeServiceDep,
+    source: NodeSourceDep,
     node: NodeName,
     q: Q = "",
     page: PageNo = 1,
     show_all: ShowAll = False,
 ) -> HTMLResponse:
-    found, err = _load(service, node, q, page, show_all)
+    found, err = _load(source, q, page, show_all)
     status = 422 if err is not None and not wants_fragment(request) else 200
     return render(
         request,

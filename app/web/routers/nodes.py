@@ -1,7 +1,8 @@
 """Simulated node pages: the nodes list, a node's CPU map, memory, pools, pods and admission
 form, a pod's budget breakdown — each with its JSON twin (same path + ``.json``).
 
-One loader per page (``NodeService.index``/``node_view``/``pod_view``), three faces (page,
+One loader per page (the catalog's ``index``, the node's ``node_view``/``pod_view``: any node
+of ``app.services.nodes.catalog``, simulated, observed or of the hub's fleet), three faces (page,
 htmx fragment, JSON). The forms of these pages (create, admit, remove, delete) are
 ``app.web.routers.node_forms``, mounted on this router.
 
@@ -18,43 +19,43 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from app.services.node_views import NodeIndexView, NodeView, PodView, node_url
-from app.services.nodes import UnknownPodError
+from app.services.nodes.errors import UnknownPodError
 from app.services.rejections import latest_rejection
 from app.services.watch import WatchState, watch_state
 from app.web.conditional import encoded_response
 from app.web.deps import (
+    CatalogDep,
     Namespace,
     NodeName,
     NodeServiceDep,
+    NodeSourceDep,
     PodName,
     TopologyIndexViewDep,
 )
+from app.web.node_pages import node_page_context, render_nodes_page
 from app.web.rendering import render, see_other, wants_fragment
-from app.web.routers import node_forms
-from app.web.routers.node_forms import node_page_context, render_nodes_page
 
 pages = APIRouter(tags=["nodes"])
 
 
-def node_index_view(service: NodeServiceDep) -> NodeIndexView:
-    return service.index()
+def node_index_view(catalog: CatalogDep) -> NodeIndexView:
+    return catalog.index()
 
 
 def node_view(
-    service: NodeServiceDep,
-    node: NodeName,
+    source: NodeSourceDep,
     batch: Annotated[
         str | None, Query(description="Show this submission's verdicts (after a form POST)")
     ] = None,
 ) -> NodeView:
-    return service.node_view(node, batch=batch)
+    return source.node_view(batch=batch)
 
 
-def node_watch_state(service: NodeServiceDep, node: NodeName) -> WatchState:
+def node_watch_state(source: NodeSourceDep) -> WatchState:
     # A dependency of the node page listed before its view: read first, the token can only be
     # older than what the page shows, so a change in between costs one extra refresh, never
     # a missed one.
-    return watch_state(service, node)
+    return watch_state(source)
 
 
 NodeIndexViewDep = Annotated[NodeIndexView, Depends(node_index_view)]
@@ -66,12 +67,12 @@ NodeViewDep = Annotated[NodeView, Depends(node_view)]
 
 
 @pages.get("/", name="home", include_in_schema=False)
-def home(request: Request, service: NodeServiceDep, topologies: TopologyIndexViewDep) -> Response:
-    names = service.names()
+def home(request: Request, catalog: CatalogDep, topologies: TopologyIndexViewDep) -> Response:
+    names = catalog.names()
     if len(names) == 1 and not wants_fragment(request):
         return see_other(request, node_url(names[0]))
     if names:
-        return render_nodes_page(request, service.index())
+        return render_nodes_page(request, catalog.index())
     return render(
         request, "pages/index.html", topologies, fragment="fragments/_topology_table.html"
     )
@@ -95,8 +96,8 @@ NOT_MODIFIED: dict[int | str, dict[str, Any]] = {
     response_model=NodeIndexView,
     responses=NOT_MODIFIED,
 )
-def nodes_json(request: Request, service: NodeServiceDep) -> Response:
-    return encoded_response(request, service.index_json())
+def nodes_json(request: Request, catalog: CatalogDep) -> Response:
+    return encoded_response(request, catalog.index_json())
 
 
 # -- one node ---------------------------------------------------------------------------------
@@ -112,16 +113,13 @@ def nodes_json(request: Request, service: NodeServiceDep) -> Response:
 )
 def node_json(
     request: Request,
-    service: NodeServiceDep,
+    source: NodeSourceDep,
     node: NodeName,
     batch: Annotated[
         str | None, Query(description="Show this submission's verdicts (after a form POST)")
     ] = None,
 ) -> Response:
-    return encoded_response(request, service.node_view_json(node, batch=batch))
-
-
-NOT_FOUND_NODE: dict[int | str, dict[str, Any]] = {404: {"description": "No such node"}}
+    return encoded_response(request, source.node_view_json(batch=batch))
 
 
 @pages.get("/nodes/{node}", name="node", include_in_schema=False)
@@ -152,18 +150,23 @@ def node_page(
     responses=NOT_MODIFIED,
 )
 def pod_json(
-    request: Request, service: NodeServiceDep, node: NodeName, namespace: Namespace, name: PodName
+    request: Request, source: NodeSourceDep, node: NodeName, namespace: Namespace, name: PodName
 ) -> Response:
-    return encoded_response(request, service.pod_view_json(node, namespace, name))
+    return encoded_response(request, source.pod_view_json(namespace, name))
 
 
 @pages.get("/nodes/{node}/pods/{namespace}/{name}", name="pod", include_in_schema=False)
 def pod_page(
-    request: Request, service: NodeServiceDep, node: NodeName, namespace: Namespace, name: PodName
+    request: Request,
+    service: NodeServiceDep,
+    source: NodeSourceDep,
+    node: NodeName,
+    namespace: Namespace,
+    name: PodName,
 ) -> Response:
-    watch = watch_state(service, node)  # before the view: see node_watch_state
+    watch = watch_state(source)  # before the view: see node_watch_state
     try:
-        view = service.pod_view(node, namespace, name)
+        view = source.pod_view(namespace, name)
     except UnknownPodError:
         # A pod the kubelet rejected has no page of its own: its last attempt explains why.
         entry = latest_rejection(service, node, namespace, name)
@@ -179,8 +182,4 @@ def pod_page(
     )
 
 
-# The forms' routes (POST only), after the pages': no path and method of theirs is one of the
-# pages', so the order decides no match; among the app's routers they keep their place.
-pages.include_router(node_forms.forms)
-
-__all__ = ["NOT_FOUND_NODE", "pages"]
+__all__ = ["pages"]

@@ -21,8 +21,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from app.domain.observed import SOURCE_PODRESOURCES
-from app.services.nodes import NodeService
-from app.services.observer import NodeObserver
+from app.services.nodes.service import NodeService
+from app.services.observe.observer import NodeObserver
 from app.web.metrics import AppMetrics
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """Kubelet restart rehearsals on the dashboard: ``POST /api/v1/nodes/{node}/restart`` and the
-node page's panel (``POST /nodes/{node}/restart``), both answered by
-``NodeService.restart`` (``app.services.node_restart``).
+node page's panel (``POST /nodes/{node}/restart``), both answered by the node's source
+(``rehearse``, or ``restart`` where the node can be changed: ``app.services.nodes.source``).
 
 The API answers the rehearsal as JSON (the document of ``numascope restart --json`` plus
 ``node``, ``dryRun``, ``applied``, ``observed`` and ``note``), 200 whatever the kubelet did:
@@ -24,13 +24,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from app.domain.kubelet_config import RELEASES
-from app.services.nodes import NodeInputError, Rehearsal
+from app.services.nodes.catalog import NodeCatalog
+from app.services.nodes.errors import NodeInputError
+from app.services.nodes.restart import Rehearsal
 from app.services.pod_find import pods_page
-from app.web.deps import NodeName, NodeServiceDep
+from app.web.deps import CatalogDep, NodeName, NodeServiceDep
+from app.web.inputs import NOT_FOUND_NODE
+from app.web.node_pages import node_page_context
 from app.web.offload import budgeted
 from app.web.rendering import render, see_other, wants_fragment
-from app.web.routers.node_forms import node_page_context
-from app.web.routers.nodes import NOT_FOUND_NODE
 
 api = APIRouter(prefix="/api/v1", tags=["nodes"])
 pages = APIRouter(tags=["nodes"])
@@ -49,7 +51,7 @@ pages = APIRouter(tags=["nodes"])
 def api_restart(
     request: Request,
     node: NodeName,
-    service: NodeServiceDep,
+    catalog: CatalogDep,
     release: Annotated[str, Query(description=f"Kubelet release: {', '.join(RELEASES)}")],
     dry_run: Annotated[
         bool, Query(alias="dryRun", description="Rehearse only: the node keeps its release")
@@ -65,9 +67,16 @@ def api_restart(
 ) -> dict[str, Any]:
     # A sync route: already in a worker thread; the re-admissions' hint searches get the budget.
     with budgeted(request, "the restart"):
-        return service.restart(
-            node, release, dry_run=dry_run, pod_level_resource_managers=gate
-        ).to_dict()
+        return _restart(catalog, node, release, dry_run, gate).to_dict()
+
+
+def _restart(
+    catalog: NodeCatalog, node: str, release: str, dry_run: bool, gate: bool | None
+) -> Rehearsal:
+    if dry_run:
+        return catalog.get(node).rehearse(release, gate)
+    writable = catalog.writable(node, "restart its kubelet (rehearse with dryRun=true)")
+    return writable.restart(release, gate)
 
 
 def _gate_choice(value: str) -> bool | None:
@@ -85,6 +94,7 @@ def _gate_choice(value: str) -> bool | None:
 def restart_form(
     request: Request,
     service: NodeServiceDep,
+    catalog: CatalogDep,
     node: NodeName,
     release: Annotated[str, Form()] = "",
     gate: Annotated[str, Form()] = "keep",
@@ -102,15 +112,10 @@ def restart_form(
     error: NodeInputError | None = None
     try:
         with budgeted(request, "the restart"):
-            rehearsal = service.restart(
-                node,
-                release,
-                dry_run=action != "apply",
-                pod_level_resource_managers=_gate_choice(gate),
-            )
+            rehearsal = _restart(catalog, node, release, action != "apply", _gate_choice(gate))
     except NodeInputError as err:
         error = err
-    view = service.node_view(node)
+    view = catalog.get(node).node_view()
     applied = rehearsal is not None and rehearsal.applied
     context = {
         "rehearsal": rehearsal,

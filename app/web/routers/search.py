@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from app.services.search import SearchView, search
-from app.web.deps import NodeServiceDep
+from app.web.deps import CatalogDep
 from app.web.rendering import render
 
 pages = APIRouter(tags=["search"])
@@ -20,11 +20,11 @@ Q = Annotated[str, Query(max_length=1000, description="words, or cpu:<id>")]
 
 
 @pages.get("/search.json", name="search_json", summary="Nodes, pods, a CPU's owner, pages")
-def search_json(request: Request, service: NodeServiceDep, q: Q = "") -> SearchView:
-    return search(service, q, hub=request.app.state.hub is not None)
+def search_json(request: Request, catalog: CatalogDep, q: Q = "") -> SearchView:
+    return search(catalog, q, hub=request.app.state.hub is not None)
 
 
 @pages.get("/search", name="search", include_in_schema=False)
-def search_page(request: Request, service: NodeServiceDep, q: Q = "") -> HTMLResponse:
-    view = search(service, q, hub=request.app.state.hub is not None)
+def search_page(request: Request, catalog: CatalogDep, q: Q = "") -> HTMLResponse:
+    view = search(catalog, q, hub=request.app.state.hub is not None)
     return render(request, "pages/search.html", view)

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from app.services.watch import WatchState, watch_state
-from app.web.deps import NodeName, NodeServiceDep
+from app.web.deps import NodeSourceDep
 
 api = APIRouter(prefix="/api/v1", tags=["nodes"])
 
@@ -56,8 +56,8 @@ def watch_response(request: Request, state: WatchState) -> Response:
         503: {"description": "The observed node cannot be observed"},
     },
 )
-def api_node_watch(request: Request, service: NodeServiceDep, node: NodeName) -> Response:
-    return watch_response(request, watch_state(service, node))
+def api_node_watch(request: Request, source: NodeSourceDep) -> Response:
+    return watch_response(request, watch_state(source))
 
 
 __all__ = ["api", "etag_matches", "watch_response"]

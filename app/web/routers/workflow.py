@@ -26,7 +26,7 @@ from app.services import downloads, history_views, rejections, undo
 from app.services.history_views import DiffView, HistoryPointView, HistoryView
 from app.services.node_views import node_url, pod_url
 from app.services.rejections import RejectionView
-from app.web.deps import Namespace, NodeName, NodeServiceDep, PodName
+from app.web.deps import CatalogDep, Namespace, NodeName, NodeServiceDep, NodeSourceDep, PodName
 from app.web.rendering import STATIC_DIR, render
 
 pages = APIRouter(tags=["workflow"])
@@ -145,9 +145,9 @@ def _attachment(body: bytes | str, media_type: str, filename: str) -> Response:
     summary="The node's state directory as its kubelet would have written it (zip)",
     response_class=Response,
 )
-def download_state_files(service: NodeServiceDep, node: NodeName) -> Response:
+def download_state_files(catalog: CatalogDep, node: NodeName) -> Response:
     return _attachment(
-        downloads.state_files_zip(service, node), "application/zip", f"{node}-state-files.zip"
+        downloads.state_files_zip(catalog, node), "application/zip", f"{node}-state-files.zip"
     )
 
 
@@ -157,9 +157,9 @@ def download_state_files(service: NodeServiceDep, node: NodeName) -> Response:
     summary="The node's pods as v1 Pod manifests (multi-document YAML)",
     response_class=Response,
 )
-def download_pods(service: NodeServiceDep, node: NodeName) -> Response:
+def download_pods(catalog: CatalogDep, node: NodeName) -> Response:
     return _attachment(
-        downloads.pods_yaml(service, node), "application/yaml; charset=utf-8", f"{node}-pods.yaml"
+        downloads.pods_yaml(catalog, node), "application/yaml; charset=utf-8", f"{node}-pods.yaml"
     )
 
 
@@ -169,9 +169,9 @@ def download_pods(service: NodeServiceDep, node: NodeName) -> Response:
     summary="The node's CPU pools per NUMA node (CSV)",
     response_class=Response,
 )
-def download_pools(service: NodeServiceDep, node: NodeName) -> Response:
+def download_pools(catalog: CatalogDep, node: NodeName) -> Response:
     return _attachment(
-        downloads.pools_csv(service, node), "text/csv; charset=utf-8", f"{node}-pools.csv"
+        downloads.pools_csv(catalog, node), "text/csv; charset=utf-8", f"{node}-pools.csv"
     )
 
 
@@ -201,8 +201,8 @@ def _confirm(
 
 
 @pages.get("/nodes/{node}/delete", name="confirm_delete_node", include_in_schema=False)
-def confirm_delete_node(request: Request, service: NodeServiceDep, node: NodeName) -> HTMLResponse:
-    summary = service.summary(node)
+def confirm_delete_node(request: Request, source: NodeSourceDep, node: NodeName) -> HTMLResponse:
+    summary = source.summary()
     return _confirm(
         request,
         title=f"Delete node {node}?",
@@ -224,9 +224,9 @@ def confirm_delete_node(request: Request, service: NodeServiceDep, node: NodeNam
     include_in_schema=False,
 )
 def confirm_remove_pod(
-    request: Request, service: NodeServiceDep, node: NodeName, namespace: Namespace, name: PodName
+    request: Request, source: NodeSourceDep, node: NodeName, namespace: Namespace, name: PodName
 ) -> HTMLResponse:
-    service.pod_view(node, namespace, name)  # 404 for a pod that is not there
+    source.pod_view(namespace, name)  # 404 for a pod that is not there
     return _confirm(
         request,
         title=f"Remove pod {namespace}/{name}?",

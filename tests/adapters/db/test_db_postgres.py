@@ -60,7 +60,7 @@ def test_migrations_and_nodes_survive_a_restart_on_postgres(
     engine.dispose()
 
     restarted = create_app(settings).state.nodes
-    assert restarted.names() == ["pg-node"]
+    assert restarted.simulated_names() == ["pg-node"]
     (pod,) = restarted.snapshot("pg-node").pods
     assert str(pod.pod_cpuset) == before
     log = restarted.admissions("pg-node")

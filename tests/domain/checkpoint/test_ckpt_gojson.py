@@ -5,17 +5,17 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from app.domain.checkpoint.cpu import CPU_V1_T, CPU_V3_T, decode_cpu, new_cpu_checkpoint
 from app.domain.checkpoint.errors import CheckpointTooLargeError
-from app.domain.checkpoint.gojson_decode import unmarshal
+from app.domain.checkpoint.gojson_decode import Decoder, unmarshal
 from app.domain.checkpoint.gojson_encode import marshal
 from app.domain.checkpoint.gojson_scan import GoNumber, GoSyntaxError, JObj, _Scanner, parse
 from app.domain.checkpoint.gotext import go_text
 from app.domain.checkpoint.gotypes import STRING_T, fold_name
-from app.domain.checkpoint.memory import MEMORY_V1_T, decode_memory
+from app.domain.checkpoint.memory import MEMORY_V1_T, decode_memory, new_memory_checkpoint
 
 
 @pytest.mark.parametrize(
@@ -281,3 +281,41 @@ def test_marshal_then_parse_then_unmarshal_round_trips_v3() -> None:
         text
         == '{"policyName":"static","defaultCpuSet":"","podEntries":{"p":{"cpuSet":"7-9"}},"checksum":1}'
     )
+
+
+_BLOCK_KEYS = st.sampled_from(
+    ["numaAffinity", "NUMAAFFINITY", "type", "Type", "size", "SIZE", "unknown"]
+)
+_BLOCK_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.sampled_from(["memory", "", "hugepages-2Mi"]),
+    st.integers(min_value=-(2**65), max_value=2**65),
+    st.sampled_from([0, -1, 10**18 - 1, 10**18, 2**63 - 1, 2**63, 2**64 - 1, 2**64, 10**19]),
+    st.sampled_from([1.5, 1e3, -0.0]),
+    st.lists(st.one_of(st.integers(min_value=-3, max_value=2**64), st.text(max_size=2))),
+    st.just({}),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@example([[("size", 2**64), ("type", "memory")], [("SIZE", "1"), ("numaAffinity", [0, 1])]])
+@example([[("size", 2**64 - 1), ("Type", 5), ("size", -1)], [("type", None), ("size", 1.5)]])
+@given(st.lists(st.lists(st.tuples(_BLOCK_KEYS, _BLOCK_VALUES), max_size=6), max_size=3))
+def test_block_fast_path_decodes_like_the_tracked_decoder(
+    blocks: list[list[tuple[str, object]]],
+) -> None:
+    """The memory block's untracked fast path (plain strings and short digit runs written
+    straight into the field) gives the value and error presence the tracked decoder gives."""
+    objects = [
+        "{" + ",".join(f"{json.dumps(k)}:{json.dumps(v)}" for k, v in b) + "}" for b in blocks
+    ]
+    text = '{"entries": {"pod": {"c": [' + ",".join(objects) + "]}}}"
+    tree = parse(text)
+    values = []
+    for track in (False, True):
+        obj = new_memory_checkpoint("V1")
+        d = Decoder(track=track)
+        d.decode(tree, MEMORY_V1_T, obj)
+        values.append((obj, d.saved is None))
+    assert values[0] == values[1]

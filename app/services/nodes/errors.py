@@ -1,5 +1,5 @@
-"""Errors of the simulated-node service (``app.services.nodes``), in a module of their own so
-that the observer and the web layer can name them without importing the service.
+"""Errors of the nodes (``app.services.nodes``), in a module of their own so that every source,
+the observer and the web layer can name them without importing the service.
 
 Each carries ``message`` for people and ``field`` (if any) for forms and the API; statuses are
 mapped in ``app.web.errors``. ``write_failure`` turns what the database or the state files
@@ -73,14 +73,20 @@ class PodConflictError(NodeServiceError):
     """The pod (same uid, or same namespace/name) is already on the node."""
 
 
-class ReadOnlyNodeError(NodeServiceError):
-    """The node is observed, not simulated: Numascope never changes a real node."""
+class RemoteNotFoundError(NodeServiceError, LookupError):
+    """A remote node's agent answered 404 (its own message: no such node or pod there)."""
 
-    def __init__(self, name: str, action: str) -> None:
+
+class ReadOnlyNodeError(NodeServiceError):
+    """The node cannot be changed: an observed node (Numascope never changes a real node) or
+    a node of the fleet (``kind``)."""
+
+    def __init__(self, name: str, action: str, *, kind: str = "an observed node") -> None:
         self.name = name
+        what = "what its kubelet recorded" if kind == "an observed node" else "it"
         super().__init__(
-            f"node {name!r} is an observed node (read-only): Numascope only shows what its "
-            f"kubelet recorded and cannot {action}; create a simulated node to try pods"
+            f"node {name!r} is {kind} (read-only): Numascope only shows {what} and cannot "
+            f"{action}; create a simulated node to try pods"
         )
 
 

@@ -1,14 +1,14 @@
 """Simulated nodes of the dashboard: ``NodeService``, the changes made to them (create, delete,
 admit, dry-run, remove) on top of the registry of live ``Node`` engines
-(``app.services.node_registry``).
+(``app.services.nodes.registry``).
 
 One ``NodeService`` per process (``create_app`` builds it and calls ``start``). The database is
 the source of truth: definitions, the admission log and each node's committed ``version``
 (``app.adapters.db.node_repo``); allocation state lives in kubelet-format state files under
 ``state_dir/<node>`` (``cpu_manager_state``, ``memory_manager_state``, ``pods.json``, the files
-``numascope simulate --state-dir`` reads). ``app.services.node_store`` loads nodes and makes
+``numascope simulate --state-dir`` reads). ``app.services.nodes.store`` loads nodes and makes
 each change durable; the read side (pages, JSON, PodResources, metrics) is
-``app.services.node_reads``.
+``app.services.nodes.reads``.
 
 **Durable or nothing.** A change is computed on the node's engine inside the node's write
 transaction (``NodeRegistry._change``: changes through any worker or replica are serialised, so
@@ -19,12 +19,10 @@ and the engine is put back to the last committed state; the caller gets ``Storag
 
 A rejected pod is not an error: ``admit`` returns the verdicts (and logs them); only bad input
 raises (``NodeInputError`` naming the field, ``PodConflictError`` for a pod already on the
-node, ``UnknownNodeError``/``UnknownPodError`` for names that do not exist). The node this
-process runs on can be listed too (``attach_observer``): it is read-only, and admitting,
-removing and deleting raise ``ReadOnlyNodeError`` (409). Demo nodes and the observer plug in
-from outside (``start(seed=…)``, ``attach_observer``); this module imports neither.
-
-The errors and inputs most callers need are importable from here (``__all__``).
+node, ``UnknownNodeError``/``UnknownPodError`` for names that do not exist). Only simulated
+nodes live here: the catalog (``app.services.nodes.catalog``) lists them beside the observed
+node and the others, and refuses changes to nodes that cannot be changed. Demo nodes plug in
+from outside (``start(seed=…)``).
 """
 
 from __future__ import annotations
@@ -37,67 +35,31 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from app.adapters import statefiles
 from app.adapters.db import node_repo
-from app.adapters.db.tables import ACTION_REMOVE, AdmissionRecord, NodeRecord, utc_now
+from app.adapters.db.tables import ACTION_REMOVE, AdmissionRecord, utc_now
 from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.domain.node_pods import pod_to_manifest
-from app.services.node_admission import (
-    check_conflicts,
-    check_hint_budget,
-    dry_run_results,
-    log_records,
-)
-from app.services.node_errors import (
-    DatabaseRefusedError,
+from app.services.node_views import AdmissionLogEntry
+from app.services.nodes.admission import check_hint_budget, log_records
+from app.services.nodes.errors import (
     NodeExistsError,
     NodeInputError,
-    NodeServiceError,
-    NodeUnavailableError,
-    PodConflictError,
-    ReadOnlyNodeError,
-    StorageFullError,
-    UnknownNodeError,
     UnknownPodError,
     write_failure,
 )
-from app.services.node_inputs import (
+from app.services.nodes.inputs import (
     AdmissionBatch,
     NodeDefinition,
     build_engine_node,
     check_node_name,
-    micro_clock,
     parse_config,
     parse_manifests,
-    pod_memory_requests,
+    record_of,
     resolve_topology,
 )
-from app.services.node_registry import NodeRegistry
-from app.services.node_restart import NodeRestarts, Rehearsal
-from app.services.node_store import STATE_FILES, Live
-from app.services.node_views import AdmissionLogEntry
-
-__all__ = [
-    "STATE_FILES",
-    "AdmissionBatch",
-    "DatabaseRefusedError",
-    "NodeDefinition",
-    "NodeExistsError",
-    "NodeInputError",
-    "NodeService",
-    "NodeServiceError",
-    "NodeUnavailableError",
-    "PodConflictError",
-    "ReadOnlyNodeError",
-    "Rehearsal",
-    "StorageFullError",
-    "UnknownNodeError",
-    "UnknownPodError",
-    "check_node_name",
-    "micro_clock",
-    "parse_config",
-    "parse_manifests",
-    "pod_memory_requests",
-    "resolve_topology",
-]
+from app.services.nodes.judge import judge
+from app.services.nodes.registry import NodeRegistry
+from app.services.nodes.restart import NodeRestarts
+from app.services.nodes.store import Live
 
 
 class NodeService(NodeRegistry, NodeRestarts):
@@ -129,31 +91,15 @@ class NodeService(NodeRegistry, NodeRestarts):
         """Define a new simulated node (its CPUs all free). Raises ``NodeInputError`` or
         ``NodeExistsError``."""
         check_node_name(name)
-        if self._observed(name) is not None:
+        if self.taken(name):
             raise NodeExistsError(name)
         kind, topo = resolve_topology(topology)
         if not isinstance(kubelet_config, str):
             raise NodeInputError("kubeletConfig: expected YAML or JSON text", "kubeletConfig")
         config = parse_config(kubelet_config, release)
         node = build_engine_node(name, topo, config, self.clock)
-        definition = NodeDefinition(
-            name=name,
-            topology=topology.strip(),
-            topology_kind=kind,
-            kubelet_config=kubelet_config,
-            release=release,
-            demo=demo,
-            created_at=utc_now(),
-        )
-        record = NodeRecord(
-            name=name,
-            topology=definition.topology,
-            topology_kind=kind,
-            kubelet_config=kubelet_config,
-            release=release,
-            demo=demo,
-            created_at=definition.created_at,
-        )
+        definition = NodeDefinition(name, topology.strip(), kind, kubelet_config, release, demo)
+        record = record_of(definition)
         self._refresh()
         with self._lock:
             if name in self._nodes:
@@ -174,8 +120,6 @@ class NodeService(NodeRegistry, NodeRestarts):
         return definition
 
     def delete(self, name: str) -> None:
-        if self._observed(name) is not None:
-            raise ReadOnlyNodeError(name, "delete it")
         self._refresh()
         with self._lock:
             live = self._live(name)
@@ -190,10 +134,6 @@ class NodeService(NodeRegistry, NodeRestarts):
     # -- pods ------------------------------------------------------------------------------
     def admit(self, name: str, manifest: str, *, dry_run: bool = False) -> AdmissionBatch:
         """Admit (or with ``dry_run`` only judge) every pod of ``manifest`` in order."""
-        if (obs := self._observed(name)) is not None:
-            if dry_run:  # judged on a scratch copy of its recorded state (the fleet's fit)
-                return obs.dry_run(manifest)
-            raise ReadOnlyNodeError(name, "admit pods on it")
         self._refresh()
         with self._lock:
             live = self._live(name)
@@ -201,11 +141,7 @@ class NodeService(NodeRegistry, NodeRestarts):
             check_hint_budget(live, pods, self.hint_budget)
             action = "the dry run" if dry_run else "the admission"
             with self._change(live, action) as tx:
-                check_conflicts(live, pods)
-                if dry_run:
-                    results = dry_run_results(live, pods, self.clock)
-                else:
-                    results = [live.node.admit(p) for p in pods]
+                results = judge(live.node, pods, commit=not dry_run)
                 batch = str(uuid.uuid4())
                 records = log_records(live, batch, pods, results, dry_run)
                 tx.add(records)
@@ -221,8 +157,6 @@ class NodeService(NodeRegistry, NodeRestarts):
 
     def remove_pod(self, name: str, namespace: str, pod_name: str) -> AdmissionLogEntry:
         """Remove a pod from the node (all its containers); its CPUs and memory go back."""
-        if self._observed(name) is not None:
-            raise ReadOnlyNodeError(name, "remove its pods")
         self._refresh()
         with self._lock:
             live = self._live(name)

@@ -1,8 +1,8 @@
 """The observed node of the dashboard: ``NodeObserver`` re-observes the real node Numascope runs
-on (``app.services.observation.observe_node``) on request when its last observation is older
-than ``ttl`` (2 s), caches its views (``app.services.observed_views``) and answers what the
-pages, the API and the metrics ask of it; the node service lists it beside its simulated nodes
-(``NodeService.attach_observer``). Nothing is ever written.
+on (``app.services.observe.observation.observe_node``) on request when its last observation is
+older than ``ttl`` (2 s), caches its views (``app.services.observe.views``) and answers what the
+pages, the API and the metrics ask of it; the catalog serves it as a node like the others
+(``app.services.nodes.observed.ObservedSource``). Nothing is ever written.
 
 Each error of an observation is reported to ``on_error`` (which the app counts in
 ``numascope_source_errors_total{source}``). Its PodResources routes answer what the kubelet
@@ -28,12 +28,10 @@ from app.domain.observed import (
     SourceStatus,
 )
 from app.domain.podresources import GetPodResourcesResponse
-from app.services.node_errors import NodeServiceError, UnknownPodError
-from app.services.node_inputs import AdmissionBatch
 from app.services.node_views import NodeDetail, NodeSummary, NodeView, NodeViews, PodView
-from app.services.observation import node_name_of, observe_node
-from app.services.observed_dryrun import dry_run_observed
-from app.services.observed_views import ObservedViews, build_views
+from app.services.nodes.errors import NodeServiceError, UnknownPodError
+from app.services.observe.observation import node_name_of, observe_node
+from app.services.observe.views import ObservedViews, build_views
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -175,10 +173,6 @@ class NodeObserver:
         pod = observed.podresources_pod(namespace, name)
         podresources = message_to_dict(GetPodResourcesResponse(pod)) if pod is not None else {}
         return views.pod_view(summary, row, podresources)
-
-    def dry_run(self, manifest: str) -> AdmissionBatch:
-        """Judge pods on a scratch copy of this node (``app.services.observed_dryrun``)."""
-        return dry_run_observed(self, manifest)
 
     def _podresources(self) -> ObservedNode:
         observed = self.current()

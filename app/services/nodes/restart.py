@@ -25,7 +25,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.adapters.db import node_repo
 from app.adapters.db.tables import ACTION_REMOVE, ACTION_RESTART, AdmissionRecord, utc_now
@@ -42,10 +42,13 @@ from app.domain.restart import (
     config_for_release,
     restart_for,
 )
-from app.services.node_errors import NodeInputError, NodeUnavailableError, ReadOnlyNodeError
-from app.services.node_inputs import parse_config, pod_memory_requests
-from app.services.node_store import Live, NodeStore
 from app.services.node_views import NodeMapView, NodeViews, node_topology_view
+from app.services.nodes.errors import NodeInputError, NodeUnavailableError
+from app.services.nodes.inputs import parse_config, pod_memory_requests
+from app.services.nodes.store import Live, NodeStore
+
+if TYPE_CHECKING:
+    from app.services.observe.observer import NodeObserver
 
 #: The first release that knows the PodLevelResourceManagers gate.
 _GATE_SINCE = releases.GATE_SINCE
@@ -145,7 +148,7 @@ OBSERVED_NOTE = (
 
 
 class NodeRestarts(ABC):
-    """The restart use case of ``NodeService`` (``app.services.node_registry`` provides the registry)."""
+    """The restart use case of ``NodeService`` (``app.services.nodes.registry`` provides the registry)."""
 
     store: NodeStore
     _lock: Any
@@ -156,8 +159,6 @@ class NodeRestarts(ABC):
     def _live(self, name: str) -> Live: ...
     @abstractmethod
     def _views(self, live: Live) -> NodeViews: ...
-    @abstractmethod
-    def _observed(self, name: str) -> Any: ...
     @abstractmethod
     def _change(
         self, live: Live, action: str
@@ -172,14 +173,8 @@ class NodeRestarts(ABC):
         pod_level_resource_managers: bool | None = None,
     ) -> Rehearsal:
         """Restart node ``name`` under ``release`` (see the module docstring). Raises
-        ``NodeInputError`` (422) for a release or configuration the kubelet would refuse,
-        ``ReadOnlyNodeError`` (409) for applying on an observed node."""
+        ``NodeInputError`` (422) for a release or configuration the kubelet would refuse."""
         gate = pod_level_resource_managers
-        observed = self._observed(name)
-        if observed is not None:
-            if not dry_run:
-                raise ReadOnlyNodeError(name, "restart its kubelet (rehearse with dryRun=true)")
-            return self._rehearse_observed(observed, release, gate)
         self._refresh()
         with self._lock:
             live = self._live(name)
@@ -287,30 +282,33 @@ class NodeRestarts(ABC):
         with _swapped(live, result.node, config, text):
             self.store.commit(live, tx)
 
-    def _rehearse_observed(self, observed: Any, release: str, gate: bool | None) -> Rehearsal:
-        _check_release(release)
-        views: NodeViews = observed.views()
-        snapshot = views.snapshot
-        base = snapshot.config.to_dict()
-        if gate is None:
-            gate = snapshot.config.gate(GATE)
-        target = config_with_gate(base, release, gate)
-        files, state_dir = observed.state_file_copies()
-        try:
-            result = restart_for(
-                target,
-                snapshot.topology,
-                files,
-                None,
-                state_dir=state_dir,
-                name=observed.name,
-                previous_release=snapshot.config.release,
-            )
-        except KubeletConfigError as err:
-            raise NodeInputError(f"kubeletConfig.{err.field}: {err.message}", err.field) from None
-        return Rehearsal(
-            observed.name, result, True, False, views.map, None, observed=True, note=OBSERVED_NOTE
+
+def rehearse_observed(observed: NodeObserver, release: str, gate: bool | None) -> Rehearsal:
+    """The rehearsal of the observed node: its kubelet's files on a copy, in memory (see
+    the module docstring)."""
+    _check_release(release)
+    views: NodeViews = observed.views()
+    snapshot = views.snapshot
+    base = snapshot.config.to_dict()
+    if gate is None:
+        gate = snapshot.config.gate(GATE)
+    target = config_with_gate(base, release, gate)
+    files, state_dir = observed.state_file_copies()
+    try:
+        result = restart_for(
+            target,
+            snapshot.topology,
+            files,
+            None,
+            state_dir=state_dir,
+            name=observed.name,
+            previous_release=snapshot.config.release,
         )
+    except KubeletConfigError as err:
+        raise NodeInputError(f"kubeletConfig.{err.field}: {err.message}", err.field) from None
+    return Rehearsal(
+        observed.name, result, True, False, views.map, None, observed=True, note=OBSERVED_NOTE
+    )
 
 
 def restart_row(live: Live, batch: str, config: KubeletConfig, text: str) -> AdmissionRecord:

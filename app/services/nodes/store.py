@@ -52,8 +52,8 @@ from app.domain.pod_manifest import pod_from_manifest
 from app.domain.topology import CPUTopology
 from app.domain.topology_record import topology_to_record
 from app.services import simulation
-from app.services.node_inputs import NodeDefinition, build_engine_node
 from app.services.node_views import NodeViews
+from app.services.nodes.inputs import NodeDefinition, build_engine_node
 
 log = logging.getLogger(__name__)
 
@@ -207,16 +207,7 @@ class NodeStore:
         lock = contextlib.nullcontext() if locked else statefiles.StateDirLock(directory)
         with lock:
             version = node_repo.node_version(self.engine, live.record_id) or 0
-            notes: list[str] = []
-            try:
-                done = statejournal.recover(directory, version)
-                if done:
-                    notes.append(done)
-                removed = statejournal.clean_temp_files(directory)
-                if removed:
-                    log.info("node %s: removed %d temporary file(s)", live.definition.name, removed)
-            except statefiles.StateFileError as err:
-                notes.append(f"the state directory could not be recovered: {err}")
+            notes = _recover(directory, version, live.definition.name)
             present = [n for n in _list_files(directory) if n in STATE_FILES]
             fresh = build_engine_node(live.definition.name, live.topology, live.config, self.clock)
             live.node = fresh
@@ -229,24 +220,29 @@ class NodeStore:
                     notes.append("there were no state files; the node was rebuilt from its log")
                 self._write_rebuilt(live, directory, version, notes)
             else:
-                try:
-                    simulation.restore_from_dir(fresh, directory)
-                    live.files = self.files_of(live)
-                    notes += self._differences(live)
-                except simulation.SimulationInputError as err:
-                    live.node = build_engine_node(
-                        live.definition.name, live.topology, live.config, self.clock
-                    )
-                    live.broken = (
-                        f"the state files could not be restored ({err}); changes are refused "
-                        "until the node is deleted (nothing was moved)"
-                    )
-                    notes.append(live.broken)
+                notes += self._restore(live, directory)
             live.version = version
             live.rejected = node_repo.rejected_count(self.engine, live.record_id)
             live.load_error = "; ".join(notes) or None
             if notes:
                 log.warning("simulated node %s: %s", live.definition.name, live.load_error)
+
+    def _restore(self, live: Live, directory: Path) -> list[str]:
+        """Restore ``live``'s fresh engine from its state files; what differs from the log (or
+        why the node is now refused changes)."""
+        try:
+            simulation.restore_from_dir(live.node, directory)
+            live.files = self.files_of(live)
+            return self._differences(live)
+        except simulation.SimulationInputError as err:
+            live.node = build_engine_node(
+                live.definition.name, live.topology, live.config, self.clock
+            )
+            live.broken = (
+                f"the state files could not be restored ({err}); changes are refused "
+                "until the node is deleted (nothing was moved)"
+            )
+            return [live.broken]
 
     def _write_rebuilt(self, live: Live, directory: Path, version: int, notes: list[str]) -> None:
         files = self.files_of(live)
@@ -336,3 +332,19 @@ def _list_files(directory: Path) -> list[str]:
         return statefiles.list_files(directory)
     except statefiles.StateFileError:
         return []
+
+
+def _recover(directory: Path, version: int, name: str) -> list[str]:
+    """Finish or roll back an interrupted commit of the node's directory (its journal) and
+    remove temporary files; what was done, or why it could not be."""
+    notes: list[str] = []
+    try:
+        done = statejournal.recover(directory, version)
+        if done:
+            notes.append(done)
+        removed = statejournal.clean_temp_files(directory)
+        if removed:
+            log.info("node %s: removed %d temporary file(s)", name, removed)
+    except statefiles.StateFileError as err:
+        notes.append(f"the state directory could not be recovered: {err}")
+    return notes

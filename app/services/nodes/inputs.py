@@ -21,8 +21,8 @@ from app.domain.pod import Pod, PodManifestError, is_hugepage_resource_name
 from app.domain.presets import get_preset
 from app.domain.topology import CPUTopology, TopologyError
 from app.domain.topology_spec import parse_topology_spec
-from app.services.node_errors import NodeInputError
 from app.services.node_views import AdmissionLogEntry, pod_url
+from app.services.nodes.errors import NodeInputError
 
 MAX_MANIFEST_BYTES = 1024 * 1024
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -200,13 +200,14 @@ def at(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
 
 
+#: The fields a definition and its database row share (besides ``created_at``).
+_DEFINED = ("name", "topology", "topology_kind", "kubelet_config", "release", "demo")
+
+
 def definition_of(r: NodeRecord) -> NodeDefinition:
-    return NodeDefinition(
-        name=r.name,
-        topology=r.topology,
-        topology_kind=r.topology_kind,
-        kubelet_config=r.kubelet_config,
-        release=r.release,
-        demo=r.demo,
-        created_at=as_utc(r.created_at),
-    )
+    return NodeDefinition(**{f: getattr(r, f) for f in _DEFINED}, created_at=as_utc(r.created_at))
+
+
+def record_of(d: NodeDefinition) -> NodeRecord:
+    """The database row of a new node's definition (``definition_of`` read back)."""
+    return NodeRecord(**{f: getattr(d, f) for f in _DEFINED}, created_at=d.created_at)

@@ -2,9 +2,9 @@
 from the same ``NodeViews`` code as a simulated node's, labelled ``observed``, with the
 sources, checkpoint files, stale entries and notes attached (``observation_view``).
 
-``build_views`` turns an ``ObservedNode`` (``app.services.observation``) into an
+``build_views`` turns an ``ObservedNode`` (``app.services.observe.observation``) into an
 ``ObservedViews``: the views and the node list's summary, or, when nothing usable was read
-(no topology), only a summary that says why. ``app.services.observer`` caches one per
+(no topology), only a summary that says why. ``app.services.observe.observer`` caches one per
 observation.
 """
 

@@ -1,7 +1,7 @@
 """The registry of a process's simulated nodes: the live ``Node`` engines it holds, kept in step
 with the database, and the write transaction every change runs in. ``NodeRegistry`` is the
 base of ``app.services.nodes.NodeService`` (which adds the changes: create, delete, admit,
-remove); the reads are ``app.services.node_reads``, restarts ``app.services.node_restart``.
+remove); the reads are ``app.services.nodes.reads``, restarts ``app.services.nodes.restart``.
 
 **Many workers.** Every call first compares the versions in the database with the engines it
 holds (one small query, ``_refresh``): nodes created, deleted or changed through another worker
@@ -15,9 +15,9 @@ first. If anything fails inside it the engine is put back to the last committed 
 error is mapped to ``StorageFullError`` (507), ``NodeUnavailableError`` (503) or
 ``DatabaseRefusedError`` (422), each naming the cause.
 
-The node this process runs on can be listed too (``attach_observer``, any ``ObservedNode``):
-the registry knows only that protocol, never the observer's module; listeners hear of nodes
-``created`` and ``deleted`` here or through another worker.
+Only simulated nodes live here; the catalog (``app.services.nodes.catalog``) lists them beside
+the observed node and the others. Listeners hear of nodes ``created`` and ``deleted`` here or
+through another worker.
 """
 
 from __future__ import annotations
@@ -35,14 +35,13 @@ from app.adapters import statefiles
 from app.adapters.db import node_repo, outage
 from app.adapters.db.tables import NodeRecord
 from app.adapters.podresources_cache import PodResourcesCache
-from app.services.node_errors import (
+from app.services.nodes.errors import (
     NodeServiceError,
     NodeUnavailableError,
-    ReadOnlyNodeError,
     UnknownNodeError,
     write_failure,
 )
-from app.services.node_inputs import (
+from app.services.nodes.inputs import (
     NodeDefinition,
     build_engine_node,
     definition_of,
@@ -50,9 +49,8 @@ from app.services.node_inputs import (
     parse_config,
     resolve_topology,
 )
-from app.services.node_reads import NodeReads
-from app.services.node_store import Live, NodeStore
-from app.services.observed_protocol import ObservedNode
+from app.services.nodes.reads import NodeReads
+from app.services.nodes.store import Live, NodeStore
 from app.services.simulation import state_files_of
 
 log = logging.getLogger(__name__)
@@ -80,26 +78,12 @@ class NodeRegistry(NodeReads):
         self._podresources = PodResourcesCache(maxsize=4096)
         self._log_memo = {}
         self.started = False
-        self._observer: ObservedNode | None = None
         self._listeners: list[Callable[[str, str], None]] = []
+        #: Whether a node of another kind has this name (set by the catalog): no simulated
+        #: node may be created under it.
+        self.taken: Callable[[str], bool] = lambda name: False
 
-    # -- the observed node and listeners ---------------------------------------------------
-    def attach_observer(self, observer: ObservedNode) -> None:
-        """List ``observer``'s node beside the simulated ones (its name wins over a simulated
-        node of the same name, which is then only reachable after renaming the observed one)."""
-        with self._lock:
-            if observer.name in self._nodes:
-                log.warning(
-                    "the observed node %s has the name of a simulated node; the observed one "
-                    "is shown",
-                    observer.name,
-                )
-            self._observer = observer
-
-    @property
-    def observer(self) -> ObservedNode | None:
-        return self._observer
-
+    # -- listeners ---------------------------------------------------
     def add_listener(self, listener: Callable[[str, str], None]) -> None:
         """Call ``listener(event, name)`` after a simulated node is ``created`` or
         ``deleted`` (here or through another worker; outside the registry lock)."""
@@ -117,14 +101,6 @@ class NodeRegistry(NodeReads):
     def __len__(self) -> int:
         return len(self._nodes)
 
-    def names(self) -> list[str]:
-        """Every node: the observed one (if any) first, then the simulated ones."""
-        simulated = self.simulated_names()
-        obs = self._observer
-        if obs is None:
-            return simulated
-        return [obs.name, *(n for n in simulated if n != obs.name)]
-
     def simulated_names(self) -> list[str]:
         self._refresh()
         with self._lock:
@@ -136,16 +112,12 @@ class NodeRegistry(NodeReads):
     def state_files(self, name: str) -> dict[str, str]:
         """A simulated node's state directory as its kubelet would write it now (file name ->
         text: ``cpu_manager_state``, ``memory_manager_state``, ``pods.json``)."""
-        if self._observed(name) is not None:
-            raise ReadOnlyNodeError(name, "render state files for it (download the kubelet's)")
         live = self._fresh(name)
         with self._lock:
             return state_files_of(live.node)
 
     def log_node_id(self, name: str) -> int:
         """The database id of a simulated node (``node_id`` of its admission log rows)."""
-        if self._observed(name) is not None:
-            raise UnknownNodeError(name, self.simulated_names())
         return self._fresh(name).record_id
 
     def node_dir(self, name: str) -> Path | None:

@@ -7,8 +7,10 @@ Guaranteed pods, Burstable pods and pod-level "bubble" pods, admitted one by one
 engine, so some are rejected exactly as that kubelet would).
 
 Each node is a ``Node`` engine held in memory (no database, no state files: they are the hub's
-demo, not anyone's nodes) with the same summary, dry run and upgrade check as an agent's node:
-``app.services.hub`` treats them as nodes of a built-in agent.
+demo, not anyone's nodes) and a ``NodeSource`` like any other node (``app.services.nodes.source``):
+its page, JSON, pods, PodResources, dry run (the one judge), upgrade verdict and restart
+rehearsal are served through the catalog; ``app.services.hub`` treats them as nodes of a
+built-in agent.
 """
 
 from __future__ import annotations
@@ -22,26 +24,40 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from app.adapters.podresources_cache import get_pod_json, list_response_json
+from app.adapters.podresources_json import allocatable_json
 from app.contracts.summary import NodeSummaryV1
 from app.domain import releases
-from app.domain.kubelet_config import RELEASES, KubeletConfig
+from app.domain.kubelet_config import RELEASES, KubeletConfig, KubeletConfigError
 from app.domain.node import Node
 from app.domain.node_state_files import render_state_files
 from app.domain.pod import Pod
+from app.domain.podresources import PodNotFoundError
 from app.domain.presets import get_preset
+from app.domain.restart import restart_for
+from app.services import node_views
 from app.services.agent_summary import SummaryCache, build_summary
 from app.services.demo import bubble_pod, classic_pod
-from app.services.node_views import NodeViews, node_topology_view
-from app.services.nodes import (
-    AdmissionBatch,
+from app.services.encoded_json import EncodedJSON
+from app.services.node_views import node_topology_view
+from app.services.nodes.errors import (
     NodeInputError,
     NodeServiceError,
     PodConflictError,
+    UnknownPodError,
+)
+from app.services.nodes.inputs import (
+    AdmissionBatch,
     build_engine_node,
     parse_config,
     parse_manifests,
+    pod_memory_requests,
 )
-from app.services.upgrade import NodeFiles, check_files
+from app.services.nodes.judge import judge
+from app.services.nodes.restart import Rehearsal, restart_config
+from app.services.simulation import state_files_of
+from app.services.upgrade import NodeFiles, UpgradeInputError, check_files
+from app.services.watch import SOURCE_FLEET, LastDigest
 
 SEED = 20260501
 PRESETS = (
@@ -100,7 +116,10 @@ KINDS = ("pod-scope", "pod-scope", "restricted", "best-effort", "none")
 
 
 class SimulatedNode:
-    """One node of the demo fleet: its engine, definition and cached summary."""
+    """One node of the demo fleet as a ``NodeSource`` (read-only): its engine, definition and
+    views, built once (the fleet never changes); dry runs go through the one judge, the upgrade
+    verdict is the inspector's on the state files its engine writes (cached per release and
+    gate), the rehearsal restarts a copy of it."""
 
     def __init__(
         self, name: str, preset: str, config_text: str, release: str, engine: Node, rejected: int
@@ -114,41 +133,95 @@ class SimulatedNode:
         self.created_at = datetime.now(UTC)
         self.lock = threading.Lock()
         self._upgrades: dict[tuple[str, bool | None], dict[str, Any]] = {}
-        self.views = NodeViews(
+        self._views = self._views_of(engine, config_text)
+        self._digest = LastDigest()
+
+    def _views_of(self, engine: Node, config_text: str) -> node_views.NodeViews:
+        return node_views.NodeViews(
             engine.snapshot(),
-            node=name,
-            topology=node_topology_view(engine.topology, preset, "preset"),
+            node=self.name,
+            topology=node_topology_view(engine.topology, self.preset, "preset"),
             created_at=self.created_at,
             kubelet_config_text=config_text,
             demo=True,
-            pod_memory_requests={},
+            pod_memory_requests={uid: pod_memory_requests(p) for uid, p in engine.pods.items()},
         )
 
-    def summary(self, cache: SummaryCache) -> NodeSummaryV1:
-        summary = self.views.summary(rejected=self.rejected, load_error=None)
-        return cache.versioned(build_summary(summary, self.views))
+    # -- views ---------------------------------------------------------------------------------
+    def views(self) -> node_views.NodeViews:
+        return self._views
 
-    def dry_run(self, manifest: str, pods: Sequence[Pod] | None = None) -> dict[str, Any]:
-        """What an agent's ``POST /api/v1/nodes/{node}/pods?dryRun=true`` answers (``pods``:
-        the manifest already parsed under this node's PodLevelResources gate)."""
+    def summary(self) -> node_views.NodeSummary:
+        return self._views.summary(rejected=self.rejected, load_error=None)
+
+    def agent_summary(self, cache: SummaryCache) -> NodeSummaryV1:
+        """The node's summary as its agent would publish it (``numascope.summary/v1``)."""
+        return cache.versioned(build_summary(self.summary(), self._views))
+
+    def node_view(self, *, batch: str | None = None) -> node_views.NodeView:
+        return self._views.node_view(self.summary())
+
+    def node_view_json(self, *, batch: str | None = None) -> EncodedJSON:
+        return self._views.encoded.get(("node",), self.node_view)
+
+    def node_detail(self) -> node_views.NodeDetail:
+        return node_views.NodeDetail.of(self.node_view())
+
+    def node_detail_json(self) -> EncodedJSON:
+        return self._views.encoded.get(("detail",), self.node_detail)
+
+    def pod_view(self, namespace: str, name: str) -> node_views.PodView:
+        row = self._views.pod_row(namespace, name)
+        if row is None:
+            raise UnknownPodError(self.name, namespace, name)
+        podresources = get_pod_json(self._views.snapshot, namespace, name)
+        return self._views.pod_view(self.summary(), row, podresources)
+
+    def pod_view_json(self, namespace: str, name: str) -> EncodedJSON:
+        return self._views.encoded.get(
+            ("pod", namespace, name), lambda: self.pod_view(namespace, name)
+        )
+
+    def admissions(
+        self, *, limit: int = 100, batch: str | None = None
+    ) -> list[node_views.AdmissionLogEntry]:
+        return []  # built in memory: the fleet keeps no log
+
+    def state_files(self) -> dict[str, str]:
+        with self.lock:
+            return state_files_of(self.engine)
+
+    def watch_token(self) -> tuple[str, str]:
+        return SOURCE_FLEET, f"f-{self._digest.of(self._views, self.node_view)}"
+
+    # -- PodResources ------------------------------------------------------------------------
+    def podresources_list_json(self) -> EncodedJSON:
+        snapshot = self._views.snapshot
+        return self._views.encoded.get(("podresources",), lambda: list_response_json(snapshot))
+
+    def podresources_get_json(self, namespace: str, name: str) -> EncodedJSON:
+        snapshot = self._views.snapshot
+        try:
+            return self._views.encoded.get(
+                ("podresources", namespace, name),
+                lambda: get_pod_json(snapshot, namespace, name),
+            )
+        except PodNotFoundError:
+            raise UnknownPodError(self.name, namespace, name) from None
+
+    def allocatable_json(self) -> EncodedJSON:
+        snapshot = self._views.snapshot
+        return self._views.encoded.get(("allocatable",), lambda: allocatable_json(snapshot))
+
+    # -- questions -------------------------------------------------------------------------------
+    def dry_run(self, manifest: str, pods: Sequence[Pod] | None = None) -> AdmissionBatch:
+        """Judge the pods of ``manifest`` (``pods``: already parsed under this node's
+        PodLevelResources gate) on this node, keeping nothing."""
         if pods is None:
             pods = parse_manifests(manifest, self.engine.config)
         with self.lock:
-            for p in pods:
-                if p.uid in self.engine.pods or self.engine.find_pod(p.key) is not None:
-                    raise PodConflictError(
-                        f"pod {p.key} is already on node {self.name}", "metadata.name"
-                    )
-            if len(pods) == 1:
-                results = [self.engine.dry_run(pods[0])]
-            else:  # several pods: in order, on a scratch copy
-                scratch = build_engine_node(
-                    self.name, self.engine.topology, self.engine.config, time.time
-                )
-                for p in self.engine.pods.values():
-                    scratch.admit(p)
-                results = [scratch.admit(p) for p in pods]
-        return AdmissionBatch(self.name, str(uuid.uuid4()), True, tuple(results), ()).to_dict()
+            results = judge(self.engine, pods)
+        return AdmissionBatch(self.name, str(uuid.uuid4()), True, tuple(results), ())
 
     def node_files(self) -> NodeFiles:
         """What its kubelet's start-up is judged on (the upgrade verdict, as for any node)."""
@@ -166,9 +239,34 @@ class SimulatedNode:
         with self.lock:
             cached = self._upgrades.get(key)
             if cached is None:
-                cached = check_files(self.node_files(), release, gate)
+                try:
+                    cached = check_files(self.node_files(), release, gate)
+                except UpgradeInputError as exc:
+                    raise NodeInputError(exc.message, exc.field) from None
                 self._upgrades[key] = cached
         return cached
+
+    def rehearse(self, release: str, gate: bool | None) -> Rehearsal:
+        """A kubelet of ``release`` restarting on this node's state files and pods (a copy:
+        the node keeps its release)."""
+        target, text = restart_config(self.config_text, self.release, release, gate)
+        with self.lock:
+            files = render_state_files(self.engine)
+            pods = [(p, self.engine.admitted_at.get(u, 0.0)) for u, p in self.engine.pods.items()]
+        try:
+            result = restart_for(
+                target,
+                self.engine.topology,
+                files,
+                pods,
+                name=self.name,
+                previous_release=self.release,
+                clock=self.engine.clock,
+            )
+        except KubeletConfigError as err:
+            raise NodeInputError(f"kubeletConfig.{err.field}: {err.message}", err.field) from None
+        after = None if result.node is None else self._views_of(result.node, text).map
+        return Rehearsal(self.name, result, True, False, self._views.map, after)
 
 
 def _workload(rng: random.Random, pod_level: bool, cpus: int) -> list[str]:
@@ -295,7 +393,7 @@ class DemoFleet:
             try:
                 if isinstance(pods, NodeServiceError):
                     raise pods
-                doc = node.dry_run(manifest, pods)
+                doc = node.dry_run(manifest, pods).to_dict()
             except NodeServiceError as exc:
                 doc = {"error": {"reason": error_reason(exc), "message": exc.message}}
             out.append((node.name, doc))

@@ -17,7 +17,7 @@ An observation reads, in this order and each at most once:
 ``app.domain.observed.build_observed_node`` merges the answers into a ``NodeSnapshot``
 (``simulated=False``). A source that fails does not stop the others: its error is kept on its
 ``SourceStatus`` and the rest is shown. Nothing is ever written. Re-observing on request and
-the pages built from an observation are ``app.services.observer``.
+the pages built from an observation are ``app.services.observe.observer``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """The read side of the simulated-node service: the cached views of each node (pages, JSON
 twins, summaries), its admission log, PodResources JSON and Prometheus samples.
 
-``NodeReads`` is the base of ``app.services.node_registry.NodeRegistry`` (and so of
+``NodeReads`` is the base of ``app.services.nodes.registry.NodeRegistry`` (and so of
 ``app.services.nodes.NodeService``); every read first catches up with the database
 (``_refresh``, nodes changed through another worker) and then answers from the node's
-``NodeViews``, rebuilt only when the node's version changed. An observed node is read through
-its protocol (``app.services.observed_protocol.ObservedNode``).
+``NodeViews``, rebuilt only when the node's version changed. Only simulated nodes are read here;
+the catalog (``app.services.nodes.catalog``) lists them beside nodes of other kinds.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from sqlalchemy import Engine
@@ -24,18 +24,12 @@ from app.adapters.db.change_probe import probe_for
 from app.adapters.db.tables import ACTION_REMOVE, AdmissionRecord, as_utc
 from app.adapters.podresources_cache import PodResourcesCache
 from app.adapters.podresources_json import allocatable_json
-from app.domain.kubelet_config import RELEASES
 from app.domain.podresources import PodNotFoundError
-from app.domain.presets import preset_names
 from app.domain.snapshot import NodeSnapshot
-from app.services.encoded_json import EncodedJSON, encode
-from app.services.node_errors import UnknownNodeError, UnknownPodError
-from app.services.node_inputs import pod_memory_requests
-from app.services.node_store import Live
+from app.services.encoded_json import EncodedJSON
 from app.services.node_views import (
     AdmissionLogEntry,
     NodeDetail,
-    NodeIndexView,
     NodeSummary,
     NodeView,
     NodeViews,
@@ -45,7 +39,9 @@ from app.services.node_views import (
     node_topology_view,
     pod_url,
 )
-from app.services.observed_protocol import ObservedNode
+from app.services.nodes.errors import UnknownNodeError, UnknownPodError
+from app.services.nodes.inputs import pod_memory_requests
+from app.services.nodes.store import Live
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +55,9 @@ class NodeReads(ABC):
     engine: Engine
     _lock: threading.RLock
     _nodes: dict[str, Live]
-    _observer: ObservedNode | None
     _podresources: PodResourcesCache
     _log_memo: dict[tuple[Any, ...], tuple[int, list[AdmissionLogEntry]]]
+    taken: Callable[[str], bool]
     started: bool
 
     @abstractmethod
@@ -81,10 +77,6 @@ class NodeReads(ABC):
         through any worker (``app.services.watch``)."""
         live = self._fresh(name)
         return f"{live.record_id}-{live.version}"
-
-    def _observed(self, name: str) -> ObservedNode | None:
-        obs = self._observer
-        return obs if obs is not None and obs.name == name else None
 
     # -- log -------------------------------------------------------------------------------
     def _log_entry(self, live: Live, r: AdmissionRecord) -> AdmissionLogEntry:
@@ -117,8 +109,6 @@ class NodeReads(ABC):
     ) -> list[AdmissionLogEntry]:
         """The node's log, newest first (or one submission's entries, in order, from
         ``offset``); ``dry_runs=False`` leaves dry runs out (the page's Recent admissions)."""
-        if self._observed(name) is not None:
-            return []  # nothing is ever admitted on an observed node
         live = self._fresh(name)
         # Pages and JSON twins ask for the same entries on every request: while the
         # database's change counter stays put (no commit by anyone) they are the last answer.
@@ -160,8 +150,6 @@ class NodeReads(ABC):
         return live.views
 
     def views(self, name: str) -> NodeViews:
-        if (obs := self._observed(name)) is not None:
-            return obs.views()
         live = self._fresh(name)
         with self._lock:
             return self._views(live)
@@ -173,27 +161,18 @@ class NodeReads(ABC):
         return self._views(live).summary(rejected=live.rejected, load_error=live.load_error)
 
     def summary(self, name: str) -> NodeSummary:
-        if (obs := self._observed(name)) is not None:
-            return obs.summary()
         live = self._fresh(name)
         with self._lock:
             return self._summary(live)
 
-    def index(self) -> NodeIndexView:
-        obs = self._observer
-        observed = [obs.summary()] if obs is not None else []
+    def summaries(self, *, hidden: Collection[str] = ()) -> list[NodeSummary]:
+        """Every simulated node's summary by name, but those named in ``hidden`` (a node of
+        another kind has their name: ``app.services.nodes.catalog``)."""
         self._refresh()
         with self._lock:
-            summaries = observed + [
-                self._summary(self._nodes[n])
-                for n in sorted(self._nodes)
-                if obs is None or n != obs.name
-            ]
-        return NodeIndexView(nodes=summaries, presets=preset_names(), releases=list(RELEASES))
+            return [self._summary(self._nodes[n]) for n in sorted(self._nodes) if n not in hidden]
 
     def node_view(self, name: str, *, batch: str | None = None, log_limit: int = 20) -> NodeView:
-        if (obs := self._observed(name)) is not None:
-            return obs.node_view()
         live = self._fresh(name)
         with self._lock:
             views = self._views(live)
@@ -206,8 +185,6 @@ class NodeReads(ABC):
         return view.model_copy(update=update)
 
     def node_detail(self, name: str) -> NodeDetail:
-        if (obs := self._observed(name)) is not None:
-            return obs.node_detail()
         live = self._fresh(name)
         with self._lock:
             views = self._views(live)
@@ -215,8 +192,6 @@ class NodeReads(ABC):
         return NodeDetail.of(views.node_view(summary))
 
     def pod_view(self, name: str, namespace: str, pod_name: str) -> PodView:
-        if (obs := self._observed(name)) is not None:
-            return obs.pod_view(namespace, pod_name)
         return self._pod_view(*self._pod_parts(name, namespace, pod_name))
 
     def _pod_parts(
@@ -255,10 +230,8 @@ class NodeReads(ABC):
         take the thread pool only when it answers ``None``. The version query is its one
         blocking call: on SQLite a local read of microseconds; on PostgreSQL a network round
         trip, which must not hold the loop, so there it always answers ``None``."""
-        if not self.started or self.engine.dialect.name != "sqlite":
-            return None
-        if self._observed(name) is not None:
-            return None
+        if not self.started or self.engine.dialect.name != "sqlite" or self.taken(name):
+            return None  # (a node of another kind with this name is the catalog's answer)
         try:
             current = node_repo.versions(self.engine)
         except SQLAlchemyError:
@@ -279,8 +252,6 @@ class NodeReads(ABC):
             return live.views.encoded.peek(full)
 
     def node_view_json(self, name: str, *, batch: str | None = None) -> EncodedJSON:
-        if (obs := self._observed(name)) is not None:
-            return obs.views().encoded.get(("node",), obs.node_view)
         live = self._fresh(name)
         with self._lock:
             views = self._views(live)
@@ -296,8 +267,6 @@ class NodeReads(ABC):
         return views.encoded.get(key, build)
 
     def node_detail_json(self, name: str) -> EncodedJSON:
-        if (obs := self._observed(name)) is not None:
-            return obs.views().encoded.get(("detail",), obs.node_detail)
         live = self._fresh(name)
         with self._lock:
             views = self._views(live)
@@ -306,29 +275,17 @@ class NodeReads(ABC):
         return views.encoded.get(key, lambda: NodeDetail.of(views.node_view(summary)))
 
     def pod_view_json(self, name: str, namespace: str, pod_name: str) -> EncodedJSON:
-        if (obs := self._observed(name)) is not None:
-            return obs.views().encoded.get(
-                ("pod", namespace, pod_name), lambda: obs.pod_view(namespace, pod_name)
-            )
         views, summary, row, log = self._pod_parts(name, namespace, pod_name)
         key = ("pod", namespace, pod_name, summary.rejected, summary.load_error, _ids(log))
         return views.encoded.get(key, lambda: self._pod_view(views, summary, row, log))
 
-    def index_json(self) -> EncodedJSON:
-        """The nodes index (small: encoded per request, still with its ETag)."""
-        return encode(self.index())
-
     def podresources_list_json(self, name: str) -> EncodedJSON:
-        if (obs := self._observed(name)) is not None:
-            return encode(obs.podresources_list())  # the observer caches the kubelet's answer
         views = self.views(name)
         return views.encoded.get(
             ("podresources",), lambda: self._podresources.list_json(views.snapshot)
         )
 
     def podresources_get_json(self, name: str, namespace: str, pod_name: str) -> EncodedJSON:
-        if (obs := self._observed(name)) is not None:
-            return encode(obs.podresources_get(namespace, pod_name))
         views = self.views(name)
         try:
             return views.encoded.get(
@@ -339,20 +296,14 @@ class NodeReads(ABC):
             raise UnknownPodError(name, namespace, pod_name) from None
 
     def allocatable_json(self, name: str) -> EncodedJSON:
-        if (obs := self._observed(name)) is not None:
-            return encode(obs.allocatable())
         views = self.views(name)
         return views.encoded.get(("allocatable",), lambda: allocatable_json(views.snapshot))
 
     # -- PodResources ----------------------------------------------------------------------
     def podresources_list(self, name: str) -> dict[str, Any]:
-        if (obs := self._observed(name)) is not None:
-            return obs.podresources_list()
         return self._podresources.list_json(self.snapshot(name))
 
     def podresources_get(self, name: str, namespace: str, pod_name: str) -> dict[str, Any]:
-        if (obs := self._observed(name)) is not None:
-            return obs.podresources_get(namespace, pod_name)
         snapshot = self.snapshot(name)
         try:
             return self._podresources.get_json(snapshot, namespace, pod_name)
@@ -360,26 +311,17 @@ class NodeReads(ABC):
             raise UnknownPodError(name, namespace, pod_name) from None
 
     def allocatable(self, name: str) -> dict[str, Any]:
-        if (obs := self._observed(name)) is not None:
-            return obs.allocatable()
         return allocatable_json(self.snapshot(name))
 
     # -- metrics ---------------------------------------------------------------------------
-    def metric_samples(self) -> Iterable[tuple[str, dict[str, str], float]]:
-        """Samples of every node for the Prometheus collector (users.md §5.4)."""
-        obs = self._observer
-        if obs is not None:
-            try:
-                yield from obs.metric_samples()
-            except Exception:  # a failing observation must not break the scrape
-                log.exception("observed node %s: no metrics", obs.name)
+    def metric_samples(
+        self, *, hidden: Collection[str] = ()
+    ) -> Iterable[tuple[str, dict[str, str], float]]:
+        """Samples of every simulated node but those named in ``hidden``, for the Prometheus
+        collector (users.md §5.4)."""
         self._refresh()
         with self._lock:
-            views = [
-                self._views(self._nodes[n])
-                for n in sorted(self._nodes)
-                if obs is None or n != obs.name
-            ]
+            views = [self._views(self._nodes[n]) for n in sorted(self._nodes) if n not in hidden]
         for v in views:
             yield from v.metric_samples()
 
