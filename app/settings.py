@@ -176,7 +176,21 @@ class Settings(BaseSettings):
         le=600,
         description="Deadline of one agent answer, whole (connect, headers and body).",
     )
-    hub_concurrency: int = Field(default=32, ge=1, le=1024, description="Agents polled at once.")
+    hub_concurrency: int = Field(
+        default=32, ge=1, le=1024, description="Agents polled (or watch streams opened) at once."
+    )
+    hub_watch: bool = Field(
+        default=True,
+        description="Follow each agent's watch stream (an agent without one is polled); "
+        "false: poll every agent.",
+    )
+    hub_watch_bookmark: float = Field(
+        default=10.0,
+        ge=0.1,
+        le=300.0,
+        description="Seconds between the bookmarks the hub asks of a watch stream (one silent "
+        "for 3 of them is dropped and reconnected).",
+    )
     hub_max_body_bytes: int = Field(
         default=8 * 1024 * 1024, ge=1024, description="Largest agent answer read (bytes)."
     )

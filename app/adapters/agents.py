@@ -12,11 +12,22 @@ Anything else is an ``AgentError`` whose message says what the agent did (refuse
 connection, timed out, answered 502, answered something that is not JSON, answered a summary
 whose ``nodes[0].numa[0].available`` is not an integer…) and whose ``field`` names the field
 that broke the contract. Nothing here raises anything else for an agent's behaviour.
+
+``watch`` follows an agent's ``GET /api/v1/summary/watch`` stream (its own connection pool,
+unbounded: one long-lived connection per agent, where the pooled requests above share
+``concurrency`` connections). Opening it (connect and headers) holds a slot of the caller's
+semaphore, so a thousand agents reconnecting at once connect a bounded number at a time; each
+event is one line, read whole within ``idle`` seconds (an agent trickling bytes, or silent past
+a few of its bookmark intervals, is cut off) and at most ``max_bytes`` long, and parsed with
+``SummaryWatchEventV1``; a stream that breaks mid-way ends like one the agent closed (the
+reconnect says whether the agent is still there). An agent that has no watch route (404/405: an older agent) raises
+``WatchUnsupportedError``, and the hub polls it instead.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -24,7 +35,7 @@ from urllib.parse import quote
 import httpx
 
 from app.contracts.base import ContractError, parse, parse_json
-from app.contracts.summary import SummaryDocumentV1
+from app.contracts.summary import SummaryDocumentV1, SummaryWatchEventV1
 
 USER_AGENT = "numascope-hub"
 #: A dry run or an upgrade check is work on the agent: its answer may take this many times
@@ -42,6 +53,10 @@ class AgentError(Exception):
         super().__init__(message)
         self.message = message
         self.field = field
+
+
+class WatchUnsupportedError(AgentError):
+    """The agent has no watch route (an older agent): poll it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,9 +106,102 @@ class AgentClient:
             follow_redirects=False,
             trust_env=False,
         )
+        self._streams = httpx.AsyncClient(
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=0),
+            headers={
+                "User-Agent": USER_AGENT,
+                "Accept": "application/x-ndjson",
+                "Accept-Encoding": "identity",
+            },
+            follow_redirects=False,
+            trust_env=False,
+        )
 
     async def aclose(self) -> None:
         await self._client.aclose()
+        await self._streams.aclose()
+
+    async def watch(
+        self,
+        base: str,
+        resource_version: str,
+        *,
+        bookmark: float,
+        idle: float,
+        connects: asyncio.Semaphore,
+    ) -> AsyncIterator[SummaryWatchEventV1]:
+        """The events of the agent's watch stream from ``resource_version`` (see the module
+        docstring); ends when the agent ends the stream."""
+        params = {"resourceVersion": resource_version, "bookmarkSeconds": f"{bookmark:g}"}
+        timeout = httpx.Timeout(self.timeout, read=idle + BACKSTOP)
+        request = self._streams.build_request(
+            "GET", f"{base}/api/v1/summary/watch", params=params, timeout=timeout
+        )
+        try:
+            async with connects:
+                async with asyncio.timeout(self.timeout):
+                    response = await self._streams.send(request, stream=True)
+        except TimeoutError:
+            raise AgentError(
+                f"timed out (no answer within the {self.timeout:g} s deadline)"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise AgentError(_describe(exc)) from None
+        try:
+            if response.status_code in (404, 405):
+                raise WatchUnsupportedError(f"has no watch route (HTTP {response.status_code})")
+            if response.status_code != 200:
+                body = await self._head(response)
+                raise AgentError(f"answered HTTP {response.status_code}: {_error_text(body)}")
+            async for line in self._lines(response, idle):
+                yield _event(line)
+        finally:
+            await response.aclose()
+
+    async def _head(self, response: httpx.Response) -> bytes:
+        """The start of an error answer (for its message), within the deadline."""
+        try:
+            async with asyncio.timeout(self.timeout):
+                async for chunk in response.aiter_raw():
+                    return chunk[:4096]
+        except (TimeoutError, httpx.HTTPError):
+            pass
+        return b""
+
+    async def _lines(self, response: httpx.Response, idle: float) -> AsyncIterator[bytes]:
+        """Whole lines of the stream, each within ``idle`` seconds and ``max_bytes``."""
+        cap = self.max_bytes
+        buffer = b""
+        chunks = aiter(response.aiter_raw())
+        try:
+            while True:
+                try:
+                    async with asyncio.timeout(idle):  # the rest of a line within one deadline
+                        while True:
+                            chunk = await anext(chunks)
+                            buffer += chunk
+                            if b"\n" in chunk:
+                                break
+                            if len(buffer) > cap:
+                                raise AgentError(f"sent a watch event over the {cap}-byte cap")
+                except StopAsyncIteration:
+                    return
+                except TimeoutError:
+                    raise AgentError(
+                        f"timed out (no whole event within {idle:g} s on its watch stream)"
+                    ) from None
+                except httpx.HTTPError:
+                    return  # broken mid-way, as by a killed agent: reconnecting tells
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if len(line) > cap:
+                        raise AgentError(f"sent a watch event over the {cap}-byte cap")
+                    if line.strip():
+                        yield line
+                if len(buffer) > cap:
+                    raise AgentError(f"sent a watch event over the {cap}-byte cap")
+        finally:
+            await response.aclose()
 
     async def _request(
         self,
@@ -227,6 +335,27 @@ def _node_path(node: str, path: str) -> str:
     if path.startswith("/api/v1"):
         return f"api/v1/nodes/{quoted}{path.removeprefix('/api/v1')}"
     return f"nodes/{quoted}{path}"
+
+
+def _event(line: bytes) -> SummaryWatchEventV1:
+    """One line of a watch stream as its contract (an event without the part its type needs
+    breaks the contract too, naming the part)."""
+    try:
+        event = parse(SummaryWatchEventV1, line)
+    except ContractError as exc:
+        if not exc.field:
+            raise AgentError(
+                f"streamed a watch event that is not JSON: {exc.problem}", "event"
+            ) from None
+        raise AgentError(
+            f"streamed a watch event whose {exc.field} breaks the contract: {exc.problem}",
+            exc.field,
+        ) from None
+    if event.type in ("ADDED", "MODIFIED", "DELETED") and event.object is None:
+        raise AgentError(f"streamed a {event.type} event without its object", "object")
+    if event.type == "ERROR" and event.status is None:
+        raise AgentError("streamed an ERROR event without its status", "status")
+    return event
 
 
 def _error_text(body: bytes) -> str:

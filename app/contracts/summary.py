@@ -8,6 +8,13 @@ and size they expect or the answer is refused, naming the field. Bounds: every c
 is a non-negative integer up to ``MAX_INT``; node names are names Kubernetes or a host gives;
 texts, lists and maps are bounded (``MAX_NUMA_NODES``, ``MAX_FINDINGS``, ``MAX_GATES``,
 ``MAX_NODES``).
+
+``SummaryWatchEventV1`` is one line of ``GET /api/v1/summary/watch`` (newline-delimited JSON, as
+the Kubernetes API server's watch streams ``{"type", "object"}`` events): ``ADDED`` /
+``MODIFIED`` / ``DELETED`` carry a node's summary (``DELETED``: its last one), ``BOOKMARK`` only
+the ``resourceVersion`` the stream has reached (``initialEventsEnd`` on the one that closes the
+initial list, as the API server's ``k8s.io/initial-events-end`` annotation does), ``ERROR`` a
+``status`` (``410 Expired``: the version asked for is too old or unknown, list again).
 """
 
 from __future__ import annotations
@@ -136,3 +143,28 @@ class SummaryDocumentV1(Contract):
     format: SummaryFormat
     agent: AgentInfo
     nodes: Annotated[list[NodeSummaryV1], Field(max_length=MAX_NODES)]
+
+
+WatchEventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]
+#: ``<epoch>-<n>``: the agent process's epoch (a new one on each start) and a counter.
+ResourceVersion = Annotated[
+    str, StringConstraints(max_length=64, pattern=r"^([0-9a-f]{1,32}-[0-9]{1,16})?$")
+]
+
+
+class WatchStatus(Contract):
+    """Why a watch stream ended (the ``Status`` of a Kubernetes watch ``ERROR`` event)."""
+
+    code: Annotated[int, Field(ge=100, le=599)]
+    reason: Token
+    message: Text
+
+
+class SummaryWatchEventV1(Contract):
+    """One event of ``GET /api/v1/summary/watch`` (one line of the stream)."""
+
+    type: WatchEventType
+    resource_version: ResourceVersion
+    object: NodeSummaryV1 | None = None
+    initial_events_end: bool = False
+    status: WatchStatus | None = None

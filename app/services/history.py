@@ -50,17 +50,20 @@ from app.services.nodes.service import NodeService
 
 
 class UnknownEntryError(NodeServiceError, LookupError):
-    """No admission log entry of this node has this id (or it is not of the asked kind)."""
+    """No admission log entry of this node has this number (or it is not of the asked kind)."""
 
-    def __init__(self, node: str, entry: int, what: str = "admission log entry") -> None:
+    def __init__(
+        self, node: str, entry: int, what: str = "admission log entry", field: str = "entry"
+    ) -> None:
         self.node = node
         self.entry = entry
-        super().__init__(f"node {node!r} has no {what} {entry}", "entry")
+        super().__init__(f"node {node!r} has no {what} {entry}", field)
 
 
 @dataclass(frozen=True, slots=True)
 class LogRow:
-    id: int
+    id: int  # global to all nodes (the rejection pages' key)
+    seq: int  # the entry's number in this node's log: what pages, links and exports show
     batch: str
     action: str
     namespace: str
@@ -99,6 +102,7 @@ def log_rows(service: NodeService, node: str) -> list[LogRow]:
     return [
         LogRow(
             id=r.id or 0,
+            seq=r.seq,
             batch=r.batch,
             action=r.action,
             namespace=r.namespace,
@@ -115,10 +119,26 @@ def log_rows(service: NodeService, node: str) -> list[LogRow]:
 
 
 def find_row(rows: Sequence[LogRow], node: str, entry: int) -> LogRow:
+    """The row of global log id ``entry``."""
     for r in rows:
         if r.id == entry:
             return r
     raise UnknownEntryError(node, entry)
+
+
+def find_entry(rows: Sequence[LogRow], node: str, seq: int, field: str = "entry") -> LogRow:
+    """The row numbered ``seq`` in this node's log (an old link's global id that is not one
+    of the node's numbers is unknown, naming ``field``)."""
+    for r in rows:
+        if r.seq == seq:
+            return r
+    raise UnknownEntryError(node, seq, field=field)
+
+
+def after_entry(rows: Sequence[LogRow], node: str, seq: int, field: str = "entry") -> int:
+    """The ``before`` bound of ``replay`` for the node right after entry ``seq`` (0: as
+    created)."""
+    return 0 if seq == 0 else find_entry(rows, node, seq, field).id + 1
 
 
 class Builder:
@@ -218,6 +238,4 @@ def replay(builder: Builder, rows: Sequence[LogRow], *, before: int, batch: str 
 def node_at(service: NodeService, node: str, entry: int) -> tuple[Node, list[LogRow]]:
     """The node as it was right after entry ``entry`` (0: as created)."""
     rows = log_rows(service, node)
-    if entry != 0:
-        find_row(rows, node, entry)
-    return replay(Builder(service, node), rows, before=entry + 1), rows
+    return replay(Builder(service, node), rows, before=after_entry(rows, node, entry)), rows

@@ -71,7 +71,7 @@ def series(service: NodeService, node: str) -> list[SeriesPoint]:
         if row is None:
             out += _points(state, 0, created, False)
         else:
-            out += _points(state, row.id, iso(row.at), row.is_restart)
+            out += _points(state, row.seq, iso(row.at), row.is_restart)
     return out
 
 

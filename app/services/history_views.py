@@ -17,7 +17,7 @@ from pydantic.alias_generators import to_camel
 from app.adapters.db.tables import ACTION_ADMIT, ACTION_DRY_RUN, ACTION_REMOVE
 from app.domain.cpuset import CPUSet
 from app.domain.node import Node
-from app.services.history import Builder, LogRow, find_row, log_rows, replay
+from app.services.history import Builder, LogRow, after_entry, log_rows, replay
 from app.services.node_views import (
     NodeMapView,
     NodeViews,
@@ -34,7 +34,8 @@ class _View(BaseModel):
 
 
 class HistoryEvent(_View):
-    id: int
+    id: int  # the log row's global id (kept for compatibility)
+    seq: int  # the entry's number in this node's log: what links and forms use
     at: str
     action: str
     pod: str
@@ -96,7 +97,7 @@ class DiffView(_View):
 def _label(rows: Sequence[LogRow], entry: int) -> str:
     if entry == 0:
         return "as created"
-    r = next(r for r in rows if r.id == entry)
+    r = next(r for r in rows if r.seq == entry)
     verdict = {True: "admitted", False: "rejected"}[r.admitted]
     if r.is_restart:
         what = "restart"
@@ -104,7 +105,7 @@ def _label(rows: Sequence[LogRow], entry: int) -> str:
         what = "removed"
     else:
         what = f"{r.action} {verdict}"
-    return f"#{r.id} · {iso(r.at)} · {r.label} {what}"
+    return f"#{r.seq} · {iso(r.at)} · {r.label} {what}"
 
 
 def _restart_fields(r: LogRow) -> dict[str, Any]:
@@ -122,7 +123,7 @@ def timeline(service: NodeService, node: str) -> HistoryView:
     rows = log_rows(service, node)
     base = node_url(node)
     on_node = {p.uid for p in service.snapshot(node).pods}
-    previous = {r.id: prev.id for prev, r in pairwise(rows)}
+    previous = {r.seq: prev.seq for prev, r in pairwise(rows)}
     dry_runs: dict[str, list[LogRow]] = {}
     for r in rows:
         if r.action == ACTION_DRY_RUN:
@@ -137,6 +138,7 @@ def timeline(service: NodeService, node: str) -> HistoryView:
         events.append(
             HistoryEvent(
                 id=r.id,
+                seq=r.seq,
                 at=iso(r.at),
                 action=r.action,
                 pod=r.label,
@@ -144,12 +146,12 @@ def timeline(service: NodeService, node: str) -> HistoryView:
                 reason=r.reason,
                 message=r.message,
                 changed=r.changes_node,
-                map_url=f"{base}/history/{r.id}",
+                map_url=f"{base}/history/{r.seq}",
                 explain_url=None if r.admitted else f"{base}/admissions/{r.id}",
                 pod_url=pod_url(node, r.namespace, r.name)
                 if r.action == ACTION_ADMIT and r.admitted and r.uid in on_node
                 else None,
-                diff_url=f"{base}/diff?from={previous.get(r.id, 0)}&to={r.id}"
+                diff_url=f"{base}/diff?from={previous.get(r.seq, 0)}&to={r.seq}"
                 if r.is_restart
                 else None,
                 restart=_restart_fields(r) if r.is_restart else None,
@@ -168,6 +170,7 @@ def _dry_run_event(base: str, group: Sequence[LogRow]) -> HistoryEvent:
         message += " (" + ", ".join(f"{k} {n:,}" for k, n in reasons.most_common()) + ")"
     return HistoryEvent(
         id=first.id,
+        seq=first.seq,
         at=iso(first.at),
         action=first.action,
         pod=f"{len(group):,} pods",
@@ -175,7 +178,7 @@ def _dry_run_event(base: str, group: Sequence[LogRow]) -> HistoryEvent:
         reason=reasons.most_common(1)[0][0] if reasons else "",
         message=message,
         changed=False,
-        map_url=f"{base}/history/{first.id}",
+        map_url=f"{base}/history/{first.seq}",
         batch_url=f"{base}/batches/{first.batch}",
         batch_size=len(group),
     )
@@ -195,18 +198,18 @@ def _views(builder: Builder, engine_node: Node, node: str) -> NodeViews:
     )
 
 
-def map_at(service: NodeService, node: str, entry: int) -> HistoryPointView:
+def map_at(service: NodeService, node: str, entry: int, field: str = "entry") -> HistoryPointView:
+    """The node right after its entry number ``entry`` (0: as created)."""
     rows = log_rows(service, node)
-    if entry != 0:
-        find_row(rows, node, entry)
+    before = after_entry(rows, node, entry, field)
     builder = Builder(service, node)
-    engine_node = replay(builder, rows, before=entry + 1)
+    engine_node = replay(builder, rows, before=before)
     views = _views(builder, engine_node, node)
     return HistoryPointView(
         node=node,
         node_url=node_url(node),
         entry=entry,
-        at=iso(next(r.at for r in rows if r.id == entry)) if entry else "",
+        at=iso(next(r.at for r in rows if r.seq == entry)) if entry else "",
         label=_label(rows, entry),
         pods=[p.key for p in engine_node.pods.values()],
         map=views.map,
@@ -238,18 +241,17 @@ def default_range(
     """The entries a comparison means when one is not given: from the node as created (0), to
     its latest change (0 when nothing changed it yet)."""
     if to_entry is None:
-        to_entry = max((r.id for r in log_rows(service, node) if r.changes_node), default=0)
+        to_entry = max((r.seq for r in log_rows(service, node) if r.changes_node), default=0)
     return (0 if from_entry is None else from_entry), to_entry
 
 
 def diff(service: NodeService, node: str, from_entry: int, to_entry: int) -> DiffView:
     rows = log_rows(service, node)
-    for e in (from_entry, to_entry):
-        if e != 0:
-            find_row(rows, node, e)
+    before_a = after_entry(rows, node, from_entry, "from")
+    before_b = after_entry(rows, node, to_entry, "to")
     builder = Builder(service, node)
-    a = replay(builder, rows, before=from_entry + 1)
-    b = replay(builder, rows, before=to_entry + 1)
+    a = replay(builder, rows, before=before_a)
+    b = replay(builder, rows, before=before_b)
     held_a, held_b = _held(a), _held(b)
     moves: list[PodMove] = []
     for key in [*held_a, *(k for k in held_b if k not in held_a)]:

@@ -1,28 +1,56 @@
-"""The fleet hub (``numascope serve --hub``): polls the agents' summaries and answers for the
-whole fleet from what answered.
+"""The fleet hub (``numascope serve --hub``): follows the agents' changes and answers for the
+whole fleet from what they said.
+
+**Fan-in by watch streams** (issue 20; DESIGN.md §8). The hub keeps one long-lived HTTP stream
+per agent, ``GET /api/v1/summary/watch`` (``app.services.agent_summary.SummaryFeed``), with
+the semantics of a Kubernetes watch: the agent sends every node once, then only what changes,
+as it changes, and a bookmark every ``hub_watch_bookmark`` seconds; the hub keeps the
+``resourceVersion`` it reached and, after a reconnect, resumes from it (a ``410`` means the
+agent restarted or forgot: the hub lists again). Why this and not agents writing custom
+resources to the API server for the hub to watch: it needs nothing the cluster must grant or
+host (no CRD, no write RBAC on 5,000 nodes, no etcd write per admission, and it works for agents
+outside a cluster), and it already costs per change: an idle agent costs one bookmark line per
+interval, a change one line, with no poll round at all (polling 5,000 agents every 2 s needed
+~2,500 requests/s). The events have the Kubernetes watch shape, so an API-server path could
+feed the same update later. There is no consensus or sharding: one hub process, one stream per
+agent, and a restarted hub simply lists every agent again.
+
+Each stream is a task of its own (``_follow``): connects are bounded by ``hub_concurrency`` at
+a time (a thousand agents back after an outage do not open a thousand connections at once),
+reconnects back off exponentially with jitter (``STREAM_BACKOFF``, at most
+``MAX_STREAM_BACKOFF``), a stream silent for ``IDLE_BOOKMARKS`` bookmark intervals or sending a
+line over ``hub_max_body_bytes`` is dropped, and every event is parsed with the contract
+(``SummaryWatchEventV1``): garbage makes its agent ``unreachable`` with the field named, never a
+500. A stream that breaks mid-way is reconnected at once, and only a failing reconnect makes
+the agent ``unreachable``. An agent without the route (404/405: an older agent) is **polled**
+as before, and its stream tried again every ``WATCH_RETRY`` seconds; ``hub_watch`` off polls
+every agent.
+
+Polling (the older agents): every ``hub_poll_interval`` seconds in a task of its own (a slow or
+dead agent delays no other), at most ``hub_concurrency`` at once, each with one deadline for
+its whole answer and a size cap (``app.adapters.agents``), ``If-None-Match`` with the last ETag
+(an unchanged agent costs a 304), and after a failure an exponential backoff (interval ×
+2^failures, at most ``MAX_BACKOFF``).
 
 Agents come from a static list (``Settings.hub_agents``) and/or every A/AAAA record of a
 headless Service (``Settings.hub_agents_dns``, re-resolved every ``DNS_INTERVAL`` seconds; an
-address that disappears drops its agent, a failing lookup keeps the agents found before and is
-shown as the document's ``discovery.error``). Every agent is polled each
-``hub_poll_interval`` seconds in a task of its own (a slow or dead agent delays no other): at
-most ``hub_concurrency`` at once, each with one deadline for its whole answer and a size cap
-(``app.adapters.agents``), ``If-None-Match`` with the last ETag (an unchanged agent costs a
-304), and after a failure an exponential backoff (interval × 2^failures, at most
-``MAX_BACKOFF``). Answers are parsed with the agent summary contract
-(``app.contracts.summary``): garbage makes its agent ``unreachable`` with the field named,
-never a 500. An agent is refused (``unreachable``, saying why) when it claims more than
-``hub_max_nodes_per_agent`` nodes or a name of the hub's own demo fleet; a node name two
-agents claim is listed under both with a ``duplicate-node`` finding. Each agent keeps
-``status`` (``pending`` until its first answer, then ``ok`` or ``unreachable``), the error
-text and field, and when it last answered (to ``LAST_SEEN_STEP``); its nodes stay listed with
-the agent's status when it stops answering. The metrics (agents and nodes by status, poll
-latency by outcome) are read from the live state at scrape time.
+address that disappears drops its agent and its stream, a failing lookup keeps the agents found
+before and is shown as the document's ``discovery.error``). An agent is refused
+(``unreachable``, saying why) when it claims more than ``hub_max_nodes_per_agent`` nodes or a
+name of the hub's own demo fleet; a node name two agents claim is listed under both with a
+``duplicate-node`` finding. Each agent keeps ``status`` (``pending`` until its first answer,
+then ``ok`` or ``unreachable``), the error text and field, and ``lastSeen``
+(``app.services.hub_agents``); its nodes stay listed with the agent's status when it stops
+answering. The metrics (agents and nodes by status, poll latency by outcome, watch events by
+type) are read from the live state at scrape time.
 
-Pages and JSON read the last poll's results: none waits for an agent. What is kept per agent
-and the metrics are ``app.services.hub_agents``; fit and upgrade fan out to every node
-(``app.services.hub_fanout``). The demo fleet's nodes (``--demo-fleet``) answer in the hub's
-process (``app.services.nodes.demo_fleet``).
+Pages and JSON read what the agents last said: none waits for an agent. ``/api/v1/fleet`` is
+served from bytes built once per change of the fleet (``generation``: a node's data, an
+agent's status or error, the agent set; never a bookmark), joined from per-node rows that are
+encoded again only when that node's summary, status or co-claimers changed, so its ETag moves
+only when the fleet does. Fit and upgrade fan out to every node (``app.services.hub_fanout``).
+The demo fleet's nodes (``--demo-fleet``) answer in the hub's process
+(``app.services.nodes.demo_fleet``).
 """
 
 from __future__ import annotations
@@ -30,6 +58,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import time
 from collections.abc import Callable
 from functools import partial
@@ -37,16 +66,18 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from app.adapters.agents import AgentClient, AgentError
+from app.adapters.agents import AgentClient, AgentError, WatchUnsupportedError
 from app.adapters.dns import DNSLookupError, agent_url, make_resolver, resolve_addresses
-from app.contracts.summary import Finding, NodeSummaryV1, SummaryDocumentV1
-from app.services.agent_summary import Encoded, SummaryCache, encode
+from app.contracts.summary import Finding, NodeSummaryV1, SummaryWatchEventV1
+from app.services.agent_summary import Encoded, SummaryCache, encode, encode_json, encoded_bytes
 from app.services.fleet_rows import fleet_node
 from app.services.hub_agents import (
     LAST_SEEN_STEP,
     OK,
     PENDING,
+    POLL,
     UNREACHABLE,
+    WATCH,
     AgentState,
     HubMetrics,
 )
@@ -60,6 +91,16 @@ DNS_INTERVAL = 5.0
 MAX_BACKOFF = 60.0
 #: The poller's tick: due agents are looked for this often (at most), each polled on its own.
 MAX_TICK = 0.5
+#: A watch stream silent for this many bookmark intervals is dropped (and reconnected).
+IDLE_BOOKMARKS = 3
+#: Seconds before a polled agent's watch stream is tried again (it may have been upgraded).
+WATCH_RETRY = 300.0
+#: A watch stream that ends sooner than this after opening is reconnected after a backoff.
+SHORT_STREAM = 1.0
+#: Backoff of a watch stream's reconnects: this × 2^failures (at most ``MAX_STREAM_BACKOFF``),
+#: plus up to a quarter of it at random so that agents back after an outage spread out.
+STREAM_BACKOFF = 0.5
+MAX_STREAM_BACKOFF = 30.0
 
 
 class HubDisabledError(LookupError):
@@ -85,7 +126,7 @@ class Hub(FleetFanOut):
         self.clock = clock
         self.metrics = HubMetrics(registry)
         self.agents: dict[str, AgentState] = {
-            url.rstrip("/"): AgentState(url.rstrip("/"), "static")
+            url.rstrip("/"): self._agent(url.rstrip("/"), "static")
             for url in split_list(settings.hub_agents)
         }
         self.dns = check_dns_target(settings.hub_agents_dns) if settings.hub_agents_dns else None
@@ -99,11 +140,21 @@ class Hub(FleetFanOut):
         self._task: asyncio.Task[None] | None = None
         self._semaphore: asyncio.Semaphore | None = None
         self._in_flight: dict[str, asyncio.Task[None]] = {}
+        self._streams: dict[str, asyncio.Task[None]] = {}
         self._encoded: tuple[int, int, Encoded] | None = None
+        # Per node row (agent, node): what it was built from, the row and its JSON.
+        self._rows: dict[
+            tuple[str | None, str],
+            tuple[NodeSummaryV1, str, tuple[str, ...], dict[str, Any], bytes],
+        ] = {}
+        self._bodies: tuple[tuple[int, int], list[bytes]] = ((-1, -1), [])
         # A simulated node never changes once built: its summary is built once.
         self._sim_summaries: dict[str, NodeSummaryV1] = {}
         self.polls = 0
         self._bind_metrics()
+
+    def _agent(self, url: str, origin: str) -> AgentState:
+        return AgentState(url, origin, mode=WATCH if self.settings.hub_watch else POLL)
 
     # -- lifecycle ----------------------------------------------------------------------
     def client(self) -> AgentClient:
@@ -126,7 +177,11 @@ class Hub(FleetFanOut):
         self._task = asyncio.create_task(self._run(), name="hub-poller")
 
     async def stop(self) -> None:
-        tasks = [t for t in (self._task, *self._in_flight.values()) if t is not None]
+        tasks = [
+            t
+            for t in (self._task, *self._in_flight.values(), *self._streams.values())
+            if t is not None
+        ]
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -142,6 +197,7 @@ class Hub(FleetFanOut):
         while True:
             try:
                 await self._resolve_if_due()
+                self._follow_agents()
                 for agent in self._due():
                     task = asyncio.create_task(self._poll(agent), name=f"poll {agent.url}")
                     self._in_flight[agent.url] = task
@@ -167,7 +223,7 @@ class Hub(FleetFanOut):
         return [
             a
             for a in list(self.agents.values())
-            if a.next_poll <= now and a.url not in self._in_flight
+            if a.mode == POLL and a.next_poll <= now and a.url not in self._in_flight
         ]
 
     async def resolve(self) -> None:
@@ -191,7 +247,7 @@ class Hub(FleetFanOut):
         added = urls - set(self.agents)
         gone = [u for u, a in self.agents.items() if a.origin == "dns" and u not in urls]
         for url in added:
-            self.agents[url] = AgentState(url, "dns")
+            self.agents[url] = self._agent(url, "dns")
         for url in gone:
             del self.agents[url]
         if added or gone:
@@ -209,7 +265,7 @@ class Hub(FleetFanOut):
             try:
                 answer = await self.client().summary(agent.url, agent.etag)
                 if answer.doc is not None:
-                    agent.nodes = self._accept(answer.doc)
+                    agent.nodes = self._accept(answer.doc.nodes)
                     agent.etag = answer.etag
                 now = self.clock()
                 shown = agent.last_seen or 0.0
@@ -237,22 +293,148 @@ class Hub(FleetFanOut):
             if changed:
                 self.generation += 1
 
-    def _accept(self, doc: SummaryDocumentV1) -> list[NodeSummaryV1]:
+    def _accept(self, nodes: list[NodeSummaryV1], field: str = "nodes") -> list[NodeSummaryV1]:
         """The nodes of an agent's summary, or ``AgentError`` when the hub refuses them: more
         than ``hub_max_nodes_per_agent``, a name listed twice, or a name of the hub's own demo
-        fleet (an agent must not stand in for the hub's nodes)."""
+        fleet (an agent must not stand in for the hub's nodes). ``field``: where the nodes
+        came from (the summary's ``nodes``, or the ``object`` of a watch event)."""
         cap = self.settings.hub_max_nodes_per_agent
-        if len(doc.nodes) > cap:
-            raise _refused("nodes", f"claims {len(doc.nodes)} nodes; the hub takes at most {cap}")
+        if len(nodes) > cap:
+            raise _refused("nodes", f"claims {len(nodes)} nodes; the hub takes at most {cap}")
         seen: set[str] = set()
-        for i, node in enumerate(doc.nodes):
-            field = f"nodes[{i}].node"
+        for i, node in enumerate(nodes):
+            where = f"{field}[{i}].node" if field == "nodes" else f"{field}.node"
             if node.node in seen:
-                raise _refused(field, f"lists node {node.node!r} twice")
+                raise _refused(where, f"lists node {node.node!r} twice")
             seen.add(node.node)
             if self.fleet.claims(node.node):
-                raise _refused(field, f"claims {node.node!r}, a node of the hub's own demo fleet")
-        return list(doc.nodes)
+                raise _refused(where, f"claims {node.node!r}, a node of the hub's own demo fleet")
+        return list(nodes)
+
+    # -- watch streams ----------------------------------------------------------------------
+    def _follow_agents(self) -> None:
+        """A stream task for every followed agent, none for an agent that is gone; a polled
+        agent whose retry is due is followed again."""
+        now = self.clock()
+        for agent in list(self.agents.values()):
+            retry = agent.mode == POLL and 0 < agent.watch_retry <= now
+            if retry and agent.url not in self._in_flight:
+                agent.mode = WATCH
+            if agent.mode == WATCH and agent.url not in self._streams:
+                task = asyncio.create_task(self._follow(agent), name=f"watch {agent.url}")
+                self._streams[agent.url] = task
+                task.add_done_callback(partial(self._stream_done, agent.url))
+        for url, task in list(self._streams.items()):
+            if self.agents.get(url) is None:
+                task.cancel()
+
+    def _stream_done(self, url: str, task: asyncio.Task[None]) -> None:
+        if self._streams.get(url) is task:
+            del self._streams[url]
+
+    async def _follow(self, agent: AgentState) -> None:
+        """Follow one agent's watch stream: resume from the version reached after the stream
+        ends or breaks (at once after a long-lived stream; after a backoff when it failed or
+        ended at once), until the agent turns out to have no stream (then it is polled)."""
+        while self.agents.get(agent.url) is agent:
+            opened = time.perf_counter()
+            try:
+                relist = await self._stream(agent)
+                if relist or time.perf_counter() - opened >= SHORT_STREAM:
+                    continue
+                delay = self._backoff(agent.failures + 1)
+            except WatchUnsupportedError:
+                agent.mode = POLL
+                agent.next_poll = 0.0
+                agent.watch_retry = self.clock() + WATCH_RETRY
+                return
+            except AgentError as exc:
+                self._failed(agent, exc)
+                delay = self._backoff(agent.failures)
+            await asyncio.sleep(delay)
+
+    @staticmethod
+    def _backoff(failures: int) -> float:
+        delay = min(STREAM_BACKOFF * 2 ** min(failures, 16), MAX_STREAM_BACKOFF)
+        return delay * (1 + random.random() / 4)
+
+    def _failed(self, agent: AgentState, exc: AgentError) -> None:
+        if agent.status != UNREACHABLE or agent.error != exc.message:
+            self.generation += 1
+        agent.status, agent.error, agent.error_field = UNREACHABLE, exc.message, exc.field
+        agent.etag = None
+        agent.failures += 1
+
+    async def _stream(self, agent: AgentState) -> bool:
+        """One watch stream of ``agent``, applied event by event, until the agent ends it;
+        ``True`` after ``410 Expired`` (the version is forgotten: the next stream, opened at
+        once, lists again)."""
+        bookmark = self.settings.hub_watch_bookmark
+        listing: dict[str, NodeSummaryV1] | None = None if agent.resource_version else {}
+        nodes = {n.node: n for n in agent.nodes}
+        events = self.client().watch(
+            agent.url,
+            agent.resource_version,
+            bookmark=bookmark,
+            idle=IDLE_BOOKMARKS * bookmark,
+            connects=self.semaphore(),
+        )
+        counted = self.metrics.events
+        async for event in events:
+            counted.labels(event.type).inc()
+            if event.type == "ERROR":
+                status = event.status
+                assert status is not None  # checked by the client
+                if status.code == 410:
+                    agent.resource_version = ""
+                    return True
+                raise AgentError(
+                    f"ended its watch stream: {status.code} {status.reason}: {status.message}",
+                    "status",
+                )
+            if listing is not None:
+                listing = self._listed(agent, listing, event)
+                continue
+            if event.object is not None:
+                if event.type == "DELETED":
+                    nodes.pop(event.object.node, None)
+                else:
+                    nodes[event.object.node] = event.object
+            elif agent.status == OK:  # a bookmark: only the version moves
+                agent.resource_version = event.resource_version
+                continue
+            self._update(agent, nodes, event.resource_version)
+        return False
+
+    def _listed(
+        self, agent: AgentState, listing: dict[str, NodeSummaryV1], event: SummaryWatchEventV1
+    ) -> dict[str, NodeSummaryV1] | None:
+        """One event of a stream's initial list (``None``: the list is complete and applied)."""
+        if event.type == "ADDED" and event.object is not None:
+            listing[event.object.node] = event.object
+            cap = self.settings.hub_max_nodes_per_agent
+            if len(listing) > cap:
+                raise _refused(
+                    "nodes", f"claims more than {cap} nodes; the hub takes at most {cap}"
+                )
+            return listing
+        if event.type == "BOOKMARK" and event.initial_events_end:
+            self._update(agent, listing, event.resource_version)
+            return None
+        if event.type == "BOOKMARK":
+            return listing
+        raise _refused("type", f"sent a {event.type} event inside its initial list")
+
+    def _update(self, agent: AgentState, nodes: dict[str, NodeSummaryV1], rv: str) -> None:
+        """The agent's nodes after an event (a bookmark changes only the version reached)."""
+        accepted = self._accept(list(nodes.values()), "object")
+        changed = agent.status != OK or accepted != agent.nodes
+        agent.resource_version = rv
+        if changed:
+            agent.nodes = accepted
+            agent.status, agent.error, agent.error_field, agent.failures = OK, None, None, 0
+            agent.last_seen = self.clock()
+            self.generation += 1
 
     def _bind_metrics(self) -> None:
         """Bind the gauges to the live counts: they are read at scrape time, so the simulated
@@ -282,27 +464,47 @@ class Hub(FleetFanOut):
         cached = self._doc
         if cached is not None and cached[:2] == key:
             return key, cached[2]
-        nodes = [fleet_node(self._sim_summary(n), None, OK) for n in sims]
-        agents = sorted(self.agents.values(), key=lambda a: a.url)
+        rows = [self._row(self._sim_summary(n), None, OK, ()) for n in sims]
+        agents = sorted(list(self.agents.values()), key=lambda a: a.url)
+        # Each agent's nodes and status read once: the event loop replaces them meanwhile.
+        held = [(a.url, a.nodes, a.status) for a in agents]
         claims: dict[str, list[str]] = {}
-        for a in agents:
-            for s in a.nodes:
-                claims.setdefault(s.node, []).append(a.url)
-        for a in agents:
-            status = a.status if a.status != PENDING else UNREACHABLE
-            for s in a.nodes:
-                others = [u for u in claims[s.node] if u != a.url]
-                nodes.append(fleet_node(s, a.url, status, _duplicate(s.node, others)))
-        nodes.sort(key=lambda n: (n["node"], n["agent"] or ""))
+        for url, summaries, _ in held:
+            for s in summaries:
+                claims.setdefault(s.node, []).append(url)
+        for url, summaries, agent_status in held:
+            status = agent_status if agent_status != PENDING else UNREACHABLE
+            for s in summaries:
+                others = tuple(u for u in claims[s.node] if u != url)
+                rows.append(self._row(s, url, status, others))
+        rows.sort(key=lambda r: (r[0]["node"], r[0]["agent"] or ""))
+        kept = {(r[0]["agent"], r[0]["node"]) for r in rows}
+        for gone in [k for k in list(self._rows) if k not in kept]:
+            self._rows.pop(gone, None)
         doc: dict[str, Any] = {
             "agents": [a.to_dict() for a in agents],
-            "nodes": nodes,
+            "nodes": [r[0] for r in rows],
         }
         if self.dns is not None:
             name, port = self.dns
             doc["discovery"] = {"dns": f"{name}:{port}", "error": self.dns_error}
         self._doc = (*key, doc)
+        self._bodies = (key, [r[1] for r in rows])
         return key, doc
+
+    def _row(
+        self, summary: NodeSummaryV1, agent: str | None, status: str, others: tuple[str, ...]
+    ) -> tuple[dict[str, Any], bytes]:
+        """A node's fleet row and its JSON, built again only when the summary (the very
+        object the agent's last event or answer gave), its status or its co-claimers change:
+        one change costs one row, not the fleet."""
+        key = (agent, summary.node)
+        held = self._rows.get(key)
+        if held is not None and held[0] is summary and held[1] == status and held[2] == others:
+            return held[3], held[4]
+        row = fleet_node(summary, agent, status, _duplicate(summary.node, list(others)))
+        self._rows[key] = (summary, status, others, row, encode_json(row))
+        return row, self._rows[key][4]
 
     def _sim_summary(self, node: SimulatedNode) -> NodeSummaryV1:
         summary = self._sim_summaries.get(node.name)
@@ -323,7 +525,15 @@ class Hub(FleetFanOut):
         key, doc = self._document()
         cached = self._encoded
         if cached is None or cached[:2] != key:
-            cached = (*key, encode(doc))
+            bodies = self._bodies[1] if self._bodies[0] == key else None
+            if bodies is None:  # built meanwhile for another key: encode this one whole
+                cached = (*key, encode(doc))
+            else:  # the rows' JSON joined, as ``encode`` would write the whole (sorted keys)
+                parts = [b'{"agents":', encode_json(doc["agents"])]
+                if "discovery" in doc:
+                    parts += [b',"discovery":', encode_json(doc["discovery"])]
+                parts += [b',"nodes":[', b",".join(bodies), b"]}"]
+                cached = (*key, encoded_bytes(b"".join(parts)))
             self._encoded = cached
         return cached[2]
 

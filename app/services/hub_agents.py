@@ -1,10 +1,12 @@
 """What the fleet hub knows of each agent (``AgentState``: its status, last answer, ETag, nodes
 and backoff) and how it is counted (``HubMetrics``: agents and nodes by status, poll latency
-by outcome). ``app.services.hub`` polls the agents and keeps these up to date.
+by outcome, watch events by type). ``app.services.hub`` polls the agents and keeps these up to date.
 
-An agent is ``pending`` until its first answer, then ``ok`` or ``unreachable``; ``lastSeen``
-is shown to ``LAST_SEEN_STEP`` seconds, so an agent answering 304s does not change the fleet
-document (and its ETag) on every poll.
+An agent is ``pending`` until its first answer, then ``ok`` or ``unreachable``. ``lastSeen``
+of a polled agent is shown to ``LAST_SEEN_STEP`` seconds, so an agent answering 304s does not
+change the fleet document (and its ETag) on every poll; of a followed agent it is when its
+nodes last changed or its stream was last (re)opened, since a bookmark changes nothing (an
+``ok`` followed agent is live: its stream is dropped after a few silent bookmark intervals).
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from app.contracts.summary import NodeSummaryV1
 
 PENDING, OK, UNREACHABLE = "pending", "ok", "unreachable"
+#: How the hub follows an agent: its watch stream, or polls (an agent without the stream).
+WATCH, POLL = "watch", "poll"
 #: How stale an ``ok`` agent's ``lastSeen`` may be in the fleet document (seconds).
 LAST_SEEN_STEP = 10.0
 
@@ -35,6 +39,11 @@ class AgentState:
     failures: int = 0
     next_poll: float = 0.0
     latency: float | None = None
+    mode: str = WATCH
+    #: The watch stream's version the hub has reached (``""``: list everything again).
+    resource_version: str = ""
+    #: When a polled agent's watch stream is tried again (it may have been upgraded).
+    watch_retry: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """The ``FleetAgent`` of ``app.contracts.fleet``."""
@@ -55,7 +64,7 @@ def _iso(seconds: float | None) -> str | None:
 
 
 class HubMetrics:
-    """Agents up/down, poll latency, nodes by status (registered on the app's registry)."""
+    """Agents up/down, poll latency, watch events by type, nodes by status (registered on the app's registry)."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.agents = Gauge(
@@ -66,6 +75,12 @@ class HubMetrics:
             "Time of one agent poll (summary request), by outcome.",
             ["outcome"],
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+            registry=registry,
+        )
+        self.events = Counter(
+            "numascope_hub_watch_events",
+            "Events of the agents' watch streams, by type.",
+            ["type"],
             registry=registry,
         )
         self.nodes = Gauge(

@@ -148,7 +148,8 @@ class BudgetView(_View):
 class RejectionView(_View):
     node: str
     node_url: str
-    entry: int
+    entry: int  # the log row's global id: this page's address (kept for its links)
+    seq: int  # its number in the node's own log, as the History page shows it
     at: str
     action: str
     pod: str
@@ -368,6 +369,7 @@ def explain_entry(service: NodeService, node: str, entry: int) -> RejectionView:
         node=node,
         node_url=base,
         entry=row.id,
+        seq=row.seq,
         at=iso(row.at),
         action=row.action,
         pod=row.key,
@@ -393,12 +395,13 @@ def explain_entry(service: NodeService, node: str, entry: int) -> RejectionView:
 
 
 def _previous_change(rows: list[LogRow], entry: int) -> int:
+    """The number (``seq``) of the last change logged before the row of global id ``entry``."""
     prev = 0
     for r in rows:
         if r.id >= entry:
             break
         if r.changes_node:
-            prev = r.id
+            prev = r.seq
     return prev
 
 

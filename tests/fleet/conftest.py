@@ -1,6 +1,6 @@
 """The fleet's real processes: three agents on 127.0.0.2-4 (one port), a fourth the tests may
-kill, a misbehaving fake agent (garbage, huge bodies, wrong types, silence) served from the test,
-and a hub polling all of them. Module-scoped: they start once per test module."""
+kill, a misbehaving fake agent (garbage, huge bodies, wrong types, silence; without a watch
+stream, so it is polled) served from the test, and a hub following all of them. Module-scoped: they start once per test module."""
 
 from __future__ import annotations
 
@@ -64,7 +64,10 @@ class FakeAgent(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         mode = self.path.strip("/").split("/")[0]
-        if mode == "garbage":
+        if self.path.split("?")[0].endswith("/summary/watch"):
+            # An agent of before the watch stream: the hub polls it (the polled path's errors).
+            self._send(404, b'{"error": {"reason": "NotFound", "message": "no watch"}}')
+        elif mode == "garbage":
             self._send(200, b"\x00\xffthis is not json at all")
         elif mode == "huge":
             self.send_response(200)

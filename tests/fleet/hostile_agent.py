@@ -8,6 +8,11 @@ Modes (``MODES``): numbers past every limit, nesting 950 deep, ``NaN``/``Infinit
 strings, negative counts, wrong types, more nodes than the hub takes from one agent, the hub's own ``sim-*`` names, a node name
 another agent has, a body trickled a byte a second, and hostile dry-run and upgrade answers
 behind a good summary, a dry run whose allocation has a size that is not a number, a dry run that takes 8 s.
+None of these has a watch stream (404), so a hub polls them.
+
+Watch modes (``WATCH_MODES``) serve ``api/v1/summary/watch`` instead, broken in one way each:
+garbage, a line with no end, ``NaN`` in a node, an unknown event type, an event trickled a byte a
+second, a stream that opens and says nothing, and an ``ERROR`` event that is not ``410``.
 """
 
 from __future__ import annotations
@@ -35,6 +40,15 @@ MODES = (
     "evilanswers",
     "badalloc",
     "slowfit",
+)
+WATCH_MODES = (
+    "watchgarbage",
+    "watchhuge",
+    "watchnan",
+    "watchtype",
+    "watchtrickle",
+    "watchsilent",
+    "watcherror",
 )
 BASE: dict[str, Any] = {}
 #: Nodes the ``manynodes`` agent claims (the test's hub takes fewer from one agent).
@@ -83,6 +97,28 @@ def summary(mode: str) -> bytes:
     return text.encode()
 
 
+def watch_lines(mode: str) -> list[bytes]:
+    """The lines of the watch stream of ``mode`` (``[]``: headers, then silence)."""
+    rv = "abc-1"
+    added = {"type": "ADDED", "resourceVersion": rv, "object": _node(f"{mode}-1")}
+    if mode == "watchgarbage":
+        return [b"\x00\xffthis is not an event\n"]
+    if mode == "watchhuge":
+        return [b'{"type": "ADDED", "x": "' + b"x" * (4 * 1024 * 1024)]  # never ends
+    if mode == "watchnan":
+        text = json.dumps(added).replace('"cpus": ', '"cpus": NaN, "was": ', 1)
+        return [text.encode() + b"\n"]
+    if mode == "watchtype":
+        return [json.dumps({"type": "EXPLODED", "resourceVersion": rv}).encode() + b"\n"]
+    if mode == "watchtrickle":
+        return [json.dumps(added).encode() + b"\n"]
+    if mode == "watcherror":
+        status = {"code": 500, "reason": "InternalError", "message": "boom"}
+        error = {"type": "ERROR", "resourceVersion": rv, "status": status}
+        return [json.dumps(error).encode() + b"\n"]
+    return []
+
+
 EVIL_DRY_RUN = (
     b'{"node": "evilanswers-1", "admitted": true, "score": NaN, "results": [{"x": 1e400}]}'
 )
@@ -124,6 +160,8 @@ class Handler(BaseHTTPRequestHandler):
         mode, _, rest = self.path.strip("/").partition("/")
         if mode == "evilanswers" and rest.startswith("api/v1/nodes/"):
             self._send(200, EVIL_UPGRADE)
+        elif rest.startswith("api/v1/summary/watch") and mode in WATCH_MODES:
+            self._stream(mode)
         elif rest == "api/v1/summary" and mode in MODES:
             body = summary(mode)
             if mode == "trickle":
@@ -155,6 +193,29 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+    def _stream(self, mode: str) -> None:
+        """A watch stream's headers, then its lines (no length: the body ends with the
+        connection), kept open at most two minutes."""
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-ndjson")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.flush()
+            for line in watch_lines(mode):
+                if mode == "watchtrickle":
+                    for i in range(min(len(line), 120)):
+                        self.wfile.write(line[i : i + 1])
+                        self.wfile.flush()
+                        time.sleep(1.0)
+                else:
+                    self.wfile.write(line)
+                    self.wfile.flush()
+            time.sleep(120.0)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
 
     def _trickle(self, body: bytes) -> None:
         """Headers at once, then one byte a second (each read well within any read timeout)."""

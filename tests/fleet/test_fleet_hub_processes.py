@@ -267,9 +267,10 @@ def test_unchanged_answers_cost_a_304(cluster: Cluster) -> None:
     summary = agent.client.get("/api/v1/summary")
     cached = agent.client.get("/api/v1/summary", headers={"If-None-Match": summary.headers["etag"]})
     assert cached.status_code == 304
-    # The hub polls with If-None-Match: unchanged agents answered 304s.
+    # The hub follows the agents' watch streams (it polled them with If-None-Match before):
+    # each node came as one ADDED event, and an unchanged agent sends only bookmarks.
     metrics = cluster.hub.client.get("/metrics").text
-    assert _sample(metrics, 'numascope_hub_poll_duration_seconds_count{outcome="not-modified"}') > 0
+    assert _sample(metrics, 'numascope_hub_watch_events_total{type="ADDED"}') >= 5
 
 
 def _sample(text: str, name: str) -> float:
@@ -291,7 +292,8 @@ def test_hub_metrics_count_agents_nodes_and_polls(cluster: Cluster) -> None:
     assert metric_ok + metric_down == len(agents)
     assert abs(metric_ok - ok) <= 1  # a poll may land between the two requests
     assert _sample(text, 'numascope_hub_nodes{status="ok"}') >= 4
-    assert _sample(text, 'numascope_hub_poll_duration_seconds_count{outcome="ok"}') >= 4
+    # The real agents are followed (their nodes came as ADDED events), the fake ones polled.
+    assert _sample(text, 'numascope_hub_watch_events_total{type="ADDED"}') >= 4
     assert _sample(text, 'numascope_hub_poll_duration_seconds_count{outcome="error"}') >= 1
     assert down >= 1 or metric_down >= 1
 

@@ -112,7 +112,7 @@ def check_invariants(
         with engine.connect() as conn:
             rows = conn.execute(
                 text(
-                    "SELECT a.uid, a.action, a.admitted FROM admissions a JOIN nodes n "
+                    "SELECT a.uid, a.action, a.admitted, a.seq FROM admissions a JOIN nodes n "
                     "ON a.node_id = n.id WHERE n.name = 'busy' ORDER BY a.id"
                 )
             ).all()
@@ -120,6 +120,8 @@ def check_invariants(
     finally:
         engine.dispose()
     assert len(rows) == 40
+    # each decision numbered in the node's own log, in log order, none twice or skipped
+    assert [r.seq for r in rows] == list(range(1, 41))
     running = {r.uid for r in rows if r.action == ACTION_ADMIT and r.admitted}
     running -= {r.uid for r in rows if r.action == ACTION_REMOVE}
     assert running == set(admitted)

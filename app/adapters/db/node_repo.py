@@ -7,6 +7,10 @@ through different workers or replicas are serialised, and reads the node's commi
 ``version``. The caller appends log rows, bumps the version, writes its state files and then
 ``commit``s; leaving the block without a commit rolls everything back.
 
+Each row carries ``seq``, its number in the node's own log (1, 2, 3… in log order), the entry
+number every page, link and export shows; ``id`` is global to all nodes. The newest row of a
+node is never trimmed, so a number is never given twice.
+
 Dry runs are logged like admissions but only the newest ``DRY_RUN_RETENTION`` of a node are
 kept (trimmed in the transaction that adds one), so they cannot grow the log without bound;
 the newest dry-run submission is kept whole, however long, so that all its verdicts can be
@@ -72,7 +76,18 @@ class NodeWrite:
         return int(self.record.version)
 
     def add(self, records: Sequence[AdmissionRecord]) -> None:
+        """Append log rows, numbering them after the node's newest entry (``seq``). The write
+        lock makes the read and the insert one step: no other transaction can number a row
+        of this node in between, whatever the worker or replica."""
+        last = self.session.exec(
+            select(func.max(col(AdmissionRecord.seq))).where(
+                col(AdmissionRecord.node_id) == self.record.id
+            )
+        ).one()
+        seq = int(last or 0)
         for r in records:
+            seq += 1
+            r.seq = seq
             self.session.add(r)
         self.session.flush()  # the database refuses bad values here, before any file is written
 

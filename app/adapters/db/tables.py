@@ -71,6 +71,7 @@ class AdmissionRecord(SQLModel, table=True):
         sa.Index("ix_admissions_node_id_id", "node_id", "id"),
         sa.Index("ix_admissions_batch", "batch"),
         sa.Index("ix_admissions_node_id_action_id", "node_id", "action", "id"),
+        sa.UniqueConstraint("node_id", "seq", name="uq_admissions_node_id_seq"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -81,6 +82,9 @@ class AdmissionRecord(SQLModel, table=True):
             nullable=False,
         )
     )
+    # The entry's number in its node's log, 1, 2, 3… in log order (revision c3e5a7b90003):
+    # assigned in the node's write transaction (``node_repo.NodeWrite.add``), never reused.
+    seq: int = Field(default=0, sa_column=sa.Column(sa.Integer(), nullable=False))
     batch: str = Field(sa_column=sa.Column(sa.String(36), nullable=False))
     action: str = Field(sa_column=sa.Column(sa.String(16), nullable=False))
     namespace: str = Field(sa_column=sa.Column(sa.String(253), nullable=False))

@@ -23,7 +23,11 @@ pages = APIRouter(tags=["nodes"])
 
 At = Annotated[
     int | None,
-    Query(ge=0, le=2**62, description="a history entry: the map right after it (0: as created)"),
+    Query(
+        ge=0,
+        le=2**62,
+        description="a history entry number (1, 2, 3…): the map right after it (0: as created)",
+    ),
 ]
 
 
@@ -45,7 +49,7 @@ def map_svg(service: NodeServiceDep, node: NodeName, at: At = None) -> Response:
         filename = f"{node}-map.svg"
         when = f"as it is now · kubelet {summary.release}"
     else:
-        point = history_views.map_at(service, node, at)
+        point = history_views.map_at(service, node, at, "at")
         view = point.map
         title = f"CPU map of {node} at #{at}"
         filename = f"{node}-map-at-{at}.svg"

@@ -32,7 +32,10 @@ from app.web.rendering import STATIC_DIR, render
 pages = APIRouter(tags=["workflow"])
 api = APIRouter(prefix="/api/v1", tags=["workflow"])
 
-Entry = Annotated[int, Path(description="Admission log entry id (0: the node as created)", ge=0)]
+Entry = Annotated[
+    int,
+    Path(description="Entry number in the node's own log, 1, 2, 3… (0: the node as created)", ge=0),
+]
 CONFIRM = "yes"
 
 
@@ -106,8 +109,10 @@ def history_point_page(
     return render(request, "pages/history_point.html", history_views.map_at(service, node, entry))
 
 
-FromEntry = Annotated[int, Query(alias="from", ge=0, description="Earlier log entry id (0: empty)")]
-ToEntry = Annotated[int, Query(alias="to", ge=0, description="Later log entry id")]
+FromEntry = Annotated[
+    int, Query(alias="from", ge=0, description="Earlier entry number of the node (0: as created)")
+]
+ToEntry = Annotated[int, Query(alias="to", ge=0, description="Later entry number of the node")]
 
 
 @pages.get("/nodes/{node}/diff.json", name="diff_json", summary="What changed between entries")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import inspect, text
+from sqlalchemy.exc import IntegrityError
 
 from app.adapters.db.engine import DatabaseConfigError, make_engine, session_scope
 from app.adapters.db.migrate import (
@@ -111,3 +112,73 @@ def test_alembic_cli_takes_url_from_settings_env(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert db.is_file()
+
+
+def check_admission_seq_backfill(url: str) -> None:
+    """Revision c3e5a7b90003 numbers the rows already logged per node, in id order, and
+    refuses a second row with a node's number (used on SQLite here, on PostgreSQL too)."""
+    from alembic import command
+
+    cfg = alembic_config(url)
+    cfg.attributes["configure_logger"] = False
+    command.upgrade(cfg, "b2d4f6a80002")
+    engine = make_engine(url)
+    try:
+        with engine.begin() as conn:
+            for name in ("a", "b"):
+                conn.execute(
+                    text(
+                        "INSERT INTO nodes (name, topology, topology_kind, kubelet_config,"
+                        " release, demo, created_at, version) VALUES (:n, 't', 'builtin', '{}',"
+                        " '1.37', false, CURRENT_TIMESTAMP, 0)"
+                    ),
+                    {"n": name},
+                )
+            ids = dict(conn.execute(text("SELECT name, id FROM nodes")).all())
+            # a, b, b, a, b, a: the global ids interleave
+            for i, node in enumerate("abbaba"):
+                conn.execute(
+                    text(
+                        "INSERT INTO admissions (node_id, batch, action, namespace, name, uid,"
+                        " admitted, reason, message, manifest, created_at) VALUES (:node, :b,"
+                        " 'admit', 'ns', :p, :p, true, '', '', '{}', CURRENT_TIMESTAMP)"
+                    ),
+                    {"node": ids[node], "b": f"batch-{i}", "p": f"pod-{i}"},
+                )
+        command.upgrade(cfg, "head")
+        with engine.connect() as conn:
+            rows = conn.execute(
+                text(
+                    "SELECT n.name, a.name, a.seq FROM admissions a JOIN nodes n"
+                    " ON n.id = a.node_id ORDER BY a.id"
+                )
+            ).all()
+        assert [tuple(r) for r in rows] == [
+            ("a", "pod-0", 1),
+            ("b", "pod-1", 1),
+            ("b", "pod-2", 2),
+            ("a", "pod-3", 2),
+            ("b", "pod-4", 3),
+            ("a", "pod-5", 3),
+        ]
+        uniques = inspect(engine).get_unique_constraints("admissions")
+        assert {"name": "uq_admissions_node_id_seq", "column_names": ["node_id", "seq"]} in [
+            {"name": u["name"], "column_names": u["column_names"]} for u in uniques
+        ]
+        with pytest.raises(IntegrityError), engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO admissions (node_id, seq, batch, action, namespace, name, uid,"
+                    " admitted, reason, message, manifest, created_at) VALUES (:node, 3, 'x',"
+                    " 'admit', 'ns', 'dup', 'dup', true, '', '', '{}', CURRENT_TIMESTAMP)"
+                ),
+                {"node": ids["a"]},
+            )
+        command.downgrade(cfg, "b2d4f6a80002")
+        assert "seq" not in {c["name"] for c in inspect(engine).get_columns("admissions")}
+    finally:
+        engine.dispose()
+
+
+def test_admission_seq_is_backfilled_per_node_on_sqlite(tmp_path: Path) -> None:
+    check_admission_seq_backfill(f"sqlite:///{tmp_path / 'seq.db'}")

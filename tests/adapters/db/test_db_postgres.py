@@ -17,6 +17,7 @@ from sqlalchemy.engine import make_url
 
 from app.adapters.db.migrate import current_revisions, head_revisions
 from app.web.app import create_app
+from tests.adapters.db.test_db_migrations import check_admission_seq_backfill
 from tests.helpers import DB_POD, POD_SCOPE, SMALL, make_settings
 
 URL = os.environ.get("NUMASCOPE_TEST_POSTGRES_URL", "")
@@ -67,3 +68,7 @@ def test_migrations_and_nodes_survive_a_restart_on_postgres(
     assert [(e.action, e.namespace, e.name, e.admitted) for e in log] == [
         ("admit", "prod", "db", True)
     ]
+
+
+def test_admission_seq_is_backfilled_per_node_on_postgres(database_url: str) -> None:
+    check_admission_seq_backfill(database_url)
