@@ -5,20 +5,46 @@ Flags override the ``NUMASCOPE_*`` environment, which overrides the defaults in
 through the factory ``app.web.app:make_app`` in other processes, so the flags are handed over
 through the environment. The workers share one truth, the database (``app.services.nodes.service``):
 a change through any of them is seen by all on their next request.
+
+A single process migrates a database file or server in a short-lived child process
+(``migrate_in_child``) before it builds the app, so the long-running server never imports
+alembic (about 10 MiB of the node agent's memory, issue 20 pt 7); the child costs some CPU
+once at start. An in-memory ``sqlite://`` can only be migrated by the process that holds it,
+so ``create_app`` does that itself, as do the workers of ``--workers N`` and ``--reload``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from app.settings import Settings
 
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
 FACTORY = "app.web.app:make_app"
+
+# The child of ``migrate_in_child``: the database URL is its argument; a configuration or
+# migration error is its one line on stderr and exit status 1.
+MIGRATE_SCRIPT = """
+import sys
+from app.adapters.db.engine import DatabaseConfigError, make_engine
+from app.adapters.db.migrate import MigrationError, upgrade_head
+try:
+    engine = make_engine(sys.argv[1])
+    upgrade_head(engine)
+    engine.dispose()
+except (DatabaseConfigError, MigrationError) as err:
+    print(err, file=sys.stderr)
+    sys.exit(1)
+"""
 
 
 def register(sub: Any) -> None:
@@ -240,13 +266,19 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     from app.adapters.db.engine import DatabaseConfigError
-    from app.adapters.db.migrate import MigrationError
-    from app.web.app import create_app, tune_gc_for_serving
 
-    tune_gc_for_serving()
     try:
-        app = create_app(settings)
-    except (DatabaseConfigError, MigrationError) as err:
+        app = build_app(settings)
+    except (DatabaseConfigError, MigrationFailed) as err:
+        print(f"numascope serve: {err}", file=sys.stderr)
+        return 1
+    except Exception as err:
+        # create_app migrated an in-memory database itself: alembic is loaded by now, so this
+        # import costs nothing (at the top it would load alembic into every server).
+        from app.adapters.db.migrate import MigrationError
+
+        if not isinstance(err, MigrationError):
+            raise
         print(f"numascope serve: {err}", file=sys.stderr)
         return 1
     uvicorn.run(
@@ -257,6 +289,46 @@ def run(args: argparse.Namespace) -> int:
         proxy_headers=True,
     )
     return 0
+
+
+def build_app(settings: Settings) -> FastAPI:
+    """The app one serving process runs: its database migrated by a child
+    (``migrate_in_child``), gc tuned for serving, then ``create_app``."""
+    from app.web.app import create_app, tune_gc_for_serving
+
+    migrated = migrate_in_child(settings)
+    tune_gc_for_serving()
+    return create_app(settings, migrated=migrated)
+
+
+class MigrationFailed(RuntimeError):
+    """The child process could not migrate the database (its message is the child's)."""
+
+
+def migrate_in_child(settings: Settings) -> bool:
+    """Bring the database of ``settings`` to head in a child process; ``False`` when this
+    process must do it itself (``sqlite://`` in memory) or nobody should (migrations off)."""
+    from app.adapters.db.engine import is_sqlite_memory, parse_url
+
+    if not settings.migrate_on_startup or is_sqlite_memory(parse_url(settings.database_url)):
+        return False
+    import app
+
+    env = dict(os.environ)
+    package_root = str(Path(app.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    done = subprocess.run(
+        [sys.executable, "-c", MIGRATE_SCRIPT, settings.database_url],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines()
+        raise MigrationFailed(lines[-1] if lines else f"migration exited {done.returncode}")
+    return True
 
 
 def _run_workers(settings: Settings, workers: int) -> int:

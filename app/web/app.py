@@ -1,8 +1,12 @@
 """The FastAPI application factory.
 
 ``create_app(settings)`` wires everything once: database engine and migrations
-(``alembic upgrade head``), templates, static files, metrics, error handlers, routers and the
-services the routes use. ``make_app()`` builds ``Settings`` from the environment for
+(``alembic upgrade head``), static files, metrics, error handlers, routers and the services the
+routes use. What only some processes need is imported only there (issue 20 pt 7, the node
+agent at a fraction of its former memory): the hub's machinery with ``Settings.hub``, alembic
+only when this process migrates (``numascope serve`` migrates a database file in a child
+process, ``migrated=True``), jinja2 and the templates on the first page
+(``app.web.rendering.templates_of``). ``make_app()`` builds ``Settings`` from the environment for
 ``uvicorn --factory app.web.app:make_app``.
 
 With ``Settings.observe`` the node this process runs on is observed (read-only,
@@ -24,7 +28,7 @@ import gc
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 from prometheus_client.core import GaugeMetricFamily
@@ -35,10 +39,8 @@ from starlette.staticfiles import StaticFiles
 
 from app import __version__
 from app.adapters.db.engine import make_engine
-from app.adapters.db.migrate import upgrade_head
 from app.services.demo import create_demo_nodes
 from app.services.encoded_json import GZIP_LEVEL, GZIP_MINIMUM
-from app.services.hub import Hub
 from app.services.nodes.catalog import NodeCatalog
 from app.services.nodes.demo_fleet import DemoFleet
 from app.services.nodes.remote import RemoteNodes
@@ -53,7 +55,7 @@ from app.web.errors import install_error_handlers
 from app.web.fast_json import CachedJSONFastPath
 from app.web.guard import RequestGuard, api_body_accepted
 from app.web.metrics import AppMetrics, MetricsMiddleware, NodesCollector
-from app.web.rendering import STATIC_DIR, make_templates
+from app.web.rendering import STATIC_DIR, templates_of
 from app.web.routers import (
     agent,
     api_nodes,
@@ -74,6 +76,9 @@ from app.web.routers import (
     workflow,
 )
 
+if TYPE_CHECKING:
+    from app.services.hub import Hub
+
 SWAGGER_UI_VERSION = "5.35.0"
 
 DESCRIPTION = (
@@ -86,8 +91,11 @@ def create_app(
     settings: Settings | None = None,
     *,
     topology_service: TopologyService | None = None,
+    migrated: bool = False,
 ) -> FastAPI:
-    """Build the app for ``settings`` (tests may also pass their own topology service)."""
+    """Build the app for ``settings`` (tests may also pass their own topology service).
+    ``migrated``: the caller brought the schema to head already (``numascope serve`` does it
+    in a short-lived child process, ``app.commands.serve``), so alembic is not imported here."""
     settings = settings if settings is not None else Settings()
     logging.getLogger("app").setLevel(
         "DEBUG" if settings.log_level == "trace" else settings.log_level.upper()
@@ -103,7 +111,11 @@ def create_app(
     metrics = AppMetrics()
 
     engine = make_engine(settings.database_url)
-    if settings.migrate_on_startup:
+    if settings.migrate_on_startup and not migrated:
+        # Imported here: alembic (and pygments through it) is 10 MiB that a process whose
+        # schema was migrated by someone else never needs.
+        from app.adapters.db.migrate import upgrade_head
+
         upgrade_head(engine)
 
     if topology_service is None:
@@ -115,9 +127,9 @@ def create_app(
 
     app.state.settings = settings
     app.state.engine = engine
-    app.state.migrated = settings.migrate_on_startup
+    app.state.migrated = settings.migrate_on_startup or migrated
     app.state.metrics = metrics
-    app.state.templates = make_templates()
+    # app.state.templates: built by the first page (app.web.rendering.templates_of).
     app.state.topologies = topology_service
 
     # Simulated nodes: definitions and log in the database, state files under state_dir.
@@ -141,7 +153,13 @@ def create_app(
     # The cluster: the hub polls agents and holds --demo-fleet nodes (built in the background
     # by the hub's start); both started and stopped by the lifespan.
     demo_fleet = DemoFleet(settings.demo_fleet) if settings.hub else None
-    hub = Hub(settings, metrics.registry, fleet=demo_fleet) if settings.hub else None
+    hub: Hub | None = None
+    if settings.hub:
+        # Imported only for a hub: its fan-out (httpx, dnspython) is no agent's business
+        # (issue 20 pt 7).
+        from app.services.hub import Hub
+
+        hub = Hub(settings, metrics.registry, fleet=demo_fleet)
     app.state.hub = hub
     # Every node by name, whatever its kind: routes, the CLI and the hub ask the catalog.
     catalog = NodeCatalog(
@@ -214,8 +232,7 @@ def create_app(
         # Our own page (not get_swagger_ui_html): its start-up script is a static file, so
         # the page runs under the same CSP as every other (script-src 'self').
         root = request.scope.get("root_path", "").rstrip("/")
-        templates = request.app.state.templates
-        return templates.TemplateResponse(
+        return templates_of(request.app).TemplateResponse(
             request,
             "docs.html",
             {

@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import hmac
 import secrets
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
-from jinja2 import pass_context
-from jinja2.runtime import Context
 from markupsafe import Markup, escape
 from python_multipart.multipart import MultipartParseError, MultipartParser, parse_options_header
 
@@ -126,16 +125,16 @@ def _multipart_token(boundary: bytes, body: bytes) -> str | None:
     return value
 
 
-@pass_context
-def csrf_field(context: Context) -> Markup:
-    """``{{ csrf_field() }}``: the hidden input every POST form of the dashboard carries."""
+def csrf_field(context: Mapping[str, Any]) -> Markup:
+    """``{{ csrf_field() }}``: the hidden input every POST form of the dashboard carries
+    (registered with jinja2's ``pass_context`` by ``app.web.rendering``, so that a process
+    serving no page never imports jinja2)."""
     request = context["request"]
     token = getattr(request.state, STATE_KEY, None) or ""
     return Markup(f'<input type="hidden" name="{FIELD}" value="{escape(token)}">')
 
 
-@pass_context
-def csrf_token(context: Context) -> str:
+def csrf_token(context: Mapping[str, Any]) -> str:
     """``{{ csrf_token() }}``: the bare token (for ``hx-headers`` on elements outside forms)."""
     request = context["request"]
     return str(getattr(request.state, STATE_KEY, None) or "")

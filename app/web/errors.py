@@ -289,6 +289,6 @@ def install_error_handlers(app: FastAPI) -> None:
 
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
-    for cls in (*ERROR_STATUS, *outage.CANDIDATES):
+    for cls in (*ERROR_STATUS, *outage.candidates()):
         app.add_exception_handler(cls, on_app_error)
     app.add_exception_handler(Exception, on_app_error)

@@ -4,24 +4,30 @@
 ``render`` returns the full page, or only its fragment when htmx asks for one
 (``HX-Request: true``, except on ``HX-History-Restore-Request`` and boosted navigation, which
 need whole pages). Every response varies on ``HX-Request``.
+
+jinja2 is imported, and the templates built, on the first page a process renders
+(``templates_of``), not at import: the node agent (``serve --observe``) mostly answers JSON to
+the hub and must stay small (issue 20 pt 7); its pages still work, they load the machinery
+when first asked for.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jinja2 import pass_context
-from jinja2.runtime import Context
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse
-from starlette.templating import Jinja2Templates
 
 from app import __version__
 from app.domain import units
 from app.web import csrf
 from app.web.fleet_markup import numa_bars
+
+if TYPE_CHECKING:
+    from starlette.templating import Jinja2Templates
 
 # Inside the package (app/templates and app/static link to the project's top-level folders), so
 # an installed wheel carries them as package data.
@@ -56,20 +62,23 @@ def percent(part: int | float, whole: int | float) -> float:
     return round(100.0 * float(part) / float(whole), 1)
 
 
-@pass_context
-def path_for(context: Context, name: str, /, **params: Any) -> str:
+def path_for(context: Mapping[str, Any], name: str, /, **params: Any) -> str:
     """The path (not the absolute URL) of route ``name``, honouring the ASGI root path."""
     request: Request = context["request"]
     root = request.scope.get("root_path", "").rstrip("/")
     return root + str(request.app.url_path_for(name, **{k: str(v) for k, v in params.items()}))
 
 
-@pass_context
-def static_path(context: Context, path: str) -> str:
+def static_path(context: Mapping[str, Any], path: str) -> str:
     return path_for(context, "static", path=path)
 
 
 def make_templates(directory: Path = TEMPLATES_DIR) -> Jinja2Templates:
+    """The templates with our filters and globals (the functions taking the template context
+    are registered through ``pass_context`` here, where jinja2 is imported)."""
+    from jinja2 import pass_context
+    from starlette.templating import Jinja2Templates
+
     templates = Jinja2Templates(directory=str(directory))
     env = templates.env
     env.trim_blocks = True
@@ -77,14 +86,30 @@ def make_templates(directory: Path = TEMPLATES_DIR) -> Jinja2Templates:
     env.filters["bytes"] = format_bytes
     env.globals["percent"] = percent
     env.filters["numa_bars"] = numa_bars  # the fleet table's bars (app.web.fleet_markup)
-    env.globals["path_for"] = path_for
-    env.globals["static_path"] = static_path
+    env.globals["path_for"] = pass_context(path_for)
+    env.globals["static_path"] = pass_context(static_path)
     env.globals["htmx_path"] = HTMX_STATIC_PATH
     env.globals["htmx_version"] = HTMX_VERSION
     env.globals["app_version"] = __version__
     # Every POST form carries {{ csrf_field() }} (app.web.csrf, checked by app.web.guard).
-    env.globals["csrf_field"] = csrf.csrf_field
-    env.globals["csrf_token"] = csrf.csrf_token
+    env.globals["csrf_field"] = pass_context(csrf.csrf_field)
+    env.globals["csrf_token"] = pass_context(csrf.csrf_token)
+    return templates
+
+
+_TEMPLATES_LOCK = threading.Lock()
+
+
+def templates_of(app: Any) -> Jinja2Templates:
+    """The app's templates, built on the first call (``app.state.templates``; a lock because
+    sync page routes run in the thread pool and could race to build them)."""
+    templates: Jinja2Templates | None = getattr(app.state, "templates", None)
+    if templates is None:
+        with _TEMPLATES_LOCK:
+            templates = getattr(app.state, "templates", None)
+            if templates is None:
+                templates = make_templates()
+                app.state.templates = templates
     return templates
 
 
@@ -117,7 +142,7 @@ def render(
     headers: Mapping[str, str] | None = None,
 ) -> HTMLResponse:
     """Render ``template`` (or ``fragment`` for htmx) with ``view`` as ``{{ view }}``."""
-    templates: Jinja2Templates = request.app.state.templates
+    templates = templates_of(request.app)
     name = fragment if fragment is not None and wants_fragment(request) else template
     ctx: dict[str, Any] = {"request": request, "view": view}
     if context:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -56,21 +57,20 @@ _SA_UNAVAILABLE = (
 )
 
 
-def _driver_types() -> tuple[type[Exception], ...]:
-    try:
-        import psycopg
-    except ImportError:  # the 'postgres' extra is not installed
+def driver_types() -> tuple[type[Exception], ...]:
+    """psycopg's connection errors, once psycopg is loaded. SQLAlchemy loads it when it makes a
+    PostgreSQL engine, so a process on SQLite (the node agent) neither meets these errors nor
+    pays for the import (a tenth of a second and a MiB, issue 20 pt 7)."""
+    psycopg = sys.modules.get("psycopg")
+    if psycopg is None:
         return ()
     return (psycopg.OperationalError, psycopg.InterfaceError)
 
 
-_PSYCOPG = _driver_types()
-#: The exception classes a web layer registers a handler for (each checked by ``unavailable``).
-CANDIDATES: tuple[type[Exception], ...] = (
-    *_SA_UNAVAILABLE,
-    sqlite3.OperationalError,
-    *_PSYCOPG,
-)
+def candidates() -> tuple[type[Exception], ...]:
+    """The exception classes a web layer registers a handler for (each checked by
+    ``unavailable``); asked after the engine is made, so psycopg's are in when it is used."""
+    return (*_SA_UNAVAILABLE, sqlite3.OperationalError, *driver_types())
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -99,7 +99,7 @@ def _one(exc: BaseException) -> str | None:
         return _sqlite_text(exc)
     if isinstance(exc, sa_exc.TimeoutError):
         return "no database connection was free in time"
-    if isinstance(exc, (sa_exc.DisconnectionError, *_PSYCOPG)):
+    if isinstance(exc, (sa_exc.DisconnectionError, *driver_types())):
         return "the connection to the database was refused or lost"
     if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
         return "the connection to the database was refused or lost"

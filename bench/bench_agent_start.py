@@ -1,0 +1,179 @@
+"""Start-up cost and memory of the node agent beside a bare FastAPI + uvicorn app (issue 20
+pt 7: goal 64 MiB idle and 1 s of CPU from exec to ready).
+
+The agent runs exactly as the DaemonSet runs it (``serve --no-demo --observe``, SQLite in a data
+directory) on the fake host of ``bench_agent_memory`` (sysfs of ``server-2s-8numa-512t``, the
+state files of ``--pods`` pods, a PodResources socket served from this process). The reference
+is ``bench/_bare_app.py`` under ``uvicorn``: the floor any FastAPI server starts from.
+
+For each process, measured on the real process (``/proc/<pid>``):
+
+* CPU seconds from exec to the first 200 of its ready probe (``/readyz``; the bare app has
+  ``/healthz``): user + system time of the process and of the children it waited for (the
+  agent migrates its database in a child, ``app.commands.serve.migrate_in_child``);
+* idle RSS three seconds after ready;
+* peak RSS (``VmHWM``) after ``--clients`` clients fetched the agent's node page, its JSON, the
+  PodResources List, a pod page, ``/metrics`` and ``/readyz`` for ``--seconds`` seconds (the
+  bare app: ``/bare``).
+
+Run: ``.venv/bin/python bench/bench_agent_start.py [--pods 200] [--seconds 10] [--runs 3]``.
+CPU seconds do not depend much on the machine's load; the median of ``--runs`` starts is shown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+from _common import ROOT
+from bench_agent_memory import load
+
+from app.adapters.grpc.server import PodResourcesServer
+from tests.live.agent_host import NODE, agent_env, build_host, rss_kib
+from tests.processes import free_port
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Figures:
+    start_cpu: float  # seconds
+    idle_kib: int
+    peak_kib: int
+    requests: int
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system time of ``pid`` and of its waited-for children (``/proc/<pid>/stat``)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    # After the command name: state is field 3, utime/stime/cutime/cstime are fields 14-17.
+    return sum(int(fields[i - 3]) for i in (14, 15, 16, 17)) / CLOCK_TICKS
+
+
+def run_one(
+    cmd: list[str],
+    env: dict[str, str],
+    url: str,
+    probe: str,
+    paths: list[str],
+    args: argparse.Namespace,
+) -> Figures:
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                raise SystemExit(f"{cmd}: exited {proc.returncode}")
+            try:
+                if httpx.get(url + probe, timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{cmd}: not ready after 120 s")
+            time.sleep(0.02)
+        start_cpu = cpu_seconds(proc.pid)
+        time.sleep(3)
+        idle = rss_kib(proc.pid)
+        until = time.monotonic() + args.seconds
+        counts: list[int] = []
+        clients = [
+            threading.Thread(target=load, args=(url, paths, until, counts))
+            for _ in range(args.clients)
+        ]
+        for c in clients:
+            c.start()
+        for c in clients:
+            c.join()
+        peak = rss_kib(proc.pid, "VmHWM")
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    return Figures(start_cpu, idle, peak, sum(counts))
+
+
+def median(figures: list[Figures]) -> Figures:
+    return Figures(
+        statistics.median(f.start_cpu for f in figures),
+        int(statistics.median(f.idle_kib for f in figures)),
+        int(statistics.median(f.peak_kib for f in figures)),
+        int(statistics.median(f.requests for f in figures)),
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pods", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+
+    base = Path(tempfile.mkdtemp(prefix="agent-", dir="/tmp"))  # short: sun_path limit
+    try:
+        node, root, sysfs = build_host(base, args.pods)
+        snap = node.snapshot()
+        sock = base / "pr.sock"
+        body = base / "body.json"
+        body.write_bytes(b'{"ok": true}')
+        pod = snap.pods[0]
+        agent_paths = [
+            f"/nodes/{NODE}",
+            f"/nodes/{NODE}.json",
+            f"/api/v1/nodes/{NODE}/podresources",
+            f"/nodes/{NODE}/pods/{pod.namespace}/{pod.name}",
+            "/metrics",
+            "/readyz",
+        ]
+        agents: list[Figures] = []
+        bares: list[Figures] = []
+        with PodResourcesServer(lambda: snap, str(sock)):
+            for run in range(args.runs):
+                data = base / f"data-{run}"  # a fresh database each start, as in a new pod
+                data.mkdir()
+                port = free_port()
+                cmd = [sys.executable, "-m", "app.cli", "serve", "--port", str(port)]
+                cmd += ["--no-demo", "--observe", "--log-level", "warning"]
+                env = agent_env(root, sysfs, sock, data)
+                agents.append(
+                    run_one(cmd, env, f"http://127.0.0.1:{port}", "/readyz", agent_paths, args)
+                )
+                port = free_port()
+                cmd = [sys.executable, "-m", "uvicorn", "--app-dir", str(ROOT / "bench")]
+                cmd += ["_bare_app:app", "--port", str(port), "--log-level", "warning"]
+                env = dict(os.environ, NUMASCOPE_BENCH_BODY=str(body))
+                bares.append(
+                    run_one(cmd, env, f"http://127.0.0.1:{port}", "/healthz", ["/bare"], args)
+                )
+        agent, bare = median(agents), median(bares)
+        print(
+            f"node agent (serve --no-demo --observe, server-2s-8numa-512t, {len(snap.pods)} pods)"
+            f" beside bare FastAPI + uvicorn; median of {args.runs} starts"
+        )
+        print(f"  {'':32} {'agent':>10} {'bare':>10}")
+        print(f"  {'CPU from exec to ready (s)':32} {agent.start_cpu:10.2f} {bare.start_cpu:10.2f}")
+        print(
+            f"  {'idle RSS after ready (MiB)':32} {agent.idle_kib / 1024:10.1f} {bare.idle_kib / 1024:10.1f}"
+        )
+        print(
+            f"  {'peak RSS under load (MiB)':32} {agent.peak_kib / 1024:10.1f} "
+            f"{bare.peak_kib / 1024:10.1f}   ({args.clients} clients, {args.seconds:g} s)"
+        )
+        print(f"  {'requests answered under load':32} {agent.requests:10d} {bare.requests:10d}")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
