@@ -47,7 +47,7 @@ def test_rejection_page_shows_the_documentation_note(
     hrefs = note.locator("a").evaluate_all("els => els.map(e => e.href)")
     assert TUTORIAL_URL in hrefs
     assert any(
-        h.endswith("/release-1.37/pkg/kubelet/cm/memorymanager/policy_static.go") for h in hrefs
+        h.endswith("/release-1.36/pkg/kubelet/cm/memorymanager/policy_static.go") for h in hrefs
     )
     # The note comes before the per-NUMA numbers, right under the verdict.
     note_y = note.bounding_box()["y"]
