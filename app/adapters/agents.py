@@ -84,6 +84,10 @@ def _describe(exc: httpx.HTTPError) -> str:
         return f"timed out ({exc.__class__.__name__})"
     if isinstance(exc, httpx.ConnectError):
         return f"cannot connect: {exc}" if str(exc) else "cannot connect"
+    if isinstance(exc, (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)):
+        # The agent went away mid-answer or mid-stream (killed, restarted, network cut).
+        detail = str(exc) or exc.__class__.__name__
+        return f"connection lost ({detail})"
     return f"{exc.__class__.__name__}: {exc}" if str(exc) else exc.__class__.__name__
 
 

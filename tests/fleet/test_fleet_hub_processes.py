@@ -307,7 +307,8 @@ def test_a_killed_agent_turns_unreachable_while_the_rest_stays_ok(cluster: Clust
     assert all(status[a.url] == "ok" for a in cluster.agents)
     doc = cluster.fleet()
     agent = next(a for a in doc["agents"] if a["url"] == victim.url)  # type: ignore[attr-defined]
-    assert "cannot connect" in agent["error"]
+    # refused on a fresh poll, or cut in the middle of the hub's watch stream
+    assert agent["error"].startswith(("cannot connect", "connection lost")), agent["error"]
     assert agent["lastSeen"] is not None
     row = next(n for n in doc["nodes"] if n["node"] == "delta-1")  # type: ignore[attr-defined]
     assert row["status"] == "unreachable"  # still listed, as last seen
