@@ -68,6 +68,13 @@ def register(sub: Any) -> None:
         default=1,
         help="worker processes (default 1); they share the database, which keeps them in step",
     )
+    _add_node_flags(parser)
+    _add_cluster_flags(parser)
+    parser.set_defaults(func=run)
+
+
+def _add_node_flags(parser: Any) -> None:
+    """Where the nodes come from: the database, the host, the kubelet and the demo."""
     parser.add_argument(
         "--database-url", default=None, help="SQLAlchemy URL (env NUMASCOPE_DATABASE_URL)"
     )
@@ -143,6 +150,10 @@ def register(sub: Any) -> None:
         choices=["critical", "error", "warning", "info", "debug", "trace"],
         help="log level (default info, env NUMASCOPE_LOG_LEVEL)",
     )
+
+
+def _add_cluster_flags(parser: Any) -> None:
+    """The hub and the agents."""
     cluster = parser.add_argument_group("cluster (hub and agents)")
     cluster.add_argument(
         "--hub", action="store_true", default=None, help="run as the fleet hub (env NUMASCOPE_HUB)"
@@ -183,7 +194,6 @@ def register(sub: Any) -> None:
         help="which pods the NodeResourceTopology's pod fingerprint counts (default all, "
         "env NUMASCOPE_NRT_FINGERPRINT_METHOD)",
     )
-    parser.set_defaults(func=run)
 
 
 OVERRIDES = (
