@@ -30,6 +30,7 @@ from app.domain.cpumanager.metrics import (
 )
 from app.domain.cpumanager.pod_restore import (
     drop_stale_pod_allocation,
+    partition_pod_cpus,
     restorable_pod_cpus,
     restore_pod,
 )
@@ -154,37 +155,19 @@ def partition_bubble(
     take_by_topology: Callable[[CPUSet, int], CPUSet],
 ) -> None:
     """Record every container's CPUs out of ``bubble`` (already the pod's set in ``state``)."""
-    containers = (*pod.init_containers, *pod.containers)
-    recorded: dict[str, CPUSet] = {}
-    sidecar_cpus = CPUSet()
-    for c in pod.init_containers:
-        n = guaranteed_cpus(pod, c)
-        if n > 0:
-            m.pinning_requests_total += 1
-            cset = take_by_topology(bubble - sidecar_cpus, n)
-            m.container_assignments[(RESOURCE_CPU, ASSIGNMENT_POD_EXCLUSIVE)] += 1
-            recorded[c.name] = cset
-            if c.is_sidecar:
-                sidecar_cpus = sidecar_cpus | cset
-        elif not c.is_sidecar:
-            m.container_assignments[(RESOURCE_CPU, ASSIGNMENT_POD_SHARED)] += 1
-            recorded[c.name] = bubble - sidecar_cpus
+    exclusive = 0
 
-    pool = bubble - sidecar_cpus
-    for c in pod.containers:
-        n = guaranteed_cpus(pod, c)
-        if n > 0:
-            m.pinning_requests_total += 1
-            cset = take_by_topology(pool, n)
-            m.container_assignments[(RESOURCE_CPU, ASSIGNMENT_POD_EXCLUSIVE)] += 1
-            recorded[c.name] = cset
-            pool = pool - cset
+    def take_counted(available: CPUSet, num_cpus: int) -> CPUSet:
+        nonlocal exclusive
+        m.pinning_requests_total += 1
+        cset = take_by_topology(available, num_cpus)
+        m.container_assignments[(RESOURCE_CPU, ASSIGNMENT_POD_EXCLUSIVE)] += 1
+        exclusive += 1
+        return cset
 
-    for c in containers:
-        cset_or_none = recorded.get(c.name)
-        if cset_or_none is not None:
-            state.set_cpu_set(pod.uid, c.name, cset_or_none)
-        else:
-            state.set_cpu_set(pod.uid, c.name, pool)
-            m.container_assignments[(RESOURCE_CPU, ASSIGNMENT_POD_SHARED)] += 1
-        m.allocations_total[(RESOURCE_CPU, SOURCE_POD)] += 1
+    computed = partition_pod_cpus(pod, bubble, {}, guaranteed_cpus, take_counted)
+    for name, cset in computed.items():
+        state.set_cpu_set(pod.uid, name, cset)
+    if len(computed) > exclusive:  # a Counter key appears as a sample, even at 0
+        m.container_assignments[(RESOURCE_CPU, ASSIGNMENT_POD_SHARED)] += len(computed) - exclusive
+    m.allocations_total[(RESOURCE_CPU, SOURCE_POD)] += len(computed)

@@ -25,7 +25,7 @@ does not import the policy (no import circle).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
@@ -74,6 +74,47 @@ def drop_stale_pod_allocation(state: CPUManagerState, pod: Pod) -> None:
     release_pod_allocation(state, pod.uid)
 
 
+def partition_pod_cpus(
+    pod: Pod,
+    pod_cpus: CPUSet,
+    kept: Mapping[str, CPUSet],
+    guaranteed: CountFn,
+    take: TakeFn,
+) -> dict[str, CPUSet]:
+    """The container assignments missing from ``kept``, carved out of ``pod_cpus`` in spec
+    order: the partitioning of a fresh pod-level allocation (nothing kept) and of a restore.
+
+    Init containers with exclusive CPUs take theirs from the pod's CPUs minus the sidecars'
+    so far (a regular one without shares that), app containers take theirs from what the
+    sidecars leave, and every other container gets the pod shared pool that remains.
+    """
+    computed: dict[str, CPUSet] = {}
+    sidecars = EMPTY
+    for c in pod.init_containers:
+        n = guaranteed(pod, c)
+        have = kept.get(c.name)
+        if n > 0:
+            cset = have if have is not None else take(pod_cpus - sidecars, n)
+            if have is None:
+                computed[c.name] = cset
+            if c.is_sidecar:
+                sidecars = sidecars | cset
+        elif not c.is_sidecar and have is None:
+            computed[c.name] = pod_cpus - sidecars
+    pool = pod_cpus - sidecars
+    for c in pod.containers:
+        n = guaranteed(pod, c)
+        if n <= 0:
+            continue
+        have = kept.get(c.name)
+        cset = have if have is not None else take(pool, n)
+        if have is None:
+            computed[c.name] = cset
+        pool = pool - cset
+    names = [name for name in _spec_order(pod) if name not in kept]
+    return {name: computed.get(name, pool) for name in names}
+
+
 def restore_pod(
     state: CPUManagerState,
     pod: Pod,
@@ -84,38 +125,12 @@ def restore_pod(
     """Keep what the state holds for ``pod`` and compute the missing container assignments
     inside ``pod_cpus``; returns what was computed. On an allocation error every CPU of the
     pod goes back to the default set and the error propagates."""
-    entries = dict(state.assignments.get(pod.uid, {}))
-    computed: dict[str, CPUSet] = {}
+    kept = dict(state.assignments.get(pod.uid, {}))
     try:
-        sidecars = EMPTY
-        for c in pod.init_containers:
-            n = guaranteed(pod, c)
-            have = entries.get(c.name)
-            if n > 0:
-                cset = have if have is not None else take(pod_cpus - sidecars, n)
-                if have is None:
-                    computed[c.name] = cset
-                if c.is_sidecar:
-                    sidecars = sidecars | cset
-            elif not c.is_sidecar and have is None:
-                computed[c.name] = pod_cpus - sidecars
-        pool = pod_cpus - sidecars
-        for c in pod.containers:
-            n = guaranteed(pod, c)
-            if n <= 0:
-                continue
-            have = entries.get(c.name)
-            cset = have if have is not None else take(pool, n)
-            if have is None:
-                computed[c.name] = cset
-            pool = pool - cset
+        computed = partition_pod_cpus(pod, pod_cpus, kept, guaranteed, take)
     except Exception:
         release_pod_allocation(state, pod.uid)
         raise
-    for name in _spec_order(pod):
-        if name not in entries and name not in computed:
-            computed[name] = pool  # no exclusive CPUs: the pod shared pool
-    for name in _spec_order(pod):
-        if name in computed:
-            state.set_cpu_set(pod.uid, name, computed[name])
+    for name, cset in computed.items():
+        state.set_cpu_set(pod.uid, name, cset)
     return computed
