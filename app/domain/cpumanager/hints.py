@@ -105,18 +105,8 @@ def generate_cpu_topology_hints(
     """
     table = _mask_table(topology)
     min_affinity_size = table.min_affinity_size(request, len(table.node_cpus))
-    avail = available.mask
-    reuse = reusable.mask
-    n_reusable = reuse.bit_count()
-    avail_in: dict[int, int] = {0: 0}
-    reuse_in: dict[int, int] = {0: 0}
-    for bit, cpus in table.node_cpus.items():
-        avail_in[bit] = (avail & cpus).bit_count()
-        reuse_in[bit] = (reuse & cpus).bit_count() if n_reusable else 0
-    if 1 in avail_in and (avail | reuse) & ~table.all_mask:
-        # Unknown CPUs: Go's zero CPUInfo puts them on NUMA node 0 (bit 1).
-        avail_in[1] += (avail & ~table.all_mask).bit_count()
-        reuse_in[1] += (reuse & ~table.all_mask).bit_count()
+    n_reusable = reusable.mask.bit_count()
+    avail_in, reuse_in = _counts_per_node(table, available.mask, reusable.mask)
     hints: list[TopologyHint] = []
     append = hints.append
     need = request - n_reusable
@@ -137,3 +127,21 @@ def generate_cpu_topology_hints(
         else:
             append(other_hint)
     return hints
+
+
+def _counts_per_node(
+    table: _Table, avail: int, reuse: int
+) -> tuple[dict[int, int], dict[int, int]]:
+    """Available and reusable CPUs per single-node mask (and 0 for the empty mask); the
+    caller fills in the multi-node masks as it goes."""
+    avail_in: dict[int, int] = {0: 0}
+    reuse_in: dict[int, int] = {0: 0}
+    any_reusable = bool(reuse)
+    for bit, cpus in table.node_cpus.items():
+        avail_in[bit] = (avail & cpus).bit_count()
+        reuse_in[bit] = (reuse & cpus).bit_count() if any_reusable else 0
+    if 1 in avail_in and (avail | reuse) & ~table.all_mask:
+        # Unknown CPUs: Go's zero CPUInfo puts them on NUMA node 0 (bit 1).
+        avail_in[1] += (avail & ~table.all_mask).bit_count()
+        reuse_in[1] += (reuse & ~table.all_mask).bit_count()
+    return avail_in, reuse_in

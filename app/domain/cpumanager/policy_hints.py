@@ -92,18 +92,29 @@ def pod_topology_hints(
             return {
                 RESOURCE_CPU: _restored_pod_hints(state, pod, requested, reserved_cpus, generate)
             }
+    assigned = _pod_assigned_cpus(state, pod, feature_gates)
+    if assigned is None:
+        return {RESOURCE_CPU: []}
+    if assigned.size() == requested:
+        return {RESOURCE_CPU: generate(assigned, EMPTY, requested)}
+    available = state.default_cpuset - reserved_cpus
+    return {RESOURCE_CPU: generate(available, reusable | assigned, requested)}
+
+
+def _pod_assigned_cpus(
+    state: CPUManagerState, pod: Pod, feature_gates: Mapping[str, bool]
+) -> CPUSet | None:
+    """The CPUs the state already assigns to the pod's containers; ``None`` when one of them
+    holds a number of CPUs other than its request (no hint can be given)."""
     assigned = EMPTY
     for c in (*pod.init_containers, *pod.containers):
         allocated = state.get_cpu_set(pod.uid, c.name)
         if allocated is None:
             continue
         if allocated.size() != guaranteed_cpus(pod, c, feature_gates):
-            return {RESOURCE_CPU: []}
+            return None
         assigned = assigned | allocated
-    if assigned.size() == requested:
-        return {RESOURCE_CPU: generate(assigned, EMPTY, requested)}
-    available = state.default_cpuset - reserved_cpus
-    return {RESOURCE_CPU: generate(available, reusable | assigned, requested)}
+    return assigned
 
 
 def _restored_pod_hints(

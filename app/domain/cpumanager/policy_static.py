@@ -98,6 +98,32 @@ class StaticPolicy:
         release: str = DEFAULT_RELEASE,
     ) -> None:
         self.feature_gates: dict[str, bool] = dict(feature_gates or {})
+        self._set_release(release)
+        if isinstance(options, StaticPolicyOptions):
+            opts = options
+        else:
+            opts = new_static_policy_options(options or {}, self.feature_gates)
+        validate_static_policy_options(opts, topology, topology_manager_policy)
+        self.topology = topology
+        self.options = opts
+        self.topology_manager_policy = topology_manager_policy
+        self.cpu_group_size = topology.cpus_per_core()
+        self.cpus_to_reuse: dict[str, CPUSet] = {}
+        self.metrics = CPUManagerMetrics()
+
+        reserved = self._take_reserved(num_reserved_cpus, reserved_cpus)
+        self.reserved_physical_cpus: CPUSet = reserved_physical_cpus(topology, reserved)
+        self.reserved_cpus: CPUSet = reserved
+        self.gauges = CPUGauges(
+            self.metrics,
+            topology,
+            reserved,
+            from_state=releases.has(release, releases.CPU_METRICS_FROM_STATE),
+            feature_gates=self.feature_gates,
+        )
+
+    def _set_release(self, release: str) -> None:
+        """The release's rules the policy follows (``app.domain.releases``)."""
         self.release = release
         self.restores_pods = releases.has(release, releases.CPU_POD_RESTORE)
         self.restore_before_smt = releases.has(release, releases.CPU_RESTORE_BEFORE_SMT)
@@ -113,36 +139,19 @@ class StaticPolicy:
         self.hang_release = (
             None if releases.has(release, releases.DISTRIBUTED_GROUP_CHECK) else release
         )
-        if isinstance(options, StaticPolicyOptions):
-            opts = options
-        else:
-            opts = new_static_policy_options(options or {}, self.feature_gates)
-        validate_static_policy_options(opts, topology, topology_manager_policy)
-        self.topology = topology
-        self.options = opts
-        self.topology_manager_policy = topology_manager_policy
-        self.cpu_group_size = topology.cpus_per_core()
-        self.cpus_to_reuse: dict[str, CPUSet] = {}
-        self.metrics = CPUManagerMetrics()
 
-        all_cpus = topology.all_cpus
+    def _take_reserved(self, num_reserved_cpus: int, reserved_cpus: CPUSet | None) -> CPUSet:
+        """``NewStaticPolicy``'s reserved CPUs: the explicit list, else ``takeByTopology`` of
+        ``num_reserved_cpus`` over all CPUs; either must have the reserved size."""
         if reserved_cpus is not None and reserved_cpus.size() > 0:
             reserved = reserved_cpus
         else:
             try:
-                reserved = self.take_by_topology(all_cpus, num_reserved_cpus)
+                reserved = self.take_by_topology(self.topology.all_cpus, num_reserved_cpus)
             except (TakeByTopologyError, CPUAllocationError):
                 reserved = EMPTY  # upstream ignores the error; the size check reports it
         check_reserved_size(reserved, num_reserved_cpus)
-        self.reserved_physical_cpus: CPUSet = reserved_physical_cpus(topology, reserved)
-        self.reserved_cpus: CPUSet = reserved
-        self.gauges = CPUGauges(
-            self.metrics,
-            topology,
-            reserved,
-            from_state=releases.has(release, releases.CPU_METRICS_FROM_STATE),
-            feature_gates=self.feature_gates,
-        )
+        return reserved
 
     def name(self) -> str:
         return POLICY_STATIC
@@ -232,23 +241,7 @@ class StaticPolicy:
         m = self.metrics
         m.pinning_requests_total += 1
         try:
-            existing = state.get_cpu_set(pod.uid, c.name)
-            if existing is None or not self.restore_before_smt:
-                # Before kubernetes#129079 (1.38) the SMT check comes first, also for a
-                # container whose CPUs are already in the state.
-                self.enforce_smt_alignment(state, num_cpus)
-            if existing is not None:
-                self.update_cpus_to_reuse(pod, c, existing)
-            else:
-                mask = hint.numa_affinity if hint is not None else None
-                cset, uncore_aligned = self.allocate_cpus_with_alignment(
-                    state, num_cpus, mask, self.cpus_to_reuse.get(pod.uid, EMPTY)
-                )
-                state.set_cpu_set(pod.uid, c.name, cset)
-                self.update_cpus_to_reuse(pod, c, cset)
-                self.gauges.on_allocate(state, cset, uncore_aligned)
-                m.allocations_total[(RESOURCE_CPU, SOURCE_NODE)] += 1
-                m.container_assignments[(RESOURCE_CPU, ASSIGNMENT_NODE_EXCLUSIVE)] += 1
+            self._allocate_container(state, pod, c, num_cpus, hint)
         except Exception:
             m.pinning_errors_total += 1
             m.allocation_errors_total[(RESOURCE_CPU, SOURCE_NODE)] += 1
@@ -261,6 +254,35 @@ class StaticPolicy:
             self.gauges.refresh(state)
         if self.options.full_physical_cpus_only:
             m.aligned_compute_resources[(ALIGN_SCOPE_CONTAINER, ALIGNED_PHYSICAL_CPU)] += 1
+
+    def _allocate_container(
+        self,
+        state: CPUManagerState,
+        pod: Pod,
+        c: Container,
+        num_cpus: int,
+        hint: TopologyHint | None,
+    ) -> None:
+        """``Allocate``'s steps once counted: the SMT check, then the CPUs the state already
+        holds for the container (kept) or fresh ones on the hint."""
+        existing = state.get_cpu_set(pod.uid, c.name)
+        if existing is None or not self.restore_before_smt:
+            # Before kubernetes#129079 (1.38) the SMT check comes first, also for a
+            # container whose CPUs are already in the state.
+            self.enforce_smt_alignment(state, num_cpus)
+        if existing is not None:
+            self.update_cpus_to_reuse(pod, c, existing)
+            return
+        mask = hint.numa_affinity if hint is not None else None
+        cset, uncore_aligned = self.allocate_cpus_with_alignment(
+            state, num_cpus, mask, self.cpus_to_reuse.get(pod.uid, EMPTY)
+        )
+        state.set_cpu_set(pod.uid, c.name, cset)
+        self.update_cpus_to_reuse(pod, c, cset)
+        self.gauges.on_allocate(state, cset, uncore_aligned)
+        m = self.metrics
+        m.allocations_total[(RESOURCE_CPU, SOURCE_NODE)] += 1
+        m.container_assignments[(RESOURCE_CPU, ASSIGNMENT_NODE_EXCLUSIVE)] += 1
 
     def allocate_cpus(
         self,

@@ -36,7 +36,21 @@ def validate_state(
         state.set_default_cpu_set(all_cpus)
         return
 
-    if strict_cpu_reservation:
+    _check_reserved_cpus(default, reserved_cpus, strict_cpu_reservation)
+    _check_no_overlap(state, default)
+    known = default | state.assigned_cpus()
+    if pod_level_resource_managers:
+        known = known | state.pod_entry_cpus()
+    if known != all_cpus:
+        raise CPUManagerStateError(
+            f'current set of available CPUs "{all_cpus}" doesn\'t match with CPUs in '
+            f'state "{known}"'
+        )
+
+
+def _check_reserved_cpus(default: CPUSet, reserved_cpus: CPUSet, strict: bool) -> None:
+    """The reserved CPUs are all in the default set (``strict-cpu-reservation``: none)."""
+    if strict:
         overlap = reserved_cpus & default
         if overlap:
             raise CPUManagerStateError(
@@ -48,6 +62,9 @@ def validate_state(
             f'not all reserved cpus: "{reserved_cpus}" are present in defaultCpuSet: "{default}"'
         )
 
+
+def _check_no_overlap(state: CPUManagerState, default: CPUSet) -> None:
+    """No container's CPUs are also in the default set."""
     # Go ranges over maps in random order; we report the first overlap in sorted order.
     for pod, container, cset in state.iter_assignments():
         if default & cset:
@@ -55,12 +72,3 @@ def validate_state(
                 f'pod: {pod}, container: {container} cpuset: "{cset}" overlaps with '
                 f'default cpuset "{default}"'
             )
-
-    known = default | state.assigned_cpus()
-    if pod_level_resource_managers:
-        known = known | state.pod_entry_cpus()
-    if known != all_cpus:
-        raise CPUManagerStateError(
-            f'current set of available CPUs "{all_cpus}" doesn\'t match with CPUs in '
-            f'state "{known}"'
-        )

@@ -43,11 +43,7 @@ def take_by_topology(
     min_numas: int = 0,
 ) -> CPUSet:
     """``takeByTopology`` dispatch (§2.7); failures become ``CPUAllocationError``."""
-    strategy = (
-        CPUSortingStrategy.SPREAD
-        if options.distribute_cpus_across_cores
-        else CPUSortingStrategy.PACKED
-    )
+    strategy = _sorting_strategy(options)
     try:
         if options.distribute_cpus_across_numa:
             group = cpu_group_size if options.full_physical_cpus_only else 1
@@ -73,6 +69,13 @@ def take_by_topology(
         )
     except TakeByTopologyError as exc:
         raise CPUAllocationError(str(exc)) from exc
+
+
+def _sorting_strategy(options: StaticPolicyOptions) -> CPUSortingStrategy:
+    """``spread`` with ``distribute-cpus-across-cores``, else ``packed``."""
+    if options.distribute_cpus_across_cores:
+        return CPUSortingStrategy.SPREAD
+    return CPUSortingStrategy.PACKED
 
 
 def aligned_cpus(
