@@ -60,20 +60,28 @@ def upstream_url(path: str, release: str) -> str:
     return releases.get(release).upstream_url(path)
 
 
+def _memory_default_hint_rejection(
+    config: KubeletConfig, pod: Pod, reason: str, message: str
+) -> list[str]:
+    """The containers without requests whose memory ``Allocate`` under scope container
+    rejected the pod-level pod (empty: the rejection is not that one)."""
+    if reason != "UnexpectedAdmissionError":
+        return []
+    if _DEFAULT_HINT not in message and _VIOLATION not in message:
+        return []
+    if config.memory_manager_policy != "Static" or config.topology_manager_scope != "container":
+        return []
+    if not (config.pod_level_resource_managers and is_pod_level_resources_set(pod)):
+        return []
+    if releases.has(config.release, releases.MEMORY_SKIP_NO_REQUEST):
+        return []  # kubernetes#138770: code and documentation agree from 1.37
+    return [c.name for c in pod.all_containers() if not is_container_equivalent_qos_guaranteed(c)]
+
+
 def _container_scope_default_hint(
     config: KubeletConfig, pod: Pod, reason: str, message: str
 ) -> Divergence | None:
-    if reason != "UnexpectedAdmissionError":
-        return None
-    if _DEFAULT_HINT not in message and _VIOLATION not in message:
-        return None
-    if config.memory_manager_policy != "Static" or config.topology_manager_scope != "container":
-        return None
-    if not (config.pod_level_resource_managers and is_pod_level_resources_set(pod)):
-        return None
-    if releases.has(config.release, releases.MEMORY_SKIP_NO_REQUEST):
-        return None  # kubernetes#138770: code and documentation agree from 1.37
-    bare = [c.name for c in pod.all_containers() if not is_container_equivalent_qos_guaranteed(c)]
+    bare = _memory_default_hint_rejection(config, pod, reason, message)
     if not bare:
         return None
     which = "the default hint is not found" if _DEFAULT_HINT in message else "the hint collides"

@@ -85,35 +85,64 @@ def resource_manager_prefix(release: str) -> str | None:
     return releases.get(release).resource_manager_metric_prefix
 
 
+#: The unlabelled CPU manager series: name, type, help, the counter's attribute.
+_CPU_SINGLES = (
+    (
+        "cpu_manager_pinning_requests_total",
+        "counter",
+        "CPU allocations that needed exclusive CPUs (pinning).",
+        "pinning_requests_total",
+    ),
+    (
+        "cpu_manager_pinning_errors_total",
+        "counter",
+        "CPU allocations that needed exclusive CPUs and failed.",
+        "pinning_errors_total",
+    ),
+    (
+        "cpu_manager_shared_pool_size_millicores",
+        "gauge",
+        "Size of the shared CPU pool, in millicores.",
+        "shared_pool_size_millicores",
+    ),
+    (
+        "cpu_manager_exclusive_cpu_allocation_count",
+        "gauge",
+        "CPUs allocated exclusively to containers.",
+        "exclusive_cpu_allocation_count",
+    ),
+)
+
+#: The memory manager's series, alike.
+_MEMORY_SINGLES = (
+    (
+        "memory_manager_pinning_requests_total",
+        "counter",
+        "Memory allocations that needed NUMA pinning.",
+        "pinning_requests_total",
+    ),
+    (
+        "memory_manager_pinning_errors_total",
+        "counter",
+        "Memory allocations that needed NUMA pinning and failed.",
+        "pinning_errors_total",
+    ),
+)
+
+
+def _singles(table: Sequence[tuple[str, str, str, str]], counters: object) -> list[Family]:
+    return [
+        _single(KUBELET + name, kind, help_text, getattr(counters, attribute))
+        for name, kind, help_text, attribute in table
+    ]
+
+
 def _cpu_families(m: CPUManagerMetrics) -> list[Family]:
     per_numa = tuple(
         Sample((("numa_node", str(n)),), float(v)) for n, v in sorted(m.allocation_per_numa.items())
     )
     return [
-        _single(
-            KUBELET + "cpu_manager_pinning_requests_total",
-            "counter",
-            "CPU allocations that needed exclusive CPUs (pinning).",
-            m.pinning_requests_total,
-        ),
-        _single(
-            KUBELET + "cpu_manager_pinning_errors_total",
-            "counter",
-            "CPU allocations that needed exclusive CPUs and failed.",
-            m.pinning_errors_total,
-        ),
-        _single(
-            KUBELET + "cpu_manager_shared_pool_size_millicores",
-            "gauge",
-            "Size of the shared CPU pool, in millicores.",
-            m.shared_pool_size_millicores,
-        ),
-        _single(
-            KUBELET + "cpu_manager_exclusive_cpu_allocation_count",
-            "gauge",
-            "CPUs allocated exclusively to containers.",
-            m.exclusive_cpu_allocation_count,
-        ),
+        *_singles(_CPU_SINGLES, m),
         Family(
             KUBELET + "cpu_manager_allocation_per_numa",
             "gauge",
@@ -136,20 +165,7 @@ def _cpu_families(m: CPUManagerMetrics) -> list[Family]:
 
 
 def _memory_families(m: MemoryManagerMetrics) -> list[Family]:
-    return [
-        _single(
-            KUBELET + "memory_manager_pinning_requests_total",
-            "counter",
-            "Memory allocations that needed NUMA pinning.",
-            m.pinning_requests_total,
-        ),
-        _single(
-            KUBELET + "memory_manager_pinning_errors_total",
-            "counter",
-            "Memory allocations that needed NUMA pinning and failed.",
-            m.pinning_errors_total,
-        ),
-    ]
+    return _singles(_MEMORY_SINGLES, m)
 
 
 def _merged(counters: Iterable[ResourceManagerCounters]) -> ResourceManagerCounters:
