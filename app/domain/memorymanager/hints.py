@@ -209,17 +209,9 @@ def calculate_hints(
     """
     nodes = sorted(machine_state)
     table = _mask_table(nodes)
-    resources = list(requested.items())
-    # Per resource: (subset sums, resource, requested size).
-    allocatable: list[tuple[list[int], str, int]] = []
-    free: list[tuple[list[int], str, int]] = []
-    for r, size in resources:
-        tables = [table_of(machine_state[n], r) for n in nodes]
-        a_sums = _subset_sums([0 if t is None else t.allocatable for t in tables])
-        allocatable.append((a_sums, r, size))
-        free.append((_subset_sums([0 if t is None else t.free for t in tables]), r, size))
+    allocatable, free = _subset_sums_per_resource(machine_state, nodes, requested)
     # Masks with enough allocatable memory of every resource, in IterateBitMasks order.
-    if len(resources) == 1:
+    if len(allocatable) == 1:
         a_sums, _, size = allocatable[0]
         candidates = [row for row in table if a_sums[row[1]] >= size]
     else:
@@ -228,8 +220,40 @@ def calculate_hints(
         return {}
     # Rows come by node count, so the first candidate has the fewest nodes.
     min_affinity_size = candidates[0][2]
-    # Per node: more than one cell (a single-node hint is excluded); assigned nodes and
-    # the group they must match exactly in a multi-node hint (None: matches no mask).
+    multi_cell, assigned = _node_groups(machine_state, nodes)
+    if len(free) == 1 and not reusable:
+        found = _with_free_memory(candidates, free[0], multi_cell, assigned)
+    else:
+        found = _with_free_resources(candidates, free, multi_cell, assigned, reusable)
+    if not found:
+        return {}
+    hints_list = [row[3] if row[2] == min_affinity_size else row[4] for row in found]
+    return {r: list(hints_list) for r in requested}
+
+
+# Per resource: (subset sums, resource, requested size).
+_Sums = tuple[list[int], str, int]
+
+
+def _subset_sums_per_resource(
+    machine_state: Mapping[int, NUMANodeState], nodes: Sequence[int], requested: Mapping[str, int]
+) -> tuple[list[_Sums], list[_Sums]]:
+    """The allocatable and the free sums of every subset of ``nodes``, per resource."""
+    allocatable: list[_Sums] = []
+    free: list[_Sums] = []
+    for r, size in requested.items():
+        tables = [table_of(machine_state[n], r) for n in nodes]
+        a_sums = _subset_sums([0 if t is None else t.allocatable for t in tables])
+        allocatable.append((a_sums, r, size))
+        free.append((_subset_sums([0 if t is None else t.free for t in tables]), r, size))
+    return allocatable, free
+
+
+def _node_groups(
+    machine_state: Mapping[int, NUMANodeState], nodes: Sequence[int]
+) -> tuple[int, dict[int, int | None]]:
+    """The nodes with more than one cell (a single-node hint is excluded), and per assigned
+    node the group it must match exactly in a multi-node hint (None: matches no mask)."""
     multi_cell = 0
     assigned: dict[int, int | None] = {}
     for n in nodes:
@@ -238,49 +262,60 @@ def calculate_hints(
             multi_cell |= 1 << n
         if s.number_of_assignments > 0:
             assigned[1 << n] = _group_mask(s.cells)
+    return multi_cell, assigned
+
+
+def _with_free_memory(
+    candidates: list[_MaskRow], free: _Sums, multi_cell: int, assigned: dict[int, int | None]
+) -> list[_MaskRow]:
+    """The common case: regular memory only, nothing to reuse. A single-node mask may not
+    hold a node grouped with others; a multi-node mask's assigned nodes must be grouped
+    with exactly its nodes."""
+    f_sums, _, size = free
     assigned_mask = sum(assigned)
-    if len(resources) == 1 and not reusable:
-        # The common case: regular memory only, nothing to reuse. A single-node mask may not
-        # hold a node grouped with others; a multi-node mask's assigned nodes must be
-        # grouped with exactly its nodes.
-        f_sums, _, size = free[0]
-        if not multi_cell and not assigned_mask:
-            found = [row for row in candidates if f_sums[row[1]] >= size]
+    if not multi_cell and not assigned_mask:
+        return [row for row in candidates if f_sums[row[1]] >= size]
+    return [
+        row
+        for row in candidates
+        if f_sums[row[1]] >= size
+        and (
+            not row[0] & (multi_cell if row[2] == 1 else assigned_mask)
+            or (row[2] > 1 and _groups_match(assigned, row[0] & assigned_mask, row[0]))
+        )
+    ]
+
+
+def _with_free_resources(
+    candidates: list[_MaskRow],
+    free: list[_Sums],
+    multi_cell: int,
+    assigned: dict[int, int | None],
+    reusable: Reusable | None,
+) -> list[_MaskRow]:
+    """The same filter for several resources or with memory to reuse."""
+    assigned_mask = sum(assigned)
+    found = []
+    for row in candidates:
+        mask, pm, count = row[0], row[1], row[2]
+        if count == 1:
+            if multi_cell & mask:
+                continue
         else:
-            found = [
-                row
-                for row in candidates
-                if f_sums[row[1]] >= size
-                and (
-                    not row[0] & (multi_cell if row[2] == 1 else assigned_mask)
-                    or (row[2] > 1 and _groups_match(assigned, row[0] & assigned_mask, row[0]))
-                )
-            ]
-    else:
-        found = []
-        for row in candidates:
-            mask, pm, count = row[0], row[1], row[2]
-            if count == 1:
-                if multi_cell & mask:
-                    continue
-            else:
-                used = mask & assigned_mask
-                if used and not _groups_match(assigned, used, mask):
-                    continue
-            fits = True
-            for f, r, size in free:
-                total = f[pm]
-                if reusable:
-                    total += reusable.get(mask, {}).get(r, 0)
-                if total < size:
-                    fits = False
-                    break
-            if fits:
-                found.append(row)
-    if not found:
-        return {}
-    hints_list = [row[3] if row[2] == min_affinity_size else row[4] for row in found]
-    return {r: list(hints_list) for r in requested}
+            used = mask & assigned_mask
+            if used and not _groups_match(assigned, used, mask):
+                continue
+        fits = True
+        for f, r, size in free:
+            total = f[pm]
+            if reusable:
+                total += reusable.get(mask, {}).get(r, 0)
+            if total < size:
+                fits = False
+                break
+        if fits:
+            found.append(row)
+    return found
 
 
 def _default_hint(

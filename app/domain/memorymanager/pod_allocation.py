@@ -87,6 +87,33 @@ def partition_pod_budget(
     machine_state = state.machine_state_for_update(mask_nodes)
 
     exclusive: dict[str, list[Block]] = {}
+    sidecar = _init_container_blocks(pod, budget, mask_nodes, m, container_requests, exclusive)
+    pool = {r: _u64_sub(total, sidecar.get(r, 0)) for r, total in budget.items()}
+    _app_container_blocks(pod, pool, mask_nodes, m, container_requests, exclusive)
+    shared = [Block(mask_nodes, r, v) for r, v in sorted(pool.items()) if v > 0]
+
+    state.set_pod_memory_blocks(pod.uid, [Block(mask_nodes, r, budget[r]) for r in sorted(budget)])
+    for r in sorted(budget):
+        update_machine_state(machine_state, mask_nodes, r, budget[r])
+    for c in containers:
+        own = exclusive.get(c.name)
+        if own is None:
+            m.container_assignments[(RESOURCE_MEMORY, ASSIGNMENT_POD_SHARED)] += 1
+        state.set_memory_blocks(pod.uid, c.name, shared if own is None else own)
+        m.allocations_total[(RESOURCE_MEMORY, SOURCE_POD)] += 1
+    state.replace_machine_state(machine_state)
+
+
+def _init_container_blocks(
+    pod: Pod,
+    budget: Mapping[str, int],
+    mask_nodes: tuple[int, ...],
+    m: MemoryManagerMetrics,
+    container_requests: ContainerRequests,
+    exclusive: dict[str, list[Block]],
+) -> dict[str, int]:
+    """Init containers' blocks into ``exclusive``: their requests, or for a regular one
+    without requests what the runnable pool holds then; returns the sidecars' total."""
     sidecar: dict[str, int] = {}
     for c in pod.init_containers:
         reqs = container_requests(c)
@@ -105,7 +132,18 @@ def partition_pod_budget(
         if c.is_sidecar:
             for r, v in reqs.items():
                 sidecar[r] = (sidecar.get(r, 0) + v) % UINT64
-    pool = {r: _u64_sub(total, sidecar.get(r, 0)) for r, total in budget.items()}
+    return sidecar
+
+
+def _app_container_blocks(
+    pod: Pod,
+    pool: dict[str, int],
+    mask_nodes: tuple[int, ...],
+    m: MemoryManagerMetrics,
+    container_requests: ContainerRequests,
+    exclusive: dict[str, list[Block]],
+) -> None:
+    """App containers with requests get their own blocks, taken out of ``pool``."""
     for c in pod.containers:
         reqs = container_requests(c)
         if not reqs:
@@ -118,15 +156,3 @@ def partition_pod_budget(
                 pool[r] = _u64_sub(pool.get(r, 0), v)
         exclusive[c.name] = blocks
         m.container_assignments[(RESOURCE_MEMORY, ASSIGNMENT_POD_EXCLUSIVE)] += 1
-    shared = [Block(mask_nodes, r, v) for r, v in sorted(pool.items()) if v > 0]
-
-    state.set_pod_memory_blocks(pod.uid, [Block(mask_nodes, r, budget[r]) for r in sorted(budget)])
-    for r in sorted(budget):
-        update_machine_state(machine_state, mask_nodes, r, budget[r])
-    for c in containers:
-        own = exclusive.get(c.name)
-        if own is None:
-            m.container_assignments[(RESOURCE_MEMORY, ASSIGNMENT_POD_SHARED)] += 1
-        state.set_memory_blocks(pod.uid, c.name, shared if own is None else own)
-        m.allocations_total[(RESOURCE_MEMORY, SOURCE_POD)] += 1
-    state.replace_machine_state(machine_state)
