@@ -33,7 +33,8 @@ container entries computed inside it); ``kept`` otherwise (everything found is u
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -42,6 +43,7 @@ from app.domain.checkpoint import (
     CPU_FILE_NAME,
     MEMORY_FILE_NAME,
     CPUCheckpointState,
+    InspectionReport,
     MemoryCheckpointState,
     inspect,
 )
@@ -329,6 +331,26 @@ def _reads_everything(name: str, result: LoadResult, config: KubeletConfig) -> b
     return result.loaded_as == own and (config.gate(GATE) or own not in _POD_FORMATS[name])
 
 
+def _inspect_for_release(
+    content: str | bytes,
+    name: str,
+    config: KubeletConfig,
+    state_dir: str,
+    names: Mapping[str, str] | None,
+) -> InspectionReport:
+    """The inspector's report on one file with the release's reader as the only target."""
+    policy = config.cpu_manager_policy if name == CPU_FILE_NAME else config.memory_manager_policy
+    reader = Reader(config.release, config.gate(GATE))
+    return inspect(
+        content,
+        name,
+        configured_policy=policy,
+        targets=(reader.with_policy(policy),),
+        state_dir=state_dir or "/var/lib/kubelet",
+        pod_names=names,
+    )
+
+
 def _read_before(
     files: Mapping[str, str | bytes | None],
     loaded: Mapping[str, LoadResult],
@@ -342,11 +364,6 @@ def _read_before(
     lost: list[str] = []
     named: list[str] = []
     lost_uids: list[str] = []
-    policies = {
-        CPU_FILE_NAME: config.cpu_manager_policy,
-        MEMORY_FILE_NAME: config.memory_manager_policy,
-    }
-    reader = Reader(config.release, config.gate(GATE))
     for name in (CPU_FILE_NAME, MEMORY_FILE_NAME):
         content = files.get(name)
         if content is None:
@@ -356,14 +373,7 @@ def _read_before(
         if result is not None and _reads_everything(name, result, config):
             state = result.state
         else:
-            report = inspect(
-                content,
-                name,
-                configured_policy=policies[name],
-                targets=(reader.with_policy(policies[name]),),
-                state_dir=state_dir or "/var/lib/kubelet",
-                pod_names=names,
-            )
+            report = _inspect_for_release(content, name, config, state_dir, names)
             state = report.state
             for verdict in report.verdicts:
                 lost.extend(f"{name}: {text}" for text in verdict.lost)
@@ -374,6 +384,22 @@ def _read_before(
         elif isinstance(state, MemoryCheckpointState):
             before.memory = state
     return before, lost, named, lost_uids
+
+
+def _record_losses(
+    result: RestartResult,
+    files: Mapping[str, str | bytes | None],
+    loaded: Mapping[str, LoadResult],
+    config: KubeletConfig,
+    state_dir: str,
+    names: Mapping[str, str],
+) -> tuple[_Before, list[str]]:
+    """``_read_before`` with what the release drops written into ``result``; returns the
+    files' content and the uids of the pods whose entries are dropped."""
+    before, lost, named, lost_uids = _read_before(files, loaded, config, state_dir, names)
+    result.lost, result.lost_named = tuple(lost), tuple(named)
+    result.lost_pods = tuple(names[u] for u in lost_uids if u in names)
+    return before, lost_uids
 
 
 # -- the restart ----------------------------------------------------------------------------
@@ -394,9 +420,7 @@ def restart_node(
     order, with their admission times; ``None``: the pods' specs are not known, only the
     start-up is rehearsed). Raises ``KubeletConfigError`` for a configuration
     the node cannot take and ``RestartInputError`` when the files and the pods disagree."""
-    node = (
-        Node(name, topology, config) if clock is None else Node(name, topology, config, clock=clock)
-    )
+    node = Node(name, topology, config, clock=clock or time.time)
     release = config.release
     gates = {g: config.gate(g) for g in ("PodLevelResources", GATE)}
     try:
@@ -412,23 +436,31 @@ def restart_node(
             raise RestartInputError(err.message) from None
         result.error = err.message
         result.recovery = recovery_steps(state_dir, release, name)
-        _, lost, named, lost_uids = _read_before(files, {}, config, state_dir, names)
-        result.lost, result.lost_named = tuple(lost), tuple(named)
-        result.lost_pods = tuple(names[u] for u in lost_uids if u in names)
+        lost_uids = _record_losses(result, files, {}, config, state_dir, names)[1]
         if lost_uids and "could not restore state" not in err.message:
             result.notes = (SAFELY_RESTORES,)  # read without the pod entries, then refused
         return result
-    before, lost, named, lost_uids = _read_before(files, loaded, config, state_dir, names)
+    before = _record_losses(result, files, loaded, config, state_dir, names)[0]
     result.started = True
-    result.lost, result.lost_named = tuple(lost), tuple(named)
-    result.lost_pods = tuple(names[u] for u in lost_uids if u in names)
     result.node = node
-    order = sorted(by_uid.values(), key=lambda item: item[1])  # stable: record order on ties
+    _readmit_pods(result, node, by_uid.values(), before, state_dir)
+    return result
+
+
+def _readmit_pods(
+    result: RestartResult,
+    node: Node,
+    pods: Iterable[tuple[Pod, float]],
+    before: _Before,
+    state_dir: str,
+) -> None:
+    """Re-admit ``pods`` in admission order on the started ``node``, then look for the CPUs
+    the re-admissions leaked."""
+    order = sorted(pods, key=lambda item: item[1])  # stable: record order on ties
     result.pods = tuple(_readmit(node, pod, at, before) for pod, at in order)
     result.leaked_cpus = leaked_cpus(node)
     if result.leaked_cpus:
-        result.warnings = _leak_warnings(node, result.leaked_cpus, state_dir, name)
-    return result
+        result.warnings = _leak_warnings(node, result.leaked_cpus, state_dir, node.name)
 
 
 def leaked_cpus(node: Node) -> CPUSet:
@@ -500,21 +532,7 @@ def _readmit(node: Node, pod: Pod, admitted_at: float, before: _Before) -> PodRe
     if not answer.admitted:
         leaked = leaked_cpus(node) or None  # CPUs the pod might have had (#140989)
         node.release_resources(pod)  # removeStaleState before the next Allocate
-    containers = []
-    for c in (*pod.init_containers, *pod.containers):
-        after = node.cpu_state.get_cpu_set(pod.uid, c.name) if answer.admitted else None
-        mem_after: tuple[BlockKey, ...] = ()
-        if answer.admitted and node.memory is not None:
-            mem_after = _keys(node.memory.state.get_memory_blocks(pod.uid, c.name))
-        containers.append(
-            ContainerRestart(
-                c.name,
-                before.cpus(pod.uid, c.name),
-                after,
-                before.memory_of(pod.uid, c.name),
-                mem_after,
-            )
-        )
+    containers = _container_restarts(node, pod, before, answer.admitted)
     budget_after = node.cpu_state.get_pod_cpu_set(pod.uid) if answer.admitted else None
     pod_mem_after: tuple[BlockKey, ...] = ()
     if answer.admitted and node.memory is not None:
@@ -530,12 +548,35 @@ def _readmit(node: Node, pod: Pod, admitted_at: float, before: _Before) -> PodRe
         budget_after,
         before.pod_memory(pod.uid),
         pod_mem_after,
-        tuple(containers),
+        containers,
         leaked,
     )
     if not answer.admitted:
         return restart
     return replace(restart, outcome=_outcome(restart, node.config.release))
+
+
+def _container_restarts(
+    node: Node, pod: Pod, before: _Before, admitted: bool
+) -> tuple[ContainerRestart, ...]:
+    """Each container's CPUs and memory blocks before the restart and after re-admission
+    (none after when the pod was rejected)."""
+    containers = []
+    for c in (*pod.init_containers, *pod.containers):
+        after = node.cpu_state.get_cpu_set(pod.uid, c.name) if admitted else None
+        mem_after: tuple[BlockKey, ...] = ()
+        if admitted and node.memory is not None:
+            mem_after = _keys(node.memory.state.get_memory_blocks(pod.uid, c.name))
+        containers.append(
+            ContainerRestart(
+                c.name,
+                before.cpus(pod.uid, c.name),
+                after,
+                before.memory_of(pod.uid, c.name),
+                mem_after,
+            )
+        )
+    return tuple(containers)
 
 
 def _outcome(p: PodRestart, release: str) -> str:
