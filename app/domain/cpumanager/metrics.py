@@ -18,6 +18,8 @@ The three gauges are kept per release by ``app.domain.cpumanager.gauges``.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 RESOURCE_CPU = "cpu"
@@ -52,11 +54,34 @@ class ResourceManagerCounters:
 
 
 @dataclass(slots=True)
-class CPUManagerMetrics(ResourceManagerCounters):
-    """Everything the static CPU policy counts."""
+class PinningCounters(ResourceManagerCounters):
+    """What both managers count alike around an allocation: their own pinning requests and
+    errors (``cpu_manager_pinning_*``, ``memory_manager_pinning_*``) beside the KEP-5526
+    series."""
 
     pinning_requests_total: int = 0
     pinning_errors_total: int = 0
+
+    def failed(self, resource: str, source: str) -> None:
+        """One allocation of ``source`` failed: a pinning error and an allocation error."""
+        self.pinning_errors_total += 1
+        self.allocation_errors_total[(resource, source)] += 1
+
+    @contextmanager
+    def pinning(self, resource: str, source: str) -> Iterator[None]:
+        """One pinning request around an allocation; its failure is counted (``failed``)."""
+        self.pinning_requests_total += 1
+        try:
+            yield
+        except Exception:
+            self.failed(resource, source)
+            raise
+
+
+@dataclass(slots=True)
+class CPUManagerMetrics(PinningCounters):
+    """Everything the static CPU policy counts."""
+
     shared_pool_size_millicores: int = 0
     exclusive_cpu_allocation_count: int = 0
     allocation_per_numa: dict[int, int] = field(default_factory=dict)

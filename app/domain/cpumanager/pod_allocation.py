@@ -102,8 +102,7 @@ def _allocate_or_restore_pod(
         _allocate_pod(policy, state, pod, total, hints)
     except Exception:
         state.restore(snapshot)
-        m.pinning_errors_total += 1
-        m.allocation_errors_total[(RESOURCE_CPU, SOURCE_POD)] += 1
+        m.failed(RESOURCE_CPU, SOURCE_POD)
         raise
 
 
@@ -117,8 +116,7 @@ def _restore_pod(
             state, pod, pod_cpus, policy.guaranteed_cpus, policy.take_by_topology
         )
     except Exception:
-        m.pinning_errors_total += 1
-        m.allocation_errors_total[(RESOURCE_CPU, SOURCE_POD)] += 1
+        m.failed(RESOURCE_CPU, SOURCE_POD)
         raise
     m.allocations_total[(RESOURCE_CPU, SOURCE_POD)] += len(computed)
 

@@ -239,12 +239,10 @@ class StaticPolicy:
             return
 
         m = self.metrics
-        m.pinning_requests_total += 1
         try:
-            self._allocate_container(state, pod, c, num_cpus, hint)
+            with m.pinning(RESOURCE_CPU, SOURCE_NODE):
+                self._allocate_container(state, pod, c, num_cpus, hint)
         except Exception:
-            m.pinning_errors_total += 1
-            m.allocation_errors_total[(RESOURCE_CPU, SOURCE_NODE)] += 1
             if self.options.full_physical_cpus_only:
                 m.aligned_compute_resources_failure[
                     (ALIGN_SCOPE_CONTAINER, ALIGNED_PHYSICAL_CPU)

@@ -28,12 +28,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.domain.cpumanager.metrics import ResourceManagerCounters
+from app.domain.cpumanager.metrics import PinningCounters
 
 
 @dataclass(slots=True)
-class MemoryManagerMetrics(ResourceManagerCounters):
+class MemoryManagerMetrics(PinningCounters):
     """Everything the static memory policy counts."""
-
-    pinning_requests_total: int = 0
-    pinning_errors_total: int = 0

@@ -277,14 +277,8 @@ class StaticPolicy:
             requested = self.get_container_requested_resources(pod, container)
             if not requested:
                 return
-        m = self.metrics
-        m.pinning_requests_total += 1
-        try:
+        with self.metrics.pinning(RESOURCE_MEMORY, SOURCE_NODE):
             self._allocate(state, pod, container, hint, requested)
-        except Exception:
-            m.pinning_errors_total += 1
-            m.allocation_errors_total[(RESOURCE_MEMORY, SOURCE_NODE)] += 1
-            raise
 
     def _allocate(
         self,
@@ -351,14 +345,8 @@ class StaticPolicy:
             budget = self.get_pod_requested_resources(pod)
         except MemoryManagerError:
             return  # logged and ignored upstream
-        m = self.metrics
-        m.pinning_requests_total += 1
-        try:
+        with self.metrics.pinning(RESOURCE_MEMORY, SOURCE_POD):
             self._allocate_pod(state, pod, budget, hint)
-        except Exception:
-            m.pinning_errors_total += 1
-            m.allocation_errors_total[(RESOURCE_MEMORY, SOURCE_POD)] += 1
-            raise
 
     def _allocate_pod(
         self,
