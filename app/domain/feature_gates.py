@@ -64,32 +64,42 @@ def check_feature_gates(
     """
     if release not in KNOWN:
         return None
-    errors: list[str] = []
-    first: str | None = None
-    for name, value in gates.items():
+    for name in gates:
         if not is_known(name, release):
             return FeatureGateProblem(name, KUBELET_PREFIX + f"unrecognized feature gate: {name}")
-        locked = locked_value(name, release)
-        if locked is not None and locked != value:
-            first = first or name
-            errors.append(
-                f"cannot set feature gate {name} to {_go_bool(value)}, "
-                f"feature is locked to {_go_bool(locked)}"
-            )
+    errors = [
+        (
+            name,
+            f"cannot set feature gate {name} to {_go_bool(value)}, "
+            f"feature is locked to {_go_bool(locked)}",
+        )
+        for name, value in gates.items()
+        if (locked := locked_value(name, release)) is not None and locked != value
+    ]
+    if not errors:
+        errors = _dependency_errors(gates, release, defaults)
     if errors:
-        return FeatureGateProblem(first or "", KUBELET_PREFIX + _aggregate(errors))
+        return FeatureGateProblem(errors[0][0], KUBELET_PREFIX + _aggregate([e for _, e in errors]))
+    return None
+
+
+def _dependency_errors(
+    gates: Mapping[str, bool], release: str, defaults: Mapping[str, bool]
+) -> list[tuple[str, str]]:
+    """Enabled gates whose dependencies are disabled, as (gate, the kubelet's text)."""
 
     def enabled(name: str) -> bool:
         return bool(gates.get(name, defaults.get(name, False)))
 
+    errors = []
     for name in sorted(DEPENDENCIES):
         missing = [dep for dep in DEPENDENCIES[name] if not enabled(dep)]
         if is_known(name, release) and enabled(name) and missing:
-            first = first or name
             errors.append(
-                f"{name} is enabled, but depends on features that are disabled: "
-                f"[{' '.join(missing)}]"
+                (
+                    name,
+                    f"{name} is enabled, but depends on features that are disabled: "
+                    f"[{' '.join(missing)}]",
+                )
             )
-    if errors:
-        return FeatureGateProblem(first or "", KUBELET_PREFIX + _aggregate(errors))
-    return None
+    return errors

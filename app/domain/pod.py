@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from app.domain.quantity import ZERO, Quantity, QuantityError
 
@@ -307,3 +307,19 @@ class Pod(_Memo):
     def is_regular_init_container(self, name: str) -> bool:
         """An init container that is not a sidecar."""
         return any(c.name == name and not c.is_sidecar for c in self.init_containers)
+
+
+_Entry = TypeVar("_Entry")
+
+
+def drop_container_entry(
+    entries: dict[str, dict[str, _Entry]], pod_uid: str, container_name: str
+) -> None:
+    """Forget one container in a map by pod UID and container name (the managers' state
+    ``Delete``, the topology manager's ``RemoveContainer``); a pod left empty disappears."""
+    containers = entries.get(pod_uid)
+    if containers is None:
+        return
+    containers.pop(container_name, None)
+    if not containers:
+        del entries[pod_uid]

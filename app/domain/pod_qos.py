@@ -13,6 +13,8 @@ Answers are memoised on the (immutable) pod objects.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from app.domain.pod import (
     RESOURCE_CPU,
     RESOURCE_MEMORY,
@@ -97,25 +99,23 @@ def pod_qos_class(pod: Pod, pod_level_resources_enabled: bool = True) -> str:
 def is_pod_level_requests_set(pod: Pod) -> bool:
     """``IsPodLevelRequestsSet``."""
     res = pod.resources
-    if res is None:
-        return False
-    answer = memo_get(res, "_memo_pod_level_requests")
-    if answer is UNSET:
-        answer = any(is_supported_pod_level_resource(n) for n in res.requests)
-        memo_set(res, "_memo_pod_level_requests", answer)
-    return answer
+    return res is not None and _names_supported(res, res.requests, "_memo_pod_level_requests")
 
 
 def is_pod_level_limits_set(pod: Pod) -> bool:
     """``IsPodLevelLimitsSet``."""
     res = pod.resources
-    if res is None:
-        return False
-    answer = memo_get(res, "_memo_pod_level_limits")
+    return res is not None and _names_supported(res, res.limits, "_memo_pod_level_limits")
+
+
+def _names_supported(res: ResourceRequirements, names: Iterable[str], memo: str) -> bool:
+    """Whether ``names`` (requests or limits of ``res``) hold a pod-level resource, memoised
+    on ``res`` under ``memo``."""
+    answer = memo_get(res, memo)
     if answer is UNSET:
-        answer = any(is_supported_pod_level_resource(n) for n in res.limits)
-        memo_set(res, "_memo_pod_level_limits", answer)
-    return answer
+        answer = any(is_supported_pod_level_resource(n) for n in names)
+        memo_set(res, memo, answer)
+    return bool(answer)
 
 
 def is_pod_level_resources_set(pod: Pod) -> bool:

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from app.domain.cpuset import CPUSet, CPUSetError
+from app.domain.pod import drop_container_entry
 
 ContainerCPUAssignments = dict[str, dict[str, CPUSet]]
 PodCPUAssignments = dict[str, CPUSet]
@@ -86,12 +87,7 @@ class CPUManagerState:
 
     def delete(self, pod_uid: str, container_name: str) -> None:
         """``Delete``: drop one container; an emptied pod disappears from the map."""
-        containers = self.assignments.get(pod_uid)
-        if containers is None:
-            return
-        containers.pop(container_name, None)
-        if not containers:
-            del self.assignments[pod_uid]
+        drop_container_entry(self.assignments, pod_uid, container_name)
 
     def clear_state(self) -> None:
         self.default_cpuset = CPUSet()

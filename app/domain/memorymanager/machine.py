@@ -119,19 +119,20 @@ def update_machine_state(
         node = machine_state[n]
         node.number_of_assignments += 1
         node.cells = list(numa_affinity)
-        if requested == 0:
-            continue
-        table = node.memory_map.get(resource)
-        if table is None or table.free <= 0:
-            continue
-        if table.free >= requested:
-            table.reserved += requested
-            table.free -= requested
-            requested = 0
-            continue
-        requested -= table.free
-        table.reserved += table.free
-        table.free = 0
+        table = node.memory_map.get(resource) if requested else None
+        if table is not None:
+            requested = reserve_free(table, requested)
+
+
+def reserve_free(table: MemoryTable, requested: int) -> int:
+    """Move up to ``requested`` bytes of one node's table from free to reserved; returns what
+    is left to reserve on the group's next node."""
+    if requested == 0 or table.free <= 0:
+        return requested
+    taken = min(table.free, requested)
+    table.reserved += taken
+    table.free -= taken
+    return requested - taken
 
 
 def release_blocks(machine_state: NUMANodeMap, blocks: Iterable[Block]) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 
 from app.domain.memorymanager.errors import MemoryManagerError
-from app.domain.memorymanager.machine import are_groups_equal, table_of
+from app.domain.memorymanager.machine import are_groups_equal, reserve_free, table_of
 from app.domain.memorymanager.state import Block, MemoryManagerState, NUMANodeMap, NUMANodeState
 
 __all__ = ["are_machine_states_equal", "validate_state"]
@@ -69,16 +69,7 @@ def _update_expected_machine_state(
                     f"[memorymanager] (pod: {pod_uid}, container: {container_name}) the "
                     "memory assignment uses memory resource that does not exist"
                 )
-            if requested == 0 or table.free <= 0:
-                continue
-            if table.free >= requested:
-                table.reserved += requested
-                table.free -= requested
-                requested = 0
-                continue
-            requested -= table.free
-            table.reserved += table.free
-            table.free = 0
+            requested = reserve_free(table, requested)
 
 
 def are_machine_states_equal(

@@ -13,8 +13,9 @@ first bad one (the spec's canonical rule). Error texts are the kubelet's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from app.domain.golang.strconv import go_atoi, go_quote, parse_go_bool
 
@@ -29,6 +30,8 @@ STABLE_OPTIONS = frozenset({PREFER_CLOSEST_NUMA_NODES, MAX_ALLOWABLE_NUMA_NODES}
 
 GATE_ALPHA_OPTIONS = "TopologyManagerPolicyAlphaOptions"
 GATE_BETA_OPTIONS = "TopologyManagerPolicyBetaOptions"
+
+_Value = TypeVar("_Value")
 
 
 class TopologyManagerOptionError(ValueError):
@@ -57,18 +60,16 @@ def check_policy_option_available(
         raise TopologyManagerOptionError(
             option, f"unknown Topology Manager Policy option: {go_quote(option)}"
         )
-    if option in ALPHA_OPTIONS and not gates.get(GATE_ALPHA_OPTIONS, False):
-        raise TopologyManagerOptionError(
-            option,
-            "Topology Manager Policy Alpha-level Options not enabled, but option "
-            f"{go_quote(option)} provided",
-        )
-    if option in BETA_OPTIONS and not gates.get(GATE_BETA_OPTIONS, True):
-        raise TopologyManagerOptionError(
-            option,
-            "Topology Manager Policy Beta-level Options not enabled, but option "
-            f"{go_quote(option)} provided",
-        )
+    for level, options, gate, default in (
+        ("Alpha", ALPHA_OPTIONS, GATE_ALPHA_OPTIONS, False),
+        ("Beta", BETA_OPTIONS, GATE_BETA_OPTIONS, True),
+    ):
+        if option in options and not gates.get(gate, default):
+            raise TopologyManagerOptionError(
+                option,
+                f"Topology Manager Policy {level}-level Options not enabled, but option "
+                f"{go_quote(option)} provided",
+            )
 
 
 def new_policy_options(
@@ -83,19 +84,9 @@ def new_policy_options(
         if not isinstance(value, str):
             value = str(value)
         if name == PREFER_CLOSEST_NUMA_NODES:
-            try:
-                prefer_closest = parse_go_bool(value)
-            except ValueError as exc:
-                raise TopologyManagerOptionError(
-                    name, f"bad value for option {go_quote(name)}: {exc}"
-                ) from None
+            prefer_closest = _parse(name, value, parse_go_bool, "bad value for option")
         elif name == MAX_ALLOWABLE_NUMA_NODES:
-            try:
-                n = go_atoi(value)
-            except ValueError as exc:
-                raise TopologyManagerOptionError(
-                    name, f"unable to convert policy option to integer {go_quote(name)}: {exc}"
-                ) from None
+            n = _parse(name, value, go_atoi, "unable to convert policy option to integer")
             if n < DEFAULT_MAX_ALLOWABLE_NUMA_NODES:
                 raise TopologyManagerOptionError(
                     name,
@@ -104,3 +95,11 @@ def new_policy_options(
                 )
             max_nodes = n
     return PolicyOptions(prefer_closest_numa=prefer_closest, max_allowable_numa_nodes=max_nodes)
+
+
+def _parse(name: str, value: str, parse: Callable[[str], _Value], failure: str) -> _Value:
+    """One option's value as Go parses it; a failure names the option."""
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise TopologyManagerOptionError(name, f"{failure} {go_quote(name)}: {exc}") from None

@@ -32,7 +32,7 @@ from typing import Protocol, runtime_checkable
 
 from app.domain.admission import AdmissionError, TopologyAffinityError, UnexpectedAdmissionError
 from app.domain.deadline import DeadlineExceededError
-from app.domain.pod import Container, Pod
+from app.domain.pod import Container, Pod, drop_container_entry
 from app.domain.pod_qos import is_pod_level_resources_set
 from app.domain.topologymanager.hint import ProviderHints, TopologyHint
 from app.domain.topologymanager.policy import Policy
@@ -112,12 +112,7 @@ class Scope:
 
     def remove_container(self, pod_uid: str, container_name: str) -> None:
         """Forget a container's hint (and the pod's entry once it has none left)."""
-        hints = self.pod_topology_hints.get(pod_uid)
-        if hints is None:
-            return
-        hints.pop(container_name, None)
-        if not hints:
-            del self.pod_topology_hints[pod_uid]
+        drop_container_entry(self.pod_topology_hints, pod_uid, container_name)
 
     def remove_pod(self, pod_uid: str) -> None:
         self.pod_topology_hints.pop(pod_uid, None)
