@@ -25,6 +25,7 @@ from app.domain.cpumanager.policy_static import StaticPolicy
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
 from app.domain.deadline import DeadlineExceededError
+from app.domain.errors import FieldError
 from app.domain.kubelet_config import KubeletConfig, KubeletConfigError
 from app.domain.memorymanager.errors import MemoryManagerError
 from app.domain.memorymanager.memory_manager import (
@@ -46,13 +47,8 @@ from app.domain.topologymanager.topology_manager import (
 )
 
 
-class NodeError(ValueError):
+class NodeError(FieldError):
     """A node operation that is not an admission decision (unknown pod, duplicate pod)."""
-
-    def __init__(self, message: str, field: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.field = field
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from app.domain.errors import DomainError
 from app.domain.golang.strconv import go_quote
 from app.domain.memorymanager.errors import MemoryManagerError
 from app.domain.memorymanager.machine import NUMANodeInfo, machine_nodes_from_topology
@@ -33,12 +34,8 @@ from app.domain.topologymanager.scope import Store
 POLICY_TYPE_NONE = "None"
 
 
-class MemoryManagerConfigError(ValueError):
+class MemoryManagerConfigError(DomainError):
     """The memory manager cannot be built; ``message`` is the kubelet's text."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 class MemoryReservationLike(Protocol):

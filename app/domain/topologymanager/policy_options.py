@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
+from app.domain.errors import FieldError
 from app.domain.golang.strconv import go_atoi, go_quote, parse_go_bool
 
 PREFER_CLOSEST_NUMA_NODES = "prefer-closest-numa-nodes"
@@ -34,13 +35,8 @@ GATE_BETA_OPTIONS = "TopologyManagerPolicyBetaOptions"
 _Value = TypeVar("_Value")
 
 
-class TopologyManagerOptionError(ValueError):
-    """A bad ``topologyManagerPolicyOptions`` entry; ``option`` names it."""
-
-    def __init__(self, option: str, message: str) -> None:
-        super().__init__(message)
-        self.option = option
-        self.message = message
+class TopologyManagerOptionError(FieldError):
+    """A bad ``topologyManagerPolicyOptions`` entry; ``field`` is the option's name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +54,7 @@ def check_policy_option_available(
     gates = feature_gates or {}
     if option not in ALPHA_OPTIONS | BETA_OPTIONS | STABLE_OPTIONS:
         raise TopologyManagerOptionError(
-            option, f"unknown Topology Manager Policy option: {go_quote(option)}"
+            f"unknown Topology Manager Policy option: {go_quote(option)}", field=option
         )
     for level, options, gate, default in (
         ("Alpha", ALPHA_OPTIONS, GATE_ALPHA_OPTIONS, False),
@@ -66,9 +62,9 @@ def check_policy_option_available(
     ):
         if option in options and not gates.get(gate, default):
             raise TopologyManagerOptionError(
-                option,
                 f"Topology Manager Policy {level}-level Options not enabled, but option "
                 f"{go_quote(option)} provided",
+                field=option,
             )
 
 
@@ -89,9 +85,9 @@ def new_policy_options(
             n = _parse(name, value, go_atoi, "unable to convert policy option to integer")
             if n < DEFAULT_MAX_ALLOWABLE_NUMA_NODES:
                 raise TopologyManagerOptionError(
-                    name,
                     f"the minimum value of {go_quote(name)} should not be less than "
                     f"{DEFAULT_MAX_ALLOWABLE_NUMA_NODES}",
+                    field=name,
                 )
             max_nodes = n
     return PolicyOptions(prefer_closest_numa=prefer_closest, max_allowable_numa_nodes=max_nodes)
@@ -102,4 +98,4 @@ def _parse(name: str, value: str, parse: Callable[[str], _Value], failure: str) 
     try:
         return parse(value)
     except ValueError as exc:
-        raise TopologyManagerOptionError(name, f"{failure} {go_quote(name)}: {exc}") from None
+        raise TopologyManagerOptionError(f"{failure} {go_quote(name)}: {exc}", field=name) from None

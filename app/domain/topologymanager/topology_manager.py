@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from app.domain.errors import FieldError
 from app.domain.golang.strconv import go_quote
 from app.domain.pod import Pod
 from app.domain.topology import CPUTopology
@@ -56,13 +57,10 @@ from app.domain.topologymanager.scope import (
 )
 
 
-class TopologyManagerConfigError(ValueError):
+class TopologyManagerConfigError(FieldError):
     """The topology manager cannot be built; ``field`` names the configuration key."""
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
-        self.message = message
+    field: str  # always named
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +80,7 @@ class TopologyManagerConfig:
             return new_policy_options(self.options, self.feature_gates)
         except TopologyManagerOptionError as exc:
             raise TopologyManagerConfigError(
-                f"topologyManagerPolicyOptions.{exc.option}", exc.message
+                exc.message, field=f"topologyManagerPolicyOptions.{exc.field}"
             ) from None
 
     def validate(self, numa_info: NUMAInfo | None = None) -> None:
@@ -92,17 +90,17 @@ class TopologyManagerConfig:
             return
         if numa_info is not None and len(numa_info.nodes) > opts.max_allowable_numa_nodes:
             raise TopologyManagerConfigError(
-                "topologyManagerPolicyOptions.max-allowable-numa-nodes",
                 f"unsupported on machines with more than {opts.max_allowable_numa_nodes} "
                 "NUMA Nodes",
+                field="topologyManagerPolicyOptions.max-allowable-numa-nodes",
             )
         if self.policy not in POLICY_NAMES:
             raise TopologyManagerConfigError(
-                "topologyManagerPolicy", f"unknown policy: {go_quote(self.policy)}"
+                f"unknown policy: {go_quote(self.policy)}", field="topologyManagerPolicy"
             )
         if self.scope not in SCOPE_NAMES:
             raise TopologyManagerConfigError(
-                "topologyManagerScope", f"unknown scope: {go_quote(self.scope)}"
+                f"unknown scope: {go_quote(self.scope)}", field="topologyManagerScope"
             )
 
 
@@ -152,7 +150,7 @@ def _numa_info(topology: CPUTopology | NUMAInfo, prefer_closest: bool) -> NUMAIn
         return NUMAInfo.from_topology(topology, prefer_closest_numa=prefer_closest)
     except NUMAInfoError as exc:
         raise TopologyManagerConfigError(
-            "topology", f"cannot discover NUMA topology: {exc}"
+            f"cannot discover NUMA topology: {exc}", field="topology"
         ) from None
 
 
@@ -166,7 +164,9 @@ def new_policy(name: str, numa_info: NUMAInfo, opts: PolicyOptions) -> Policy:
         return RestrictedPolicy(numa_info, opts)
     if name == POLICY_SINGLE_NUMA_NODE:
         return SingleNumaNodePolicy(numa_info, opts)
-    raise TopologyManagerConfigError("topologyManagerPolicy", f"unknown policy: {go_quote(name)}")
+    raise TopologyManagerConfigError(
+        f"unknown policy: {go_quote(name)}", field="topologyManagerPolicy"
+    )
 
 
 def new_manager(
@@ -195,6 +195,6 @@ def new_manager(
         scope = PodScope(policy, pod_level_resource_managers=pod_level_resource_managers)
     else:  # validate() has rejected it already
         raise TopologyManagerConfigError(
-            "topologyManagerScope", f"unknown scope: {go_quote(config.scope)}"
+            f"unknown scope: {go_quote(config.scope)}", field="topologyManagerScope"
         )
     return TopologyManager(scope, numa_info, opts)
