@@ -25,6 +25,7 @@ The gauges (``exclusive_cpu_allocation_count``, ``shared_pool_size_millicores``,
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass
 
 from app.domain.cpumanager.metrics import (
     ALIGN_SCOPE_CONTAINER,
@@ -70,25 +71,18 @@ def _gauges_from_state(
         m.allocation_per_numa[numa] = counts.get(numa, 0)
 
 
+@dataclass(eq=False)
 class CPUGauges:
     """The gauges of one policy: ``reserved`` CPUs are not in the shared pool; with
     ``from_state`` (1.38) they are recomputed, pod-level CPU sets counted while the policy's
     ``feature_gates`` (the same mapping) have ``PodLevelResourceManagers`` on."""
 
-    def __init__(
-        self,
-        metrics: CPUManagerMetrics,
-        topology: CPUTopology,
-        reserved: CPUSet,
-        *,
-        from_state: bool,
-        feature_gates: Mapping[str, bool],
-    ) -> None:
-        self.metrics = metrics
-        self.topology = topology
-        self.reserved = reserved
-        self.from_state = from_state
-        self.feature_gates = feature_gates
+    metrics: CPUManagerMetrics
+    topology: CPUTopology
+    reserved: CPUSet
+    _: KW_ONLY
+    from_state: bool
+    feature_gates: Mapping[str, bool]
 
     def start(self, state: CPUManagerState) -> None:
         m = self.metrics

@@ -17,6 +17,7 @@ The metrics it counts are upstream's (``app.domain.memorymanager.metrics``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from app.domain.cpumanager.metrics import (
     ASSIGNMENT_POD_EXCLUSIVE,
@@ -86,10 +87,11 @@ def partition_pod_budget(
     # Copy-on-write: only the nodes of the mask change.
     machine_state = state.machine_state_for_update(mask_nodes)
 
-    exclusive: dict[str, list[Block]] = {}
-    sidecar = _init_container_blocks(pod, budget, mask_nodes, m, container_requests, exclusive)
+    partition = _Partition(mask_nodes, m, container_requests)
+    sidecar = partition.init_containers(pod, budget)
     pool = {r: _u64_sub(total, sidecar.get(r, 0)) for r, total in budget.items()}
-    _app_container_blocks(pod, pool, mask_nodes, m, container_requests, exclusive)
+    partition.app_containers(pod, pool)
+    exclusive = partition.exclusive
     shared = [Block(mask_nodes, r, v) for r, v in sorted(pool.items()) if v > 0]
 
     state.set_pod_memory_blocks(pod.uid, [Block(mask_nodes, r, budget[r]) for r in sorted(budget)])
@@ -104,55 +106,50 @@ def partition_pod_budget(
     state.replace_machine_state(machine_state)
 
 
-def _init_container_blocks(
-    pod: Pod,
-    budget: Mapping[str, int],
-    mask_nodes: tuple[int, ...],
-    m: MemoryManagerMetrics,
-    container_requests: ContainerRequests,
-    exclusive: dict[str, list[Block]],
-) -> dict[str, int]:
-    """Init containers' blocks into ``exclusive``: their requests, or for a regular one
-    without requests what the runnable pool holds then; returns the sidecars' total."""
-    sidecar: dict[str, int] = {}
-    for c in pod.init_containers:
-        reqs = container_requests(c)
-        m.pinning_requests_total += 1  # every init container, requests or not
-        runnable = {r: _u64_sub(total, sidecar.get(r, 0)) for r, total in budget.items()}
-        if not reqs:
-            if c.is_sidecar:
+@dataclass(slots=True)
+class _Partition:
+    """The containers' own blocks on the pod's NUMA nodes, counted as upstream counts them."""
+
+    mask_nodes: tuple[int, ...]
+    m: MemoryManagerMetrics
+    container_requests: ContainerRequests
+    exclusive: dict[str, list[Block]] = field(default_factory=dict)
+
+    def init_containers(self, pod: Pod, budget: Mapping[str, int]) -> dict[str, int]:
+        """Init containers' blocks: their requests, or for a regular one without requests
+        what the runnable pool holds then; returns the sidecars' total."""
+        m, nodes = self.m, self.mask_nodes
+        sidecar: dict[str, int] = {}
+        for c in pod.init_containers:
+            reqs = self.container_requests(c)
+            m.pinning_requests_total += 1  # every init container, requests or not
+            runnable = {r: _u64_sub(total, sidecar.get(r, 0)) for r, total in budget.items()}
+            if not reqs:
+                if c.is_sidecar:
+                    continue
+                self.exclusive[c.name] = [
+                    Block(nodes, r, v) for r, v in sorted(runnable.items()) if v > 0
+                ]
+                m.container_assignments[(RESOURCE_MEMORY, ASSIGNMENT_POD_SHARED)] += 1
                 continue
-            exclusive[c.name] = [
-                Block(mask_nodes, r, v) for r, v in sorted(runnable.items()) if v > 0
-            ]
-            m.container_assignments[(RESOURCE_MEMORY, ASSIGNMENT_POD_SHARED)] += 1
-            continue
-        exclusive[c.name] = [Block(mask_nodes, r, v) for r, v in sorted(reqs.items()) if v > 0]
-        m.container_assignments[(RESOURCE_MEMORY, ASSIGNMENT_POD_EXCLUSIVE)] += 1
-        if c.is_sidecar:
-            for r, v in reqs.items():
-                sidecar[r] = (sidecar.get(r, 0) + v) % UINT64
-    return sidecar
+            self.exclusive[c.name] = [Block(nodes, r, v) for r, v in sorted(reqs.items()) if v > 0]
+            m.container_assignments[(RESOURCE_MEMORY, ASSIGNMENT_POD_EXCLUSIVE)] += 1
+            if c.is_sidecar:
+                for r, v in reqs.items():
+                    sidecar[r] = (sidecar.get(r, 0) + v) % UINT64
+        return sidecar
 
-
-def _app_container_blocks(
-    pod: Pod,
-    pool: dict[str, int],
-    mask_nodes: tuple[int, ...],
-    m: MemoryManagerMetrics,
-    container_requests: ContainerRequests,
-    exclusive: dict[str, list[Block]],
-) -> None:
-    """App containers with requests get their own blocks, taken out of ``pool``."""
-    for c in pod.containers:
-        reqs = container_requests(c)
-        if not reqs:
-            continue
-        m.pinning_requests_total += 1
-        blocks = []
-        for r, v in sorted(reqs.items()):
-            if v > 0:
-                blocks.append(Block(mask_nodes, r, v))
-                pool[r] = _u64_sub(pool.get(r, 0), v)
-        exclusive[c.name] = blocks
-        m.container_assignments[(RESOURCE_MEMORY, ASSIGNMENT_POD_EXCLUSIVE)] += 1
+    def app_containers(self, pod: Pod, pool: dict[str, int]) -> None:
+        """App containers with requests get their own blocks, taken out of ``pool``."""
+        for c in pod.containers:
+            reqs = self.container_requests(c)
+            if not reqs:
+                continue
+            self.m.pinning_requests_total += 1
+            blocks = []
+            for r, v in sorted(reqs.items()):
+                if v > 0:
+                    blocks.append(Block(self.mask_nodes, r, v))
+                    pool[r] = _u64_sub(pool.get(r, 0), v)
+            self.exclusive[c.name] = blocks
+            self.m.container_assignments[(RESOURCE_MEMORY, ASSIGNMENT_POD_EXCLUSIVE)] += 1

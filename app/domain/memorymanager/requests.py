@@ -10,6 +10,8 @@ containers request.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+
 from app.domain.memorymanager.errors import MemoryManagerError
 from app.domain.pod import RESOURCE_MEMORY, Container, Pod, is_hugepage_resource_name
 from app.domain.pod_qos import is_container_equivalent_qos_guaranteed
@@ -36,15 +38,18 @@ def container_requested_resources(
     empty for a pod-level pod's container that is not equivalent Guaranteed."""
     if pod_level and not is_container_equivalent_qos_guaranteed(container):
         return {}
-    out: dict[str, int] = {}
-    for name, q in container.resources.requests.items():
+    return dict(_memory_requests(container.resources.requests))
+
+
+def _memory_requests(requests: Mapping[str, Quantity]) -> Iterator[tuple[str, int]]:
+    """The ``memory`` and ``hugepages-*`` entries of ``requests`` in bytes (``AsInt64``)."""
+    for name, q in requests.items():
         if name != RESOURCE_MEMORY and not is_hugepage_resource_name(name):
             continue
         value = quantity_as_int64(q)
         if value is None:
             raise MemoryManagerError("[memorymanager] failed to represent quantity as int64")
-        out[name] = value
-    return out
+        yield name, value
 
 
 def pod_requested_resources(pod: Pod, pod_level: bool) -> dict[str, int]:
@@ -52,17 +57,7 @@ def pod_requested_resources(pod: Pod, pod_level: bool) -> dict[str, int]:
     ``max(init peak, apps + sidecars)`` for resources app containers request."""
     if pod_level:
         assert pod.resources is not None
-        out: dict[str, int] = {}
-        for name, q in pod.resources.requests.items():
-            if name != RESOURCE_MEMORY and not is_hugepage_resource_name(name):
-                continue
-            value = quantity_as_int64(q)
-            if value is None:
-                raise MemoryManagerError("[memorymanager] failed to represent quantity as int64")
-            if value <= 0:
-                continue
-            out[name] = value
-        return out
+        return {n: v for n, v in _memory_requests(pod.resources.requests) if v > 0}
     by_init: dict[str, int] = {}
     by_sidecars: dict[str, int] = {}
     for c in pod.init_containers:

@@ -41,29 +41,30 @@ def memory_block(b: Any) -> MemoryBlock:
     return MemoryBlock(tuple(b.numa_affinity), b.type, b.size)
 
 
+class _RecordedByUid(dict[str, Recorded]):
+    """Each pod's ``Recorded``, made on first use."""
+
+    def __missing__(self, uid: str) -> Recorded:
+        found = self[uid] = Recorded(uid)
+        return found
+
+
 def recorded_entries(
     cpu: CPUCheckpointState | None, memory: MemoryCheckpointState | None
 ) -> dict[str, Recorded]:
-    out: dict[str, Recorded] = {}
-
-    def get(uid: str) -> Recorded:
-        found = out.get(uid)
-        if found is None:
-            found = out[uid] = Recorded(uid)
-        return found
-
+    out = _RecordedByUid()
     if cpu is not None:
         for uid, containers in cpu.entries.items():
-            get(uid).cpus.update(containers)
+            out[uid].cpus.update(containers)
         for uid, cpus in (cpu.pod_entries or {}).items():
-            get(uid).pod_cpus = cpus
+            out[uid].pod_cpus = cpus
     if memory is not None:
         for uid, mcontainers in memory.entries.items():
-            rec = get(uid)
+            rec = out[uid]
             for name, blocks in mcontainers.items():
                 rec.memory[name] = tuple(memory_block(b) for b in blocks)
         for uid, blocks in (memory.pod_entries or {}).items():
-            get(uid).pod_memory = tuple(memory_block(b) for b in blocks)
+            out[uid].pod_memory = tuple(memory_block(b) for b in blocks)
     return dict(sorted(out.items()))
 
 
