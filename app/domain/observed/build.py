@@ -46,7 +46,6 @@ from app.domain.snapshot import (
     ContainerAllocation,
     ContainerKind,
     Isolation,
-    MemoryTable,
     NodeSnapshot,
     NUMAMemoryState,
     PodAllocation,
@@ -363,10 +362,7 @@ def _numa_memory(state: MemoryCheckpointState | None) -> tuple[NUMAMemoryState, 
         return ()
     out = []
     for numa_id, node in sorted(state.machine_state.items()):
-        tables = {
-            name: MemoryTable(t.total, t.system_reserved, t.allocatable, t.reserved, t.free)
-            for name, t in sorted(node.memory_map.items())
-        }
+        tables = dict(sorted(node.memory_map.items()))
         out.append(NUMAMemoryState(numa_id, tables, tuple(node.cells), node.number_of_assignments))
     return tuple(out)
 

@@ -45,6 +45,15 @@ class Policy:
         raise NotImplementedError
 
 
+class MergingPolicy(Policy):
+    """A policy that merges the providers' hints over the machine's NUMA nodes
+    (``best-effort``, ``restricted``, ``single-numa-node``), with its options."""
+
+    def __init__(self, numa_info: NUMAInfo, opts: PolicyOptions | None = None) -> None:
+        self.numa_info = numa_info
+        self.opts = opts or PolicyOptions()
+
+
 def filter_providers_hints(
     providers_hints: Iterable[ProviderHints | None],
 ) -> list[list[TopologyHint]]:

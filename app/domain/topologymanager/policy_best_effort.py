@@ -9,22 +9,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.domain.topologymanager.hint import ProviderHints, TopologyHint
-from app.domain.topologymanager.numa_info import NUMAInfo
 from app.domain.topologymanager.policy import (
     POLICY_BEST_EFFORT,
     HintMerger,
-    Policy,
+    MergingPolicy,
     filter_providers_hints,
 )
-from app.domain.topologymanager.policy_options import PolicyOptions
 
 
-class BestEffortPolicy(Policy):
+class BestEffortPolicy(MergingPolicy):
     name = POLICY_BEST_EFFORT
-
-    def __init__(self, numa_info: NUMAInfo, opts: PolicyOptions | None = None) -> None:
-        self.numa_info = numa_info
-        self.opts = opts or PolicyOptions()
 
     def can_admit_pod_result(self, hint: TopologyHint) -> bool:
         return True

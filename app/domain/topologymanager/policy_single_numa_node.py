@@ -11,14 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from app.domain.topologymanager.hint import ProviderHints, TopologyHint
-from app.domain.topologymanager.numa_info import NUMAInfo
 from app.domain.topologymanager.policy import (
     POLICY_SINGLE_NUMA_NODE,
     HintMerger,
-    Policy,
+    MergingPolicy,
     filter_providers_hints,
 )
-from app.domain.topologymanager.policy_options import PolicyOptions
 
 
 def filter_single_numa_hints(
@@ -37,12 +35,8 @@ def filter_single_numa_hints(
     return out
 
 
-class SingleNumaNodePolicy(Policy):
+class SingleNumaNodePolicy(MergingPolicy):
     name = POLICY_SINGLE_NUMA_NODE
-
-    def __init__(self, numa_info: NUMAInfo, opts: PolicyOptions | None = None) -> None:
-        self.numa_info = numa_info
-        self.opts = opts or PolicyOptions()
 
     def can_admit_pod_result(self, hint: TopologyHint) -> bool:
         return hint.preferred
