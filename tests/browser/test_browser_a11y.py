@@ -32,7 +32,7 @@ PAGES = [
     f"/nodes/{NODE}/history",
     f"/nodes/{NODE}/history/2",
     f"/nodes/{NODE}/diff?from=0&to=4",
-    f"/nodes/{NODE}/admissions/5",
+    f"/nodes/{NODE}/rejections/5",
     f"/nodes/{NODE}/delete",
     f"/nodes/{NODE}/pods/ml/training/remove",
     f"/nodes/{NODE}/restart?release=1.38&gate=on",
