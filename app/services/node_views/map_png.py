@@ -14,17 +14,8 @@ import math
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from app.services.node_views.map_picture import (
-    HATCH_LINE,
-    INK,
-    WHITE,
-    Box,
-    Label,
-    MapPicture,
-    Paint,
-    Shape,
-    lay_out,
-)
+from app.services.node_views import map_picture as layout
+from app.services.node_views.map_picture import Box, Label, MapPicture, Paint, Shape
 from app.services.node_views.models import NodeMapView
 
 if TYPE_CHECKING:
@@ -57,11 +48,11 @@ def _tile(paint: Paint, w: int, h: int) -> Image.Image:
         draw = ImageDraw.Draw(img)
         width = max(1, round(1.2 * SCALE / 2))
         for o in range(-h - period, w + period, period):
-            draw.line([(o, 0), (o + h, h)], fill=HATCH_LINE, width=width)
-            draw.line([(o + h, 0), (o, h)], fill=HATCH_LINE, width=width)
+            draw.line([(o, 0), (o + h, h)], fill=layout.HATCH_LINE, width=width)
+            draw.line([(o + h, 0), (o, h)], fill=layout.HATCH_LINE, width=width)
         return img
     # Stripes: half of each period the owner's colour, at 45° as the SVG's rotated pattern.
-    img = Image.new("RGB", (w, h), WHITE)
+    img = Image.new("RGB", (w, h), layout.WHITE)
     draw = ImageDraw.Draw(img)
     step = period * math.sqrt(2)
     for i in range(int((w + h) / step) + 3):
@@ -103,7 +94,7 @@ def _box(img: Image.Image, draw: ImageDraw.ImageDraw, b: Box) -> None:
 
 
 def _label(draw: ImageDraw.ImageDraw, t: Label) -> None:
-    colour = t.colour or INK
+    colour = t.colour or layout.INK
     draw.text(
         _xy(t.x, t.y),
         t.text,
@@ -129,7 +120,7 @@ def png_image(p: MapPicture) -> bytes:
     """The laid-out picture as PNG bytes, ``SCALE`` pixels to the picture's unit."""
     from PIL import Image, ImageDraw
 
-    img = Image.new("RGB", (p.width * SCALE, p.height * SCALE), WHITE)
+    img = Image.new("RGB", (p.width * SCALE, p.height * SCALE), layout.WHITE)
     _draw(img, ImageDraw.Draw(img), p.items)
     out = io.BytesIO()
     img.save(out, "PNG", optimize=False)
@@ -138,4 +129,4 @@ def png_image(p: MapPicture) -> bytes:
 
 def render_map_png(m: NodeMapView, title: str, subtitle: str = "") -> bytes:
     """The map as a PNG image (``title`` and ``subtitle`` head the picture)."""
-    return png_image(lay_out(m, title, subtitle))
+    return png_image(layout.lay_out(m, title, subtitle))

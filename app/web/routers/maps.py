@@ -11,7 +11,7 @@ series of ``app.services.history_series``.
 
 from __future__ import annotations
 
-from typing import Annotated, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
 from fastapi import APIRouter, Query
 from starlette.responses import Response
@@ -72,20 +72,28 @@ def _image(content: str | bytes, media_type: str, filename: str) -> Response:
     )
 
 
+def _map(service: NodeService, node: str, at: int | None, ext: str) -> Response:
+    view, title, subtitle, stem = _picture(service, node, at)
+    if ext == "png":
+        from app.services.node_views.map_png import render_map_png  # Pillow: dashboard only
+
+        return _image(render_map_png(view, title, subtitle), "image/png", f"{stem}.png")
+    return _image(render_map_svg(view, title, subtitle), "image/svg+xml", f"{stem}.svg")
+
+
+def _responses(media_type: str) -> dict[int | str, dict[str, Any]]:
+    return {200: {"content": {media_type: {}}}, 404: {"description": "No such node or entry"}}
+
+
 @pages.get(
     "/nodes/{node}/map.svg",
     name="map_svg",
     summary="The node's CPU map as an SVG picture (now, or after a history entry)",
     response_class=Response,
-    responses={
-        200: {"content": {"image/svg+xml": {}}},
-        404: {"description": "No such node or entry"},
-    },
+    responses=_responses("image/svg+xml"),
 )
 def map_svg(service: NodeServiceDep, node: NodeName, at: At = None) -> Response:
-    pic = _picture(service, node, at)
-    svg = render_map_svg(pic.view, pic.title, pic.subtitle)
-    return _image(svg, "image/svg+xml", f"{pic.stem}.svg")
+    return _map(service, node, at, "svg")
 
 
 @pages.get(
@@ -94,17 +102,10 @@ def map_svg(service: NodeServiceDep, node: NodeName, at: At = None) -> Response:
     summary="The node's CPU map as a PNG image (now, or after a history entry): the SVG's "
     "picture at twice its size",
     response_class=Response,
-    responses={
-        200: {"content": {"image/png": {}}},
-        404: {"description": "No such node or entry"},
-    },
+    responses=_responses("image/png"),
 )
 def map_png(service: NodeServiceDep, node: NodeName, at: At = None) -> Response:
-    from app.services.node_views.map_png import render_map_png  # Pillow: dashboard only
-
-    pic = _picture(service, node, at)
-    png = render_map_png(pic.view, pic.title, pic.subtitle)
-    return _image(png, "image/png", f"{pic.stem}.png")
+    return _map(service, node, at, "png")
 
 
 @pages.get(
