@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
+from tests.browser.layout import words_split_in_cells
 from tests.processes import Server, server_env
 
 if TYPE_CHECKING:
@@ -329,6 +330,8 @@ def test_fleet_pages_fit_a_phone(
                }).map(th => th.innerText)"""
         )
         assert broken == [], f"{path}: headers broken inside a word: {broken}"
+        split = words_split_in_cells(page)
+        assert split == [], f"{path}: words broken inside table cells: {split[:8]}"
         screenshot(page, "phone" + path.replace("/", "-").replace("?", "-"), full_page=False)
     finally:
         page.close()
