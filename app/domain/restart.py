@@ -155,11 +155,15 @@ def _refusal(err: KubeletConfigError, doc: dict[str, Any], release: str) -> Gate
     return GateRefusal(gate, err.message, change)
 
 
+#: Stands for the node's name in recovery steps written without it (the inspector's).
+NODE_PLACEHOLDER = "NODE"
+
+
 def recovery_steps(state_dir: str, release: str, node: str | None) -> tuple[str, ...]:
     """The documented way to start a kubelet that refuses its state files (kubelet docs
     "Changing the CPU Manager Policy"); ``node``: the node's name (``None``: not known)."""
     where = f"{state_dir.rstrip('/')}/" if state_dir else ""
-    name = node or "NODE"
+    name = node or NODE_PLACEHOLDER
     return (
         f"drain the node (kubectl drain {name} --ignore-daemonsets)",
         "stop the kubelet",

@@ -141,6 +141,20 @@ def test_hub_metrics_count_the_simulated_nodes(hub: TestClient) -> None:
     assert f'numascope_hub_nodes{{status="ok"}} {float(COUNT)}' in text
 
 
+def test_a_causes_recovery_names_its_nodes_not_a_placeholder(hub: TestClient) -> None:
+    """Issue 21 point 2: the inspector's "kubectl drain NODE" / "kubectl uncordon NODE" in a
+    cause's steps name the cause's nodes."""
+    plan = hub.get("/fleet/upgrade.json", params={"release": "1.35"}).json()
+    steps = [(c, a) for c in plan["drain"]["causes"] for a in c["advice"]]
+    named = [(c, a) for c, a in steps if "kubectl uncordon" in a]
+    assert named, "no cause asks for the documented recovery: the test proves nothing"
+    for cause, advice in named:
+        names = " ".join(sorted(n["node"] for n in cause["nodes"]))
+        assert f"kubectl uncordon {names})" in advice
+        assert f"kubectl drain {names} --ignore-daemonsets" in advice
+    assert not [a for _, a in steps if " NODE" in a]
+
+
 def test_upgrade_answers_are_typed_before_a_page_reads_them() -> None:
     row = upgrade_result("n", {"verdict": 3, "lost": "all", "recovery": [1, "drain"]})
     assert row["verdict"] is None and row["lost"] == [] and row["recovery"] == ["drain"]
