@@ -14,7 +14,7 @@ import io
 from dataclasses import dataclass
 from typing import Any
 
-from app.domain.restart import NODE_PLACEHOLDER
+from app.domain.restart import with_node_names
 from app.services.fleet_score import STRATEGIES
 
 SORTS = ("name", "release", "free", "findings")
@@ -220,14 +220,6 @@ def _drain_line(nodes: list[str]) -> str:
     return "kubectl drain --ignore-daemonsets --delete-emptydir-data " + " ".join(nodes)
 
 
-def _named(advice: str, nodes: list[str]) -> str:
-    """The inspector's advice with the cause's nodes for its placeholder (issue 21 point 2)."""
-    names = " ".join(nodes)
-    for command in ("kubectl drain", "kubectl uncordon"):
-        advice = advice.replace(f"{command} {NODE_PLACEHOLDER}", f"{command} {names}")
-    return advice
-
-
 def _selector(nodes: list[str]) -> str | None:
     """A label selector of the nodes (``kubernetes.io/hostname``, the node's name on most
     clusters); none when a name is longer than a label value may be."""
@@ -271,7 +263,7 @@ def upgrade_view(result: dict[str, Any]) -> dict[str, Any]:
         names = sorted({n["node"] for n in cause["nodes"]})
         cause["id"] = f"cause-{i}"
         cause["kubectl"] = _drain_line(names)
-        cause["advice"] = [_named(a, names) for a in cause["advice"]]
+        cause["advice"] = [with_node_names(a, names) for a in cause["advice"]]
         cause["selector"] = _selector(names)
     drain = sorted({r["node"] for r in failing})
     return {

@@ -25,7 +25,7 @@ from typing import Any
 from app.domain.checkpoint import COMPATIBLE, COMPATIBLE_WITH_LOSS, POLICY_MISMATCH, WILL_FAIL
 from app.domain.kubelet_config import KubeletConfigError
 from app.domain.node_state_files import GATE
-from app.domain.restart import RestartResult, restart_for
+from app.domain.restart import RestartResult, restart_for, with_node_names
 from app.domain.topology import CPUTopology
 from app.services.checkpoints import CheckpointServiceError, DirCheck, check_root_dir
 from app.services.node_views import pod_url
@@ -64,7 +64,7 @@ def node_verdict(node: str, check: DirCheck, *, root: str | None = None) -> dict
             error = v.get("message") or v.get("error") or f"{f['name']}: {f['status']}"
         for r in f.get("rescues", []):
             recovery.append(f"{r['command']}  # {f['name']} → {r['toVersion']}: {r['verdict']}")
-        recovery.extend(f.get("advice", []))
+        recovery.extend(with_node_names(a, [node]) for a in f.get("advice", []))
     if status in (WILL_FAIL, POLICY_MISMATCH):
         recovery.insert(0, f"drain node {node} before its kubelet is replaced")
     return {
