@@ -7,11 +7,9 @@ shared, wall time would measure the neighbours.
 
 from __future__ import annotations
 
-import statistics
-import time
 from collections.abc import Callable
 
-from _common import tmp_settings
+from _common import cpu_time_calls, tmp_settings
 from fastapi.testclient import TestClient
 
 from app.services.node_views.map_picture import lay_out
@@ -25,13 +23,7 @@ RUNS = 15
 
 def cpu_ms(fn: Callable[[], object], runs: int = RUNS) -> float:
     """Median CPU milliseconds of ``fn`` over ``runs`` calls (after one untimed call)."""
-    fn()
-    samples = []
-    for _ in range(runs):
-        t0 = time.process_time_ns()
-        fn()
-        samples.append(time.process_time_ns() - t0)
-    return statistics.median(samples) / 1e6
+    return cpu_time_calls(fn, runs).median_ms
 
 
 def main() -> int:
