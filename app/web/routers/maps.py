@@ -11,7 +11,7 @@ series of ``app.services.history_series``.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, NamedTuple
 
 from fastapi import APIRouter, Query
 from starlette.responses import Response
@@ -81,31 +81,38 @@ def _map(service: NodeService, node: str, at: int | None, ext: str) -> Response:
     return _image(render_map_svg(view, title, subtitle), "image/svg+xml", f"{stem}.svg")
 
 
-def _responses(media_type: str) -> dict[int | str, dict[str, Any]]:
-    return {200: {"content": {media_type: {}}}, 404: {"description": "No such node or entry"}}
+def _map_route(ext: str, media_type: str, summary: str) -> None:
+    """``GET /nodes/{node}/map.<ext>`` (route ``map_<ext>``)."""
+
+    def endpoint(service: NodeServiceDep, node: NodeName, at: At = None) -> Response:
+        return _map(service, node, at, ext)
+
+    endpoint.__name__ = f"map_{ext}"  # the operation's id in the OpenAPI document
+    pages.add_api_route(
+        f"/nodes/{{node}}/map.{ext}",
+        endpoint,
+        methods=["GET"],
+        name=f"map_{ext}",
+        summary=summary,
+        response_class=Response,
+        responses={
+            200: {"content": {media_type: {}}},
+            404: {"description": "No such node or entry"},
+        },
+    )
 
 
-@pages.get(
-    "/nodes/{node}/map.svg",
-    name="map_svg",
-    summary="The node's CPU map as an SVG picture (now, or after a history entry)",
-    response_class=Response,
-    responses=_responses("image/svg+xml"),
+_map_route(
+    "svg",
+    "image/svg+xml",
+    "The node's CPU map as an SVG picture (now, or after a history entry)",
 )
-def map_svg(service: NodeServiceDep, node: NodeName, at: At = None) -> Response:
-    return _map(service, node, at, "svg")
-
-
-@pages.get(
-    "/nodes/{node}/map.png",
-    name="map_png",
-    summary="The node's CPU map as a PNG image (now, or after a history entry): the SVG's "
-    "picture at twice its size",
-    response_class=Response,
-    responses=_responses("image/png"),
+_map_route(
+    "png",
+    "image/png",
+    "The node's CPU map as a PNG image (now, or after a history entry): the SVG's picture at "
+    "twice its size",
 )
-def map_png(service: NodeServiceDep, node: NodeName, at: At = None) -> Response:
-    return _map(service, node, at, "png")
 
 
 @pages.get(
