@@ -157,11 +157,23 @@ def _refusal(err: KubeletConfigError, doc: dict[str, Any], release: str) -> Gate
     return GateRefusal(gate, err.message, change)
 
 
+#: Stands for the node's name in recovery steps written without it (the inspector's).
+NODE_PLACEHOLDER = "NODE"
+
+
+def with_node_names(step: str, nodes: list[str]) -> str:
+    """A recovery step written without the node's name, with ``nodes`` in its commands."""
+    names = " ".join(nodes)
+    for command in ("kubectl drain", "kubectl uncordon"):
+        step = step.replace(f"{command} {NODE_PLACEHOLDER}", f"{command} {names}")
+    return step
+
+
 def recovery_steps(state_dir: str, release: str, node: str | None) -> tuple[str, ...]:
     """The documented way to start a kubelet that refuses its state files (kubelet docs
     "Changing the CPU Manager Policy"); ``node``: the node's name (``None``: not known)."""
     where = f"{state_dir.rstrip('/')}/" if state_dir else ""
-    name = node or "NODE"
+    name = node or NODE_PLACEHOLDER
     return (
         f"drain the node (kubectl drain {name} --ignore-daemonsets)",
         "stop the kubelet",

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from app.contracts.base import MAX_TEXT, contract_error
 from app.contracts.fleet import FitRow, UpgradeRow
 from app.contracts.summary import Finding, NodeSummaryV1
+from app.services.node_views import pod_url
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -125,6 +126,8 @@ def upgrade_result(node: str, answer: dict[str, Any]) -> dict[str, Any]:
     row["verdict"] = verdict if isinstance(verdict, str) and len(verdict) <= 64 else None
     row["lost"] = _strings(answer.get("lost"))
     row["recovery"] = _strings(answer.get("recovery"))
+    if "lostPods" in answer:
+        row["lostPods"] = _lost_pods(node, answer["lostPods"])
     err = answer.get("error")
     row["error"] = err if isinstance(err, str) else None
     if row["verdict"] is None and row["error"] is None:
@@ -135,6 +138,19 @@ def upgrade_result(node: str, answer: dict[str, Any]) -> dict[str, Any]:
         return upgrade_error(node, checked)
     # What the node answered, as it answered it (no defaults added to its files).
     return checked.model_dump(mode="json", exclude_unset=True)
+
+
+def _lost_pods(node: str, value: Any) -> list[dict[str, str]]:
+    """The lost pods a node named (``namespace/name``), each with its pod page's path on the
+    hub built here: an agent's own ``url`` is not trusted."""
+    out: list[dict[str, str]] = []
+    for p in value if isinstance(value, list) else []:
+        key = p.get("pod") if isinstance(p, dict) else None
+        if isinstance(key, str) and key.count("/") == 1 and len(key) <= MAX_TEXT:
+            uid = p.get("uid")
+            url = pod_url(node, *key.split("/"))
+            out.append({"uid": uid if isinstance(uid, str) else "", "pod": key, "url": url})
+    return out
 
 
 def upgrade_error(node: str, message: str, *, asked: bool = True) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import io
 from dataclasses import dataclass
 from typing import Any
 
+from app.domain.restart import with_node_names
 from app.services.fleet_score import STRATEGIES
 
 SORTS = ("name", "release", "free", "findings")
@@ -262,6 +263,7 @@ def upgrade_view(result: dict[str, Any]) -> dict[str, Any]:
         names = sorted({n["node"] for n in cause["nodes"]})
         cause["id"] = f"cause-{i}"
         cause["kubectl"] = _drain_line(names)
+        cause["advice"] = [with_node_names(a, names) for a in cause["advice"]]
         cause["selector"] = _selector(names)
     drain = sorted({r["node"] for r in failing})
     return {

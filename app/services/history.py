@@ -62,7 +62,7 @@ class UnknownEntryError(NodeServiceError, LookupError):
 
 @dataclass(frozen=True, slots=True)
 class LogRow:
-    id: int  # global to all nodes (the rejection pages' key)
+    id: int  # global to all nodes (old rejection links' key)
     seq: int  # the entry's number in this node's log: what pages, links and exports show
     batch: str
     action: str

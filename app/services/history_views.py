@@ -147,7 +147,7 @@ def timeline(service: NodeService, node: str) -> HistoryView:
                 message=r.message,
                 changed=r.changes_node,
                 map_url=f"{base}/history/{r.seq}",
-                explain_url=None if r.admitted else f"{base}/admissions/{r.id}",
+                explain_url=None if r.admitted else f"{base}/rejections/{r.seq}",
                 pod_url=pod_url(node, r.namespace, r.name)
                 if r.action == ACTION_ADMIT and r.admitted and r.uid in on_node
                 else None,

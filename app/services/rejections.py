@@ -41,6 +41,7 @@ from app.services.history import (
     Builder,
     LogRow,
     UnknownEntryError,
+    find_entry,
     find_row,
     log_rows,
     replay,
@@ -148,8 +149,8 @@ class BudgetView(_View):
 class RejectionView(_View):
     node: str
     node_url: str
-    entry: int  # the log row's global id: this page's address (kept for its links)
-    seq: int  # its number in the node's own log, as the History page shows it
+    entry: int  # its number in the node's own log (History's #): this page's address
+    id: int  # the log row's global id (the address of old links, which redirect)
     at: str
     action: str
     pod: str
@@ -352,11 +353,9 @@ def _divergence_views(ex: Explanation) -> list[DivergenceView]:
 
 
 def explain_entry(service: NodeService, node: str, entry: int) -> RejectionView:
-    """The explanation of rejected log entry ``entry`` of ``node``."""
+    """The explanation of the rejected entry numbered ``entry`` in ``node``'s log."""
     rows = log_rows(service, node)
-    row = find_row(rows, node, entry)
-    if row.admitted or row.action == ACTION_REMOVE:
-        raise UnknownEntryError(node, entry, "rejected admission")
+    row = _rejected(node, find_entry(rows, node, entry), entry)
     builder = Builder(service, node)
     batch = row.batch if row.action == ACTION_DRY_RUN else ""
     state = replay(builder, rows, before=row.id, batch=batch)
@@ -368,8 +367,8 @@ def explain_entry(service: NodeService, node: str, entry: int) -> RejectionView:
     return RejectionView(
         node=node,
         node_url=base,
-        entry=row.id,
-        seq=row.seq,
+        entry=row.seq,
+        id=row.id,
         at=iso(row.at),
         action=row.action,
         pod=row.key,
@@ -406,8 +405,22 @@ def _previous_change(rows: list[LogRow], entry: int) -> int:
 
 
 def latest_rejection(service: NodeService, node: str, namespace: str, name: str) -> int | None:
-    """The id of the newest rejected attempt of ``namespace/name`` on ``node``, if any."""
+    """The number (``seq``) of the newest rejected attempt of ``namespace/name`` on ``node``,
+    if any."""
     for r in reversed(log_rows(service, node)):
         if r.namespace == namespace and r.name == name and r.action != ACTION_REMOVE:
-            return None if r.admitted else r.id
+            return None if r.admitted else r.seq
     return None
+
+
+def entry_of_id(service: NodeService, node: str, row_id: int) -> int:
+    """The number (``seq``) in ``node``'s log of the rejected row of global id ``row_id`` (an
+    old rejection link's address)."""
+    return _rejected(node, find_row(log_rows(service, node), node, row_id), row_id).seq
+
+
+def _rejected(node: str, row: LogRow, asked: int) -> LogRow:
+    """``row``, if it is a rejected attempt (``asked``: the number it was asked by)."""
+    if row.admitted or row.action == ACTION_REMOVE:
+        raise UnknownEntryError(node, asked, "rejected admission")
+    return row

@@ -25,9 +25,10 @@ from typing import Any
 from app.domain.checkpoint import COMPATIBLE, COMPATIBLE_WITH_LOSS, POLICY_MISMATCH, WILL_FAIL
 from app.domain.kubelet_config import KubeletConfigError
 from app.domain.node_state_files import GATE
-from app.domain.restart import RestartResult, restart_for
+from app.domain.restart import RestartResult, restart_for, with_node_names
 from app.domain.topology import CPUTopology
 from app.services.checkpoints import CheckpointServiceError, DirCheck, check_root_dir
+from app.services.node_views import pod_url
 from app.services.nodes.errors import NodeInputError
 from app.services.nodes.restart import restart_config
 
@@ -63,7 +64,7 @@ def node_verdict(node: str, check: DirCheck, *, root: str | None = None) -> dict
             error = v.get("message") or v.get("error") or f"{f['name']}: {f['status']}"
         for r in f.get("rescues", []):
             recovery.append(f"{r['command']}  # {f['name']} → {r['toVersion']}: {r['verdict']}")
-        recovery.extend(f.get("advice", []))
+        recovery.extend(with_node_names(a, [node]) for a in f.get("advice", []))
     if status in (WILL_FAIL, POLICY_MISMATCH):
         recovery.insert(0, f"drain node {node} before its kubelet is replaced")
     return {
@@ -214,18 +215,22 @@ def _inspect_files(node: NodeFiles, release: str, gate: bool) -> dict[str, Any]:
             os.mkdir(root / "pods" / uid)
         check = _check(root, release, gate, None, node.pods)
         doc = node_verdict(node.name, check, root=KUBELET_ROOT)
-    doc["lostPods"] = _lost_pods(doc, node.pods)
+    doc["lostPods"] = _lost_pods(doc, node.name, node.pods)
     return doc
 
 
-def _lost_pods(doc: dict[str, Any], names: Mapping[str, str]) -> list[dict[str, str]]:
-    """The pods whose entries a file's reader drops, named (for links)."""
+def _lost_pods(doc: dict[str, Any], node: str, names: Mapping[str, str]) -> list[dict[str, str]]:
+    """The pods whose entries a file's reader drops, named and with their pod page's path."""
     uids: list[str] = []
     for f in doc["files"]:
         for uid in (f.get("verdict") or {}).get("lostPods", []):
             if uid not in uids:
                 uids.append(uid)
-    return [{"uid": u, "pod": names[u]} for u in uids if u in names]
+    return [
+        {"uid": u, "pod": names[u], "url": pod_url(node, *names[u].split("/", 1))}
+        for u in uids
+        if u in names
+    ]
 
 
 def check_observed(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.browser.axe import describe, violations
+from tests.browser.layout import words_split_in_cells
 from tests.helpers import make_settings
 
 if TYPE_CHECKING:
@@ -32,7 +33,9 @@ PAGES = [
     f"/nodes/{NODE}/history",
     f"/nodes/{NODE}/history/2",
     f"/nodes/{NODE}/diff?from=0&to=4",
-    f"/nodes/{NODE}/admissions/5",
+    f"/nodes/{NODE}/diff",
+    "/search?q=cpu%3A37",
+    f"/nodes/{NODE}/rejections/5",
     f"/nodes/{NODE}/delete",
     f"/nodes/{NODE}/pods/ml/training/remove",
     f"/nodes/{NODE}/restart?release=1.38&gate=on",
@@ -73,6 +76,9 @@ def test_page_fits_a_phone(
         page.goto(served.url + path)
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= 390, f"{path} is {width}px wide"
+        # A wide table scrolls in its box; its cells keep their words whole.
+        split = words_split_in_cells(page)
+        assert split == [], f"{path}: words broken inside table cells: {split[:8]}"
         # The nav wraps: its last entry is on screen.
         box = page.locator(".site-header a", has_text="Metrics").bounding_box()
         assert box is not None and box["x"] + box["width"] <= 390

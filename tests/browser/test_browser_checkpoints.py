@@ -87,6 +87,11 @@ def test_upload_a_v3_file_and_read_the_verdict_table(
     expect(lossy).to_contain_text(f"podEntries[{POD_B}] (cpuSet 4-7)")
     failing = page.locator('#verdict-table tr[data-target="1.35"]')
     expect(failing).to_contain_text("checkpoint is corrupted")
+    # will-fail says why and what to do (issue 21 point 3).
+    expect(failing.locator("[data-why]")).to_have_text(
+        "Why: 1.35 cannot read `podEntries`, so its checksum check of this V3 file fails"
+    )
+    expect(failing.locator("[data-rescue]")).to_contain_text("drain the node")
     expect(lossy).to_contain_text("validateState")
     # Colour and text: the three badges differ in colour (this file shows two of them, so the
     # third is drawn beside them with the page's own stylesheet), and each carries its word.

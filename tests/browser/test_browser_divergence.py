@@ -40,7 +40,7 @@ def test_rejection_page_shows_the_documentation_note(
     page: Any, served: LiveServer, screenshot: Screenshots, page_errors: list[str]
 ) -> None:
     (row,) = [r for r in log_rows(served.app.state.nodes, "cs") if not r.admitted]
-    page.goto(f"{served.url}/nodes/cs/admissions/{row.id}")
+    page.goto(f"{served.url}/nodes/cs/rejections/{row.seq}")
     note = page.locator("aside.docs-divergence")
     assert note.is_visible()
     assert "documentation" in note.locator("h2").inner_text().lower()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
+from tests.browser.layout import words_split_in_cells
 from tests.processes import Server, server_env
 
 if TYPE_CHECKING:
@@ -269,6 +270,25 @@ def test_fleet_upgrade_names_the_nodes_to_drain(
     assert page_errors == []
 
 
+def test_fleet_upgrade_links_each_lost_pod_to_its_page(
+    page: Any, page_errors: list[str], fleet: Fleet, screenshot: Screenshots
+) -> None:
+    """Issue 21 point 2: a lost pod is ``namespace/name`` linked to its pod page (the demo
+    fleet's 1.36 losses)."""
+    from playwright.sync_api import expect
+
+    page.goto(fleet.hub.url + "/fleet/upgrade?release=1.36")
+    pod = page.locator("table.upgrade-results a.pod-name").first
+    expect(pod).to_be_visible()
+    name = pod.inner_text()
+    assert name.count("/") == 1 and pod.get_attribute("data-pod") == name
+    screenshot(page, "fleet-upgrade-lost-pods", full_page=False)
+    pod.click()
+    page.wait_for_url(f"**/pods/{name}")
+    expect(page.locator("h1")).to_contain_text(name)
+    assert page_errors == []
+
+
 def test_fleet_of_1000_nodes_is_light(
     page: Any,
     page_errors: list[str],
@@ -329,6 +349,8 @@ def test_fleet_pages_fit_a_phone(
                }).map(th => th.innerText)"""
         )
         assert broken == [], f"{path}: headers broken inside a word: {broken}"
+        split = words_split_in_cells(page)
+        assert split == [], f"{path}: words broken inside table cells: {split[:8]}"
         screenshot(page, "phone" + path.replace("/", "-").replace("?", "-"), full_page=False)
     finally:
         page.close()

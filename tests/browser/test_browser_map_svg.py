@@ -1,13 +1,15 @@
 """The CPU map as a picture in Debian's chromium (issue 21 "Beyond"): ``/nodes/{node}/map.svg``
 opens as an image document, draws every CPU of the 512-CPU demo node and names the owner of
 CPU 37 (its tooltip, and the legend entry of the same owner); ``?at=ENTRY`` draws the node at
-that point of its history; the node page and the history point page link to it.
+that point of its history; the node page and the history point page link to it, and to the
+same picture as PNG, which downloads.
 
 Browser, live server, page and screenshots come from conftest.py.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +83,49 @@ def test_a_point_in_history_and_the_links(
     assert owners == [e["owner"] for e in history["map"]["legend"]]
     screenshot(page.locator("svg"), "map-svg-history-2")
     assert httpx.get(f"{served.url}/nodes/{node}/map.svg?at=999").status_code == 404
+    assert page_errors == []
+
+
+def test_the_png_links_download_the_map(
+    page: Any, page_errors: list[str], served: LiveServer, screenshot: Screenshots, tmp_path: Any
+) -> None:
+    """The node page's "CPU map (PNG)" and the history point's "this map as PNG" download the
+    picture: a PNG Pillow reads back, twice the SVG's size, CPU 37 in its owner's colour."""
+    from PIL import Image
+    from playwright.sync_api import expect
+
+    node = "demo-512"
+    page.goto(f"{served.url}/nodes/{node}")
+    link = page.get_by_role("link", name="CPU map (PNG)")
+    expect(link).to_have_attribute("href", f"/nodes/{node}/map.png")
+    with page.expect_download() as info:
+        link.click()
+    download = info.value
+    assert download.suggested_filename == f"{node}-map.png"
+    saved = tmp_path / download.suggested_filename
+    download.save_as(saved)
+    svg = httpx.get(f"{served.url}/nodes/{node}/map.svg", timeout=30).text
+    width, height = (int(v) for v in re.findall(r'<svg [^>]*?width="(\d+)" height="(\d+)"', svg)[0])
+    with Image.open(saved) as img:
+        assert img.format == "PNG" and img.size == (2 * width, 2 * height)
+        x, y = (
+            float(v) for v in re.findall(r'data-cpu="37".*?<rect x="([\d.]+)" y="([\d.]+)"', svg)[0]
+        )
+        colour = img.getpixel((round((x + 3) * 2), round((y + 11) * 2)))
+    cell = httpx.get(f"{served.url}/nodes/{node}.json", timeout=30).json()["map"]["cells"]["37"]
+    # The page draws the same owner in the same colour (its .cN class on the map's cell).
+    shown = page.locator('#cpu-map [data-cpu="37"]').first.evaluate(
+        "e => getComputedStyle(e).getPropertyValue('--pc').trim()"
+    )
+    red, green, blue = colour[:3]
+    assert f"#{red:02x}{green:02x}{blue:02x}" == shown.lower(), (colour, shown, cell)
+
+    page.goto(f"{served.url}/nodes/demo-pod-scope/history/2")
+    link = page.get_by_role("link", name="this map as PNG")
+    with page.expect_download() as info:
+        link.click()
+    assert info.value.suggested_filename == "demo-pod-scope-map-at-2.png"
+    screenshot(page, "history-point-png-link", full_page=False)
     assert page_errors == []
 
 

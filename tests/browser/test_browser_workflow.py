@@ -52,8 +52,14 @@ def test_confirm_rejection_page_and_placement(
     # The rejected demo pod's log row leads to its explanation.
     page.locator(".admissions-table a.explain-link").first.click()
     expect(page.locator("h1")).to_contain_text("ml/empty-shared-pool")
+    # Addressed by the node's own number, as History numbers it (issue 21 point 7).
+    assert page.url == f"{base}/nodes/{NODE}/rejections/5"
+    expect(page.locator(".breadcrumb [aria-current=page]")).to_have_text("#5")
     # The actual cause, named (issue 21 point 6), and the budget as the pod asks for it.
     expect(page.locator("#cause")).to_contain_text("No CPU left for the pod shared pool")
+    # The engine's reason under this policy and the other policies' one, as the glossary says.
+    expect(page.locator("#cause")).to_contain_text("rejects it with TopologyAffinityError")
+    expect(page.locator("#cause")).to_contain_text("EmptyPodSharedPoolError")
     expect(page.locator(".asked-for")).to_contain_text("a 4-CPU budget of which 3+1 are exclusive")
     expect(page.locator(".numa-free-table")).not_to_contain_text("CPUs yes")
     expect(page.locator(".numa-free-table tbody tr")).to_have_count(4)
@@ -74,4 +80,17 @@ def test_confirm_rejection_page_and_placement(
     page.get_by_role("button", name="Compare").click()
     expect(page.locator(".diff-table tr[data-change='added']")).to_have_count(4)
     screenshot(page, "diff")
+
+    # A bare diff (no from/to) compares the creation with the last change, not a raw 422.
+    response = page.goto(f"{base}/nodes/{NODE}/diff")
+    assert response is not None and response.status == 200
+    expect(page.locator("h1")).to_have_text(f"What changed on {NODE}")
+    expect(page.locator(".diff-table tr[data-change='added']")).to_have_count(4)
+    screenshot(page, "diff-bare", full_page=False)
+
+    # The glossary names both reasons of an empty pod shared pool, as the engine gives them.
+    page.goto(f"{base}/glossary")
+    pool = page.locator("dd", has_text="A pod budget minus its containers")
+    expect(pool).to_contain_text("TopologyAffinityError")
+    expect(pool).to_contain_text("EmptyPodSharedPoolError")
     assert page_errors == []

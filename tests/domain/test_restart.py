@@ -16,11 +16,14 @@ from app.domain.node_state_files import render_state_files
 from app.domain.presets import get_preset
 from app.domain.restart import (
     KEPT,
+    NODE_PLACEHOLDER,
     REJECTED,
     RESTORED,
     RestartInputError,
     RestartResult,
+    recovery_steps,
     restart_node,
+    with_node_names,
 )
 from app.services.demo import bubble_pod, classic_pod
 from tests.helpers import POD_SCOPE, SMALL
@@ -228,3 +231,18 @@ def test_a_pod_rejected_while_cpus_are_leaked_says_so() -> None:
     assert u.outcome == REJECTED and str(u.leaked_cpus) == "1-2"
     assert u.to_dict()["leakedCpus"] == "1-2" and t.to_dict()["leakedCpus"] is None
     assert str(result.leaked_cpus) == "1-2"
+
+
+def test_recovery_steps_name_the_node_or_say_where_its_name_goes() -> None:
+    """Issue 21 point 2: the documented recovery names the node when it is known; written
+    without it (the inspector's), ``with_node_names`` puts the nodes in its commands."""
+    named = recovery_steps("/var/lib/kubelet", "1.35", "worker-1")
+    assert named[0] == "drain the node (kubectl drain worker-1 --ignore-daemonsets)"
+    assert named[-1] == "uncordon the node (kubectl uncordon worker-1)"
+    blank = recovery_steps("/var/lib/kubelet", "1.35", None)
+    assert all(NODE_PLACEHOLDER not in s for s in named)
+    assert [with_node_names(s, ["worker-1"]) for s in blank] == list(named)
+    steps = "; ".join(blank)
+    both = with_node_names(steps, ["a", "b"])
+    assert "kubectl drain a b --ignore-daemonsets" in both and "kubectl uncordon a b)" in both
+    assert NODE_PLACEHOLDER not in both

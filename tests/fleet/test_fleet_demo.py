@@ -117,9 +117,42 @@ def test_upgrade_on_simulated_nodes_is_the_inspectors_verdict(hub: TestClient) -
     assert (page.status_code == 200 and "must be drained first" in page.text) or "All " in page.text
 
 
+def test_the_lost_pods_of_an_upgrade_are_named_and_linked_to_their_pages(hub: TestClient) -> None:
+    """Issue 21 point 2: each lost pod is ``namespace/name`` linked to its pod page, which the
+    hub serves for its demo-fleet nodes."""
+    linked = 0
+    for release in ("1.35", "1.36"):
+        doc = hub.get("/api/v1/fleet/upgrade", params={"release": release}).json()
+        page = hub.get("/fleet/upgrade", params={"release": release}).text
+        for row in doc["results"]:
+            for p in row.get("lostPods", []):
+                namespace, name = p["pod"].split("/")
+                assert p["url"] == f"/nodes/{row['node']}/pods/{namespace}/{name}"
+                assert f'data-pod="{p["pod"]}" href="{p["url"]}">{p["pod"]}</a>' in page
+                if linked == 0:  # the pod page answers, naming the pod
+                    pod = hub.get(p["url"])
+                    assert pod.status_code == 200 and name in pod.text
+                linked += 1
+    assert linked > 0, "no demo-fleet node loses a pod: the test proves nothing"
+
+
 def test_hub_metrics_count_the_simulated_nodes(hub: TestClient) -> None:
     text = hub.get("/metrics").text
     assert f'numascope_hub_nodes{{status="ok"}} {float(COUNT)}' in text
+
+
+def test_a_causes_recovery_names_its_nodes_not_a_placeholder(hub: TestClient) -> None:
+    """Issue 21 point 2: the inspector's "kubectl drain NODE" / "kubectl uncordon NODE" in a
+    cause's steps name the cause's nodes."""
+    plan = hub.get("/fleet/upgrade.json", params={"release": "1.35"}).json()
+    steps = [(c, a) for c in plan["drain"]["causes"] for a in c["advice"]]
+    named = [(c, a) for c, a in steps if "kubectl uncordon" in a]
+    assert named, "no cause asks for the documented recovery: the test proves nothing"
+    for cause, advice in named:
+        names = " ".join(sorted(n["node"] for n in cause["nodes"]))
+        assert f"kubectl uncordon {names})" in advice
+        assert f"kubectl drain {names} --ignore-daemonsets" in advice
+    assert not [a for _, a in steps if " NODE" in a]
 
 
 def test_upgrade_answers_are_typed_before_a_page_reads_them() -> None:
@@ -128,6 +161,15 @@ def test_upgrade_answers_are_typed_before_a_page_reads_them() -> None:
     assert row["error"] == "the agent answered without a verdict"
     err = upgrade_result("n", {"error": {"reason": "Invalid", "message": "bad release"}})
     assert err["verdict"] is None and err["error"] == "bad release"
+    # Lost pods: the hub builds each link from the name; an agent's own url is not followed.
+    hostile = [
+        {"uid": "u1", "pod": "ns/p", "url": "javascript:alert(1)"},
+        {"uid": "u2", "pod": "no-namespace"},
+        "ns/q",
+    ]
+    row = upgrade_result("n", {"verdict": "compatible-with-loss", "lostPods": hostile})
+    assert row["lostPods"] == [{"uid": "u1", "pod": "ns/p", "url": "/nodes/n/pods/ns/p"}]
+    assert "lostPods" not in upgrade_result("n", {"verdict": "compatible"})
 
 
 def test_upgrade_checks_stop_at_the_time_budget_and_go_on_when_asked_again(

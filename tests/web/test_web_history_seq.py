@@ -112,9 +112,21 @@ def test_a_rejection_page_names_the_entry_by_the_nodes_number(two: TestClient) -
     assert r.status_code == 200 and not r.json()["results"][0]["admitted"], r.text
     [rejected] = [e for e in events(two, "b") if not e["admitted"]]
     assert rejected["seq"] == 4 and rejected["id"] == 7
-    assert rejected["explainUrl"] == "/nodes/b/admissions/7"  # addressed by the global id
-    why = two.get("/nodes/b/admissions/7.json").json()
-    assert (why["entry"], why["seq"]) == (7, 4)
+    assert rejected["explainUrl"] == "/nodes/b/rejections/4"  # the node's own number
+    why = two.get("/nodes/b/rejections/4.json").json()
+    assert (why["entry"], why["id"]) == (4, 7)
     assert why["beforeUrl"] == "/nodes/b/history/3"  # the last change before it, b's #3
-    page = two.get("/nodes/b/admissions/7").text
+    page = two.get("/nodes/b/rejections/4").text
     assert '<span aria-current="page">#4</span>' in page
+    assert 'href="/nodes/b/rejections/4.json"' in page
+    assert 'href="/nodes/b/rejections/4"' in two.get("/nodes/b").text  # Recent admissions
+    # The old address, by global id, redirects there for good (page and JSON).
+    for old, new in (("7", "4"), ("7.json", "4.json")):
+        r = two.get(f"/nodes/b/admissions/{old}", follow_redirects=False)
+        assert (r.status_code, r.headers["location"]) == (308, f"/nodes/b/rejections/{new}")
+    assert two.get("/nodes/b/admissions/7.json").json()["entry"] == 4
+    # b's #4 is not a's: a has no rejection; a global id of another node's row is unknown.
+    assert two.get("/nodes/a/rejections/4").status_code == 404
+    r = two.get("/nodes/a/admissions/7", follow_redirects=False)
+    assert r.status_code == 404 and "entry" in r.text
+    assert two.get("/nodes/b/admissions/1").status_code == 404  # a's row, admitted

@@ -1,7 +1,8 @@
 """The node agent stays lean (issue 20 pt 7): a process built as ``numascope serve --no-demo
 --observe`` builds it (``app.commands.serve.build_app``, in a fresh interpreter) has migrated its
 database without importing alembic, and imports neither jinja2 nor psycopg until a page is asked
-for; its pages still work, loading the templates on first use."""
+for; its pages still work, loading the templates on first use. Pillow (the PNG map) is never
+loaded, a page asked for or not."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 #: Loaded by the agent before issue 20 pt 7, none of them needed to observe a node on SQLite.
 NOT_IMPORTED = ("alembic", "jinja2", "starlette.templating", "psycopg")
+#: Only the dashboard's map.png draws with Pillow (issue 21): never the agent, not even its pages.
+NOT_IMPORTED += ("PIL",)
 
 CHILD = """
 import json, sys
@@ -39,6 +42,7 @@ print(json.dumps({
     "hub": app.state.hub is not None,
     "page": page.status_code,
     "jinja2_after_page": "jinja2" in sys.modules,
+    "pillow_after_page": "PIL" in sys.modules,
 }))
 """
 
@@ -67,6 +71,7 @@ def test_the_agent_profile_imports_no_database_migrations_templates_or_postgres(
     # The observed node's page renders on the agent: the templates come with the first page.
     assert answer["page"] == 200
     assert answer["jinja2_after_page"] is True
+    assert answer["pillow_after_page"] is False
     # The child process brought the agent's database file to head.
     engine = create_engine(f"sqlite:///{data / 'numascope.db'}")
     try:

@@ -55,7 +55,8 @@ def test_rejection_is_explained_from_the_log(demo: TestClient) -> None:
     r = demo.get(f"/nodes/{NODE}/pods/ml/empty-shared-pool", follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == e["explainUrl"]
     assert e["explainUrl"] in demo.get(f"/nodes/{NODE}").text
-    assert demo.get(f"/nodes/{NODE}/admissions/1").status_code == 404  # admitted entry
+    assert demo.get(f"/nodes/{NODE}/rejections/1").status_code == 404  # admitted entry
+    assert demo.get(f"/nodes/{NODE}/admissions/1").status_code == 404  # its old address
 
 
 def test_plain_pod_gets_no_pod_budget_hint(demo: TestClient) -> None:

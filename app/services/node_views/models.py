@@ -248,6 +248,7 @@ class NodeSummary(_View):
 
 class AdmissionLogEntry(_View):
     id: int
+    seq: int  # its number in the node's own log: the address of its rejection page
     batch: str
     action: str  # admit | dry-run | remove
     namespace: str

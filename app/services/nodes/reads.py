@@ -86,6 +86,7 @@ class NodeReads(ABC):
         assert r.id is not None
         return AdmissionLogEntry(
             id=r.id,
+            seq=r.seq,
             batch=r.batch,
             action=r.action,
             namespace=r.namespace,

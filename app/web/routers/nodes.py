@@ -172,7 +172,7 @@ def pod_page(
         entry = latest_rejection(service, node, namespace, name)
         if entry is None:
             raise
-        return see_other(request, f"{node_url(node)}/admissions/{entry}")
+        return see_other(request, f"{node_url(node)}/rejections/{entry}")
     return render(
         request,
         "pages/pod.html",

@@ -2,7 +2,8 @@
 
 Pages (each with its JSON twin, same path + ``.json``, from one loader):
 
-* ``/nodes/{node}/admissions/{entry}`` — a rejected attempt explained (``services.rejections``);
+* ``/nodes/{node}/rejections/{entry}`` — a rejected attempt explained (``services.rejections``),
+  ``entry`` its number in the node's log; the old ``/admissions/{global id}`` redirects;
 * ``/nodes/{node}/history`` — the node's timeline; ``/nodes/{node}/history/{entry}`` — its CPU
   map right after an entry (0: as created); ``/nodes/{node}/diff?from=A&to=B`` — what moved;
 * ``/nodes/{node}/state-files.zip``, ``/pods.yaml``, ``/pools.csv`` — downloads;
@@ -65,7 +66,7 @@ def favicon() -> FileResponse:
 
 
 @pages.get(
-    "/nodes/{node}/admissions/{entry}.json",
+    "/nodes/{node}/rejections/{entry}.json",
     name="rejection_json",
     summary="A rejected admission attempt explained (JSON twin)",
 )
@@ -73,11 +74,26 @@ def rejection_json(service: NodeServiceDep, node: NodeName, entry: Entry) -> Rej
     return rejections.explain_entry(service, node, entry)
 
 
-@pages.get("/nodes/{node}/admissions/{entry}", name="rejection", include_in_schema=False)
+@pages.get("/nodes/{node}/rejections/{entry}", name="rejection", include_in_schema=False)
 def rejection_page(
     request: Request, service: NodeServiceDep, node: NodeName, entry: Entry
 ) -> HTMLResponse:
     return render(request, "pages/rejection.html", rejections.explain_entry(service, node, entry))
+
+
+RowId = Annotated[int, Path(description="The log row's global id (an old link)", ge=0)]
+
+
+@pages.get("/nodes/{node}/admissions/{row_id}", include_in_schema=False)
+@pages.get("/nodes/{node}/admissions/{row_id}.json", include_in_schema=False)  # matched first
+def old_rejection_address(
+    request: Request, service: NodeServiceDep, node: NodeName, row_id: RowId
+) -> RedirectResponse:
+    """A rejection page's address before it was the node's own number: a permanent redirect."""
+    entry = rejections.entry_of_id(service, node, row_id)
+    root = request.scope.get("root_path", "").rstrip("/")
+    suffix = ".json" if request.url.path.endswith(".json") else ""
+    return RedirectResponse(f"{root}{node_url(node)}/rejections/{entry}{suffix}", status_code=308)
 
 
 # -- history -------------------------------------------------------------------------------
