@@ -55,6 +55,7 @@ from app.services.nodes.inputs import (
 )
 from app.services.nodes.judge import judge
 from app.services.nodes.restart import Rehearsal, restart_config
+from app.services.nrt import build_nrt
 from app.services.simulation import state_files_of
 from app.services.upgrade import NodeFiles, UpgradeInputError, check_files
 from app.services.watch import SOURCE_FLEET, LastDigest
@@ -245,6 +246,9 @@ class SimulatedNode:
                     raise NodeInputError(exc.message, exc.field) from None
                 self._upgrades[key] = cached
         return cached
+
+    def nrt(self, fingerprint_method: str) -> dict[str, Any]:
+        return build_nrt(self.views(), fingerprint_method)
 
     def rehearse(self, release: str, gate: bool | None) -> Rehearsal:
         """A kubelet of ``release`` restarting on this node's state files and pods (a copy:
