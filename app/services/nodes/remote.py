@@ -214,7 +214,9 @@ class RemoteNode:
         try:
             answer = anyio.from_thread.run(request, self._client())
         except AgentError as exc:
-            raise NodeUnavailableError(f"node {self._name}: its agent {self.agent} {exc}") from None
+            raise NodeUnavailableError(
+                f"node {self._name}: its agent {self.agent} {exc}", exc.field
+            ) from None
         return RemoteAnswer(self._name, self.agent, answer)
 
     def _get(self, path: str) -> RemoteAnswer:
