@@ -1,5 +1,5 @@
 """A remote agent's node through the hub, with the contracts between them: a real agent, a
-hub process, and an agent process (``tests/fleet/hostile_node_agent.py``) whose summary is good
+hub process, and an agent process (``tests/fleet/hostile_agent.py``, its node modes) whose summary is good
 but whose node answers break their contracts one way each — numbers past every limit, ``NaN``,
 1000-deep nesting, oversized strings, a free-form part too deep, wrong types. The hub refuses
 each such answer naming the field (a JSON error, never a page built from it), while the real
@@ -9,8 +9,6 @@ restart rehearsal included."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,21 +18,21 @@ import pytest
 
 from app.services.demo import classic_pod
 from app.web.csrf import HEADER, cookie_name
-from tests.fleet.hostile_node_agent import MODES
+from tests.fleet.hostile_agent import NODE_MODES
 from tests.helpers import POD_SCOPE, SMALL, TEST_CSRF_TOKEN
-from tests.processes import Server, server_env, wait_for
+from tests.processes import Server, script_server, server_env, wait_for
 
-AGENT = Path(__file__).with_name("hostile_node_agent.py")
+HOSTILE = Path(__file__).with_name("hostile_agent.py")
 YAML = {"Content-Type": "application/yaml"}
 HUB_ENV = {"hub_poll_interval": "0.3", "hub_agent_timeout": "5"}
 REHEARSAL = "/restart?release=1.36&dryRun=true"
 #: The field each broken answer is refused for.
 REFUSED = {
-    "hugeint": "summary.pods",
-    "nan": "summary.cpus.total",
-    "deep": "kubeletConfig.a.a.a…",
-    "longname": "summary.name",
-    "freedeep": "kubeletConfig",
+    "nodebignum": "summary.pods",
+    "nodenan": "summary.cpus.total",
+    "nodedeep": "kubeletConfig.a.a.a…",
+    "nodelongname": "summary.name",
+    "nodefreedeep": "kubeletConfig",
     "restartcount": "summary.kept",
     "restartgates": "featureGates.PodLevelResources",
     "nrtkind": "kind",
@@ -75,7 +73,6 @@ def _strict(text: str) -> Any:
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     tmp = tmp_path_factory.mktemp("hostile-node")
     agent = Server(tmp / "agent", host="127.0.0.41").start()
-    proc: subprocess.Popen[bytes] | None = None
     hub: Server | None = None
     try:
         agent.create_node("real-1", SMALL, POD_SCOPE, "1.37")
@@ -84,38 +81,27 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
         docs["dryrun"] = _ask(agent, "dryrun", "real-1").json()
         docs["summary"] = agent.client.get("/api/v1/summary").json()
         (tmp / "docs.json").write_text(json.dumps(docs))
-        ready = tmp / "agent.port"
-        proc = subprocess.Popen(
-            [sys.executable, str(AGENT), "127.0.0.42", str(tmp / "docs.json"), str(ready)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        wait_for(ready.exists)
-        root = f"http://127.0.0.42:{ready.read_text()}"
-        agents = [agent.url, *(f"{root}/{mode}" for mode in MODES)]
-        hub_tmp = tmp / "hub"
-        args = ["--hub", "--agents", ",".join(agents)]
-        hub = Server(hub_tmp, server_env(hub_tmp, **HUB_ENV), args, host="127.0.0.43").start()
-
-        def listed() -> bool:
-            names = {n["node"] for n in hub.client.get("/api/v1/fleet").json()["nodes"]}
-            return {"real-1", *(f"{m}-1" for m in MODES)} <= names
-
-        wait_for(listed, timeout=30.0)
-        yield Fleet(agent, hub)
+        (tmp / "base.json").write_text(json.dumps(docs["summary"]))
+        files = (str(tmp / "base.json"), str(tmp / "docs.json"))
+        with script_server(HOSTILE, "127.0.0.42", tmp / "agent.port", *files) as root:
+            agents = [agent.url, *(f"{root}/{mode}" for mode in NODE_MODES)]
+            hub_tmp = tmp / "hub"
+            args = ["--hub", "--agents", ",".join(agents)]
+            hub = Server(hub_tmp, server_env(hub_tmp, **HUB_ENV), args, host="127.0.0.43")
+            hub.start()
+            wanted = {"real-1", *(f"{m}-1" for m in NODE_MODES)}
+            fleet = lambda: {n["node"] for n in hub.json("/api/v1/fleet")["nodes"]}  # noqa: E731
+            wait_for(lambda: wanted <= fleet(), timeout=30.0)
+            yield Fleet(agent, hub)
     finally:
         if hub is not None:
             hub.close()
-        if proc is not None:
-            proc.kill()
-            proc.wait()
         agent.close()
 
 
 @pytest.mark.parametrize("mode", sorted(REFUSED))
 def test_a_broken_node_answer_is_refused_with_the_field_named(fleet: Fleet, mode: str) -> None:
-    kind = MODES[mode][0]
+    kind = NODE_MODES[mode][0]
     r = _ask(fleet.hub, kind, f"{mode}-1")
     assert r.status_code == 503, (mode, r.status_code, r.text[:300])
     error = _strict(r.text)["error"]
