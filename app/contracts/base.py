@@ -87,7 +87,13 @@ def _check_free(value: Any, depth: int) -> None:
     if isinstance(value, dict | list):
         if len(value) > MAX_ITEMS:
             raise ValueError(f"more than {MAX_ITEMS} items")
-        for item in value.values() if isinstance(value, dict) else value:
+        items = value.values() if isinstance(value, dict) else value
+        if isinstance(value, list) and value and all(type(x) is int for x in value):
+            # A list of ids (``cpuIds``: most of a node's pools), checked at C speed.
+            if max(value) > MAX_INT or min(value) < -MAX_INT:
+                raise ValueError(f"an integer larger than {MAX_INT}")
+            return
+        for item in items:
             _check_free(item, depth + 1)
     elif isinstance(value, str):
         if len(value) > MAX_STRING:
