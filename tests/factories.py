@@ -54,3 +54,19 @@ def pod_list(n: int, cpus: str = "1") -> str:
         for i in range(n)
     )
     return f"apiVersion: v1\nkind: List\nitems:\n{items}\n"
+
+
+def guaranteed_yaml(name: str, namespace: str, uid: str, cpu: str, memory: str) -> str:
+    """A Guaranteed pod as YAML text with its ``uid``: one container ``app`` requesting (and
+    limited to) ``cpu`` and ``memory``."""
+    return f"""\
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: {namespace}, uid: {uid}}}
+spec:
+  containers:
+  - name: app
+    resources:
+      requests: {{cpu: "{cpu}", memory: {memory}}}
+      limits: {{cpu: "{cpu}", memory: {memory}}}
+"""
