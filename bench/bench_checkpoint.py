@@ -18,12 +18,12 @@ Targets from the issue: verify + load <= 10 ms and render <= 10 ms, for each fil
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+
+from _common import cpu_time_calls
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -107,13 +107,8 @@ def states(containers: int = 0) -> tuple[CPUCheckpointState, MemoryCheckpointSta
 
 def timings_ms(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
     """(median, best) CPU time of ``repeat`` runs after one warm-up run."""
-    fn()
-    samples = []
-    for _ in range(repeat):
-        t0 = time.process_time_ns()
-        fn()
-        samples.append(time.process_time_ns() - t0)
-    return statistics.median(samples) / 1e6, min(samples) / 1e6
+    timing = cpu_time_calls(fn, repeat)
+    return timing.median_ms, timing.best_ms
 
 
 def main() -> None:

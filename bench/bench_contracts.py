@@ -16,20 +16,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
-from _common import tmp_settings
+from _common import cpu_time_calls, tmp_node_service
 from _web_node import TOPOLOGY, pod_manifests
 
-from app.adapters.db.engine import make_engine
-from app.adapters.db.migrate import upgrade_head
 from app.services.checkpoints.inspection import inspect_content
 from app.services.demo import SERVER_CONFIG
 from app.services.node_views import NodeView
-from app.services.nodes.service import NodeService
 from app.services.nodes.stored import StoredNode
 
 NODE = "bench-contracts"
@@ -37,13 +32,7 @@ NODE = "bench-contracts"
 
 def cpu_ms(fn: Callable[[], object], runs: int) -> float:
     """Median process CPU time of ``fn`` in ms (one untimed warm-up call)."""
-    fn()
-    samples = []
-    for _ in range(runs):
-        t0 = time.process_time_ns()
-        fn()
-        samples.append(time.process_time_ns() - t0)
-    return statistics.median(samples) / 1e6
+    return cpu_time_calls(fn, runs).median_ms
 
 
 def contract(module: str, name: str) -> Any:
@@ -65,11 +54,7 @@ def main() -> int:
     parser.add_argument("--pods", type=int, default=250)
     parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
-    with tmp_settings() as settings:
-        engine = make_engine(settings.database_url)
-        upgrade_head(engine)
-        service = NodeService(engine, state_dir=settings.state_dir)
-        service.start()
+    with tmp_node_service() as service:
         service.create(NODE, TOPOLOGY, SERVER_CONFIG, "1.37")
         for text in pod_manifests(args.pods):
             service.admit(NODE, text)

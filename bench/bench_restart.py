@@ -16,10 +16,9 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
-import time
 from pathlib import Path
 
-from _common import Timing, time_calls
+from _common import Timing, cpu_time_calls, time_calls
 from _web_node import TOPOLOGY, pod_manifests
 
 from app.adapters import statefiles
@@ -43,19 +42,6 @@ def build_dir(directory: Path, pods: int) -> Node:
                 raise SystemExit(f"{pod.key} rejected: {result.message}")
     statefiles.write_files(directory, state_files_of(node))
     return node
-
-
-def cpu_time_calls(fn: object, repeat: int) -> Timing:
-    """Process CPU time of ``repeat`` calls: the machine's other load (a shared CI box) does
-    not count, unlike wall-clock time."""
-    assert callable(fn)
-    fn()
-    samples = []
-    for _ in range(repeat):
-        t0 = time.process_time_ns()
-        fn()
-        samples.append(time.process_time_ns() - t0)
-    return Timing(tuple(samples))
 
 
 def line(label: str, wall: Timing, cpu: Timing, extra: str = "") -> str:
