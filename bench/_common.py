@@ -29,6 +29,7 @@ if str(ROOT) not in sys.path:
 if TYPE_CHECKING:
     from fastapi.testclient import TestClient
 
+    from app.services.nodes.service import NodeService
     from app.settings import Settings
 
 
@@ -96,6 +97,21 @@ def time_requests(
             raise SystemExit(f"{path}: HTTP {r.status_code}")
 
     return time_calls(get, runs, warmup=warmup)
+
+
+@contextmanager
+def tmp_node_service() -> Iterator[NodeService]:
+    """A started node service on ``tmp_settings`` (its database migrated)."""
+    from app.adapters.db.engine import make_engine
+    from app.adapters.db.migrate import upgrade_head
+    from app.services.nodes.service import NodeService
+
+    with tmp_settings() as settings:
+        engine = make_engine(settings.database_url)
+        upgrade_head(engine)
+        service = NodeService(engine, state_dir=settings.state_dir)
+        service.start()
+        yield service
 
 
 @contextmanager

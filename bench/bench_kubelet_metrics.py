@@ -15,14 +15,11 @@ from __future__ import annotations
 import argparse
 import time
 
-from _common import time_calls, tmp_settings
+from _common import time_calls, tmp_node_service
 from bench_admissions import pod_manifests
 
-from app.adapters.db.engine import make_engine
-from app.adapters.db.migrate import upgrade_head
 from app.services.demo import SERVER_CONFIG, classic_pod
 from app.services.kubelet_metrics import KubeletMetrics
-from app.services.nodes.service import NodeService
 
 NODE = "bench-metrics"
 
@@ -32,11 +29,7 @@ def main() -> int:
     parser.add_argument("--pods", type=int, default=250)
     parser.add_argument("--release", default="1.37", choices=("1.36", "1.37", "1.38"))
     args = parser.parse_args()
-    with tmp_settings() as settings:
-        engine = make_engine(settings.database_url)
-        upgrade_head(engine)
-        service = NodeService(engine, state_dir=settings.state_dir)
-        service.start()
+    with tmp_node_service() as service:
         service.create(NODE, "server-2s-8numa-512t", SERVER_CONFIG, args.release)
         for manifest in pod_manifests(args.pods):
             service.admit(NODE, manifest)

@@ -20,7 +20,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -211,6 +211,25 @@ class Server:
         r = self.client.get(path, params=params or None)
         assert r.status_code == 200, f"{path}: {r.status_code} {r.text[:500]}"
         return r.json()
+
+
+@contextlib.contextmanager
+def script_server(script: Path, host: str, ready: Path, *args: str) -> Iterator[str]:
+    """A test's own HTTP server script (standard library only, standing for any program at an
+    address): ``python SCRIPT HOST ARGS… READY``-style scripts take ``host``, ``args`` and the
+    file they write their port to (``ready``, last); yields its root URL and kills it on exit."""
+    proc = subprocess.Popen(
+        [sys.executable, str(script), host, *args, str(ready)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_for(ready.exists)
+        yield f"http://{host}:{ready.read_text()}"
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def wait_for(predicate: Any, timeout: float = 20.0, step: float = 0.05) -> Any:

@@ -18,7 +18,14 @@ import math
 from typing import Annotated, Any, TypeVar
 
 import pydantic_core
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+)
 from pydantic.alias_generators import to_camel
 
 #: Nesting pydantic-core's JSON parser allows (fixed there; documented here for readers).
@@ -32,6 +39,13 @@ MAX_TEXT = 4096
 MAX_TOKEN = 128
 #: Characters of a Kubernetes object name (DNS-1123 subdomain).
 MAX_NAME = 253
+#: Characters of any string of a page's JSON twin (a configuration's text, a CPU list of
+#: thousands of ids): far above any real one, far below the agent client's byte cap.
+MAX_STRING = 1 << 20
+#: Items of one list or map of a document (a node's CPUs, pods, log entries).
+MAX_ITEMS = 100_000
+#: Nesting of a free-form part of a document (a kubelet configuration, a PodResources answer).
+MAX_FREE_DEPTH = 32
 
 
 class Contract(BaseModel):
@@ -50,11 +64,50 @@ class Contract(BaseModel):
 
 
 Count = Annotated[int, Field(ge=0, le=MAX_INT)]
+#: A signed integer a JSON reader holds exactly.
+Int = Annotated[int, Field(ge=-MAX_INT, le=MAX_INT)]
 Text = Annotated[str, StringConstraints(max_length=MAX_TEXT)]
 Token = Annotated[str, StringConstraints(max_length=MAX_TOKEN)]
 Release = Annotated[str, StringConstraints(pattern=r"^[0-9]{1,3}\.[0-9]{1,3}$")]
 #: A path on the answering server (``/nodes/a``), never another site.
 LocalPath = Annotated[str, StringConstraints(max_length=2048, pattern=r"^/([^/\s\\][^\s\\]*)?$")]
+
+
+def _free_form(value: dict[str, Any]) -> dict[str, Any]:
+    _check_free(value, 0)
+    return value
+
+
+def _check_free(value: Any, depth: int) -> None:
+    """Bound a free-form JSON value: nesting, items per container, string sizes, integers
+    (``NaN``/``Infinity`` are refused by the model's ``allow_inf_nan=False`` only for declared
+    floats, so they are refused here too)."""
+    if depth > MAX_FREE_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_FREE_DEPTH} levels")
+    if isinstance(value, dict | list):
+        if len(value) > MAX_ITEMS:
+            raise ValueError(f"more than {MAX_ITEMS} items")
+        items = value.values() if isinstance(value, dict) else value
+        if isinstance(value, list) and value and all(type(x) is int for x in value):
+            # A list of ids (``cpuIds``: most of a node's pools), checked at C speed.
+            if max(value) > MAX_INT or min(value) < -MAX_INT:
+                raise ValueError(f"an integer larger than {MAX_INT}")
+            return
+        for item in items:
+            _check_free(item, depth + 1)
+    elif isinstance(value, str):
+        if len(value) > MAX_STRING:
+            raise ValueError(f"a string longer than {MAX_STRING} characters")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("not a finite number")
+    elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+        raise ValueError(f"an integer larger than {MAX_INT}")
+
+
+#: A free-form JSON object (a kubelet configuration as the node holds it, a PodResources
+#: answer), bounded in depth, items, strings and numbers.
+FreeForm = Annotated[dict[str, Any], AfterValidator(_free_form)]
 
 
 class ContractError(ValueError):
@@ -91,6 +144,13 @@ def contract_error(exc: ValidationError) -> ContractError:
 
 
 M = TypeVar("M", bound=BaseModel)
+
+
+def checked(model: type[BaseModel], doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` unchanged, once it fits ``model``: for a producer that builds its document as a
+    dict (its bytes stay as they were) and checks it against the contract its readers use."""
+    model.model_validate(doc)
+    return doc
 
 
 def parse(model: type[M], body: bytes) -> M:

@@ -11,17 +11,17 @@ a JSON answer unchecked.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints
 
+from app.contracts.admission import Allocation, NumaId
 from app.contracts.base import Contract, Count, Text, Token
+from app.contracts.checkpoint import Rescue
 from app.contracts.summary import NodeName, NodeSummaryV1
 
 AgentStatus = Literal["pending", "ok", "unreachable"]
 URL = Annotated[str, StringConstraints(max_length=2048)]
-#: A CPU list in the Linux format (``0-3,8``): 1,024 NUMA nodes of threads at most.
-CpuList = Annotated[str, StringConstraints(max_length=16384, pattern=r"^[0-9,\-]*$")]
 #: Items of a list of texts (lost pods, recovery steps).
 MAX_LIST = 5000
 
@@ -78,34 +78,6 @@ class FleetView(Contract):
 
 # -- fit ------------------------------------------------------------------------------------
 
-NumaId = Annotated[int, Field(ge=0, lt=1024)]
-
-
-class MemoryBlock(Contract):
-    """A memory manager block of an allocation (the checkpoint's form)."""
-
-    numa_affinity: Annotated[list[NumaId], Field(max_length=1024)]
-    type: Token
-    size: Count
-
-
-class ContainerAllocation(Contract):
-    name: Annotated[str, StringConstraints(max_length=253)]
-    kind: Token
-    isolation: Token
-    cpuset: CpuList
-    memory: Annotated[list[MemoryBlock], Field(max_length=64)] = []
-
-
-class Allocation(Contract):
-    """What a node's dry run gave the first pod: CPU sets and memory blocks."""
-
-    qos_class: Token
-    pod_cpuset: CpuList | None = None
-    pod_shared_cpuset: CpuList
-    pod_memory: Annotated[list[MemoryBlock], Field(max_length=64)] = []
-    containers: Annotated[list[ContainerAllocation], Field(max_length=500)] = []
-
 
 class FitRow(Contract):
     """One node's fit (``POST /api/v1/fleet/fit``): the node's own dry-run answer field for
@@ -128,17 +100,6 @@ class FitRow(Contract):
     checked: bool = True
     score: Annotated[int, Field(ge=0, le=100)] | None = None
     flags: Annotated[list[Token], Field(max_length=8)] = []
-
-
-class Rescue(Contract):
-    """A conversion that keeps a node starting (``numascope checkpoint convert …``)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    to_version: Token | None = None
-    verdict: Token | None = None
-    lost: Annotated[list[Any], Field(max_length=MAX_LIST)] = []
-    command: Text | None = None
 
 
 class FileVerdict(Contract):

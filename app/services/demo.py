@@ -16,17 +16,28 @@ Three nodes, each with pods admitted by the engine exactly as a 1.37 kubelet wou
 * ``demo-512`` — ``server-2s-8numa-512t`` with topology manager ``restricted`` and scope
   ``pod``: a dozen pods of several shapes spread over its eight NUMA nodes.
 
-The manifests follow the examples of the Kubernetes documentation and blog on pod-level
-resource managers (see ``tests/fixtures/pods/scenarios``).
+The nodes, their configurations and their pods are package data (``app/data``:
+``demo.yaml`` lists the nodes and the hub's demo fleet, ``pods/`` and ``configs/`` hold the
+manifests and KubeletConfigurations), read once and checked here; the demo, the forms' samples,
+the demo fleet and the tests all take them from there. The manifests follow the examples of the
+Kubernetes documentation and blog on pod-level resource managers (see
+``tests/fixtures/pods/scenarios``).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
+from importlib import resources
 from typing import TYPE_CHECKING
 
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
 from app.domain import releases
+from app.domain.presets import get_preset
 from app.services.nodes.errors import NodeExistsError
 
 if TYPE_CHECKING:
@@ -44,244 +55,119 @@ class DemoNode:
     release: str = releases.DEFAULT_RELEASE
 
 
-POD_SCOPE_CONFIG = """\
-# Pod-level resource managers with topology manager scope pod (KEP-5526's pod bubble).
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-cpuManagerPolicy: static
-cpuManagerPolicyOptions:
-  full-pcpus-only: "true"
-memoryManagerPolicy: Static
-topologyManagerPolicy: single-numa-node
-topologyManagerScope: pod
-reservedSystemCPUs: "0,64"
-kubeReserved:
-  memory: 1Gi
-systemReserved:
-  memory: 1Gi
-reservedMemory:
-  - numaNode: 0
-    limits:
-      memory: 2148Mi
-featureGates:
-  PodLevelResources: true
-  PodLevelResourceManagers: true
-"""
+# -- the data files ------------------------------------------------------------------------
 
-DATABASE_POD = """\
-# Kubernetes blog "Pod-Level Resource Managers", use case 1: a tightly-coupled database.
-apiVersion: v1
-kind: Pod
-metadata:
-  name: tightly-coupled-database
-  namespace: databases
-spec:
-  resources:
-    requests: {cpu: "8", memory: 16Gi}
-    limits: {cpu: "8", memory: 16Gi}
-  initContainers:
-  - name: metrics-exporter
-    image: metrics-exporter:v1
-    restartPolicy: Always
-  - name: backup-agent
-    image: backup-agent:v1
-    restartPolicy: Always
-  containers:
-  - name: database
-    image: database:v1
-    resources:
-      requests: {cpu: "6", memory: 12Gi}
-      limits: {cpu: "6", memory: 12Gi}
-"""
+_DATA = resources.files("app") / "data"
 
-ML_POD = """\
-# An ML training pod: an exclusive data-loader sidecar, the trainer, shared helpers.
-apiVersion: v1
-kind: Pod
-metadata:
-  name: training
-  namespace: ml
-spec:
-  resources:
-    requests: {cpu: "12", memory: 48Gi}
-    limits: {cpu: "12", memory: 48Gi}
-  initContainers:
-  - name: data-loader
-    image: data-loader:v2
-    restartPolicy: Always
-    resources:
-      requests: {cpu: "2", memory: 8Gi}
-      limits: {cpu: "2", memory: 8Gi}
-  - name: log-shipper
-    image: fluent-bit:3
-    restartPolicy: Always
-  containers:
-  - name: trainer
-    image: trainer:v5
-    resources:
-      requests: {cpu: "8", memory: 32Gi}
-      limits: {cpu: "8", memory: 32Gi}
-  - name: tensorboard
-    image: tensorboard:2
-"""
 
-CLASSIC_POD = """\
-# A classic Guaranteed pod (no pod-level resources): exclusive CPUs from the node.
-apiVersion: v1
-kind: Pod
-metadata:
-  name: packet-processor
-  namespace: telco
-spec:
-  containers:
-  - name: dpdk
-    image: dpdk-app:23.11
-    resources:
-      limits: {cpu: "4", memory: 4Gi}
-"""
+@functools.cache
+def pod_manifest(name: str) -> str:
+    """The manifest ``app/data/pods/<name>.yaml`` (a demo pod, the forms' sample)."""
+    return _text("pods", name)
 
-BURSTABLE_POD = """\
-# A Burstable pod: it runs in the node shared pool and holds no NUMA resources.
-apiVersion: v1
-kind: Pod
-metadata:
-  name: web
-  namespace: frontend
-spec:
-  containers:
-  - name: nginx
-    image: nginx:1.27
-    resources:
-      requests: {cpu: 500m, memory: 256Mi}
-      limits: {cpu: "2", memory: 1Gi}
-"""
 
-EMPTY_SHARED_POOL_POD = """\
-# Tutorial "Use pod-level resource managers": the exclusive containers take the whole budget,
-# so logging-sidecar has no CPUs left; single-numa-node rejects it at hint time.
-apiVersion: v1
-kind: Pod
-metadata:
-  name: empty-shared-pool
-  namespace: ml
-spec:
-  resources:
-    requests: {cpu: "4", memory: 4Gi}
-    limits: {cpu: "4", memory: 4Gi}
-  initContainers:
-  - name: metrics-sidecar
-    image: registry.k8s.io/pause:3.9
-    restartPolicy: Always
-    resources:
-      requests: {cpu: "1", memory: 1Gi}
-      limits: {cpu: "1", memory: 1Gi}
-  - name: logging-sidecar
-    image: registry.k8s.io/pause:3.9
-    restartPolicy: Always
-  containers:
-  - name: main-app
-    image: registry.k8s.io/pause:3.9
-    resources:
-      requests: {cpu: "3", memory: 3Gi}
-      limits: {cpu: "3", memory: 3Gi}
-"""
+@functools.cache
+def config_text(name: str) -> str:
+    """The KubeletConfiguration ``app/data/configs/<name>.yaml``."""
+    return _text("configs", name)
 
-CONTAINER_SCOPE_CONFIG = """\
-# Pod-level resources with topology manager scope container (the docs' mixed model). The
-# memory manager stays None: with Static, the kubelet's code rejects the docs' shared workers
-# (their empty memory request finds no default NUMA hint).
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-cpuManagerPolicy: static
-memoryManagerPolicy: None
-topologyManagerPolicy: single-numa-node
-topologyManagerScope: container
-kubeReserved:
-  cpu: "1"
-  memory: 1Gi
-systemReserved:
-  memory: 1Gi
-featureGates:
-  PodLevelResources: true
-  PodLevelResourceManagers: true
-"""
 
-CONTAINER_SCOPE_MIXED_POD = """\
-# Tutorial "Use pod-level resource managers": container-scope mixed model.
-apiVersion: v1
-kind: Pod
-metadata:
-  name: container-scope-mixed
-spec:
-  resources:
-    requests: {cpu: "4", memory: 4Gi}
-    limits: {cpu: "4", memory: 4Gi}
-  initContainers:
-  - name: infrastructure-sidecar
-    image: registry.k8s.io/pause:3.9
-    restartPolicy: Always
-    resources:
-      requests: {cpu: "2", memory: 2Gi}
-      limits: {cpu: "2", memory: 2Gi}
-  containers:
-  - name: worker-1
-    image: registry.k8s.io/pause:3.9
-  - name: worker-2
-    image: registry.k8s.io/pause:3.9
-"""
+def _text(folder: str, name: str) -> str:
+    path = _DATA / folder / f"{name}.yaml"
+    if not path.is_file():
+        raise LookupError(f"no {folder} file {name!r} in the package data")
+    return path.read_text(encoding="utf-8")
 
-GUARANTEED_TWO_POD = """\
-apiVersion: v1
-kind: Pod
-metadata:
-  name: guaranteed-two
-  namespace: batch
-spec:
-  containers:
-  - name: app
-    image: batch-app:1
-    resources:
-      limits: {cpu: "2", memory: 1Gi}
-"""
 
-TOO_BIG_POD = """\
-# Eight exclusive CPUs do not fit one NUMA node of this box (6 CPUs each, one reserved).
-apiVersion: v1
-kind: Pod
-metadata:
-  name: too-big
-  namespace: batch
-spec:
-  containers:
-  - name: app
-    image: batch-app:1
-    resources:
-      limits: {cpu: "8", memory: 2Gi}
-"""
+class _Shape(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel)
 
-SERVER_CONFIG = """\
-# server-2s-8numa-512t: two reserved cores, restricted topology manager, pod scope.
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-cpuManagerPolicy: static
-cpuManagerPolicyOptions:
-  full-pcpus-only: "true"
-memoryManagerPolicy: Static
-topologyManagerPolicy: restricted
-topologyManagerScope: pod
-reservedSystemCPUs: "0-1,256-257"
-kubeReserved:
-  memory: 1Gi
-systemReserved:
-  memory: 1Gi
-reservedMemory:
-  - numaNode: 0
-    limits:
-      memory: 2148Mi
-featureGates:
-  PodLevelResources: true
-  PodLevelResourceManagers: true
-"""
+
+class _Bubble(_Shape):
+    name: str
+    namespace: str
+    budget: int = Field(gt=0)
+    exclusive: dict[str, int]
+    shared: tuple[str, ...] = ("sidecar",)
+    gib_per_cpu: int = Field(default=2, gt=0)
+
+
+class _Classic(_Shape):
+    name: str
+    namespace: str
+    cpus: str
+    memory: str
+
+
+class _BubbleEntry(_Shape):
+    bubble: _Bubble
+
+
+class _ClassicEntry(_Shape):
+    classic: _Classic
+
+
+class _NodeEntry(_Shape):
+    name: str
+    topology: str
+    config: str
+    pods: list[str | _BubbleEntry | _ClassicEntry]
+
+
+class FleetData(_Shape):
+    """The demo fleet's draw: its seed, presets, configuration kinds and their files."""
+
+    seed: int
+    presets: tuple[str, ...] = Field(min_length=1)
+    kinds: tuple[str, ...] = Field(min_length=1)
+    configs: dict[str, str]
+
+
+class _DemoFile(_Shape):
+    nodes: list[_NodeEntry]
+    fleet: FleetData
+
+
+@functools.cache
+def _demo_file() -> _DemoFile:
+    """``app/data/demo.yaml``, checked: its shape, and every file and preset it names."""
+    doc = _DemoFile.model_validate(yaml.safe_load((_DATA / "demo.yaml").read_text("utf-8")))
+    for node in doc.nodes:
+        get_preset(node.topology)
+        config_text(node.config)
+        for pod in node.pods:
+            if isinstance(pod, str):
+                pod_manifest(pod)
+    for preset in doc.fleet.presets:
+        get_preset(preset)
+    for kind in doc.fleet.kinds:
+        config_text(doc.fleet.configs[kind])
+    return doc
+
+
+def _pod_text(entry: str | _BubbleEntry | _ClassicEntry) -> str:
+    if isinstance(entry, str):
+        return pod_manifest(entry)
+    if isinstance(entry, _BubbleEntry):
+        b = entry.bubble
+        return bubble_pod(
+            b.name, b.namespace, b.budget, b.exclusive, b.shared, gib_per_cpu=b.gib_per_cpu
+        )
+    c = entry.classic
+    return classic_pod(c.name, c.namespace, c.cpus, c.memory)
+
+
+def demo_nodes() -> tuple[DemoNode, ...]:
+    """The demo nodes of ``app/data/demo.yaml``, in its order."""
+    return tuple(
+        DemoNode(n.name, n.topology, config_text(n.config), tuple(_pod_text(p) for p in n.pods))
+        for n in _demo_file().nodes
+    )
+
+
+def fleet_data() -> FleetData:
+    """The demo fleet's part of ``app/data/demo.yaml``."""
+    return _demo_file().fleet
 
 
 def bubble_pod(
@@ -331,44 +217,20 @@ def classic_pod(name: str, namespace: str, cpus: str, memory: str) -> str:
     )
 
 
-def _server_pods() -> tuple[str, ...]:
-    pods = [
-        bubble_pod("inference-0", "ai", 16, {"model-server": 12}, ("tokenizer", "metrics")),
-        bubble_pod("inference-1", "ai", 16, {"model-server": 12}, ("tokenizer", "metrics")),
-        bubble_pod("vector-db", "ai", 24, {"shard-0": 10, "shard-1": 10}, ("compactor",)),
-        bubble_pod("upf-0", "telco", 8, {"dataplane": 6}, ("control",)),
-        bubble_pod("upf-1", "telco", 8, {"dataplane": 6}, ("control",)),
-        classic_pod("ptp-daemon", "telco", "2", "1Gi"),
-        classic_pod("dpdk-testpmd", "telco", "6", "8Gi"),
-        bubble_pod("hpc-solver", "hpc", 60, {"rank-0": 28, "rank-1": 28}, ("monitor",)),
-        classic_pod("etl-worker", "batch", "10", "20Gi"),
-        bubble_pod("kafka-0", "streaming", 12, {"broker": 8}, ("exporter",), gib_per_cpu=4),
-        bubble_pod("kafka-1", "streaming", 12, {"broker": 8}, ("exporter",), gib_per_cpu=4),
-        BURSTABLE_POD,
-    ]
-    return tuple(pods)
+DEMO_NODES: tuple[DemoNode, ...] = demo_nodes()
 
-
-DEMO_NODES: tuple[DemoNode, ...] = (
-    DemoNode(
-        name="demo-pod-scope",
-        topology="server-2s-4numa-128t",
-        kubelet_config=POD_SCOPE_CONFIG,
-        pods=(DATABASE_POD, ML_POD, CLASSIC_POD, BURSTABLE_POD, EMPTY_SHARED_POOL_POD),
-    ),
-    DemoNode(
-        name="demo-container-scope",
-        topology="topoDualSocketHT",
-        kubelet_config=CONTAINER_SCOPE_CONFIG,
-        pods=(CONTAINER_SCOPE_MIXED_POD, GUARANTEED_TWO_POD, TOO_BIG_POD),
-    ),
-    DemoNode(
-        name="demo-512",
-        topology="server-2s-8numa-512t",
-        kubelet_config=SERVER_CONFIG,
-        pods=_server_pods(),
-    ),
-)
+# The demo's pods and configurations by the names the tests and benches use.
+POD_SCOPE_CONFIG = config_text("pod-scope")
+CONTAINER_SCOPE_CONFIG = config_text("container-scope")
+SERVER_CONFIG = config_text("server")
+DATABASE_POD = pod_manifest("database")
+ML_POD = pod_manifest("ml-training")
+CLASSIC_POD = pod_manifest("classic")
+BURSTABLE_POD = pod_manifest("burstable")
+EMPTY_SHARED_POOL_POD = pod_manifest("empty-shared-pool")
+CONTAINER_SCOPE_MIXED_POD = pod_manifest("container-scope-mixed")
+GUARANTEED_TWO_POD = pod_manifest("guaranteed-two")
+TOO_BIG_POD = pod_manifest("too-big")
 
 
 def create_demo_nodes(service: NodeService, nodes: tuple[DemoNode, ...] = DEMO_NODES) -> None:

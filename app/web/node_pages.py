@@ -12,6 +12,7 @@ from starlette.responses import HTMLResponse
 
 from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.services.batch_verdicts import batch_context
+from app.services.demo import config_text, pod_manifest
 from app.services.node_views import NodeIndexView, NodeView
 from app.services.nodes.errors import NodeServiceError
 from app.services.nodes.service import NodeService
@@ -19,48 +20,9 @@ from app.services.pod_find import pods_page
 from app.services.undo import last_undoable
 from app.web.rendering import render
 
-SAMPLE_CONFIG = """\
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-cpuManagerPolicy: static
-memoryManagerPolicy: Static
-topologyManagerPolicy: single-numa-node
-topologyManagerScope: pod
-reservedSystemCPUs: "0"
-kubeReserved:
-  memory: 1Gi
-systemReserved:
-  memory: 1Gi
-reservedMemory:
-  - numaNode: 0
-    limits:
-      memory: 2148Mi
-featureGates:
-  PodLevelResources: true
-  PodLevelResourceManagers: true
-"""
-
-SAMPLE_POD = """\
-apiVersion: v1
-kind: Pod
-metadata:
-  name: my-pod
-  namespace: default
-spec:
-  resources:
-    requests: {cpu: "4", memory: 4Gi}
-    limits: {cpu: "4", memory: 4Gi}
-  initContainers:
-  - name: sidecar
-    image: sidecar:1
-    restartPolicy: Always
-  containers:
-  - name: app
-    image: app:1
-    resources:
-      requests: {cpu: "2", memory: 2Gi}
-      limits: {cpu: "2", memory: 2Gi}
-"""
+# The forms' samples (package data, beside the demo's pods and configurations).
+SAMPLE_CONFIG = config_text("sample")
+SAMPLE_POD = pod_manifest("sample")
 
 
 def render_nodes_page(

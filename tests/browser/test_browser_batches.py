@@ -14,6 +14,7 @@ import pytest
 
 from app.services.nodes.service import NodeService
 from tests.browser.axe import describe, violations
+from tests.factories import pod_list
 from tests.helpers import POD_SCOPE, SMALL, make_settings
 
 if TYPE_CHECKING:
@@ -23,15 +24,6 @@ pytestmark = pytest.mark.browser
 
 NODE = "small"
 PODS = 3000
-
-
-def pod_list(n: int) -> str:
-    items = "\n".join(
-        f"- {{apiVersion: v1, kind: Pod, metadata: {{name: p{i}, namespace: batch}}, spec: "
-        "{containers: [{name: main, image: x, resources: {limits: {cpu: '1', memory: 100Mi}}}]}}"
-        for i in range(n)
-    )
-    return f"apiVersion: v1\nkind: List\nitems:\n{items}\n"
 
 
 @pytest.fixture

@@ -10,6 +10,12 @@ another agent has, a body trickled a byte a second, and hostile dry-run and upgr
 behind a good summary, a dry run whose allocation has a size that is not a number, a dry run that takes 8 s.
 None of these has a watch stream (404), so a hub polls them.
 
+Node modes (``NODE_MODES``, with ``DOCS`` before ``READY``: a JSON file of a real agent's
+answers for its node ``real-1`` — ``summary``, ``view`` (``/nodes/real-1.json``), ``detail``
+(``/api/v1/nodes/real-1``), ``nrt``, ``restart``, ``dryrun``) serve those answers for node
+``<mode>-1``, a good summary and the one document the mode names broken, for the hub's pages of
+a remote node.
+
 Watch modes (``WATCH_MODES``) serve ``api/v1/summary/watch`` instead, broken in one way each:
 garbage, a line with no end, ``NaN`` in a node, an unknown event type, an event trickled a byte a
 second, a stream that opens and says nothing, and an ``ERROR`` event that is not ``410``.
@@ -51,6 +57,24 @@ WATCH_MODES = (
     "watcherror",
 )
 BASE: dict[str, Any] = {}
+DOCS: dict[str, Any] = {}
+_FREE_DEEP: dict[str, Any] = {}
+_inner = _FREE_DEEP
+for _ in range(40):
+    _inner["a"] = {}
+    _inner = _inner["a"]
+#: mode -> (the node document it breaks, the JSON path, the raw JSON text put there).
+NODE_MODES: dict[str, tuple[str, tuple[str | int, ...], str]] = {
+    "nodebignum": ("view", ("summary", "pods"), "9" * 4300),
+    "nodenan": ("detail", ("summary", "cpus", "total"), "NaN"),
+    "nodedeep": ("view", ("kubeletConfig",), '{"a": ' * 1000 + "1" + "}" * 1000),
+    "nodelongname": ("view", ("summary", "name"), json.dumps("x" * 5000)),
+    "nodefreedeep": ("detail", ("kubeletConfig",), json.dumps(_FREE_DEEP)),
+    "restartcount": ("restart", ("summary", "kept"), "-1"),
+    "restartgates": ("restart", ("featureGates",), json.dumps({"PodLevelResources": "yes"})),
+    "nrtkind": ("nrt", ("kind",), json.dumps("Pod")),
+    "dryrunname": ("dryrun", ("results", 0, "pod", "name"), json.dumps("n" * 1000)),
+}
 #: Nodes the ``manynodes`` agent claims (the test's hub takes fewer from one agent).
 MANY = 60
 
@@ -119,6 +143,34 @@ def watch_lines(mode: str) -> list[bytes]:
     return []
 
 
+def node_document(mode: str, kind: str) -> bytes:
+    """Document ``kind`` of node ``<mode>-1``: broken where ``NODE_MODES[mode]`` says."""
+    doc = copy.deepcopy(DOCS[kind])
+    if kind == "summary":
+        doc["nodes"] = [dict(doc["nodes"][0], node=f"{mode}-1")]
+    broken, path, raw = NODE_MODES[mode]
+    if kind != broken:
+        return json.dumps(doc).encode()
+    target = doc
+    for part in path[:-1]:
+        target = target[part]
+    target[path[-1]] = "@RAW@"
+    return json.dumps(doc).replace('"@RAW@"', raw).encode()
+
+
+def node_kind(mode: str, rest: str) -> str | None:
+    """Which node document the path ``rest`` (after ``/<mode>/``) asks for."""
+    node = f"{mode}-1"
+    return {
+        "api/v1/summary": "summary",
+        f"nodes/{node}.json": "view",
+        f"api/v1/nodes/{node}": "detail",
+        f"api/v1/nodes/{node}/noderesourcetopology": "nrt",
+        f"api/v1/nodes/{node}/restart": "restart",
+        f"api/v1/nodes/{node}/pods": "dryrun",
+    }.get(rest.split("?")[0])
+
+
 EVIL_DRY_RUN = (
     b'{"node": "evilanswers-1", "admitted": true, "score": NaN, "results": [{"x": 1e400}]}'
 )
@@ -158,7 +210,13 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         mode, _, rest = self.path.strip("/").partition("/")
-        if mode == "evilanswers" and rest.startswith("api/v1/nodes/"):
+        if mode in NODE_MODES:
+            kind = node_kind(mode, rest)
+            if kind in ("summary", "view", "detail", "nrt"):
+                self._send(200, node_document(mode, kind))
+            else:
+                self._send(404, b'{"error": {"reason": "NotFound", "message": "no such thing"}}')
+        elif mode == "evilanswers" and rest.startswith("api/v1/nodes/"):
             self._send(200, EVIL_UPGRADE)
         elif rest.startswith("api/v1/summary/watch") and mode in WATCH_MODES:
             self._stream(mode)
@@ -174,7 +232,10 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         self.rfile.read(length)
-        if self.path.startswith("/evilanswers/"):
+        mode, _, rest = self.path.strip("/").partition("/")
+        if mode in NODE_MODES and node_kind(mode, rest) in ("restart", "dryrun"):
+            self._send(200, node_document(mode, str(node_kind(mode, rest))))
+        elif self.path.startswith("/evilanswers/"):
             self._send(200, EVIL_DRY_RUN)
         elif self.path.startswith("/badalloc/"):
             self._send(200, BAD_ALLOCATION)
@@ -235,8 +296,10 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main() -> None:
-    host, base, ready = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+    host, base, ready = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[-1])
     BASE.update(json.loads(base.read_text()))
+    if len(sys.argv) > 4:
+        DOCS.update(json.loads(Path(sys.argv[3]).read_text()))
     server = ThreadingHTTPServer((host, 0), Handler)
     server.daemon_threads = True
     tmp = ready.with_suffix(".tmp")

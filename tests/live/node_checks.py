@@ -13,6 +13,7 @@ from sqlalchemy import create_engine, text
 
 from app.adapters.db.tables import ACTION_ADMIT, ACTION_REMOVE
 from app.domain.cpuset import CPUSet
+from tests.factories import guaranteed_yaml
 from tests.processes import Server, connection_owner
 
 TOPOLOGY = "sockets=2,cores_per_numa=8,threads_per_core=2,memory_per_numa=64Gi"  # 32 CPUs
@@ -23,17 +24,9 @@ kubeReserved: {cpu: "2"}
 
 
 def pod_yaml(i: int, cpus: int = 1) -> str:
-    return f"""\
-apiVersion: v1
-kind: Pod
-metadata: {{name: pod-{i:02d}, namespace: load, uid: 00000000-0000-4000-8000-{i:012d}}}
-spec:
-  containers:
-  - name: app
-    resources:
-      requests: {{cpu: "{cpus}", memory: 1Gi}}
-      limits: {{cpu: "{cpus}", memory: 1Gi}}
-"""
+    return guaranteed_yaml(
+        f"pod-{i:02d}", "load", f"00000000-0000-4000-8000-{i:012d}", str(cpus), "1Gi"
+    )
 
 
 def request(

@@ -30,6 +30,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from tests.factories import guaranteed_yaml
 from tests.live.node_checks import create_node
 from tests.processes import Server, free_port, server_env
 
@@ -80,17 +81,8 @@ def postgres() -> Iterator[tuple[PrivatePostgres, str]]:
 
 
 def pod(client: int, i: int) -> str:
-    return f"""\
-apiVersion: v1
-kind: Pod
-metadata: {{name: c{client}-{i}, namespace: load, uid: 00000000-0000-4000-8{client:03d}-{i:012d}}}
-spec:
-  containers:
-  - name: app
-    resources:
-      requests: {{cpu: 100m, memory: 16Mi}}
-      limits: {{cpu: 100m, memory: 16Mi}}
-"""
+    uid = f"00000000-0000-4000-8{client:03d}-{i:012d}"
+    return guaranteed_yaml(f"c{client}-{i}", "load", uid, "100m", "16Mi")
 
 
 class Load:

@@ -34,6 +34,7 @@ from sqlalchemy import create_engine, text
 from app.adapters.db.tables import ACTION_ADMIT, ACTION_REMOVE
 from app.domain.checkpoint import Reader, load_cpu_checkpoint, load_memory_checkpoint
 from app.domain.cpuset import CPUSet
+from tests.factories import guaranteed_yaml
 from tests.processes import Server, server_env
 
 TOPOLOGY = "sockets=2,cores_per_numa=8,threads_per_core=2,memory_per_numa=64Gi"  # 32 CPUs
@@ -52,17 +53,7 @@ def trials(database_url: str, workers: int) -> int:
 
 
 def pod_yaml(i: int) -> str:
-    return f"""\
-apiVersion: v1
-kind: Pod
-metadata: {{name: pod-{i}, namespace: load, uid: 00000000-0000-4000-8000-{i:012d}}}
-spec:
-  containers:
-  - name: app
-    resources:
-      requests: {{cpu: "1", memory: 256Mi}}
-      limits: {{cpu: "1", memory: 256Mi}}
-"""
+    return guaranteed_yaml(f"pod-{i}", "load", f"00000000-0000-4000-8000-{i:012d}", "1", "256Mi")
 
 
 class Load:

@@ -10,19 +10,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.adapters.db import node_repo
+from tests.factories import pod_list
 from tests.helpers import POD_SCOPE, SMALL
 
 YAML = {"Content-Type": "application/yaml"}
-
-
-def pod_list(n: int, cpus: str = "1") -> str:
-    items = "\n".join(
-        f"- {{apiVersion: v1, kind: Pod, metadata: {{name: p{i}, namespace: batch}}, spec: "
-        f"{{containers: [{{name: main, image: x, resources: {{limits: {{cpu: '{cpus}', "
-        f"memory: 100Mi}}}}}}]}}}}"
-        for i in range(n)
-    )
-    return f"apiVersion: v1\nkind: List\nitems:\n{items}\n"
 
 
 @pytest.fixture

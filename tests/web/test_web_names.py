@@ -4,12 +4,11 @@ naming the field, the node keeps nothing, and its pages keep answering."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from fastapi.testclient import TestClient
 
 from app.services.nodes.service import NodeService
+from tests.factories import pod_json
 from tests.helpers import DB_POD, POD_SCOPE, SMALL
 from tests.web.html_helpers import cpu_cells, elements
 
@@ -33,14 +32,6 @@ PAYLOADS = [
 ]
 
 
-def pod(name: str, namespace: str = "default", container: str = "main", uid: str = "") -> str:
-    """A Pod manifest as JSON text (JSON keeps a NUL character as it is)."""
-    meta = {"name": name, "namespace": namespace, **({"uid": uid} if uid else {})}
-    limits = {"cpu": "1", "memory": "256Mi"}
-    spec = {"containers": [{"name": container, "resources": {"limits": limits}}]}
-    return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
-
-
 @pytest.fixture
 def node_client(nodes: NodeService, client: TestClient) -> TestClient:
     nodes.create("small", SMALL, POD_SCOPE)
@@ -56,7 +47,7 @@ def _pods_of(client: TestClient) -> list[str]:
 @pytest.mark.parametrize("name", PAYLOADS, ids=range(len(PAYLOADS)))
 def test_api_refuses_bad_pod_names_with_422(node_client: TestClient, name: str) -> None:
     before = _pods_of(node_client)
-    r = node_client.post("/api/v1/nodes/small/pods", content=pod(name), headers=JSON)
+    r = node_client.post("/api/v1/nodes/small/pods", content=pod_json(name), headers=JSON)
     assert r.status_code == 422, r.text
     error = r.json()["error"]
     assert error["reason"] == "Invalid" and error["field"] == "metadata.name"
@@ -73,11 +64,11 @@ def test_api_refuses_bad_pod_names_with_422(node_client: TestClient, name: str) 
 @pytest.mark.parametrize(
     ("manifest", "field", "needle"),
     [
-        (pod("web", namespace="Team_A"), "metadata.namespace", LABEL),
-        (pod("web", namespace="team.a"), "metadata.namespace", "must not contain dots"),
-        (pod("web", container="Main"), "spec.containers[0].name", LABEL),
-        (pod("web", uid="a/b"), "metadata.uid", "a pod UID must consist of alphanumeric"),
-        (pod("web", uid="u" * 129), "metadata.uid", "must be no more than 128 characters"),
+        (pod_json("web", namespace="Team_A"), "metadata.namespace", LABEL),
+        (pod_json("web", namespace="team.a"), "metadata.namespace", "must not contain dots"),
+        (pod_json("web", container="Main"), "spec.containers[0].name", LABEL),
+        (pod_json("web", uid="a/b"), "metadata.uid", "a pod UID must consist of alphanumeric"),
+        (pod_json("web", uid="u" * 129), "metadata.uid", "must be no more than 128 characters"),
     ],
     ids=["namespace", "namespace-dots", "container", "uid", "uid-long"],
 )
@@ -108,7 +99,9 @@ def test_a_list_with_one_bad_name_admits_nothing(node_client: TestClient) -> Non
     assert error["message"].startswith('items[1].metadata.name: Invalid value: "a/b": ')
     assert _pods_of(node_client) == ["prod/db"]
     # The same as a dry run: refused before any engine work, nothing logged.
-    r = node_client.post("/api/v1/nodes/small/pods?dryRun=true", content=pod("a/b"), headers=JSON)
+    r = node_client.post(
+        "/api/v1/nodes/small/pods?dryRun=true", content=pod_json("a/b"), headers=JSON
+    )
     assert r.status_code == 422
     log = node_client.get("/api/v1/nodes/small/admissions").json()
     assert "a/b" not in str(log)
@@ -118,7 +111,7 @@ def test_a_list_with_one_bad_name_admits_nothing(node_client: TestClient) -> Non
 def test_the_form_shows_the_name_error_inline(node_client: TestClient, htmx: bool) -> None:
     r = node_client.post(
         "/nodes/small/admissions",
-        data={"manifest": pod("<b>bold</b>"), "action": "admit"},
+        data={"manifest": pod_json("<b>bold</b>"), "action": "admit"},
         headers=HX if htmx else {},
         follow_redirects=False,
     )

@@ -4,7 +4,6 @@ rules used to reach the database and answer 500 while the engine kept the pod's 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -12,19 +11,8 @@ from fastapi.testclient import TestClient
 
 from app.web.app import create_app
 from tests.adapters.db.test_db_postgres import database_url  # noqa: F401 - the fixture
+from tests.factories import pod_json
 from tests.helpers import POD_SCOPE, SMALL, make_settings
-
-
-def _pod(name: str, uid: str) -> str:
-    limits = {"cpu": "2", "memory": "256Mi"}
-    return json.dumps(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default", "uid": uid},
-            "spec": {"containers": [{"name": "main", "resources": {"limits": limits}}]},
-        }
-    )
 
 
 @pytest.mark.parametrize(
@@ -55,7 +43,7 @@ def test_names_past_the_columns_are_422_and_hold_nothing(
         for _ in range(4):  # four refusals used to hold 8 of the node's CPUs
             r = client.post(
                 "/api/v1/nodes/pg/pods",
-                content=_pod(name, uid),
+                content=pod_json(name, uid=uid, cpu="2"),
                 headers={"Content-Type": "application/json"},
             )
             assert r.status_code == 422 and r.json()["error"]["field"] == field

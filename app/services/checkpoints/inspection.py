@@ -31,6 +31,8 @@ from app.adapters.kubelet import (
     manager_for_name,
     read_capped,
 )
+from app.contracts.base import checked
+from app.contracts.checkpoint import CheckpointReport
 from app.domain.checkpoint import (
     COMPATIBLE,
     COMPATIBLE_WITH_LOSS,
@@ -116,7 +118,7 @@ class InspectionView:
         out["problems"] = self.problems
         for v in out["verdicts"]:
             v["rescues"] = [r.to_dict() for r in self.rescues.get(v["target"], ())]
-        return out
+        return checked(CheckpointReport, out)
 
 
 @dataclass(frozen=True, slots=True)

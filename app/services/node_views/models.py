@@ -1,15 +1,21 @@
 """The view models of simulated and observed nodes: the values the node pages, their JSON
 twins and the API show (pydantic, camelCase JSON).
+
+They are also the **node view contract** (issue 18 §4): a hub serving a remote agent's node
+(``app.services.nodes.remote``) validates the agent's answer with the model the agent built it
+with, so every field is bounded (``app.contracts.base``: integers a JSON reader holds exactly,
+strings, lists and maps of bounded size, free-form parts bounded in depth, no ``NaN``).
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
 
+from app.contracts.base import MAX_ITEMS, MAX_NAME, MAX_STRING, FreeForm, Int
 from app.domain.cpuset import CPUSet
 from app.domain.snapshot import MemoryBlock
 from app.services.topologies import CpuMap
@@ -24,8 +30,19 @@ OWNER_NODE_SHARED = "node-shared"
 
 class _View(BaseModel):
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, frozen=True, serialize_by_alias=True
+        alias_generator=to_camel,
+        populate_by_name=True,
+        frozen=True,
+        serialize_by_alias=True,
+        allow_inf_nan=False,
+        str_max_length=MAX_STRING,
     )
+
+
+#: A name or key of a view (``namespace/name/container``: three Kubernetes names).
+Key = Annotated[str, StringConstraints(max_length=3 * MAX_NAME + 2)]
+#: The items of one list or map of a view.
+Items = Field(max_length=MAX_ITEMS)
 
 
 # -- small values --------------------------------------------------------------------------
@@ -35,7 +52,7 @@ class CpuSetView(_View):
     """A CPU set as the Linux list string and the ids (users.md §5.1)."""
 
     cpus: str
-    cpu_ids: list[int]
+    cpu_ids: Annotated[list[Int], Items]
 
     @classmethod
     def of(cls, cpus: CPUSet) -> CpuSetView:
@@ -52,9 +69,9 @@ def _cpuset_view(cpus: CPUSet) -> CpuSetView:
 class MemoryBlockView(_View):
     """A memory manager block: NUMA affinity, resource and bytes."""
 
-    numa_affinity: list[int]
+    numa_affinity: Annotated[list[Int], Items]
     type: str
-    size: int
+    size: Int
 
     @classmethod
     def of(cls, block: MemoryBlock) -> MemoryBlockView:
@@ -62,83 +79,83 @@ class MemoryBlockView(_View):
 
 
 class PoolCounts(_View):
-    total: int = 0
-    reserved: int = 0
-    node_shared: int = 0
-    pod_shared: int = 0
-    exclusive: int = 0
+    total: Int = 0
+    reserved: Int = 0
+    node_shared: Int = 0
+    pod_shared: Int = 0
+    exclusive: Int = 0
 
 
 # -- the CPU map -------------------------------------------------------------------------
 
 
 class CpuCell(_View):
-    id: int
+    id: Int
     pool: Pool
-    owner: str
+    owner: Key
     tag: str = ""
-    colour: int | None = None
-    pod: str | None = None
-    container: str | None = None
+    colour: Int | None = None
+    pod: Key | None = None
+    container: Key | None = None
     isolation: str | None = None
     url: str | None = None
     title: str = ""
 
 
 class LegendEntry(_View):
-    owner: str
+    owner: Key
     pool: Pool
     tag: str
     label: str
-    colour: int | None = None
+    colour: Int | None = None
     cpus: str = ""
-    count: int = 0
+    count: Int = 0
     isolation: str | None = None
     url: str | None = None
 
 
 class MemoryUse(_View):
-    pod: str
+    pod: Key
     tag: str
-    colour: int
-    bytes: int
+    colour: Int
+    bytes: Int
     url: str
 
 
 class MemoryResourceView(_View):
     resource: str
-    total: int
-    system_reserved: int
-    allocatable: int
-    reserved: int
-    free: int
-    by_pod: list[MemoryUse] = []
+    total: Int
+    system_reserved: Int
+    allocatable: Int
+    reserved: Int
+    free: Int
+    by_pod: Annotated[list[MemoryUse], Items] = []
 
 
 class NodeNumaMemoryView(_View):
-    numa_node: int
+    numa_node: Int
     # False when the memory manager policy is None: only the machine's sizes are known.
     accounted: bool
-    resources: list[MemoryResourceView]
+    resources: Annotated[list[MemoryResourceView], Items]
 
 
 class NodeMapView(_View):
     """The CPU map of a node (or of the NUMA nodes one pod uses): nesting, owners, legend."""
 
-    cpus: int
+    cpus: Int
     cpu_map: CpuMap
-    cells: dict[int, CpuCell]
-    legend: list[LegendEntry]
-    memory: dict[int, NodeNumaMemoryView]
+    cells: Annotated[dict[Int, CpuCell], Items]
+    legend: Annotated[list[LegendEntry], Items]
+    memory: Annotated[dict[Int, NodeNumaMemoryView], Items]
     # The pod the map is about (``namespace/name``); other owners are drawn dimmed, except the
     # pools the pod's own containers run in (``node-shared``, and ``reserved`` when the
     # kubelet's default cpuset includes the reserved CPUs).
     focus: str | None = None
-    focus_pools: list[Pool] = Field(default=[], exclude_if=lambda v: not v)
+    focus_pools: Annotated[list[Pool], Items] = Field(default=[], exclude_if=lambda v: not v)
 
 
 class NumaPoolRow(_View):
-    numa_node: int
+    numa_node: Int
     cpus: CpuSetView
     reserved: CpuSetView
     node_shared: CpuSetView
@@ -146,14 +163,14 @@ class NumaPoolRow(_View):
     exclusive: CpuSetView
     counts: PoolCounts
     # allocatable minus exclusively held (podresources.md §7: pod budgets and slices)
-    available: int
+    available: Int
 
 
 # -- pods --------------------------------------------------------------------------------
 
 
 class ContainerRow(_View):
-    name: str
+    name: Key
     kind: str
     isolation: str
     pool: Pool
@@ -163,37 +180,37 @@ class ContainerRow(_View):
     # unless strict-cpu-reservation is on: those are ``also_reserved``).
     runs_on: CpuSetView
     also_reserved: CpuSetView | None = Field(default=None, exclude_if=lambda v: v is None)
-    cpu_request_milli: int
-    cpu_limit_milli: int
-    memory: list[MemoryBlockView]
+    cpu_request_milli: Int
+    cpu_limit_milli: Int
+    memory: Annotated[list[MemoryBlockView], Items]
 
 
 class BudgetView(_View):
     """The pod-level resources (``spec.resources``) and how the budget is split."""
 
-    cpu_milli: int | None
+    cpu_milli: Int | None
     cpu: str  # the pod-level cpu request as people write it ("4", "2500m"), "" if none
-    memory: dict[str, int]
+    memory: Annotated[dict[str, Int], Items]
     cpus: CpuSetView | None
     exclusive: CpuSetView
     pod_shared: CpuSetView
-    memory_blocks: list[MemoryBlockView]
-    pod_shared_memory: dict[str, int]
+    memory_blocks: Annotated[list[MemoryBlockView], Items]
+    pod_shared_memory: Annotated[dict[str, Int], Items]
 
 
 class PodRow(_View):
-    uid: str
-    namespace: str
-    name: str
-    key: str
+    uid: Key
+    namespace: Key
+    name: Key
+    key: Key
     tag: str
-    colour: int
+    colour: Int
     qos_class: str
     admitted_at: float
     budget: BudgetView | None
     exclusive_cpus: CpuSetView
-    numa_nodes: list[int]
-    containers: list[ContainerRow]
+    numa_nodes: Annotated[list[Int], Items]
+    containers: Annotated[list[ContainerRow], Items]
     url: str
     json_url: str
     # Observed nodes: a checkpoint entry of a pod the node no longer has (kubernetes#129819),
@@ -207,7 +224,7 @@ class PodRow(_View):
 
 class NodePolicies(_View):
     cpu_manager_policy: str
-    cpu_manager_policy_options: dict[str, str]
+    cpu_manager_policy_options: Annotated[dict[str, str], Items]
     memory_manager_policy: str
     topology_manager_policy: str
     topology_manager_scope: str
@@ -216,20 +233,20 @@ class NodePolicies(_View):
 
 
 class NodeTopologyView(_View):
-    name: str
+    name: Key
     argument: str
     kind: str  # "preset" | "spec"
-    sockets: int
-    numa_nodes: int
-    cores: int
-    cpus: int
-    cpus_per_core: int
-    memory_bytes: int
+    sockets: Int
+    numa_nodes: Int
+    cores: Int
+    cpus: Int
+    cpus_per_core: Int
+    memory_bytes: Int
     url: str | None
 
 
 class NodeSummary(_View):
-    name: str
+    name: Key
     simulated: bool = True
     source: str = "simulation"
     demo: bool = False
@@ -237,8 +254,8 @@ class NodeSummary(_View):
     topology: NodeTopologyView
     policies: NodePolicies
     cpus: PoolCounts
-    pods: int
-    rejected: int
+    pods: Int
+    rejected: Int
     created_at: str
     load_error: str | None = None
     url: str
@@ -247,13 +264,13 @@ class NodeSummary(_View):
 
 
 class AdmissionLogEntry(_View):
-    id: int
-    seq: int  # its number in the node's own log: the address of its rejection page
-    batch: str
+    id: Int
+    seq: Int  # its number in the node's own log: the address of its rejection page
+    batch: Key
     action: str  # admit | dry-run | remove
-    namespace: str
-    name: str
-    uid: str
+    namespace: Key
+    name: Key
+    uid: Key
     admitted: bool
     reason: str = ""
     message: str = ""
@@ -268,29 +285,29 @@ class ObservationView(_View):
 
     observed_at: str
     ready: bool
-    sources: list[dict[str, Any]]
-    files: list[dict[str, Any]]
-    pods: list[dict[str, Any]]
-    stale: list[dict[str, Any]]
-    errors: list[dict[str, str]]
-    notes: list[str]
+    sources: Annotated[list[FreeForm], Items]
+    files: Annotated[list[FreeForm], Items]
+    pods: Annotated[list[FreeForm], Items]
+    stale: Annotated[list[FreeForm], Items]
+    errors: Annotated[list[dict[str, str]], Items]
+    notes: Annotated[list[str], Items]
     config_path: str | None = None
     config_inferred: bool = False
-    pod_dirs: int | None = None
+    pod_dirs: Int | None = None
 
 
 class NodeView(_View):
     summary: NodeSummary
     observed_at: str
-    kubelet_config: dict[str, Any]
+    kubelet_config: FreeForm
     kubelet_config_text: str
     map: NodeMapView
-    pools: dict[str, Any]
-    numa_pools: list[NumaPoolRow]
-    pods: list[PodRow]
-    admissions: list[AdmissionLogEntry] = []
+    pools: FreeForm
+    numa_pools: Annotated[list[NumaPoolRow], Items]
+    pods: Annotated[list[PodRow], Items]
+    admissions: Annotated[list[AdmissionLogEntry], Items] = []
     # Entries of the submission named by ``?batch=`` (the form's result after a redirect).
-    last_batch: list[AdmissionLogEntry] = []
+    last_batch: Annotated[list[AdmissionLogEntry], Items] = []
     # Observed nodes only: the sources, state files, identities and stale entries.
     observation: ObservationView | None = Field(default=None, exclude_if=lambda v: v is None)
 
@@ -300,11 +317,11 @@ class NodeDetail(_View):
 
     summary: NodeSummary
     observed_at: str
-    kubelet_config: dict[str, Any]
-    pools: dict[str, Any]
-    numa_pools: list[NumaPoolRow]
-    memory: list[NodeNumaMemoryView]
-    pods: list[PodRow]
+    kubelet_config: FreeForm
+    pools: FreeForm
+    numa_pools: Annotated[list[NumaPoolRow], Items]
+    memory: Annotated[list[NodeNumaMemoryView], Items]
+    pods: Annotated[list[PodRow], Items]
     observation: ObservationView | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @classmethod
@@ -322,9 +339,9 @@ class NodeDetail(_View):
 
 
 class NodeIndexView(_View):
-    nodes: list[NodeSummary]
-    presets: list[str] = []
-    releases: list[str] = []
+    nodes: Annotated[list[NodeSummary], Items]
+    presets: Annotated[list[str], Items] = []
+    releases: Annotated[list[str], Items] = []
 
 
 class BudgetPart(_View):
@@ -334,9 +351,9 @@ class BudgetPart(_View):
     part: Literal["exclusive", "pod-shared", "node-shared"]
     label: str
     tag: str
-    containers: list[str]
+    containers: Annotated[list[str], Items]
     cpus: CpuSetView
-    memory: dict[str, int]
+    memory: Annotated[dict[str, Int], Items]
     # node-shared: the reserved CPUs its containers also run on (see ContainerRow).
     also_reserved: CpuSetView | None = Field(default=None, exclude_if=lambda v: v is None)
 
@@ -345,7 +362,7 @@ class PodView(_View):
     node: NodeSummary
     observed_at: str
     pod: PodRow
-    parts: list[BudgetPart]
+    parts: Annotated[list[BudgetPart], Items]
     map: NodeMapView
-    podresources: dict[str, Any]
-    admissions: list[AdmissionLogEntry] = []
+    podresources: FreeForm
+    admissions: Annotated[list[AdmissionLogEntry], Items] = []

@@ -37,7 +37,7 @@ from app.domain.presets import get_preset
 from app.domain.restart import restart_for
 from app.services import node_views
 from app.services.agent_summary import SummaryCache, build_summary
-from app.services.demo import bubble_pod, classic_pod
+from app.services.demo import bubble_pod, classic_pod, config_text, fleet_data
 from app.services.encoded_json import EncodedJSON
 from app.services.node_views import node_topology_view
 from app.services.nodes.errors import (
@@ -55,64 +55,23 @@ from app.services.nodes.inputs import (
 )
 from app.services.nodes.judge import judge
 from app.services.nodes.restart import Rehearsal, restart_config
+from app.services.nrt import build_nrt
 from app.services.simulation import state_files_of
 from app.services.upgrade import NodeFiles, UpgradeInputError, check_files
 from app.services.watch import SOURCE_FLEET, LastDigest
 
-SEED = 20260501
-PRESETS = (
-    "topoDualSocketHT",
-    "topoDualSocketMultiNumaPerSocketHT",
-    "fakeTopoMultiSocketDualSocketPerNumaHT",
-    "topoUncoreSingleSocketMultiNuma",
-    "topoTripleSocketHT",
-    "laptop-1s",
-    "server-2s-4numa-128t",
-    "topoSingleSocketHT",
-)
-_MEMORY = """\
-kubeReserved:
-  cpu: "1"
-  memory: 1Gi
-systemReserved:
-  memory: 1Gi
-"""
-_RESERVED_MEMORY = """\
-reservedMemory:
-  - numaNode: 0
-    limits:
-      memory: 2148Mi
-"""
+_FLEET = fleet_data()
+SEED = _FLEET.seed
+PRESETS = _FLEET.presets
+KINDS = _FLEET.kinds
 
 
 def _config(kind: str, release: str) -> str:
-    head = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
-    pod_level = releases.get(release).knows_pod_level_gate
-    if kind == "pod-scope" and pod_level:
-        return (
-            head + "cpuManagerPolicy: static\nmemoryManagerPolicy: Static\n"
-            "topologyManagerPolicy: single-numa-node\ntopologyManagerScope: pod\n"
-            + _MEMORY
-            + _RESERVED_MEMORY
-            + "featureGates:\n  PodLevelResources: true\n  PodLevelResourceManagers: true\n"
-        )
-    if kind in ("pod-scope", "restricted"):
-        return (
-            head + "cpuManagerPolicy: static\nmemoryManagerPolicy: Static\n"
-            "topologyManagerPolicy: restricted\ntopologyManagerScope: container\n"
-            + _MEMORY
-            + _RESERVED_MEMORY
-        )
-    if kind == "best-effort":
-        return (
-            head + "cpuManagerPolicy: static\ncpuManagerPolicyOptions:\n"
-            '  full-pcpus-only: "true"\nmemoryManagerPolicy: None\n'
-            "topologyManagerPolicy: best-effort\ntopologyManagerScope: container\n" + _MEMORY
-        )
-    return head + "cpuManagerPolicy: none\nmemoryManagerPolicy: None\n"
-
-
-KINDS = ("pod-scope", "pod-scope", "restricted", "best-effort", "none")
+    """The configuration of ``kind`` for ``release``: a release without the
+    PodLevelResourceManagers gate runs ``pod-scope`` nodes as ``restricted`` ones."""
+    if kind == "pod-scope" and not releases.get(release).knows_pod_level_gate:
+        kind = "restricted"
+    return config_text(_FLEET.configs[kind])
 
 
 class SimulatedNode:
@@ -245,6 +204,9 @@ class SimulatedNode:
                     raise NodeInputError(exc.message, exc.field) from None
                 self._upgrades[key] = cached
         return cached
+
+    def nrt(self, fingerprint_method: str) -> dict[str, Any]:
+        return build_nrt(self.views(), fingerprint_method)
 
     def rehearse(self, release: str, gate: bool | None) -> Rehearsal:
         """A kubelet of ``release`` restarting on this node's state files and pods (a copy:

@@ -14,6 +14,8 @@ from typing import Any
 from app.adapters.db.tables import NodeRecord, as_utc, utc_now
 from app.adapters.kubelet_files import parse_kubelet_config_text
 from app.adapters.manifests import parse_pod_manifests
+from app.contracts.admission import AdmissionAnswer
+from app.contracts.base import checked
 from app.domain import k8s_names
 from app.domain.kubelet_config import DEFAULT_RELEASE, RELEASES, KubeletConfig, KubeletConfigError
 from app.domain.node import AdmissionResult, Node
@@ -83,7 +85,7 @@ class AdmissionBatch:
             out["message"] = first.message
         out["summary"] = {"admitted": self.admitted, "rejected": self.rejected}
         out["results"] = results
-        return out
+        return checked(AdmissionAnswer, out)
 
 
 def _allocation_dict(r: AdmissionResult) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from app.services.nodes.errors import NodeInputError, NodeServiceError, ReadOnly
 from app.services.nodes.inputs import AdmissionBatch, build_engine_node, parse_manifests
 from app.services.nodes.judge import PodsOnNode, check_conflicts, judge
 from app.services.nodes.restart import Rehearsal, rehearse_observed
+from app.services.nrt import build_nrt
 from app.services.observe.observer import ObservedNodeUnavailableError
 from app.services.upgrade import UpgradeInputError, check_observed
 from app.services.watch import SOURCE_OBSERVED, LastDigest
@@ -175,6 +176,9 @@ class ObservedSource:
             )
         except UpgradeInputError as exc:
             raise NodeInputError(exc.message, exc.field) from None
+
+    def nrt(self, fingerprint_method: str) -> dict[str, Any]:
+        return build_nrt(self.views(), fingerprint_method)
 
     def rehearse(self, release: str, gate: bool | None) -> Rehearsal:
         return rehearse_observed(self.observer, release, gate)

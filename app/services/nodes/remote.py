@@ -12,10 +12,12 @@ their meaning: its 404 is a 404, its 409 a conflict, its 422 names the field, an
 (and no answer within the timeout) is a 503 naming the agent.
 
 What only exists in the agent's process (``views()``: the engine's snapshot behind the pods
-table and the NodeResourceTopology; a restart rehearsal on its node's files) is not served for
-a remote node: those answer 503 saying where to ask. The node page, its JSON twins, its pods'
-pages, PodResources, the watch token, dry runs (``AgentDryRun``: the agent's answer as it wrote
-it) and the upgrade verdict are the agent's own.
+table) is not served for a remote node: it answers 503 saying where to ask. The node page, its
+JSON twins, its pods' pages, PodResources, the NodeResourceTopology (built by the agent, with
+its own fingerprint method), the watch token, dry runs (``AgentDryRun``, checked against
+``app.contracts.admission.AdmissionAnswer``), the upgrade verdict and the restart rehearsal
+(``AgentRehearsal``, checked against ``app.contracts.restart.RestartReport``; the panel shows
+it over the node's map as the agent answered it) are the agent's own.
 
 ``RemoteNodes`` looks names up among the hub's agents' last summaries (the first agent, by
 URL, that reports a node answers for it).
@@ -32,6 +34,17 @@ import anyio.from_thread
 from pydantic import BaseModel, ValidationError
 
 from app.adapters.agents import AgentAnswer, AgentClient, AgentError
+from app.contracts import restart as restart_contract
+from app.contracts.admission import AdmissionAnswer, MemoryBlock
+from app.contracts.base import contract_error
+from app.domain.cpuset import CPUSet
+from app.domain.restart import (
+    BlockKey,
+    ContainerRestart,
+    GateRefusal,
+    PodRestart,
+    RestartResult,
+)
 from app.services import node_views
 from app.services.encoded_json import EncodedJSON, encode
 from app.services.nodes.errors import (
@@ -77,16 +90,23 @@ class RemoteAnswer:
             raise NodeInputError(message, field or "manifest")
         raise NodeUnavailableError(f"node {self.node}: its agent {self.agent}: {message}")
 
+    def document(self) -> dict[str, Any]:
+        """The answer as the agent gave it (bounded by the agent client's JSON limits)."""
+        self.raise_for_error()
+        return self.doc
+
     def model(self, model: type[M]) -> M:
+        """The answer as ``model`` (its contract); one that breaks it is refused naming the
+        field (``NodeUnavailableError``: the agent is not one this hub can use)."""
         self.raise_for_error()
         try:
             return model.model_validate(self.doc)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "(document)"
+            err = contract_error(exc)
             raise NodeUnavailableError(
                 f"node {self.node}: its agent {self.agent} answered a {model.__name__} whose "
-                f"{where} is invalid: {first['msg']}"
+                f"{err.field or '(document)'} breaks the contract: {err.problem}",
+                err.field or None,
             ) from None
 
 
@@ -105,6 +125,73 @@ class AgentDryRun(AdmissionBatch):
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.answer)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRehearsal(Rehearsal):
+    """A remote node's restart rehearsal: the agent's answer as it wrote it (its node's files
+    and release decide), with the outcome rebuilt for the node page's panel."""
+
+    answer: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.answer)
+
+
+def _cpus(text: str | None) -> CPUSet | None:
+    return None if text is None else CPUSet.parse(text)
+
+
+def _blocks(blocks: list[MemoryBlock]) -> tuple[BlockKey, ...]:
+    return tuple((tuple(b.numa_affinity), b.type, b.size) for b in blocks)
+
+
+def _pod_restart(p: restart_contract.PodRestart) -> PodRestart:
+    namespace, _, name = p.pod.partition("/")
+    return PodRestart(
+        p.uid,
+        namespace,
+        name,
+        p.outcome,
+        p.reason or "",
+        p.message or "",
+        _cpus(p.pod_budget.before),
+        _cpus(p.pod_budget.after),
+        _blocks(p.pod_memory.before),
+        _blocks(p.pod_memory.after),
+        tuple(
+            ContainerRestart(
+                c.name,
+                _cpus(c.before),
+                _cpus(c.after),
+                _blocks(c.memory.before),
+                _blocks(c.memory.after),
+            )
+            for c in p.containers
+        ),
+        _cpus(p.leaked_cpus),
+    )
+
+
+def restart_result(o: restart_contract.RestartOutcome) -> RestartResult:
+    """The outcome of a restart report as the domain's ``RestartResult`` (no engine: the node
+    the restarted kubelet runs stays on its agent)."""
+    return RestartResult(
+        release=o.release,
+        gates=dict(o.feature_gates),
+        started=o.started,
+        error=o.error,
+        recovery=tuple(o.recovery),
+        lost=tuple(o.lost),
+        pods=tuple(_pod_restart(p) for p in o.pods),
+        previous_release=o.previous_release,
+        lost_pods=tuple(o.lost_pods),
+        notes=tuple(o.notes),
+        refusals=tuple(GateRefusal(r.gate, r.error, r.change) for r in o.feature_gates_refused),
+        once_changed=None if o.once_changed is None else restart_result(o.once_changed),
+        leaked_cpus=CPUSet.parse(o.leaked_cpus),
+        warnings=tuple(o.warnings),
+    )
 
 
 class RemoteNode:
@@ -127,7 +214,9 @@ class RemoteNode:
         try:
             answer = anyio.from_thread.run(request, self._client())
         except AgentError as exc:
-            raise NodeUnavailableError(f"node {self._name}: its agent {self.agent} {exc}") from None
+            raise NodeUnavailableError(
+                f"node {self._name}: its agent {self.agent} {exc}", exc.field
+            ) from None
         return RemoteAnswer(self._name, self.agent, answer)
 
     def _get(self, path: str) -> RemoteAnswer:
@@ -206,18 +295,25 @@ class RemoteNode:
     def allocatable_json(self) -> EncodedJSON:
         return self._document("/api/v1/allocatable")
 
+    def nrt(self, fingerprint_method: str) -> dict[str, Any]:
+        """The agent's NodeResourceTopology of the node (its fingerprint method, not the
+        hub's: the object is the one its agent would publish)."""
+        doc = self._get("/api/v1/noderesourcetopology").document()
+        if doc.get("kind") != "NodeResourceTopology":
+            raise NodeUnavailableError(
+                f"node {self._name}: its agent {self.agent} answered a NodeResourceTopology "
+                "whose kind breaks the contract",
+                "kind",
+            )
+        return doc
+
     # -- questions: asked of the agent, whose node's engine decides --------------------------
     def dry_run(self, manifest: str) -> AdmissionBatch:
         """The agent's dry run (its node's own judge), answered as the agent wrote it."""
         body = manifest.encode("utf-8")
         answer = self._post("/api/v1/pods?dryRun=true", body, "application/yaml")
-        answer.raise_for_error()
-        batch = answer.doc.get("batch")
-        if not isinstance(batch, str) or len(batch) > 100:
-            raise NodeUnavailableError(
-                f"node {self._name}: its agent {self.agent} answered a dry run without its batch"
-            )
-        return AgentDryRun(self._name, batch, True, (), (), answer.doc)
+        checked = answer.model(AdmissionAnswer)
+        return AgentDryRun(self._name, checked.batch, True, (), (), answer.doc)
 
     def upgrade(self, release: str, gate: bool | None) -> dict[str, Any]:
         params = {"release": release}
@@ -228,9 +324,24 @@ class RemoteNode:
         return answer.doc
 
     def rehearse(self, release: str, gate: bool | None) -> Rehearsal:
-        raise NodeUnavailableError(
-            f"node {self._name} is a node of agent {self.agent}: rehearse its restart there "
-            "(its state files stay on its node)"
+        """The agent's rehearsal (its node's files, its release's readers), shown over the
+        node's map as the agent draws it now."""
+        params = {"release": release, "dryRun": "true"}
+        if gate is not None:
+            params["podLevelResourceManagers"] = "true" if gate else "false"
+        answer = self._post(f"/api/v1/restart?{urlencode(params)}")
+        report = answer.model(restart_contract.RestartReport)
+        before = self.node_view().map
+        return AgentRehearsal(
+            self._name,
+            restart_result(report),
+            True,
+            False,
+            before,
+            None,
+            observed=report.observed,
+            note=report.note,
+            answer=answer.doc,
         )
 
 

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from app.adapters.db import node_repo
 from app.adapters.db.tables import ACTION_REMOVE, ACTION_RESTART, AdmissionRecord, utc_now
+from app.contracts.base import checked
+from app.contracts.restart import RestartReport
 from app.domain import releases
 from app.domain.kubelet_config import RELEASES, KubeletConfig, KubeletConfigError
 from app.domain.node import Node
@@ -78,7 +80,7 @@ class Rehearsal:
                 "note": self.note,
             }
         )
-        return out
+        return checked(RestartReport, out)
 
 
 def _gate_known(release: str) -> bool:

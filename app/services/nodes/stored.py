@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.services import node_views
 from app.services.nodes.errors import NodeInputError
+from app.services.nrt import build_nrt
 from app.services.upgrade import NodeFiles, UpgradeInputError, check_files
 from app.services.watch import SOURCE_SIMULATED
 
@@ -107,6 +108,9 @@ class StoredNode:
             return check_files(node, release, gate)
         except UpgradeInputError as exc:
             raise NodeInputError(exc.message, exc.field) from None
+
+    def nrt(self, fingerprint_method: str) -> dict[str, Any]:
+        return build_nrt(self.views(), fingerprint_method)
 
     def rehearse(self, release: str, gate: bool | None) -> Rehearsal:
         return self.service.restart(

@@ -27,6 +27,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from app.contracts.admission import AdmissionAnswer
 from app.domain import releases
 from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.services.encoded_json import EncodedJSON
@@ -160,8 +161,11 @@ def api_delete_node(node: NodeName, catalog: CatalogDep) -> Response:
     name="api_admit",
     summary="Admit pods (or judge them with dryRun=true)",
     responses={
-        200: {"description": "Dry run, or every pod rejected (admitted: false, reason, message)"},
-        201: {"description": "At least one pod admitted"},
+        200: {
+            "description": "Dry run, or every pod rejected (admitted: false, reason, message)",
+            "model": AdmissionAnswer,
+        },
+        201: {"description": "At least one pod admitted", "model": AdmissionAnswer},
         404: {"description": "No such node"},
         409: {"description": "The pod is already on the node"},
         422: {"description": "The manifest is malformed; field names the bad value"},

@@ -48,6 +48,7 @@ from fastapi import APIRouter, Query
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
+from app.contracts.checkpoint import CheckpointReport
 from app.domain import releases
 from app.domain.checkpoint import TARGETS
 from app.services.checkpoints import (
@@ -268,6 +269,7 @@ _UPLOAD_BODY = {
     "the kubelet's error text, the content, and issues. Nothing is written anywhere.",
     openapi_extra={"requestBody": _UPLOAD_BODY},
     responses={
+        200: {"description": "The file's report", "model": CheckpointReport},
         413: {"description": "The file is larger than 16 MiB or has more than 25,000 members"},
         422: {"description": "No file or an empty one; unknown manager or target"},
     },

@@ -23,6 +23,7 @@ from fastapi import APIRouter, Form, Query
 from starlette.requests import Request
 from starlette.responses import Response
 
+from app.contracts.restart import RestartReport
 from app.domain.kubelet_config import RELEASES
 from app.services.nodes.catalog import NodeCatalog
 from app.services.nodes.errors import NodeInputError
@@ -43,6 +44,7 @@ pages = APIRouter(tags=["nodes"])
     name="api_restart",
     summary="Rehearse (or apply) a kubelet restart under another release",
     responses={
+        200: {"description": "What the restarted kubelet does", "model": RestartReport},
         **NOT_FOUND_NODE,
         409: {"description": "Applying a restart on an observed node (dry runs only)"},
         422: {"description": "Unknown release, or a configuration the release refuses"},

@@ -23,6 +23,7 @@ from app.domain.pod import Container, Pod, ResourceRequirements
 from app.domain.presets import get_preset
 from app.domain.quantity import Quantity
 from app.domain.topologymanager.hint import TopologyHint
+from tests.factories import budget_pod
 
 P = CPUSet.parse
 GATES = {"PodLevelResources": True, "PodLevelResourceManagers": True}
@@ -47,11 +48,6 @@ def ctr(name: str, cpu: str | None = None) -> Container:
 
 def classic(uid: str, *containers: Container, inits: tuple[Container, ...] = ()) -> Pod:
     return Pod(uid, uid, "default", containers, inits)
-
-
-def pod_level(uid: str, budget: str, *containers: Container) -> Pod:
-    b = {"cpu": Quantity.parse(budget), "memory": Quantity.parse("400Mi")}
-    return Pod(uid, uid, "default", containers, (), ResourceRequirements(b, dict(b)))
 
 
 def policy(release: str, topo: str = "topoDualSocketHT", gates: bool = True) -> StaticPolicy:
@@ -160,7 +156,7 @@ def test_an_emptied_numa_node(release: str, after_removal: Gauges) -> None:
 def test_a_pod_budget_and_its_pod_shared_pool(release: str, busy: Gauges, idle: Gauges) -> None:
     p = policy(release)
     s = started(p)
-    pod = pod_level("plrm-pod", "4", ctr("gu", "2"), ctr("shared"))
+    pod = budget_pod("plrm-pod", "4", ctr("gu", "2"), ctr("shared"))
     p.allocate_pod(s, pod, NUMA0)
     assert s.get_pod_cpu_set("plrm-pod") == P("2,4,8,10")
     # The exclusive container and the pod shared pool are both counted as exclusive CPUs:
@@ -185,7 +181,7 @@ def test_a_pod_budget_whose_partition_fails(release: str, after: Gauges) -> None
     of 3 pass the budget rule (no shared container) and fail inside the bubble."""
     p = policy(release)
     s = started(p)
-    pod = pod_level("rollback-pod", "3", ctr("gu-1", "2"), ctr("gu-2", "2"))
+    pod = budget_pod("rollback-pod", "3", ctr("gu-1", "2"), ctr("gu-2", "2"))
     with pytest.raises(CPUAllocationError):
         p.allocate_pod(s, pod, NUMA0)
     assert s.default_cpuset == P("0-11")
@@ -201,6 +197,6 @@ def test_a_non_integral_budget_allocates_nothing(release: str) -> None:
     p = policy(release)
     s = started(p)
     before = gauges(p)
-    p.allocate_pod(s, pod_level("shared-pod", "1500m", ctr("c")), NUMA0)
+    p.allocate_pod(s, budget_pod("shared-pod", "1500m", ctr("c")), NUMA0)
     assert gauges(p) == before
     assert s.get_pod_cpu_set("shared-pod") is None

@@ -16,6 +16,7 @@ from app.domain.pod_budget import PodBudgetError
 from app.domain.presets import get_preset
 from app.domain.quantity import Quantity
 from app.domain.topologymanager.hint import TopologyHint
+from tests.factories import budget_pod
 
 P = CPUSet.parse
 GATES = {
@@ -33,18 +34,6 @@ def ctr(name: str, cpu: str | None = None, *, sidecar: bool = False) -> Containe
     return Container(name, ResourceRequirements(req, dict(req)), "Always" if sidecar else None)
 
 
-def mkpod(
-    uid: str,
-    budget: str,
-    *containers: Container,
-    inits: tuple[Container, ...] = (),
-    limit: str | None = None,
-) -> Pod:
-    req = {"cpu": Quantity.parse(budget), "memory": Quantity.parse("300Mi")}
-    lim = {"cpu": Quantity.parse(limit or budget), "memory": Quantity.parse("300Mi")}
-    return Pod(uid, uid, "default", containers, inits, ResourceRequirements(req, lim))
-
-
 def setup(
     options: dict[str, str] | None = None, gates: dict[str, bool] | None = None
 ) -> tuple[StaticPolicy, CPUManagerState]:
@@ -59,14 +48,14 @@ def setup(
 
 WORKED_EXAMPLES = [
     (
-        mkpod("p", "3", ctr("gu-1", "1"), ctr("gu-2", "1"), ctr("ngu")),
+        budget_pod("p", "3", ctr("gu-1", "1"), ctr("gu-2", "1"), ctr("ngu")),
         "2,6,8",
         {"gu-1": "6", "gu-2": "2", "ngu": "8"},
         "0-1,3-5,7,9-11",
         (3, 2, 1),
     ),
     (
-        mkpod(
+        budget_pod(
             "p",
             "3",
             ctr("gu-1", "1"),
@@ -85,7 +74,7 @@ WORKED_EXAMPLES = [
         (5, 2, 3),
     ),
     (
-        mkpod("p", "2", ctr("container1", "1")),
+        budget_pod("p", "2", ctr("container1", "1")),
         "2,8",
         {"container1": "2"},
         "0-1,3-7,9-11",
@@ -125,7 +114,7 @@ def test_allocate_pod_worked_examples(
 
 def test_allocate_pod_uses_the_first_containers_hint() -> None:
     p, s = setup()
-    pod = mkpod("p", "2", ctr("a", "1"), inits=(ctr("i", "1"),))
+    pod = budget_pod("p", "2", ctr("a", "1"), inits=(ctr("i", "1"),))
     p.allocate_pod(s, pod, {"i": TopologyHint(0b10, True), "a": TopologyHint(0b01, True)})
     assert s.pod_entries == {"p": P("1,7")}
     p2, s2 = setup()
@@ -136,7 +125,7 @@ def test_allocate_pod_uses_the_first_containers_hint() -> None:
 def test_allocate_pod_budget_rejection_leaves_state() -> None:
     p, s = setup()
     before = s.copy()
-    pod = mkpod("p", "2", ctr("gu-1", "1"), ctr("gu-2", "1"), ctr("ngu"))
+    pod = budget_pod("p", "2", ctr("gu-1", "1"), ctr("gu-2", "1"), ctr("ngu"))
     with pytest.raises(EmptyPodSharedPoolError) as err:
         p.allocate_pod(s, pod)
     assert err.value.reason == "EmptyPodSharedPoolError"
@@ -151,8 +140,8 @@ def test_allocate_pod_budget_rejection_leaves_state() -> None:
 def test_allocate_pod_not_guaranteed_does_nothing() -> None:
     p, s = setup()
     before = s.copy()
-    p.allocate_pod(s, mkpod("p", "2", ctr("gu-1", "1"), limit="1"))
-    p.allocate_pod(s, mkpod("q", "1500m", ctr("gu-1", "1"), ctr("x")))
+    p.allocate_pod(s, budget_pod("p", "2", ctr("gu-1", "1"), limit="1"))
+    p.allocate_pod(s, budget_pod("q", "1500m", ctr("gu-1", "1"), ctr("x")))
     assert s == before
     assert p.metrics.errors("cpu", "pod") == 0
     assert p.metrics.allocations("cpu", "pod") == 0
@@ -161,12 +150,12 @@ def test_allocate_pod_not_guaranteed_does_nothing() -> None:
 def test_allocate_pod_smt_alignment() -> None:
     p, s = setup({"full-pcpus-only": "true"})
     with pytest.raises(SMTAlignmentError) as err:
-        p.allocate_pod(s, mkpod("p", "3", ctr("a", "1"), ctr("b")))
+        p.allocate_pod(s, budget_pod("p", "3", ctr("a", "1"), ctr("b")))
     assert (
         err.value.message == "SMT Alignment Error: requested 3 cpus not multiple cpus per core = 2"
     )
     with pytest.raises(SMTAlignmentError) as err:
-        p.allocate_pod(s, mkpod("p", "12", ctr("a", "2"), ctr("b")))
+        p.allocate_pod(s, budget_pod("p", "12", ctr("a", "2"), ctr("b")))
     assert err.value.message == (
         "SMT Alignment Error: not enough free physical CPUs: available physical CPUs = 10, "
         "requested CPUs = 12, CPUs per core = 2"
@@ -177,7 +166,7 @@ def test_allocate_pod_not_enough_cpus_rolls_back() -> None:
     p, s = setup()
     before = s.copy()
     with pytest.raises(CPUAllocationError) as err:
-        p.allocate_pod(s, mkpod("p", "12", ctr("a", "1"), ctr("b")))
+        p.allocate_pod(s, budget_pod("p", "12", ctr("a", "1"), ctr("b")))
     assert err.value.message == (
         "not enough cpus available to satisfy request: requested=12, available=11"
     )
@@ -187,7 +176,7 @@ def test_allocate_pod_not_enough_cpus_rolls_back() -> None:
 
 def test_allocate_pod_is_not_idempotent() -> None:
     p, s = setup()
-    pod = mkpod("p", "2", ctr("a", "1"), ctr("b"))
+    pod = budget_pod("p", "2", ctr("a", "1"), ctr("b"))
     p.allocate_pod(s, pod)
     first = s.pod_entries["p"]
     p.allocate_pod(s, pod)  # a second bubble, as upstream (no idempotence check)
@@ -235,13 +224,13 @@ def test_pod_level_remove_with_gate_off_uses_node_path() -> None:
 
 def test_pod_hints_for_pod_level_pods() -> None:
     p, s = setup()
-    ok = mkpod("p", "3", ctr("a", "1"), ctr("b"))
+    ok = budget_pod("p", "3", ctr("a", "1"), ctr("b"))
     assert p.get_pod_topology_hints(s, ok) == {
         "cpu": [TopologyHint(0b01, True), TopologyHint(0b10, True), TopologyHint(0b11, False)]
     }
-    bad = mkpod("p", "2", ctr("a", "1"), ctr("b", "1"), ctr("c"))
+    bad = budget_pod("p", "2", ctr("a", "1"), ctr("b", "1"), ctr("c"))
     assert p.get_pod_topology_hints(s, bad) == {"cpu": []}
-    fractional = mkpod("p", "2500m", ctr("a", "1"), ctr("b"))
+    fractional = budget_pod("p", "2500m", ctr("a", "1"), ctr("b"))
     assert p.get_pod_topology_hints(s, fractional) == {"cpu": None}
     off = StaticPolicy(
         get_preset("topoDualSocketHT"),
@@ -255,10 +244,10 @@ def test_pod_hints_for_pod_level_pods() -> None:
 
 def test_pod_hints_after_restart_see_shared_container_mismatch() -> None:
     p, s = setup()
-    pod = mkpod("p", "3", ctr("a", "1"), ctr("b"))
+    pod = budget_pod("p", "3", ctr("a", "1"), ctr("b"))
     p.allocate_pod(s, pod)
     assert p.get_pod_topology_hints(s, pod) == {"cpu": []}
-    only_exclusive = mkpod("q", "2", ctr("c", "1"))
+    only_exclusive = budget_pod("q", "2", ctr("c", "1"))
     p.allocate_pod(s, only_exclusive)
     hints = p.get_pod_topology_hints(s, only_exclusive)["cpu"]
     assert hints is not None and all(h.numa_affinity is not None for h in hints)
@@ -270,19 +259,22 @@ def test_pod_hints_after_restart_see_shared_container_mismatch() -> None:
 @pytest.mark.parametrize(
     ("pod", "message"),
     [
-        (mkpod("p", "4", ctr("c1", "2"), ctr("c2")), None),
-        (mkpod("p", "4", ctr("c1", "2"), ctr("c2", "2")), None),
-        (mkpod("p", "2", ctr("c1"), inits=(ctr("i1", "1"), ctr("r1", "1", sidecar=True))), None),
+        (budget_pod("p", "4", ctr("c1", "2"), ctr("c2")), None),
+        (budget_pod("p", "4", ctr("c1", "2"), ctr("c2", "2")), None),
         (
-            mkpod("p", "2", ctr("c1", "1"), inits=(ctr("r1", "2", sidecar=True), ctr("i1"))),
+            budget_pod("p", "2", ctr("c1"), inits=(ctr("i1", "1"), ctr("r1", "1", sidecar=True))),
+            None,
+        ),
+        (
+            budget_pod("p", "2", ctr("c1", "1"), inits=(ctr("r1", "2", sidecar=True), ctr("i1"))),
             "pod rejected, pod has shared init containers but no cpus available for them",
         ),
         (
-            mkpod("p", "3", ctr("c1"), inits=(ctr("r1", "2", sidecar=True), ctr("i1", "2"))),
+            budget_pod("p", "3", ctr("c1"), inits=(ctr("r1", "2", sidecar=True), ctr("i1", "2"))),
             "pod rejected, largest exclusive init container requests 2 cpus, but only 1 available",
         ),
         (
-            mkpod(
+            budget_pod(
                 "p",
                 "2",
                 ctr("c1", "1"),
@@ -291,7 +283,7 @@ def test_pod_hints_after_restart_see_shared_container_mismatch() -> None:
             "pod rejected, sum of exclusive container cpu requests equals pod budget, leaving no "
             "cpus for shared containers",
         ),
-        (mkpod("p", "4", ctr("c1", "1500m"), ctr("c2", "3")), None),
+        (budget_pod("p", "4", ctr("c1", "1500m"), ctr("c2", "3")), None),
     ],
     ids=[
         "exclusive-and-shared",

@@ -16,6 +16,7 @@ from app.domain.pod import Container, Pod, ResourceRequirements
 from app.domain.presets import get_preset
 from app.domain.quantity import Quantity
 from app.domain.topologymanager.hint import TopologyHint
+from tests.factories import budget_pod
 
 P = CPUSet.parse
 ALL_GATES = {
@@ -42,16 +43,6 @@ def ctr(
     if mem is not None:
         req["memory"] = lim["memory"] = Quantity.parse(mem)
     return Container(name, ResourceRequirements(req, lim), "Always" if sidecar else None)
-
-
-def mkpod(
-    uid: str, *containers: Container, inits: tuple[Container, ...] = (), budget: str | None = None
-) -> Pod:
-    resources = None
-    if budget is not None:
-        b = {"cpu": Quantity.parse(budget), "memory": Quantity.parse("4Gi")}
-        resources = ResourceRequirements(b, b)
-    return Pod(uid, uid, "default", containers, inits, resources)
 
 
 def policy(
@@ -232,7 +223,7 @@ def test_start_reports_first_overlap_in_sorted_order() -> None:
 def test_allocate_takes_a_whole_core_and_is_idempotent() -> None:
     p = policy("topoSingleSocketHT", 1)
     s = started(p)
-    pod = mkpod("p", ctr("c", "2"))
+    pod = budget_pod("p", None, ctr("c", "2"))
     p.allocate(s, pod, "c")
     assert s.get_cpu_set("p", "c") == P("1,5")
     assert s.default_cpuset == P("0,2-4,6-7")
@@ -250,11 +241,17 @@ def test_allocate_takes_a_whole_core_and_is_idempotent() -> None:
 @pytest.mark.parametrize(
     ("pod", "gates"),
     [
-        (mkpod("p", ctr("c", "2", limit="3")), ALL_GATES),
-        (mkpod("p", ctr("c", "1500m")), ALL_GATES),
-        (mkpod("p", ctr("c", mem=None)), ALL_GATES),
-        (mkpod("p", ctr("c", "2"), budget="2"), {**ALL_GATES, "PodLevelResourceManagers": False}),
-        (mkpod("p", ctr("c", "2"), budget="2"), {**ALL_GATES, "PodLevelResources": False}),
+        (budget_pod("p", None, ctr("c", "2", limit="3")), ALL_GATES),
+        (budget_pod("p", None, ctr("c", "1500m")), ALL_GATES),
+        (budget_pod("p", None, ctr("c", mem=None)), ALL_GATES),
+        (
+            budget_pod("p", "2", ctr("c", "2"), memory="4Gi"),
+            {**ALL_GATES, "PodLevelResourceManagers": False},
+        ),
+        (
+            budget_pod("p", "2", ctr("c", "2"), memory="4Gi"),
+            {**ALL_GATES, "PodLevelResources": False},
+        ),
         (
             Pod(
                 "p",
@@ -291,12 +288,13 @@ def test_allocate_pod_level_container_scope_uses_node_pool() -> None:
     # §5.6: eligible container of a pod-level pod gets node CPUs; shared ones run on the node pool.
     p = policy()
     s = started(p)
-    pod = mkpod(
+    pod = budget_pod(
         "p",
+        "4",
         ctr("worker-1", mem="1Gi"),
         ctr("worker-2", "500m"),
         inits=(ctr("infrastructure-sidecar", "2", sidecar=True),),
-        budget="4",
+        memory="4Gi",
     )
     for c in pod.all_containers():
         p.allocate(s, pod, c)
@@ -335,7 +333,7 @@ def test_allocate_smt_alignment_errors(
     p.start(s)
     before = s.copy()
     with pytest.raises(SMTAlignmentError) as err:
-        p.allocate(s, mkpod("p", ctr("c", cpu)), "c")
+        p.allocate(s, budget_pod("p", None, ctr("c", cpu)), "c")
     assert err.value.message == message
     assert err.value.reason == "SMTAlignmentError"
     assert s == before
@@ -348,7 +346,7 @@ def test_allocate_not_enough_cpus_is_untyped() -> None:
     s = started(p)
     before = s.copy()
     with pytest.raises(CPUAllocationError) as err:
-        p.allocate(s, mkpod("p", ctr("c", "8")), "c")
+        p.allocate(s, budget_pod("p", None, ctr("c", "8")), "c")
     assert (
         err.value.message
         == "not enough cpus available to satisfy request: requested=8, available=7"
@@ -359,7 +357,7 @@ def test_allocate_not_enough_cpus_is_untyped() -> None:
 def test_allocate_unknown_container_is_a_clear_error() -> None:
     p = policy()
     with pytest.raises(CPUAllocationError, match="'nope'"):
-        p.allocate(started(p), mkpod("p", ctr("c", "1")), "nope")
+        p.allocate(started(p), budget_pod("p", None, ctr("c", "1")), "nope")
 
 
 @pytest.mark.parametrize(
@@ -378,7 +376,7 @@ def test_allocate_follows_the_hint(
     p = policy(options=options)
     s = started(p)
     hint = None if numa is None else TopologyHint(sum(1 << n for n in numa), True)
-    p.allocate(s, mkpod("p", ctr("c", "2")), "c", hint)
+    p.allocate(s, budget_pod("p", None, ctr("c", "2")), "c", hint)
     assert s.get_cpu_set("p", "c") == P(expected)
 
 
@@ -396,7 +394,7 @@ def test_allocate_align_by_socket_widens_the_hint(align_by_socket: bool, expecte
         options={"align-by-socket": "true" if align_by_socket else "false"},
     )
     s = CPUManagerState(P("2,11,21-22"))
-    p.allocate(s, mkpod("p", ctr("c", "2")), "c", TopologyHint(0b101, True))
+    p.allocate(s, budget_pod("p", None, ctr("c", "2")), "c", TopologyHint(0b101, True))
     assert s.get_cpu_set("p", "c") == P(expected)
     assert s.default_cpuset == P("2,11,21-22") - P(expected)
 
@@ -417,7 +415,7 @@ def test_init_cpus_are_reused_and_released_by_difference() -> None:
     # Upstream TestStaticPolicyReuseCPUs "SingleSocketHT, DeAllocOneInitContainer".
     p = policy("topoSingleSocketHT", 0)
     s = started(p)
-    pod = mkpod("p", ctr("app", "2"), inits=(ctr("init", "4"),))
+    pod = budget_pod("p", None, ctr("app", "2"), inits=(ctr("init", "4"),))
     for c in pod.all_containers():
         p.allocate(s, pod, c)
     assert s.assignments["p"] == {"init": P("0-1,4-5"), "app": P("0,4")}
@@ -435,10 +433,8 @@ def test_init_cpus_are_reused_and_released_by_difference() -> None:
 def test_sidecar_cpus_are_never_reused() -> None:
     p = policy("topoSingleSocketHT", 0)
     s = started(p)
-    pod = mkpod(
-        "p",
-        ctr("app", "2"),
-        inits=(ctr("init", "2"), ctr("side", "2", sidecar=True)),
+    pod = budget_pod(
+        "p", None, ctr("app", "2"), inits=(ctr("init", "2"), ctr("side", "2", sidecar=True))
     )
     for c in pod.all_containers():
         p.allocate(s, pod, c)
@@ -452,18 +448,18 @@ def test_sidecar_cpus_are_never_reused() -> None:
 def test_cpus_to_reuse_keeps_one_pod() -> None:
     p = policy("topoSingleSocketHT", 0)
     s = started(p)
-    a = mkpod("a", ctr("app", "2"), inits=(ctr("init", "2"),))
+    a = budget_pod("a", None, ctr("app", "2"), inits=(ctr("init", "2"),))
     p.allocate(s, a, "init")
     assert set(p.cpus_to_reuse) == {"a"}
-    p.allocate(s, mkpod("b", ctr("x", "2")), "x")
+    p.allocate(s, budget_pod("b", None, ctr("x", "2")), "x")
     assert set(p.cpus_to_reuse) == {"b"}
 
 
 def test_remove_stale_state_drops_inactive_containers() -> None:
     p = policy("topoSingleSocketHT", 0)
     s = started(p)
-    keep = mkpod("keep", ctr("c", "2"))
-    gone = mkpod("gone", ctr("c", "2"))
+    keep = budget_pod("keep", None, ctr("c", "2"))
+    gone = budget_pod("gone", None, ctr("c", "2"))
     p.allocate(s, keep, "c")
     p.allocate(s, gone, "c")
     p.remove_stale_state(s, [keep])
@@ -491,17 +487,17 @@ def h(*masks: tuple[int, bool]) -> list[TopologyHint]:
 def test_container_hints(cpu: str, expected: list[TopologyHint]) -> None:
     p = policy()
     s = started(p)
-    assert p.get_topology_hints(s, mkpod("p", ctr("c", cpu)), "c") == {"cpu": expected}
+    assert p.get_topology_hints(s, budget_pod("p", None, ctr("c", cpu)), "c") == {"cpu": expected}
 
 
 def test_container_hints_no_preference_and_restart() -> None:
     p = policy()
     s = started(p)
-    assert p.get_topology_hints(s, mkpod("p", ctr("c", "500m")), "c") == {"cpu": None}
-    pod = mkpod("p", ctr("c", "2"))
+    assert p.get_topology_hints(s, budget_pod("p", None, ctr("c", "500m")), "c") == {"cpu": None}
+    pod = budget_pod("p", None, ctr("c", "2"))
     p.allocate(s, pod, "c", TopologyHint(0b10, True))
     assert p.get_topology_hints(s, pod, "c") == {"cpu": h((0b10, True), (0b11, False))}
-    bigger = mkpod("p", ctr("c", "4"))
+    bigger = budget_pod("p", None, ctr("c", "4"))
     assert p.get_topology_hints(s, bigger, "c") == {"cpu": []}
 
 
@@ -509,7 +505,7 @@ def test_container_hints_count_reusable_init_cpus() -> None:
     p = policy("topoDualSocketHT", 0)
     s = CPUManagerState(P("0,2,4,6,8,10"), {"other": {"x": P("1,3,5,7,9,11")}})
     p.start(s)
-    pod = mkpod("p", ctr("app", "6"), inits=(ctr("init", "6"),))
+    pod = budget_pod("p", None, ctr("app", "6"), inits=(ctr("init", "6"),))
     p.allocate(s, pod, "init")
     assert s.default_cpuset == CPUSet()
     # The init container's CPUs (NUMA 0) are reusable, so only masks holding NUMA 0 qualify.
@@ -519,13 +515,15 @@ def test_container_hints_count_reusable_init_cpus() -> None:
 def test_align_by_socket_prefers_socket_aligned_masks() -> None:
     p = policy("topoDualSocketMultiNumaPerSocketHT", 0, options={"align-by-socket": "true"})
     s = started(p)
-    hints = p.get_topology_hints(s, mkpod("p", ctr("c", "2")), "c")["cpu"]
+    hints = p.get_topology_hints(s, budget_pod("p", None, ctr("c", "2")), "c")["cpu"]
     assert hints is not None
     preferred = {hint.numa_affinity: hint.preferred for hint in hints}
     assert preferred[0b0001] and preferred[0b0011] and preferred[0b1100]
     assert not preferred[0b0101] and not preferred[0b1111]
     plain = policy("topoDualSocketMultiNumaPerSocketHT", 0)
-    hints = plain.get_topology_hints(started(plain), mkpod("p", ctr("c", "2")), "c")["cpu"]
+    hints = plain.get_topology_hints(started(plain), budget_pod("p", None, ctr("c", "2")), "c")[
+        "cpu"
+    ]
     assert hints is not None
     assert [x.numa_affinity for x in hints if x.preferred] == [1, 2, 4, 8]
 
@@ -533,10 +531,12 @@ def test_align_by_socket_prefers_socket_aligned_masks() -> None:
 def test_classic_pod_hints() -> None:
     p = policy()
     s = started(p)
-    pod = mkpod("p", ctr("a", "2"), ctr("b", "2"), inits=(ctr("i", "6"),))
+    pod = budget_pod("p", None, ctr("a", "2"), ctr("b", "2"), inits=(ctr("i", "6"),))
     assert p.pod_guaranteed_cpus(pod) == 6
     assert p.get_pod_topology_hints(s, pod) == {"cpu": h((0b10, True), (0b11, False))}
-    assert p.get_pod_topology_hints(s, mkpod("q", ctr("a", "1", limit="2"))) == {"cpu": None}
+    assert p.get_pod_topology_hints(s, budget_pod("q", None, ctr("a", "1", limit="2"))) == {
+        "cpu": None
+    }
 
 
 @pytest.mark.parametrize(
@@ -564,13 +564,15 @@ def test_pod_guaranteed_cpus_classic(
 def test_isolation_levels() -> None:
     p = policy()
     s = started(p)
-    classic = mkpod("c", ctr("x", "2"), ctr("y", "500m"))
+    classic = budget_pod("c", None, ctr("x", "2"), ctr("y", "500m"))
     for c in classic.all_containers():
         p.allocate(s, classic, c)
     assert p.get_resource_isolation_level(s, classic, "x") == "container"
     assert p.get_resource_isolation_level(s, classic, "y") == "host"
 
-    pl = mkpod("pl", ctr("excl", "1"), ctr("frac", "500m"), ctr("shared", mem="1Gi"), budget="3")
+    pl = budget_pod(
+        "pl", "3", ctr("excl", "1"), ctr("frac", "500m"), ctr("shared", mem="1Gi"), memory="4Gi"
+    )
     p.allocate_pod(s, pl)
     assert p.get_resource_isolation_level(s, pl, "excl") == "container"
     assert p.get_resource_isolation_level(s, pl, "frac") == "pod"

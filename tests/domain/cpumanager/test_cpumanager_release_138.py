@@ -21,6 +21,7 @@ from app.domain.pod import Container, Pod, ResourceRequirements
 from app.domain.presets import get_preset
 from app.domain.quantity import Quantity
 from app.domain.topology import CPUInfo, CPUTopology
+from tests.factories import budget_pod
 
 P = CPUSet.parse
 GATES = {"PodLevelResources": True, "PodLevelResourceManagers": True}
@@ -42,11 +43,6 @@ def ctr(name: str, cpu: str | None = None, *, sidecar: bool = False) -> Containe
     return Container(name, ResourceRequirements(res, dict(res)), "Always" if sidecar else None)
 
 
-def mkpod(uid: str, budget: str, apps: list[Container], inits: list[Container] = ()) -> Pod:  # type: ignore[assignment]
-    res = {"cpu": Quantity.parse(budget), "memory": Quantity.parse("1Gi")}
-    return Pod(uid, uid, "default", tuple(apps), tuple(inits), ResourceRequirements(res, dict(res)))
-
-
 def policy(t: CPUTopology = UNIFORM, release: str = "1.38") -> StaticPolicy:
     return StaticPolicy(t, 1, P("0"), None, feature_gates=GATES, release=release)
 
@@ -64,38 +60,37 @@ def state(
 C2 = [ctr("c1", "2"), ctr("c2", "2")]
 RESTORE_CASES = [
     # id, pod, default, pod set, assignments, expected assignments, expected pod set, default
-    ("complete", mkpod("p", "4", C2), "0,5-7", "1-4", {"c1": "1-2", "c2": "3-4"},
+    ("complete", budget_pod("p", "4", *C2), "0,5-7", "1-4", {"c1": "1-2", "c2": "3-4"},
      {"c1": "1-2", "c2": "3-4"}, "1-4", "0,5-7"),
-    ("complete-moved", mkpod("p", "4", C2), "0-2,7", "3-6", {"c1": "3-4", "c2": "5-6"},
+    ("complete-moved", budget_pod("p", "4", *C2), "0-2,7", "3-6", {"c1": "3-4", "c2": "5-6"},
      {"c1": "3-4", "c2": "5-6"}, "3-6", "0-2,7"),
-    ("partial", mkpod("p", "4", C2), "0,5-7", "1-4", {"c1": "1-2"},
+    ("partial", budget_pod("p", "4", *C2), "0,5-7", "1-4", {"c1": "1-2"},
      {"c1": "1-2", "c2": "3-4"}, "1-4", "0,5-7"),
-    ("none", mkpod("p", "4", C2), "0,5-7", "1-4", {},
+    ("none", budget_pod("p", "4", *C2), "0,5-7", "1-4", {},
      {"c1": "1-2", "c2": "3-4"}, "1-4", "0,5-7"),
-    ("shared", mkpod("p", "3", [ctr("c1", "2"), ctr("c2")]), "0,4-7", "1-3", {"c1": "1-2"},
+    ("shared", budget_pod("p", "3", ctr("c1", "2"), ctr("c2")), "0,4-7", "1-3", {"c1": "1-2"},
      {"c1": "1-2", "c2": "3"}, "1-3", "0,4-7"),
-    ("init-reuse", mkpod("p", "2", [ctr("c1", "2")], [ctr("i1", "2")]), "0,3-7", "1-2",
+    ("init-reuse", budget_pod("p", "2", ctr("c1", "2"), inits=(ctr("i1", "2"),)), "0,3-7", "1-2",
      {"i1": "1-2"}, {"i1": "1-2", "c1": "1-2"}, "1-2", "0,3-7"),
-    ("sidecar", mkpod("p", "4", [ctr("c1", "2")], [ctr("s1", "2", sidecar=True)]), "0,5-7",
+    ("sidecar", budget_pod("p", "4", ctr("c1", "2"), inits=(ctr("s1", "2", sidecar=True),)), "0,5-7",
      "1-4", {"s1": "1-2"}, {"s1": "1-2", "c1": "3-4"}, "1-4", "0,5-7"),
-    ("two-sidecars", mkpod("p", "6", [ctr("c1", "2")],
-                           [ctr("s1", "2", sidecar=True), ctr("s2", "2", sidecar=True)]),
+    ("two-sidecars", budget_pod("p", "6", ctr("c1", "2"), inits=(ctr("s1", "2", sidecar=True), ctr("s2", "2", sidecar=True))),
      "0,7", "1-6", {"s1": "1-2"}, {"s1": "1-2", "s2": "3-4", "c1": "5-6"}, "1-6", "0,7"),
-    ("nonprefix-app", mkpod("p", "4", C2), "0,5-7", "1-4", {"c2": "2,4"},
+    ("nonprefix-app", budget_pod("p", "4", *C2), "0,5-7", "1-4", {"c2": "2,4"},
      {"c1": "1-2", "c2": "3-4"}, "1-4", "0,5-7"),
-    ("nonprefix-init", mkpod("p", "2", [ctr("c1", "2")], [ctr("i1", "2")]), "0,3-7", "1-2",
+    ("nonprefix-init", budget_pod("p", "2", ctr("c1", "2"), inits=(ctr("i1", "2"),)), "0,3-7", "1-2",
      {"c1": "2"}, {"i1": "1-2", "c1": "1-2"}, "1-2", "0,3-7"),
-    ("stale-overlap", mkpod("p", "2", [ctr("c1", "2")]), "0-7", "5-6", {},
+    ("stale-overlap", budget_pod("p", "2", ctr("c1", "2")), "0-7", "5-6", {},
      {"c1": "1-2"}, "1-2", "0,3-7"),
-    ("ngu-sidecar", mkpod("p", "3", [ctr("c1", "2")], [ctr("s1", sidecar=True)]), "0,4-7",
+    ("ngu-sidecar", budget_pod("p", "3", ctr("c1", "2"), inits=(ctr("s1", sidecar=True),)), "0,4-7",
      "1-3", {}, {"s1": "3", "c1": "1-2"}, "1-3", "0,4-7"),
-    ("ngu-init", mkpod("p", "4", [ctr("c1", "2")], [ctr("s1", "2", sidecar=True), ctr("i1")]),
+    ("ngu-init", budget_pod("p", "4", ctr("c1", "2"), inits=(ctr("s1", "2", sidecar=True), ctr("i1"))),
      "0,5-7", "1-4", {"s1": "1-2"}, {"s1": "1-2", "i1": "3-4", "c1": "3-4"}, "1-4", "0,5-7"),
     ("ngu-init-restored",
-     mkpod("p", "4", [ctr("c1", "2")], [ctr("s1", "2", sidecar=True), ctr("i1")]),
+     budget_pod("p", "4", ctr("c1", "2"), inits=(ctr("s1", "2", sidecar=True), ctr("i1"))),
      "0,5-7", "1-4", {"s1": "1-2", "i1": "3"}, {"s1": "1-2", "i1": "3", "c1": "3-4"}, "1-4",
      "0,5-7"),
-    ("multi-init-reuse", mkpod("p", "2", [ctr("c1", "2")], [ctr("i1", "2"), ctr("i2", "2")]),
+    ("multi-init-reuse", budget_pod("p", "2", ctr("c1", "2"), inits=(ctr("i1", "2"), ctr("i2", "2"))),
      "0,3-7", "1-2", {"i1": "1-2"}, {"i1": "1-2", "i2": "1-2", "c1": "1-2"}, "1-2", "0,3-7"),
 ]  # fmt: skip
 
@@ -127,7 +122,7 @@ def test_restore_pod_allocation(
 
 
 def test_failed_completion_releases_every_cpu_of_the_pod() -> None:
-    pod = mkpod("p", "4", C2)
+    pod = budget_pod("p", "4", *C2)
     s = state("0,3-7", "p", "1-2", {"c1": "1-2"})
     with pytest.raises(CPUAllocationError, match="not enough cpus available"):
         policy().allocate_pod(s, pod)
@@ -137,7 +132,7 @@ def test_failed_completion_releases_every_cpu_of_the_pod() -> None:
 
 
 def test_pod_hints_come_from_the_restored_pod_cpu_set() -> None:
-    pod = mkpod("h", "2", [ctr("c1", "2")])
+    pod = budget_pod("h", "2", ctr("c1", "2"))
     p = policy(DUAL_NUMA)
     hints = p.get_pod_topology_hints(state("0-4,7", "h", "5-6", {}), pod)["cpu"]
     assert hints is not None
@@ -147,13 +142,13 @@ def test_pod_hints_come_from_the_restored_pod_cpu_set() -> None:
 
 
 def test_pod_hints_ignore_a_stale_pod_cpu_set() -> None:
-    pod = mkpod("h", "2", [ctr("c1", "2")])
+    pod = budget_pod("h", "2", ctr("c1", "2"))
     hints = policy(DUAL_NUMA).get_pod_topology_hints(state("0-7", "h", "5-6", {}), pod)["cpu"]
     assert any(h.preferred and h.numa_affinity & 0b01 for h in hints or [])
 
 
 def test_pod_hints_count_the_cpus_a_stale_nonprefix_allocation_gives_back() -> None:
-    pod = mkpod("h", "4", [ctr("c1", "2"), ctr("c2", "2")])
+    pod = budget_pod("h", "4", ctr("c1", "2"), ctr("c2", "2"))
     s = state("0-3", "h", "4-7", {"c2": "6-7"})
     hints = policy(DUAL_NUMA).get_pod_topology_hints(s, pod)["cpu"]
     assert any(h.preferred and h.numa_affinity & 0b10 for h in hints or [])
@@ -163,7 +158,7 @@ def test_pod_hints_count_the_cpus_a_stale_nonprefix_allocation_gives_back() -> N
 def test_137_allocates_a_restored_pod_anew(cpus: int, moved: str | None) -> None:
     """kubernetes#140989: 1.37.0 re-allocates (rejects on 4 CPUs, moves and leaks on 6)."""
     t = topo([0] * cpus, f"uniform-{cpus}")
-    pod = mkpod("t", "2", [ctr("container1", "2")])
+    pod = budget_pod("t", "2", ctr("container1", "2"))
     first = CPUManagerState(t.all_cpus)
     policy(t, "1.37").allocate_pod(first, pod)
     assert first.get_pod_cpu_set("t") == P("1-2")
