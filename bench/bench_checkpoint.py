@@ -23,8 +23,6 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from _common import cpu_time_calls
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import cpu_time_calls
