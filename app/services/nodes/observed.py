@@ -18,6 +18,9 @@ The answer has the shape of a simulated node's dry run (``AdmissionBatch.to_dict
 fanning a pod out over a fleet gets one format from every node. Conflicts and the ordered
 admits are the one judge's (``app.services.nodes.judge``): a pod whose name is on the node is
 refused as ``metadata.name`` before its uid is compared, as on every other node.
+
+The dry run, rehearsal and upgrade machinery (with the database tables it builds on) is
+imported on first use: an agent that serves its summary never loads it (issue 20 pt 7).
 """
 
 from __future__ import annotations
@@ -33,15 +36,13 @@ from app.domain.node_state_files import NodeStateError
 from app.services import node_views
 from app.services.encoded_json import EncodedJSON, encode
 from app.services.nodes.errors import NodeInputError, NodeServiceError, ReadOnlyNodeError
-from app.services.nodes.inputs import AdmissionBatch, build_engine_node, parse_manifests
-from app.services.nodes.judge import PodsOnNode, check_conflicts, judge
-from app.services.nodes.restart import Rehearsal, rehearse_observed
 from app.services.observe.observer import ObservedNodeUnavailableError
-from app.services.upgrade import UpgradeInputError, check_observed
 from app.services.watch import SOURCE_OBSERVED, LastDigest
 
 if TYPE_CHECKING:
     from app.domain.node import Node
+    from app.services.nodes.inputs import AdmissionBatch
+    from app.services.nodes.restart import Rehearsal
     from app.services.observe.observer import NodeObserver
     from app.settings import Settings
 
@@ -55,6 +56,9 @@ def dry_run_observed(
 ) -> AdmissionBatch:
     """Judge every pod of ``manifest`` in order on a scratch copy of observed node ``name``
     (``views``: its latest observation; ``settings``: where its kubelet keeps its files)."""
+    from app.services.nodes.inputs import AdmissionBatch, build_engine_node, parse_manifests
+    from app.services.nodes.judge import PodsOnNode, check_conflicts, judge
+
     snapshot = views.snapshot
     config = snapshot.config
     pods = parse_manifests(manifest, config)
@@ -164,6 +168,8 @@ class ObservedSource:
         return dry_run_observed(self.name, views, self.observer.settings, manifest)
 
     def upgrade(self, release: str, gate: bool | None) -> dict[str, Any]:
+        from app.services.upgrade import UpgradeInputError, check_observed
+
         s = self.observer.settings
         try:  # the rehearsal's start-up on a copy of its files judges, as for any node
             start = self.rehearse(release, gate).result
@@ -177,4 +183,6 @@ class ObservedSource:
             raise NodeInputError(exc.message, exc.field) from None
 
     def rehearse(self, release: str, gate: bool | None) -> Rehearsal:
+        from app.services.nodes.restart import rehearse_observed
+
         return rehearse_observed(self.observer, release, gate)

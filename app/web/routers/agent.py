@@ -38,7 +38,6 @@ from app.services.agent_summary import (
 from app.services.nodes.catalog import NodeCatalog
 from app.services.nodes.errors import NodeServiceError
 from app.services.nodes.source import NodeSource
-from app.services.nrt import build_nrt
 from app.services.observe.observer import ObservedNodeUnavailableError
 from app.web.deps import CatalogDep, NodeName, NodeSourceDep, SettingsDep
 from app.web.inputs import check_release, parse_gate
@@ -209,4 +208,6 @@ def api_node_upgrade(
     responses={404: {}, 200: JSON_OBJECT},
 )
 def api_node_nrt(source: NodeSourceDep, settings: SettingsDep) -> JSONResponse:
+    from app.services.nrt import build_nrt  # here: its API client's httpx only when asked
+
     return JSONResponse(build_nrt(source.views(), settings.nrt_fingerprint_method))
