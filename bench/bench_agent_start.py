@@ -40,12 +40,10 @@ from _common import ROOT
 from bench_agent_memory import load
 
 from app.adapters.grpc.server import PodResourcesServer
-from tests.live.agent_host import NODE, agent_env, build_host, rss_kib
+from tests.live.agent_host import AGENT_ARGS, NODE, agent_env, build_host, rss_kib
 from tests.processes import free_port
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-#: The DaemonSet's arguments (deploy/daemonset.yaml, without --publish-nrt: no API server here).
-AGENT_ARGS = ["--no-demo", "--observe", "--no-simulated"]
 
 
 @dataclass(frozen=True)
