@@ -19,8 +19,8 @@ fanning a pod out over a fleet gets one format from every node. Conflicts and th
 admits are the one judge's (``app.services.nodes.judge``): a pod whose name is on the node is
 refused as ``metadata.name`` before its uid is compared, as on every other node.
 
-The dry run, rehearsal and upgrade machinery (with the database tables it builds on) is
-imported on first use: an agent that serves its summary never loads it (issue 20 pt 7).
+The dry run, rehearsal and upgrade machinery (the engine, and the database tables it builds
+on) is imported on first use: an agent that serves its summary never loads it (issue 20 pt 7).
 """
 
 from __future__ import annotations
@@ -31,8 +31,6 @@ from typing import TYPE_CHECKING, Any
 
 from app.adapters.kubelet import KubeletDirError, KubeletRootDir
 from app.domain.checkpoint import CPU_FILE_NAME, MEMORY_FILE_NAME
-from app.domain.node_state import restore_managers
-from app.domain.node_state_files import NodeStateError
 from app.services import node_views
 from app.services.encoded_json import EncodedJSON, encode
 from app.services.nodes.errors import NodeInputError, NodeServiceError, ReadOnlyNodeError
@@ -56,6 +54,8 @@ def dry_run_observed(
 ) -> AdmissionBatch:
     """Judge every pod of ``manifest`` in order on a scratch copy of observed node ``name``
     (``views``: its latest observation; ``settings``: where its kubelet keeps its files)."""
+    from app.domain.node_state import restore_managers
+    from app.domain.node_state_files import NodeStateError
     from app.services.nodes.inputs import AdmissionBatch, build_engine_node, parse_manifests
     from app.services.nodes.judge import PodsOnNode, check_conflicts, judge
 
