@@ -203,9 +203,9 @@ def create_app(
     # (app.web.conditional) and server-sent events are never buffered (Starlette excludes them).
     app.add_middleware(Compression, minimum_size=GZIP_MINIMUM, compresslevel=GZIP_LEVEL)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
-    install_error_handlers(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     lazy = _include_routers(app, settings)
+    install_error_handlers(app)  # after the routers: their modules' errors are loaded
 
     app.openapi = _guarded_openapi(app, lazy)  # type: ignore[method-assign]
 
