@@ -140,6 +140,11 @@ class Settings(BaseSettings):
         default=Path("./var/nodes"), description="Where simulated nodes keep their state files."
     )
     demo: bool = Field(default=True, description="Load the demo simulated nodes at startup.")
+    simulated: bool = Field(
+        default=True,
+        description="Keep simulated nodes (in the database). Off: no database, only the "
+        "observed node (and a hub's); the lean node agent (issue 20 pt 7).",
+    )
     log_level: LogLevel = Field(default="info", description="Log level of the server.")
     allowed_hosts: Annotated[tuple[str, ...], NoDecode] = Field(
         default=(),

@@ -4,8 +4,8 @@ process: the figures behind the memory request and limit in ``deploy/``.
 A fake host is built in a temporary directory: the sysfs tree of ``server-2s-8numa-512t``, a
 kubelet root with the state files of ``--pods`` pod-level pods (default 200) admitted by the
 engine, and a PodResources socket answering for them (served from this process). Then the agent
-is started exactly as the DaemonSet runs it (``serve --no-demo --observe``, SQLite in a data
-directory) and its resident memory is read from ``/proc/<pid>/status``:
+is started as the DaemonSet runs it (``serve --no-demo --observe --no-simulated``: no
+database; without ``--publish-nrt``: no API server here) and its resident memory is read from ``/proc/<pid>/status``:
 
 * idle: after ``/readyz`` said ready and a few seconds of quiet;
 * loaded: the peak (``VmHWM``) while ``--clients`` clients fetch the node page, its JSON, the
@@ -29,7 +29,7 @@ import httpx
 from _common import ROOT
 
 from app.adapters.grpc.server import PodResourcesServer
-from tests.live.agent_host import NODE, agent_env, build_host, rss_kib
+from tests.live.agent_host import AGENT_ARGS, NODE, agent_env, build_host, rss_kib
 from tests.processes import free_port
 
 
@@ -61,7 +61,7 @@ def main() -> None:
         port = free_port()
         env = agent_env(root, sysfs, sock, data)
         cmd = [sys.executable, "-m", "app.cli", "serve", "--port", str(port)]
-        cmd += ["--no-demo", "--observe"]  # the DaemonSet's arguments
+        cmd += AGENT_ARGS  # the DaemonSet's arguments
         with PodResourcesServer(lambda: snap, str(sock)):
             proc = subprocess.Popen(cmd, cwd=ROOT, env=env)
             url = f"http://127.0.0.1:{port}"

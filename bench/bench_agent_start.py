@@ -1,10 +1,11 @@
 """Start-up cost and memory of the node agent beside a bare FastAPI + uvicorn app (issue 20
 pt 7: goal 64 MiB idle and 1 s of CPU from exec to ready).
 
-The agent runs exactly as the DaemonSet runs it (``serve --no-demo --observe``, SQLite in a data
-directory) on the fake host of ``bench_agent_memory`` (sysfs of ``server-2s-8numa-512t``, the
-state files of ``--pods`` pods, a PodResources socket served from this process). The reference
-is ``bench/_bare_app.py`` under ``uvicorn``: the floor any FastAPI server starts from.
+The agent runs as the DaemonSet runs it (``serve --no-demo --observe --no-simulated``: no
+database; without ``--publish-nrt``, there is no API server), beside the same agent with its
+SQLite database (``serve --no-demo --observe``, the DaemonSet's agent before issue 20 pt 7),
+on the fake host of ``bench_agent_memory`` (sysfs of ``server-2s-8numa-512t``, the state files
+of ``--pods`` pods, a PodResources socket served from this process). The reference is ``bench/_bare_app.py`` under ``uvicorn``: the floor any FastAPI server starts from.
 
 For each process, measured on the real process (``/proc/<pid>``):
 
@@ -39,7 +40,7 @@ from _common import ROOT
 from bench_agent_memory import load
 
 from app.adapters.grpc.server import PodResourcesServer
-from tests.live.agent_host import NODE, agent_env, build_host, rss_kib
+from tests.live.agent_host import AGENT_ARGS, NODE, agent_env, build_host, rss_kib
 from tests.processes import free_port
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -136,41 +137,47 @@ def main() -> None:
             "/metrics",
             "/readyz",
         ]
-        agents: list[Figures] = []
-        bares: list[Figures] = []
+        # name -> the serve arguments of that agent; the reference is the bare app.
+        profiles = {
+            "agent": AGENT_ARGS,
+            "with db": ["--no-demo", "--observe"],  # the DaemonSet's agent before --no-simulated
+        }
+        figures: dict[str, list[Figures]] = {name: [] for name in [*profiles, "bare"]}
         with PodResourcesServer(lambda: snap, str(sock)):
             for run in range(args.runs):
-                data = base / f"data-{run}"  # a fresh database each start, as in a new pod
-                data.mkdir()
-                port = free_port()
-                cmd = [sys.executable, "-m", "app.cli", "serve", "--port", str(port)]
-                cmd += ["--no-demo", "--observe", "--log-level", "warning"]
-                env = agent_env(root, sysfs, sock, data)
-                agents.append(
-                    run_one(cmd, env, f"http://127.0.0.1:{port}", "/readyz", agent_paths, args)
-                )
+                for name, serve_args in profiles.items():
+                    data = base / f"data-{name}-{run}"  # a fresh data dir, as in a new pod
+                    data.mkdir()
+                    port = free_port()
+                    cmd = [sys.executable, "-m", "app.cli", "serve", "--port", str(port)]
+                    cmd += [*serve_args, "--log-level", "warning"]
+                    env = agent_env(root, sysfs, sock, data)
+                    figures[name].append(
+                        run_one(cmd, env, f"http://127.0.0.1:{port}", "/readyz", agent_paths, args)
+                    )
                 port = free_port()
                 cmd = [sys.executable, "-m", "uvicorn", "--app-dir", str(ROOT / "bench")]
                 cmd += ["_bare_app:app", "--port", str(port), "--log-level", "warning"]
                 env = dict(os.environ, NUMASCOPE_BENCH_BODY=str(body))
-                bares.append(
+                figures["bare"].append(
                     run_one(cmd, env, f"http://127.0.0.1:{port}", "/healthz", ["/bare"], args)
                 )
-        agent, bare = median(agents), median(bares)
+        medians = {name: median(f) for name, f in figures.items()}
         print(
-            f"node agent (serve --no-demo --observe, server-2s-8numa-512t, {len(snap.pods)} pods)"
-            f" beside bare FastAPI + uvicorn; median of {args.runs} starts"
+            f"node agent (serve {' '.join(AGENT_ARGS)}, server-2s-8numa-512t, {len(snap.pods)} "
+            f"pods) beside the agent with its database and bare FastAPI + uvicorn; median of "
+            f"{args.runs} starts"
         )
-        print(f"  {'':32} {'agent':>10} {'bare':>10}")
-        print(f"  {'CPU from exec to ready (s)':32} {agent.start_cpu:10.2f} {bare.start_cpu:10.2f}")
-        print(
-            f"  {'idle RSS after ready (MiB)':32} {agent.idle_kib / 1024:10.1f} {bare.idle_kib / 1024:10.1f}"
-        )
-        print(
-            f"  {'peak RSS under load (MiB)':32} {agent.peak_kib / 1024:10.1f} "
-            f"{bare.peak_kib / 1024:10.1f}   ({args.clients} clients, {args.seconds:g} s)"
-        )
-        print(f"  {'requests answered under load':32} {agent.requests:10d} {bare.requests:10d}")
+
+        def row(label: str, values: list[str]) -> None:
+            print(f"  {label:32}" + "".join(f" {v:>10}" for v in values))
+
+        row("", list(medians))
+        row("CPU from exec to ready (s)", [f"{m.start_cpu:.2f}" for m in medians.values()])
+        row("idle RSS after ready (MiB)", [f"{m.idle_kib / 1024:.1f}" for m in medians.values()])
+        row("peak RSS under load (MiB)", [f"{m.peak_kib / 1024:.1f}" for m in medians.values()])
+        print(f"  ({args.clients} clients, {args.seconds:g} s)")
+        row("requests answered under load", [str(m.requests) for m in medians.values()])
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

@@ -41,6 +41,10 @@ def test_the_container_command_parses() -> None:
     args = build_parser().parse_args(container["args"])
     assert args.command == "serve"
     assert args.demo is False
+    # The lean agent (issue 20 pt 7): no database, no simulated nodes.
+    assert args.simulated is False and args.observe is True
+    env = {e["name"] for e in container["env"]}
+    assert not env & {"NUMASCOPE_DATABASE_URL", "NUMASCOPE_STATE_DIR"}
 
 
 def test_the_namespace_allows_host_paths() -> None:

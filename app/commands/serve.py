@@ -129,6 +129,13 @@ def _add_node_flags(parser: Any) -> None:
         help="load the demo simulated nodes (default on, env NUMASCOPE_DEMO)",
     )
     parser.add_argument(
+        "--simulated",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="keep simulated nodes in the database (default on; --no-simulated: no database, "
+        "only the observed node, the lean node agent; env NUMASCOPE_SIMULATED)",
+    )
+    parser.add_argument(
         "--hint-search-budget",
         type=int,
         default=None,
@@ -209,6 +216,7 @@ OVERRIDES = (
     "podresources_dir",
     "state_dir",
     "demo",
+    "simulated",
     "hint_search_budget",
     "cpu_time_budget",
     "log_level",
@@ -238,6 +246,13 @@ def run(args: argparse.Namespace) -> int:
     if not settings.hub and (settings.hub_agents or settings.hub_agents_dns or settings.demo_fleet):
         print(
             "numascope serve: --agents, --agents-dns and --demo-fleet are the hub's: add --hub",
+            file=sys.stderr,
+        )
+        return 2
+    if not settings.simulated and (args.demo or settings.podresources_dir is not None):
+        print(
+            "numascope serve: --demo and --podresources-dir are about simulated nodes: "
+            "drop --no-simulated",
             file=sys.stderr,
         )
         return 2
@@ -275,19 +290,19 @@ def run(args: argparse.Namespace) -> int:
         )
         return 0
 
-    from app.adapters.db.engine import DatabaseConfigError
-
     try:
         app = build_app(settings)
-    except (DatabaseConfigError, MigrationFailed) as err:
+    except MigrationFailed as err:
         print(f"numascope serve: {err}", file=sys.stderr)
         return 1
     except Exception as err:
-        # create_app migrated an in-memory database itself: alembic is loaded by now, so this
-        # import costs nothing (at the top it would load alembic into every server).
+        # create_app opened (and for an in-memory database migrated) the database itself:
+        # SQLAlchemy and alembic are loaded by now, so these imports cost nothing (at the top
+        # they would load them into every server, the node agent's too, issue 20 pt 7).
+        from app.adapters.db.engine import DatabaseConfigError
         from app.adapters.db.migrate import MigrationError
 
-        if not isinstance(err, MigrationError):
+        if not isinstance(err, DatabaseConfigError | MigrationError):
             raise
         print(f"numascope serve: {err}", file=sys.stderr)
         return 1
@@ -318,9 +333,11 @@ class MigrationFailed(RuntimeError):
 def migrate_in_child(settings: Settings) -> bool:
     """Bring the database of ``settings`` to head in a child process; ``False`` when this
     process must do it itself (``sqlite://`` in memory) or nobody should (migrations off)."""
+    if not settings.simulated or not settings.migrate_on_startup:
+        return False  # no database, or nobody should migrate it
     from app.adapters.db.engine import is_sqlite_memory, parse_url
 
-    if not settings.migrate_on_startup or is_sqlite_memory(parse_url(settings.database_url)):
+    if is_sqlite_memory(parse_url(settings.database_url)):
         return False
     import app
 
@@ -357,7 +374,8 @@ def _run_workers(settings: Settings, workers: int) -> int:
     except (DatabaseConfigError, MigrationError) as err:
         print(f"numascope serve: {err}", file=sys.stderr)
         return 1
-    app.state.engine.dispose()
+    if app.state.engine is not None:
+        app.state.engine.dispose()
     del app
     uvicorn.run(
         FACTORY,

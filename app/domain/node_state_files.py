@@ -29,6 +29,7 @@ of these files (``app.domain.node_state``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from app.domain import releases
 from app.domain.checkpoint import (
@@ -45,7 +46,10 @@ from app.domain.checkpoint import NUMANodeState as CheckpointNUMANodeState
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfig
 from app.domain.memorymanager.state import Block
-from app.domain.node import Node
+
+if TYPE_CHECKING:
+    # Only named: the state-file versions a node agent reports need no engine (issue 20 pt 7).
+    from app.domain.node import Node
 
 __all__ = [
     "GATE",

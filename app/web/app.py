@@ -6,7 +6,10 @@ routes use. What only some processes need is imported only there (issue 20 pt 7,
 agent at a fraction of its former memory): the hub's machinery with ``Settings.hub``, alembic
 only when this process migrates (``numascope serve`` migrates a database file in a child
 process, ``migrated=True``), jinja2 and the templates on the first page
-(``app.web.rendering.templates_of``). ``make_app()`` builds ``Settings`` from the environment for
+(``app.web.rendering.templates_of``). With ``--no-simulated`` (``Settings.simulated`` off: the
+DaemonSet's agent) there is no database at all (``NoSimulatedNodes``), and a process that is
+not a hub includes only the routes it is polled on (``AGENT_ROUTERS``), the others on the
+first request for them (``app.web.lazy_routes``). ``make_app()`` builds ``Settings`` from the environment for
 ``uvicorn --factory app.web.app:make_app``.
 
 With ``Settings.observe`` the node this process runs on is observed (read-only,
@@ -25,6 +28,7 @@ a route may read ``text/plain`` itself, but the guard answers 415 before it (iss
 from __future__ import annotations
 
 import gc
+import importlib
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
@@ -38,46 +42,57 @@ from starlette.responses import HTMLResponse
 from starlette.staticfiles import StaticFiles
 
 from app import __version__
-from app.adapters.db.engine import make_engine
-from app.services.demo import create_demo_nodes
 from app.services.encoded_json import GZIP_LEVEL, GZIP_MINIMUM
 from app.services.nodes.catalog import NodeCatalog
-from app.services.nodes.demo_fleet import DemoFleet
-from app.services.nodes.remote import RemoteNodes
-from app.services.nodes.service import NodeService
-from app.services.nrt_loop import NRTLoop
+from app.services.nodes.no_store import NoSimulatedNodes
 from app.services.observe.observer import NodeObserver
-from app.services.sockets import PodResourcesSockets
 from app.services.topologies import TopologyService
 from app.settings import Settings
 from app.web.compression import Compression
 from app.web.errors import install_error_handlers
-from app.web.fast_json import CachedJSONFastPath
 from app.web.guard import RequestGuard, api_body_accepted
+from app.web.lazy_routes import LazyRoutes
 from app.web.metrics import AppMetrics, MetricsMiddleware, NodesCollector
 from app.web.rendering import STATIC_DIR, templates_of
-from app.web.routers import (
-    agent,
-    api_nodes,
-    batches,
-    checkpoints,
-    fleet,
-    kubelet_metrics,
-    kubelet_restarts,
-    maps,
-    node_forms,
-    node_pods,
-    nodes,
-    ops,
-    restart,
-    search,
-    topologies,
-    watch,
-    workflow,
-)
 
 if TYPE_CHECKING:
     from app.services.hub import Hub
+    from app.services.nodes.service import NodeService
+    from app.services.nrt_loop import NRTLoop
+    from app.services.sockets import PodResourcesSockets
+
+#: Every router, in the order the app tries them (the first route matching a path answers).
+ROUTERS: tuple[tuple[str, str], ...] = (
+    ("app.web.routers.ops", "router"),
+    ("app.web.routers.api_nodes", "api"),  # first: its JSON answers are the hottest paths
+    ("app.web.routers.node_pods", "pages"),  # the pods table a page at a time, and Find
+    ("app.web.routers.nodes", "pages"),  # before topologies: "/" is the nodes page with nodes
+    ("app.web.routers.node_forms", "forms"),  # POST only: no path and method is a page's
+    ("app.web.routers.workflow", "pages"),  # explain, history, downloads, confirm, undo, glossary
+    ("app.web.routers.restart", "api"),
+    ("app.web.routers.restart", "pages"),
+    ("app.web.routers.kubelet_restarts", "pages"),  # a restart's confirmation and undo
+    ("app.web.routers.kubelet_restarts", "api"),
+    ("app.web.routers.batches", "pages"),  # one submission's verdicts, a page at a time
+    ("app.web.routers.maps", "pages"),  # the CPU map as a picture
+    ("app.web.routers.search", "pages"),  # "/" on every page
+    ("app.web.routers.kubelet_metrics", "router"),  # each simulated node's kubelet series
+    ("app.web.routers.workflow", "api"),
+    ("app.web.routers.watch", "api"),  # a node page's live refresh
+    ("app.web.routers.topologies", "api"),
+    ("app.web.routers.topologies", "pages"),
+    ("app.web.routers.checkpoints", "pages"),
+    ("app.web.routers.checkpoints", "api"),
+    ("app.web.routers.agent", "api"),
+    ("app.web.routers.fleet", "api"),
+    ("app.web.routers.fleet", "pages"),
+)
+#: What a node agent that keeps no simulated nodes is polled on (probes, metrics, the
+#: summaries and their watch stream): included at start, the others on first use
+#: (``app.web.lazy_routes``). No route of the others serves a path of these.
+AGENT_ROUTERS = (("app.web.routers.ops", "router"), ("app.web.routers.agent", "api"))
+#: Only a hub answers these; such an agent leaves them out.
+HUB_ROUTERS = (("app.web.routers.fleet", "api"), ("app.web.routers.fleet", "pages"))
 
 SWAGGER_UI_VERSION = "5.35.0"
 
@@ -110,14 +125,6 @@ def create_app(
     )
     metrics = AppMetrics()
 
-    engine = make_engine(settings.database_url)
-    if settings.migrate_on_startup and not migrated:
-        # Imported here: alembic (and pygments through it) is 10 MiB that a process whose
-        # schema was migrated by someone else never needs.
-        from app.adapters.db.migrate import upgrade_head
-
-        upgrade_head(engine)
-
     if topology_service is None:
         topology_service = TopologyService(
             sysfs_root=settings.sysfs_root,
@@ -126,21 +133,10 @@ def create_app(
         )
 
     app.state.settings = settings
-    app.state.engine = engine
-    app.state.migrated = settings.migrate_on_startup or migrated
     app.state.metrics = metrics
     # app.state.templates: built by the first page (app.web.rendering.templates_of).
     app.state.topologies = topology_service
-
-    # Simulated nodes: definitions and log in the database, state files under state_dir.
-    node_service = NodeService(
-        engine, state_dir=settings.state_dir, hint_budget=settings.hint_search_budget or None
-    )
-    try:
-        node_service.start(seed=create_demo_nodes if settings.demo else None)
-    except Exception:
-        logging.getLogger("app").exception("the simulated nodes could not be loaded")
-    app.state.nodes = node_service
+    node_service = _simulated_nodes(app, settings, migrated=migrated)
 
     # The real node this process runs on (read-only), listed beside the simulated ones.
     observer: NodeObserver | None = None
@@ -151,47 +147,55 @@ def create_app(
         metrics.registry.register(CheckpointCollector(observer.checkpoint_samples))
     app.state.observer = observer
     # The cluster: the hub polls agents and holds --demo-fleet nodes (built in the background
-    # by the hub's start); both started and stopped by the lifespan.
-    demo_fleet = DemoFleet(settings.demo_fleet) if settings.hub else None
+    # by the hub's start); both started and stopped by the lifespan. Imported only for a hub:
+    # its fan-out (httpx, dnspython) is no agent's business (issue 20 pt 7).
     hub: Hub | None = None
+    remote = None
     if settings.hub:
-        # Imported only for a hub: its fan-out (httpx, dnspython) is no agent's business
-        # (issue 20 pt 7).
         from app.services.hub import Hub
+        from app.services.nodes.demo_fleet import DemoFleet
+        from app.services.nodes.remote import RemoteNodes
 
-        hub = Hub(settings, metrics.registry, fleet=demo_fleet)
+        hub = Hub(settings, metrics.registry, fleet=DemoFleet(settings.demo_fleet))
+        remote = RemoteNodes(hub)
     app.state.hub = hub
     # Every node by name, whatever its kind: routes, the CLI and the hub ask the catalog.
     catalog = NodeCatalog(
         node_service,
         observer=observer,
-        fleet=demo_fleet,
-        remote=RemoteNodes(hub) if hub is not None else None,
+        fleet=hub.fleet if hub is not None else None,
+        remote=remote,
     )
     app.state.catalog = catalog
     metrics.registry.register(NodesCollector(catalog.metric_samples))
     # Each simulated node's PodResources on <podresources_dir>/<node>.sock (lifespan).
-    app.state.podresources_sockets = (
-        PodResourcesSockets(settings.podresources_dir, node_service)
-        if settings.podresources_dir is not None
-        else None
-    )
+    sockets: PodResourcesSockets | None = None
+    if settings.podresources_dir is not None and not isinstance(node_service, NoSimulatedNodes):
+        from app.services.sockets import PodResourcesSockets
+
+        sockets = PodResourcesSockets(settings.podresources_dir, node_service)
+    app.state.podresources_sockets = sockets
 
     # An observed agent may publish its NodeResourceTopology (started and stopped by the
-    # lifespan).
-    app.state.nrt = (
-        NRTLoop(
+    # lifespan; httpx and the API client only then).
+    nrt: NRTLoop | None = None
+    if settings.publish_nrt and observer is not None:
+        from app.services.nrt_loop import NRTLoop
+
+        nrt = NRTLoop(
             catalog.get(observer.name),
             settings.nrt_interval,
             registry=metrics.registry,
             fingerprint_method=settings.nrt_fingerprint_method,
         )
-        if settings.publish_nrt and observer is not None
-        else None
-    )
+    app.state.nrt = nrt
 
-    # Innermost: cached JSON at hand answered before the router (app.web.fast_json).
-    app.add_middleware(CachedJSONFastPath, routes=api_nodes.api.routes)
+    if settings.simulated:
+        from app.web.fast_json import CachedJSONFastPath
+        from app.web.routers import api_nodes
+
+        # Innermost: cached JSON at hand answered before the router (app.web.fast_json).
+        app.add_middleware(CachedJSONFastPath, routes=api_nodes.api.routes)
     # Host, cross-site, body and CSRF checks (app.web.guard); metrics stay outermost.
     app.add_middleware(RequestGuard, bind_host=settings.host, allowed_hosts=settings.allowed_hosts)
     # Text answers gzipped when the client accepts it (issue 10 pt 2); level 6 costs a third
@@ -199,33 +203,11 @@ def create_app(
     # (app.web.conditional) and server-sent events are never buffered (Starlette excludes them).
     app.add_middleware(Compression, minimum_size=GZIP_MINIMUM, compresslevel=GZIP_LEVEL)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
-    install_error_handlers(app)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    app.include_router(ops.router)
-    app.include_router(api_nodes.api)  # first: its JSON answers are the hottest paths
-    app.include_router(node_pods.pages)  # the pods table a page at a time, and Find
-    app.include_router(nodes.pages)  # before topologies: "/" is the nodes page when there are nodes
-    app.include_router(node_forms.forms)  # POST only: no path and method of theirs is a page's
-    app.include_router(workflow.pages)  # explain, history, downloads, confirm, undo, glossary
-    app.include_router(restart.api)
-    app.include_router(restart.pages)
-    app.include_router(kubelet_restarts.pages)  # a restart's confirmation and undo
-    app.include_router(kubelet_restarts.api)
-    app.include_router(batches.pages)  # one submission's verdicts, a page at a time
-    app.include_router(maps.pages)  # the CPU map as a picture
-    app.include_router(search.pages)  # "/" on every page
-    app.include_router(kubelet_metrics.router)  # each simulated node's kubelet series
-    app.include_router(workflow.api)
-    app.include_router(watch.api)  # a node page's live refresh
-    app.include_router(topologies.api)
-    app.include_router(topologies.pages)
-    app.include_router(checkpoints.pages)
-    app.include_router(checkpoints.api)
-    app.include_router(agent.api)
-    app.include_router(fleet.api)
-    app.include_router(fleet.pages)
+    lazy = _include_routers(app, settings)
+    install_error_handlers(app)  # after the routers: their modules' errors are loaded
 
-    app.openapi = _guarded_openapi(app)  # type: ignore[method-assign]
+    app.openapi = _guarded_openapi(app, lazy)  # type: ignore[method-assign]
 
     @app.get("/docs", include_in_schema=False, name="docs")
     def swagger_ui(request: Request) -> HTMLResponse:
@@ -245,13 +227,65 @@ def create_app(
     return app
 
 
-def _guarded_openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
-    """``app.openapi`` whose API request bodies are only the types the guard lets through."""
+def _simulated_nodes(
+    app: FastAPI, settings: Settings, *, migrated: bool
+) -> NodeService | NoSimulatedNodes:
+    """The simulated nodes (definitions and log in the database, state files under
+    ``state_dir``), with ``app.state.engine`` and ``app.state.migrated``; with
+    ``--no-simulated`` none, and no database (SQLAlchemy is never imported)."""
+    if not settings.simulated:
+        app.state.engine = None
+        app.state.migrated = False
+        app.state.nodes = NoSimulatedNodes()
+        return app.state.nodes
+    from app.adapters.db.engine import make_engine
+    from app.services.demo import create_demo_nodes
+    from app.services.nodes.service import NodeService
+
+    engine = make_engine(settings.database_url)
+    if settings.migrate_on_startup and not migrated:
+        # Imported here: alembic (and pygments through it) is 10 MiB that a process whose
+        # schema was migrated by someone else never needs.
+        from app.adapters.db.migrate import upgrade_head
+
+        upgrade_head(engine)
+    app.state.engine = engine
+    app.state.migrated = settings.migrate_on_startup or migrated
+    node_service = NodeService(
+        engine, state_dir=settings.state_dir, hint_budget=settings.hint_search_budget or None
+    )
+    try:
+        node_service.start(seed=create_demo_nodes if settings.demo else None)
+    except Exception:
+        logging.getLogger("app").exception("the simulated nodes could not be loaded")
+    app.state.nodes = node_service
+    return node_service
+
+
+def _include_routers(app: FastAPI, settings: Settings) -> LazyRoutes | None:
+    """Every router of ``ROUTERS`` in order; for a node agent that keeps no simulated nodes
+    (not a hub) only ``AGENT_ROUTERS`` now and the others but the hub's on first use."""
+    lazy: tuple[tuple[str, str], ...] = ()
+    if settings.simulated or settings.hub:
+        eager = ROUTERS
+    else:
+        eager = AGENT_ROUTERS
+        lazy = tuple(r for r in ROUTERS if r not in AGENT_ROUTERS and r not in HUB_ROUTERS)
+    for module, attribute in eager:
+        app.include_router(getattr(importlib.import_module(module), attribute))
+    return LazyRoutes(app, lazy) if lazy else None
+
+
+def _guarded_openapi(app: FastAPI, lazy: LazyRoutes | None) -> Callable[[], dict[str, Any]]:
+    """``app.openapi`` whose API request bodies are only the types the guard lets through
+    (the routers loaded on first use included)."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is not None:
             return app.openapi_schema
+        if lazy is not None:
+            lazy.load()
         schema = build()
         for path, operations in schema.get("paths", {}).items():
             if not path.startswith("/api/"):

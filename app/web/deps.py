@@ -5,16 +5,19 @@ the catalog (``app.services.nodes.catalog``)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Path
 from starlette.requests import Request
 
 from app.services.nodes.catalog import NodeCatalog
-from app.services.nodes.service import NodeService
 from app.services.nodes.source import NodeSource
 from app.services.topologies import TopologyIndexView, TopologyService, TopologyView
 from app.settings import Settings
+
+if TYPE_CHECKING:
+    # Only named: the routes that take it import it, a node agent never (issue 20 pt 7).
+    from app.services.nodes.service import NodeService
 
 
 def get_settings(request: Request) -> Settings:
@@ -40,7 +43,7 @@ async def get_catalog(request: Request) -> NodeCatalog:
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 TopologyServiceDep = Annotated[TopologyService, Depends(get_topology_service)]
-NodeServiceDep = Annotated[NodeService, Depends(get_node_service)]
+NodeServiceDep = Annotated["NodeService", Depends(get_node_service)]
 CatalogDep = Annotated[NodeCatalog, Depends(get_catalog)]
 
 NodeName = Annotated[str, Path(description="Name of a simulated node")]

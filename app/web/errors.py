@@ -22,8 +22,9 @@ outermost middleware never sees them (it would log a traceback for each).
 from __future__ import annotations
 
 import logging
+import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -32,17 +33,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Match
 
-from app.adapters.db import outage
 from app.domain.admission import AdmissionError
 from app.domain.deadline import DeadlineExceededError
 from app.domain.podresources import PodNotFoundError
-from app.services.history import UnknownEntryError
-from app.services.hub import HubDisabledError
 from app.services.nodes.errors import (
     HintSearchTooLargeError,
     NodeExistsError,
     NodeInputError,
+    NodeServiceError,
     NodeUnavailableError,
+    NoSimulatedNodesError,
     PodConflictError,
     ReadOnlyNodeError,
     RemoteNotFoundError,
@@ -50,11 +50,12 @@ from app.services.nodes.errors import (
     UnknownNodeError,
     UnknownPodError,
 )
-from app.services.nodes.observed import ObservedCopyError
 from app.services.observe.observer import ObservedNodeUnavailableError
 from app.services.topologies import HostDiscoveryError, UnknownTopologyError
-from app.services.undo import NothingToUndoError, UndoRefusedError
 from app.web.rendering import render, wants_fragment
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 log = logging.getLogger(__name__)
 
@@ -76,13 +77,21 @@ ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
     # A change that could not be made durable (rolled back): full disk, read-only, database.
     StorageFullError: (507, "InsufficientStorage"),
     NodeUnavailableError: (503, "ServiceUnavailable"),
-    UnknownEntryError: (404, "NotFound"),
-    NothingToUndoError: (409, "Conflict"),
-    UndoRefusedError: (409, "Conflict"),
-    ObservedCopyError: (503, "ServiceUnavailable"),
-    HubDisabledError: (404, "NotFound"),
+    NoSimulatedNodesError: (409, "Conflict"),
     # CPU-heavy work stopped at the time budget (app.web.offload); nothing of it was kept.
     DeadlineExceededError: (503, "Timeout"),
+}
+
+# The same for exceptions of modules a process may never load (the node agent loads no
+# history, undo or hub, issue 20 pt 7), by "module.QualName": naming them here must not import
+# them. A handler is registered for each that is loaded when the app is built and for its
+# base (``NodeServiceError``), so one loaded later is still answered by ``on_app_error``.
+ERROR_STATUS_BY_NAME: dict[str, tuple[int, str]] = {
+    "app.services.history.UnknownEntryError": (404, "NotFound"),
+    "app.services.undo.NothingToUndoError": (409, "Conflict"),
+    "app.services.undo.UndoRefusedError": (409, "Conflict"),
+    "app.services.nodes.observed.ObservedCopyError": (503, "ServiceUnavailable"),
+    "app.services.hub.HubDisabledError": (404, "NotFound"),
 }
 
 # 5xx exceptions that are not bugs: a source (the host's sysfs, the observed node's kubelet)
@@ -91,9 +100,9 @@ UNAVAILABLE: tuple[type[Exception], ...] = (
     HostDiscoveryError,
     ObservedNodeUnavailableError,
     NodeUnavailableError,
-    ObservedCopyError,
     DeadlineExceededError,
 )
+UNAVAILABLE_BY_NAME = frozenset({"app.services.nodes.observed.ObservedCopyError"})
 
 # Kubernetes-style reasons (metav1.StatusReason) for plain HTTP errors.
 HTTP_REASONS: dict[int, str] = {
@@ -164,11 +173,45 @@ def error_response(request: Request, info: ErrorInfo) -> Response:
     )
 
 
+def _qualified(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
 def _lookup(exc: BaseException) -> tuple[int, str] | None:
     for cls in type(exc).__mro__:
         if cls in ERROR_STATUS:
             return ERROR_STATUS[cls]
+        if (by_name := ERROR_STATUS_BY_NAME.get(_qualified(cls))) is not None:
+            return by_name
     return None
+
+
+def _unavailable(exc: BaseException) -> bool:
+    """A source that could not be read (``UNAVAILABLE``): said as it is, not logged."""
+    return isinstance(exc, UNAVAILABLE) or any(
+        _qualified(cls) in UNAVAILABLE_BY_NAME for cls in type(exc).__mro__
+    )
+
+
+def _loaded_by_name() -> list[type[Exception]]:
+    """The classes of ``ERROR_STATUS_BY_NAME`` whose modules are loaded now."""
+    found = []
+    for name in ERROR_STATUS_BY_NAME:
+        module_name, _, cls_name = name.rpartition(".")
+        module: ModuleType | None = sys.modules.get(module_name)
+        if module is not None:
+            found.append(getattr(module, cls_name))
+    return found
+
+
+def _outage() -> ModuleType | None:
+    """``app.adapters.db.outage`` once a database driver is loaded (without one no exception
+    can be a database outage, and a process without a database never imports SQLAlchemy)."""
+    if "sqlalchemy" not in sys.modules and "psycopg" not in sys.modules:
+        return None
+    from app.adapters.db import outage
+
+    return outage
 
 
 def database_outage(exc: BaseException) -> ErrorInfo | None:
@@ -177,6 +220,9 @@ def database_outage(exc: BaseException) -> ErrorInfo | None:
     422, a full disk a 507)."""
     mapped = _lookup(exc)
     if mapped is not None and mapped[0] != 503:
+        return None
+    outage = _outage()
+    if outage is None:
         return None
     said = outage.reason(exc)
     if said is None:
@@ -215,7 +261,7 @@ def describe(exc: BaseException) -> ErrorInfo:
         html_message = f"There is no simulated node called {exc.name!r}."
     elif isinstance(exc, UnknownPodError):
         links = ((f"node {exc.node}", f"/nodes/{exc.node}"),)
-    elif status >= 500 and not isinstance(exc, UNAVAILABLE):
+    elif status >= 500 and not _unavailable(exc):
         message = "internal error; the server log has the details"
     return ErrorInfo(status, reason, message, field, links, html_message)
 
@@ -281,14 +327,17 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def on_app_error(request: Request, exc: Exception) -> Response:
         info = describe(exc)
-        if info.retry_after is not None:
+        outage = _outage()
+        if info.retry_after is not None and outage is not None:
             outage.OUTAGE.noticed(exc)
-        elif info.status >= 500 and not isinstance(exc, UNAVAILABLE):
+        elif info.status >= 500 and not _unavailable(exc):
             log.exception("unhandled error on %s %s", request.method, request.url.path)
         return error_response(request, info)
 
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
-    for cls in (*ERROR_STATUS, *outage.candidates()):
+    outage = _outage()
+    drivers = outage.candidates() if outage is not None else ()
+    for cls in (*ERROR_STATUS, NodeServiceError, *_loaded_by_name(), *drivers):
         app.add_exception_handler(cls, on_app_error)
     app.add_exception_handler(Exception, on_app_error)

@@ -17,6 +17,9 @@ from app.services import demo
 from tests.fixtures.sysfs import fake_sysfs_from_topology
 
 NODE = "worker-1"
+#: The DaemonSet's arguments (deploy/daemonset.yaml) without ``--publish-nrt`` (no API server
+#: here) and the listening address.
+AGENT_ARGS = ["--no-demo", "--observe", "--no-simulated"]
 
 
 def build_host(

@@ -1,5 +1,5 @@
 """The DaemonSet's memory request and limit hold for a real agent process (issue 13): started
-as the DaemonSet starts it (``serve --no-demo --observe``) on a fake 512-thread host with 100
+as the DaemonSet starts it (``serve --no-demo --observe --no-simulated``) on a fake 512-thread host with 100
 pods, its idle memory stays under the manifest's request and its peak under load (node page,
 JSON, PodResources List, ``/metrics``) under the limit. ``bench/bench_agent_memory.py`` prints
 the figures behind the manifest's comment."""
@@ -16,7 +16,7 @@ import yaml
 
 from app.adapters.grpc.server import PodResourcesServer
 from app.domain.quantity import Quantity
-from tests.live.agent_host import NODE, agent_env, build_host, rss_kib
+from tests.live.agent_host import AGENT_ARGS, NODE, agent_env, build_host, rss_kib
 from tests.processes import Server
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,7 +53,7 @@ def measure(base: Path) -> tuple[int, int, list[str]]:
     sock, data = base / "pr.sock", base / "data"
     data.mkdir()
     with PodResourcesServer(lambda: snap, str(sock)):
-        agent = Server(data, agent_env(root, sysfs, sock, data), ["--no-demo", "--observe"])
+        agent = Server(data, agent_env(root, sysfs, sock, data), AGENT_ARGS)
         try:
             agent.start(120)
             agent.wait_for(

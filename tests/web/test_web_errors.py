@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 from pydantic import BaseModel
 
 from app.domain.admission import SMTAlignmentError, TopologyAffinityError
-from app.web.errors import ERROR_STATUS, wants_json
+from app.web.errors import ERROR_STATUS, ERROR_STATUS_BY_NAME, wants_json
 
 
 class Body(BaseModel):
@@ -172,3 +172,30 @@ def test_bug_is_500_without_internals(err_client: TestClient) -> None:
 
 def test_every_mapped_error_is_4xx_503_or_507() -> None:
     assert all(400 <= s < 500 or s in (503, 507) for s, _ in ERROR_STATUS.values())
+
+
+def test_errors_named_by_module_are_real_and_answered_like_the_others() -> None:
+    """``ERROR_STATUS_BY_NAME`` names classes that exist (a typo would silently make one a
+    500), each 4xx/503, and each is answered by a registered handler of its own or of its
+    base, in the full app and in the node agent that loads their modules later."""
+    import importlib
+
+    from app.services.nodes.errors import NodeServiceError
+    from app.settings import Settings
+    from app.web.app import create_app
+
+    classes = []
+    for name, (status, _) in ERROR_STATUS_BY_NAME.items():
+        module, _, cls_name = name.rpartition(".")
+        cls = getattr(importlib.import_module(module), cls_name)
+        assert issubclass(cls, Exception) and f"{cls.__module__}.{cls.__qualname__}" == name
+        assert 400 <= status < 500 or status == 503
+        classes.append(cls)
+    full = create_app(Settings(database_url="sqlite://", demo=False, observe=False))
+    assert all(c in full.exception_handlers for c in classes)
+    agent = create_app(Settings(demo=False, observe=False, simulated=False))
+    for cls in classes:
+        if cls.__module__ != "app.services.hub":  # an agent has no /fleet routes
+            assert (
+                issubclass(cls, NodeServiceError) and NodeServiceError in agent.exception_handlers
+            )

@@ -81,6 +81,14 @@ def test_reload_uses_the_factory_and_hands_flags_over(
     [
         pytest.param(["--database-url", "nosuch://x"], "unknown dialect", id="bad-dialect"),
         pytest.param(["--database-url", "no-scheme"], "invalid settings", id="not-a-url"),
+        pytest.param(
+            ["--no-simulated", "--demo"], "about simulated nodes", id="demo-without-nodes"
+        ),
+        pytest.param(
+            ["--no-simulated", "--podresources-dir", "/tmp/x"],
+            "about simulated nodes",
+            id="sockets-without-nodes",
+        ),
     ],
 )
 def test_bad_settings_exit_with_a_message(
@@ -135,3 +143,15 @@ def test_a_serving_process_collects_cycles_less_often(
 
     make_app()
     assert gc.get_threshold() == SERVING_GC_THRESHOLDS
+
+
+def test_no_simulated_serves_without_a_database(
+    uvicorn_calls: list[tuple[Any, dict[str, Any]]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "s.db"
+    monkeypatch.setenv("NUMASCOPE_DATABASE_URL", f"sqlite:///{db}")
+    assert main(["serve", "--no-simulated", "--no-observe", "--state-dir", str(tmp_path)]) == 0
+    [(app, _)] = uvicorn_calls
+    assert app.state.settings.simulated is False
+    assert app.state.engine is None and app.state.catalog.names() == []
+    assert not db.exists()  # nothing migrated, nothing created

@@ -7,7 +7,8 @@ Kinds, in the order a name is looked up (the first that has it answers):
 2. the hub's demo-fleet nodes (``SimulatedNode``), when ``--demo-fleet N``;
 3. the nodes of the hub's agents (``RemoteNode``, read through the hub), when ``--hub``;
 4. stored simulated nodes (``StoredNode``): every other name; a name no simulated node has is
-   ``UnknownNodeError`` (404) on first use, with the simulated nodes listed.
+   ``UnknownNodeError`` (404) on first use, with the simulated nodes listed. A process that
+   keeps none (``NoSimulatedNodes``, ``serve --no-simulated``) says so at once.
 
 No simulated node may be created under a name of the first three kinds (``NodeExistsError``).
 The nodes index lists the observed node first, then the stored simulated ones: the fleet's
@@ -21,13 +22,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from app.domain.kubelet_config import RELEASES
 from app.domain.presets import preset_names
 from app.services.encoded_json import EncodedJSON, encode
 from app.services.node_views import NodeIndexView
-from app.services.nodes.errors import ReadOnlyNodeError
+from app.services.nodes.errors import ReadOnlyNodeError, UnknownNodeError
+from app.services.nodes.no_store import NoSimulatedNodes
 from app.services.nodes.observed import ObservedSource
 from app.services.nodes.source import NodeSource, WritableNodeSource
 from app.services.nodes.stored import StoredNode
@@ -48,13 +50,15 @@ class NodeCatalog:
 
     def __init__(
         self,
-        service: NodeService,
+        service: NodeService | NoSimulatedNodes,
         *,
         observer: NodeObserver | None = None,
         fleet: DemoFleet | None = None,
         remote: RemoteLookup | None = None,
     ) -> None:
-        self.service = service
+        # Typed as the service routes ask: NoSimulatedNodes answers each of their questions
+        # as a service without nodes would (no rows, UnknownNodeError).
+        self.service = cast("NodeService", service)
         self.observed = ObservedSource(observer) if observer is not None else None
         self.fleet = fleet
         self.remote = remote
@@ -81,7 +85,11 @@ class NodeCatalog:
     def get(self, name: str) -> NodeSource:
         """The node called ``name`` (see the module docstring for the order)."""
         found = self._other_kind(name)
-        return found if found is not None else StoredNode(self.service, name)
+        if found is not None:
+            return found
+        if isinstance(self.service, NoSimulatedNodes):
+            raise UnknownNodeError(name, ())
+        return StoredNode(self.service, name)
 
     def writable(self, name: str, action: str) -> WritableNodeSource:
         """The node called ``name`` if it can be changed; else ``ReadOnlyNodeError`` saying it

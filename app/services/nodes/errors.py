@@ -14,8 +14,6 @@ from __future__ import annotations
 import errno
 from collections.abc import Sequence
 
-from sqlalchemy.exc import DataError, SQLAlchemyError, StatementError
-
 from app.adapters.statefiles import StateFileError
 
 
@@ -77,6 +75,16 @@ class RemoteNotFoundError(NodeServiceError, LookupError):
     """A remote node's agent answered 404 (its own message: no such node or pod there)."""
 
 
+class NoSimulatedNodesError(NodeServiceError):
+    """This process keeps no simulated nodes (``serve --no-simulated``: no database)."""
+
+    def __init__(self, action: str) -> None:
+        super().__init__(
+            f"this server keeps no simulated nodes (started with --no-simulated) and cannot "
+            f"{action}; use a Numascope dashboard to try pods on simulated nodes"
+        )
+
+
 class ReadOnlyNodeError(NodeServiceError):
     """The node cannot be changed: an observed node (Numascope never changes a real node) or
     a node of the fleet (``kind``)."""
@@ -109,6 +117,10 @@ def write_failure(err: BaseException, node: str, action: str) -> NodeServiceErro
         if err.errno in _FULL:
             return StorageFullError(f"{undone}: the disk is full: {err}")
         return NodeUnavailableError(f"{undone}: the state files cannot be written: {err}")
+    # Here, not at the top: a process without a database (the node agent) never writes and
+    # never pays for SQLAlchemy (issue 20 pt 7).
+    from sqlalchemy.exc import DataError, SQLAlchemyError, StatementError
+
     if isinstance(err, DataError) or (
         isinstance(err, StatementError) and isinstance(err.orig, ValueError)
     ):
@@ -125,6 +137,7 @@ def write_failure(err: BaseException, node: str, action: str) -> NodeServiceErro
 __all__ = [
     "DatabaseRefusedError",
     "HintSearchTooLargeError",
+    "NoSimulatedNodesError",
     "NodeExistsError",
     "NodeInputError",
     "NodeServiceError",

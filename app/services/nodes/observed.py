@@ -18,6 +18,9 @@ The answer has the shape of a simulated node's dry run (``AdmissionBatch.to_dict
 fanning a pod out over a fleet gets one format from every node. Conflicts and the ordered
 admits are the one judge's (``app.services.nodes.judge``): a pod whose name is on the node is
 refused as ``metadata.name`` before its uid is compared, as on every other node.
+
+The dry run, rehearsal and upgrade machinery (the engine, and the database tables it builds
+on) is imported on first use: an agent that serves its summary never loads it (issue 20 pt 7).
 """
 
 from __future__ import annotations
@@ -28,21 +31,16 @@ from typing import TYPE_CHECKING, Any
 
 from app.adapters.kubelet import KubeletDirError, KubeletRootDir
 from app.domain.checkpoint import CPU_FILE_NAME, MEMORY_FILE_NAME
-from app.domain.node_state import restore_managers
-from app.domain.node_state_files import NodeStateError
 from app.services import node_views
 from app.services.encoded_json import EncodedJSON, encode
 from app.services.nodes.errors import NodeInputError, NodeServiceError, ReadOnlyNodeError
-from app.services.nodes.inputs import AdmissionBatch, build_engine_node, parse_manifests
-from app.services.nodes.judge import PodsOnNode, check_conflicts, judge
-from app.services.nodes.restart import Rehearsal, rehearse_observed
-from app.services.nrt import build_nrt
 from app.services.observe.observer import ObservedNodeUnavailableError
-from app.services.upgrade import UpgradeInputError, check_observed
 from app.services.watch import SOURCE_OBSERVED, LastDigest
 
 if TYPE_CHECKING:
     from app.domain.node import Node
+    from app.services.nodes.inputs import AdmissionBatch
+    from app.services.nodes.restart import Rehearsal
     from app.services.observe.observer import NodeObserver
     from app.settings import Settings
 
@@ -56,6 +54,11 @@ def dry_run_observed(
 ) -> AdmissionBatch:
     """Judge every pod of ``manifest`` in order on a scratch copy of observed node ``name``
     (``views``: its latest observation; ``settings``: where its kubelet keeps its files)."""
+    from app.domain.node_state import restore_managers
+    from app.domain.node_state_files import NodeStateError
+    from app.services.nodes.inputs import AdmissionBatch, build_engine_node, parse_manifests
+    from app.services.nodes.judge import PodsOnNode, check_conflicts, judge
+
     snapshot = views.snapshot
     config = snapshot.config
     pods = parse_manifests(manifest, config)
@@ -165,6 +168,8 @@ class ObservedSource:
         return dry_run_observed(self.name, views, self.observer.settings, manifest)
 
     def upgrade(self, release: str, gate: bool | None) -> dict[str, Any]:
+        from app.services.upgrade import UpgradeInputError, check_observed
+
         s = self.observer.settings
         try:  # the rehearsal's start-up on a copy of its files judges, as for any node
             start = self.rehearse(release, gate).result
@@ -178,7 +183,11 @@ class ObservedSource:
             raise NodeInputError(exc.message, exc.field) from None
 
     def nrt(self, fingerprint_method: str) -> dict[str, Any]:
+        from app.services.nrt import build_nrt  # here: its API client's httpx only when asked
+
         return build_nrt(self.views(), fingerprint_method)
 
     def rehearse(self, release: str, gate: bool | None) -> Rehearsal:
+        from app.services.nodes.restart import rehearse_observed
+
         return rehearse_observed(self.observer, release, gate)

@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from app.services import node_views
 from app.services.nodes.errors import NodeInputError
-from app.services.nrt import build_nrt
-from app.services.upgrade import NodeFiles, UpgradeInputError, check_files
 from app.services.watch import SOURCE_SIMULATED
 
 if TYPE_CHECKING:
@@ -88,6 +86,10 @@ class StoredNode:
         return self.service.admit(self._name, manifest, dry_run=True)
 
     def upgrade(self, release: str, gate: bool | None) -> dict[str, Any]:
+        # Here: the catalog (and with it a node agent that keeps no simulated node) imports
+        # this module, the checkpoint inspector only the first verdict (issue 20 pt 7).
+        from app.services.upgrade import NodeFiles, UpgradeInputError, check_files
+
         definition = self.service.definition(self._name)
         directory = self.service.node_dir(self._name)
         files: dict[str, bytes | None] = {}
@@ -110,6 +112,8 @@ class StoredNode:
             raise NodeInputError(exc.message, exc.field) from None
 
     def nrt(self, fingerprint_method: str) -> dict[str, Any]:
+        from app.services.nrt import build_nrt  # here: its API client's httpx only when asked
+
         return build_nrt(self.views(), fingerprint_method)
 
     def rehearse(self, release: str, gate: bool | None) -> Rehearsal:

@@ -1,6 +1,7 @@
 """Operations endpoints: liveness, readiness and Prometheus metrics.
 
-``/readyz`` checks the database (and reports whether migrations ran at startup) and that every
+``/readyz`` checks the database, if the process has one (and reports whether migrations ran at
+startup) and that every
 simulated node can be written now (``durability``: its state directory takes a synced write;
 a node that cannot record a change makes the server unready until it can); when the app
 observes the node it runs on it also waits for an observation that read the state files,
@@ -13,17 +14,21 @@ A hub with ``--demo-fleet N`` is ready once all N simulated nodes are built (``d
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter
-from sqlalchemy import Engine, text
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from app.domain.observed import SOURCE_PODRESOURCES
-from app.services.nodes.service import NodeService
 from app.services.observe.observer import NodeObserver
 from app.web.metrics import AppMetrics
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from app.services.nodes.no_store import NoSimulatedNodes
+    from app.services.nodes.service import NodeService
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +42,8 @@ async def healthz() -> dict[str, str]:
 
 
 def _check_database(engine: Engine) -> str | None:
+    from sqlalchemy import text  # here: a process without a database never loads SQLAlchemy
+
     try:
         with engine.connect() as conn:
             conn.execute(text("SELECT 1"))
@@ -45,7 +52,7 @@ def _check_database(engine: Engine) -> str | None:
     return None
 
 
-def _check_durability(nodes: NodeService) -> str | None:
+def _check_durability(nodes: NodeService | NoSimulatedNodes) -> str | None:
     """``None`` when every simulated node can take a change now (its state directory takes a
     write, its state was loaded), else which cannot and why."""
     try:
@@ -92,12 +99,14 @@ def readyz(request: Request) -> JSONResponse:
     checks: dict[str, str] = {}
     problems: list[str] = []
     warnings: list[str] = []
-    db_problem = _check_database(request.app.state.engine)
-    checks["database"] = "ok" if db_problem is None else "failed"
-    if db_problem:
-        problems.append(db_problem)
-    migrated: bool = request.app.state.migrated
-    checks["migrations"] = "ok" if migrated else "skipped"
+    engine: Engine | None = request.app.state.engine
+    if engine is not None:  # None: --no-simulated, no database
+        db_problem = _check_database(engine)
+        checks["database"] = "ok" if db_problem is None else "failed"
+        if db_problem:
+            problems.append(db_problem)
+        migrated: bool = request.app.state.migrated
+        checks["migrations"] = "ok" if migrated else "skipped"
     nodes = getattr(request.app.state, "nodes", None)
     if nodes is not None:
         durability = _check_durability(nodes)
