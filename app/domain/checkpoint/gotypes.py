@@ -18,9 +18,9 @@ which is what go-spew prints.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 STRING = "string"
 INT = "int"
@@ -152,3 +152,30 @@ def zero(t: GoType) -> Any:
     if k == EMPTY_STRUCT:
         return {}
     return None  # map, slice, pointer, cpuset (nil elems)
+
+
+_Fn = TypeVar("_Fn")
+
+
+def type_compiler(
+    compilers: Mapping[str, Callable[[GoType], _Fn]],
+    hook: Callable[[GoType], _Fn | None] = lambda t: None,
+) -> Callable[[GoType], _Fn]:
+    """The function giving one closure per Go type, built once by ``compilers[t.kind]`` (or
+    ``hook(t)``, a type's own JSON method, when it has one) and reused: the codecs and the spew
+    renderer resolve the kind dispatch and the field tables up front this way."""
+    cache: dict[GoType, _Fn] = {}
+
+    def compiled(t: GoType) -> _Fn:
+        fn = cache.get(t)
+        if fn is None:
+            fn = hook(t)
+            if fn is None:
+                compile_kind = compilers.get(t.kind)
+                if compile_kind is None:
+                    raise AssertionError(f"no compiler for kind {t.kind}")
+                fn = compile_kind(t)
+            cache[t] = fn
+        return fn
+
+    return compiled
