@@ -11,14 +11,18 @@ failure the kubelet logs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
+from app.domain.checkpoint.checksum import string_checksum
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
-from app.domain.checkpoint.gojson_scan import GoSyntaxError, parse
+from app.domain.checkpoint.gojson_decode import unmarshal_text
+from app.domain.checkpoint.gojson_scan import GoJSONError, GoSyntaxError, parse
 from app.domain.checkpoint.gotext import go_text
+from app.domain.checkpoint.gotypes import GoType
 from app.domain.checkpoint.memory_state import MemoryCheckpointState
 from app.domain.checkpoint.reader import Reader
 from app.domain.golang.strconv import go_quote
@@ -122,6 +126,94 @@ class ParsedFile:
         except GoSyntaxError as err:
             self.syntax_error = err.message
         self.attempts: list[Attempt] = []
+
+    def failed(self, version: str, error: str) -> str:
+        """Record a failed attempt; its error."""
+        self.attempts.append(Attempt(version, False, error))
+        return error
+
+    def passed(self, version: str, matched: str) -> None:
+        """Record an attempt whose checksum passed by ``matched``."""
+        self.attempts.append(Attempt(version, True, None, matched))
+
+
+# -- checkpoints that carry their state as a JSON string (CPU V4, memory V3) --------------------
+
+
+def syntax_failure(f: ParsedFile, version: str, wrapped: bool, what: str) -> str:
+    """A ``GetCheckpoint`` attempt on a file that is not JSON; the V4/V3 ``Unmarshal`` error
+    is wrapped in the ``failed to deserialize`` text."""
+    assert f.syntax_error is not None
+    err = f.syntax_error
+    if wrapped:
+        err = f"failed to deserialize {what} checkpoint: {err}"
+    return f.failed(version, err)
+
+
+def verify_data_checkpoint(
+    f: ParsedFile,
+    version: str,
+    obj: dict[str, Any],
+    jerr: GoJSONError | None,
+    data: dict[str, Any],
+    data_t: GoType,
+    what: str,
+) -> str | None:
+    """The rest of a ``GetCheckpoint`` of a V4/V3 file decoded into ``obj`` (``jerr``): its
+    ``data`` string decoded into ``data`` (kept as ``obj["CheckpointData"]``), then verified
+    against ``dataChecksum``; the attempt's error or ``None``."""
+    if jerr is not None:
+        return f.failed(version, f"failed to deserialize {what} checkpoint: {jerr}")
+    obj["CheckpointData"] = data
+    derr = unmarshal_text(obj["Data"], data_t, data)
+    if derr is not None:
+        return f.failed(version, f"failed to deserialize {what} checkpoint data: {derr}")
+    if obj["DataChecksum"] != string_checksum(obj["Data"]):
+        return f.failed(version, CORRUPT)
+    f.passed(version, "dataChecksum")
+    return None
+
+
+def loaded_data(obj: dict[str, Any], err: str | None, version: str) -> dict[str, Any] | None:
+    """The data of a V4/V3 read, ``None`` when the file has neither ``data`` nor
+    ``dataChecksum`` (the loader falls back to the older versions); a failed read of a file that
+    has one stops the loader."""
+    if err is None:
+        data: dict[str, Any] = obj["CheckpointData"]
+        return data
+    if obj["Data"] or obj["DataChecksum"]:
+        raise LoadFailure(f"could not load {version.lower()} checkpoint: {err}")
+    return None
+
+
+def pod_entries_of(obj: dict[str, Any]) -> dict[str, Any]:
+    """A read's pod entries, a nil map restored as an empty one."""
+    pods: dict[str, Any] | None = obj["PodEntries"]
+    return pods if pods is not None else {}
+
+
+def gated_pod_entries(reader: Reader, data: dict[str, Any]) -> dict[str, Any] | None:
+    """The pod entries a V4/V3 reader restores: only with the gate on."""
+    return pod_entries_of(data) if reader.gate else None
+
+
+# -- running a procedure -----------------------------------------------------------------------
+
+
+Procedure = Callable[[ParsedFile], tuple["State", str]]
+
+
+def run_procedure(
+    manager: str, reader: Reader, content: str | bytes, state_dir: str, procedure: Procedure
+) -> LoadResult:
+    """Parse ``content`` once and run ``procedure`` on it (its state and the version it was
+    loaded as, or ``LoadFailure``)."""
+    f = ParsedFile(content)
+    try:
+        state, loaded_as = procedure(f)
+    except LoadFailure as fail:
+        return rejected(manager, reader, fail.error, state_dir, f.attempts)
+    return LoadResult(manager, reader, True, state, loaded_as=loaded_as, attempts=tuple(f.attempts))
 
 
 def rejected(

@@ -16,19 +16,22 @@ from typing import Any
 
 from app.domain import releases
 from app.domain.checkpoint import cpu as C
-from app.domain.checkpoint.checksum import string_checksum, struct_checksum
+from app.domain.checkpoint.checksum import struct_checksum
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.gocpuset import GoCPUSetError, parse_cpuset
-from app.domain.checkpoint.gojson_decode import unmarshal_text
 from app.domain.checkpoint.loading import (
     CORRUPT,
     CPU,
     DEFAULT_STATE_DIR,
-    Attempt,
     LoadFailure,
     LoadResult,
     ParsedFile,
-    rejected,
+    gated_pod_entries,
+    loaded_data,
+    pod_entries_of,
+    run_procedure,
+    syntax_failure,
+    verify_data_checkpoint,
 )
 from app.domain.checkpoint.reader import Reader
 from app.domain.cpuset import CPUSet
@@ -66,49 +69,28 @@ def _cpu_headers(version: str, reader: Reader) -> tuple[str, ...]:
 
 
 _CPU_T = {"V1": C.CPU_V1_T, "V2": C.CPU_V2_T, "V3": C.CPU_V3_T}
+_WHAT = "cpu manager"
 
 
 def _get_cpu(f: ParsedFile, version: str, reader: Reader) -> tuple[dict[str, Any], str | None]:
     """``GetCheckpoint`` for a CPU version; records the attempt."""
-    name = _CPU_NAMES[reader.line].get(version)
     if f.syntax_error is not None:
-        obj = C.new_cpu_checkpoint(version)
-        err: str | None = f.syntax_error
-        if version == "V4":
-            err = f"failed to deserialize cpu manager checkpoint: {err}"
-        f.attempts.append(Attempt(version, False, err))
-        return obj, err
-    obj, jerr = C.decode_cpu(f.tree, version, name)
+        return C.new_cpu_checkpoint(version), syntax_failure(f, version, version == "V4", _WHAT)
+    obj, jerr = C.decode_cpu(f.tree, version, _CPU_NAMES[reader.line].get(version))
     if version == "V4":
-        if jerr is not None:
-            err = f"failed to deserialize cpu manager checkpoint: {jerr}"
-            f.attempts.append(Attempt(version, False, err))
-            return obj, err
         data = C.new_cpu_checkpoint("data")
-        obj["CheckpointData"] = data
-        derr = unmarshal_text(obj["Data"], C.CPU_DATA_T, data)
-        if derr is not None:
-            err = f"failed to deserialize cpu manager checkpoint data: {derr}"
-            f.attempts.append(Attempt(version, False, err))
-            return obj, err
-        if obj["DataChecksum"] != string_checksum(obj["Data"]):
-            f.attempts.append(Attempt(version, False, CORRUPT))
-            return obj, CORRUPT
-        f.attempts.append(Attempt(version, True, None, "dataChecksum"))
-        return obj, None
+        return obj, verify_data_checkpoint(f, version, obj, jerr, data, C.CPU_DATA_T, _WHAT)
     if jerr is not None:
-        f.attempts.append(Attempt(version, False, str(jerr)))
-        return obj, str(jerr)
+        return obj, f.failed(version, str(jerr))
     stored = obj["Checksum"]
     if stored == 0 and version in ("V1", "V2"):
-        f.attempts.append(Attempt(version, True, None, "zero"))
+        f.passed(version, "zero")
         return obj, None
     for header in _cpu_headers(version, reader):
         if struct_checksum(obj, _CPU_T[version], header) == stored:
-            f.attempts.append(Attempt(version, True, None, header))
+            f.passed(version, header)
             return obj, None
-    f.attempts.append(Attempt(version, False, CORRUPT))
-    return obj, CORRUPT
+    return obj, f.failed(version, CORRUPT)
 
 
 def _migrate_v1_to_v2(
@@ -161,38 +143,42 @@ def _load_cpu_v2_chain(
     return tmp, "V1"
 
 
-def _restore_cpu(
-    reader: Reader,
-    policy: str,
-    default_text: str,
-    entries: Any,
-    pod_entries: Any,
-) -> CPUCheckpointState:
+def _check_policy(reader: Reader, policy: str) -> None:
     if reader.policy is not None and reader.policy != policy:
         raise LoadFailure(
             f"configured policy {go_quote(reader.policy)} differs from state checkpoint policy "
             f"{go_quote(policy)}"
         )
+
+
+def _parse_cpuset(text: str, what: str, *names: str) -> CPUSet:
+    """A stored cpuset parsed as ``cpuset.Parse``; ``what`` names it in the error, with
+    ``names`` quoted into its ``{}`` (only on an error: this runs for every container)."""
     try:
-        default = parse_cpuset(default_text)
+        return parse_cpuset(text)
     except GoCPUSetError as exc:
-        raise LoadFailure(
-            f"could not parse default cpu set {go_quote(default_text)}: {exc}"
-        ) from None
+        described = what.format(*map(go_quote, names))
+        raise LoadFailure(f"could not parse {described}: {exc}") from None
+
+
+def _restore_cpu(reader: Reader, data: dict[str, Any], pod_entries: Any) -> CPUCheckpointState:
+    """``restoreState`` from a read (V2, V3 or V4 data): policy compared, every cpuset parsed."""
+    policy, default_text, entries = data["PolicyName"], data["DefaultCPUSet"], data["Entries"]
+    _check_policy(reader, policy)
+    default = _parse_cpuset(default_text, "default cpu set {}", default_text)
     assignments: dict[str, dict[str, CPUSet]] = {}
     for pod in sorted(entries or {}):
         containers = entries[pod] or {}
-        parsed: dict[str, CPUSet] = {}
-        for name in sorted(containers):
-            text = containers[name]
-            try:
-                parsed[name] = parse_cpuset(text)
-            except GoCPUSetError as exc:
-                raise LoadFailure(
-                    f"could not parse cpuset {go_quote(text)} for container {go_quote(name)} "
-                    f"in pod {go_quote(pod)}: {exc}"
-                ) from None
-        assignments[pod] = parsed
+        assignments[pod] = {
+            name: _parse_cpuset(
+                containers[name],
+                "cpuset {} for container {} in pod {}",
+                containers[name],
+                name,
+                pod,
+            )
+            for name in sorted(containers)
+        }
     pods: dict[str, CPUSet] | None = None
     if pod_entries is not None:
         pods = {
@@ -202,30 +188,79 @@ def _restore_cpu(
     return CPUCheckpointState(policy, default, assignments, pods)
 
 
-def _restore_cpu_v1_only(reader: Reader, v1: dict[str, Any]) -> CPUCheckpointState:
-    # <= 1.17: the state is keyed by container ID.
-    policy = v1["PolicyName"]
-    if reader.policy is not None and reader.policy != policy:
-        raise LoadFailure(
-            f"configured policy {go_quote(reader.policy)} differs from state checkpoint policy "
-            f"{go_quote(policy)}"
-        )
-    try:
-        default = parse_cpuset(v1["DefaultCPUSet"])
-    except GoCPUSetError as exc:
-        raise LoadFailure(
-            f"could not parse default cpu set {go_quote(v1['DefaultCPUSet'])}: {exc}"
-        ) from None
-    containers: dict[str, CPUSet] = {}
-    for cid in sorted(v1["Entries"] or {}):
-        text = v1["Entries"][cid]
-        try:
-            containers[cid] = parse_cpuset(text)
-        except GoCPUSetError as exc:
-            raise LoadFailure(
-                f"could not parse cpuset {go_quote(text)} for container id {go_quote(cid)}: {exc}"
-            ) from None
-    return CPUCheckpointState(policy, default, {}, None, containers)
+# -- the procedures, one per checkpoint code line -------------------------------------------------
+
+
+def _load_v1_only(f: ParsedFile, reader: Reader) -> tuple[CPUCheckpointState, str]:
+    """<= 1.17: V1 only, the state keyed by container ID."""
+    v1, err = _get_cpu(f, "V1", reader)
+    if err is not None:
+        raise LoadFailure(err)
+    _check_policy(reader, v1["PolicyName"])
+    default_text = v1["DefaultCPUSet"]
+    default = _parse_cpuset(default_text, "default cpu set {}", default_text)
+    entries = v1["Entries"] or {}
+    containers = {
+        cid: _parse_cpuset(entries[cid], "cpuset {} for container id {}", entries[cid], cid)
+        for cid in sorted(entries)
+    }
+    return CPUCheckpointState(v1["PolicyName"], default, {}, None, containers), "V1"
+
+
+def _load_v1_or_v2(
+    f: ParsedFile, reader: Reader, initial: Mapping[str, Sequence[str]] | None
+) -> tuple[CPUCheckpointState, str]:
+    """1.18-1.35: V1, then V2 (the V2 error is returned); either is migrated onto a V2."""
+    v1, err = _get_cpu(f, "V1", reader)
+    if err is not None:
+        v1 = {"PolicyName": "", "DefaultCPUSet": "", "Entries": None, "Checksum": 0}
+        v2, err = _get_cpu(f, "V2", reader)
+        if err is not None:
+            raise LoadFailure(err)
+        loaded_as = "V2"
+    else:
+        v2 = C.new_cpu_checkpoint("V2")
+        loaded_as = "V1"
+    merr = _migrate_v1_to_v2(v1, v2, initial)
+    if merr is not None:
+        raise LoadFailure(f"error migrating v1 checkpoint state to v2 checkpoint state: {merr}")
+    return _restore_cpu(reader, v2, None), loaded_as
+
+
+def _load_v3_or_v2_chain(
+    f: ParsedFile, reader: Reader, initial: Mapping[str, Sequence[str]] | None
+) -> tuple[CPUCheckpointState, str]:
+    """1.36: gate off the V2 chain; gate on V3, else the V2 chain copied into the V3 object
+    that failed (so pod entries decoded by that attempt survive)."""
+    if not reader.gate:
+        v2, loaded_as = _load_cpu_v2_chain(f, reader, initial)
+        return _restore_cpu(reader, v2, None), loaded_as
+    v3, err = _get_cpu(f, "V3", reader)
+    loaded_as = "V3"
+    if err is not None:
+        v2, loaded_as = _load_cpu_v2_chain(f, reader, initial)
+        _migrate_v2_to_v3(v2, v3)
+    return _restore_cpu(reader, v3, pod_entries_of(v3)), loaded_as
+
+
+def _load_v4_or_older(f: ParsedFile, reader: Reader) -> tuple[CPUCheckpointState, str]:
+    """1.37: V4; a file without data and dataChecksum falls back to V3, then V2."""
+    v4, err = _get_cpu(f, "V4", reader)
+    loaded_as = "V4"
+    data = loaded_data(v4, err, "V4")
+    if data is None:
+        v3, err = _get_cpu(f, "V3", reader)
+        loaded_as = "V3"
+        if err is not None:
+            v2, err = _get_cpu(f, "V2", reader)
+            if err is not None:
+                raise LoadFailure(err)
+            loaded_as = "V2"
+            v3 = C.new_cpu_checkpoint("V3")
+            _migrate_v2_to_v3(v2, v3)
+        data = C.new_cpu_checkpoint("data")
+        _migrate_v3_to_v4(v3, data)
+    return _restore_cpu(reader, data, gated_pod_entries(reader, data)), loaded_as
 
 
 def load_cpu_checkpoint(
@@ -240,76 +275,14 @@ def load_cpu_checkpoint(
     container list a 1.18+ kubelet uses to migrate V1 entries.
     Raises ``CheckpointTooLargeError`` above 16 MiB.
     """
-    f = ParsedFile(content)
-    loaded_as: str | None = None
-    try:
+
+    def procedure(f: ParsedFile) -> tuple[CPUCheckpointState, str]:
         if reader.line == releases.OLDEST_CHECKPOINT_FAMILY:
-            v1, err = _get_cpu(f, "V1", reader)
-            if err is not None:
-                raise LoadFailure(err)
-            loaded_as = "V1"
-            state = _restore_cpu_v1_only(reader, v1)
-        elif reader.line == releases.OLDEST:
-            v1, err = _get_cpu(f, "V1", reader)
-            if err is not None:
-                v1 = {"PolicyName": "", "DefaultCPUSet": "", "Entries": None, "Checksum": 0}
-                v2, err = _get_cpu(f, "V2", reader)
-                if err is not None:
-                    raise LoadFailure(err)
-                loaded_as = "V2"
-            else:
-                v2 = C.new_cpu_checkpoint("V2")
-                loaded_as = "V1"
-            merr = _migrate_v1_to_v2(v1, v2, initial_containers)
-            if merr is not None:
-                raise LoadFailure(
-                    f"error migrating v1 checkpoint state to v2 checkpoint state: {merr}"
-                )
-            state = _restore_cpu(reader, v2["PolicyName"], v2["DefaultCPUSet"], v2["Entries"], None)
-        elif reader.line == releases.GATE_SINCE:
-            if not reader.gate:
-                v2, loaded_as = _load_cpu_v2_chain(f, reader, initial_containers)
-                state = _restore_cpu(
-                    reader, v2["PolicyName"], v2["DefaultCPUSet"], v2["Entries"], None
-                )
-            else:
-                v3, err = _get_cpu(f, "V3", reader)
-                loaded_as = "V3"
-                if err is not None:
-                    v2, loaded_as = _load_cpu_v2_chain(f, reader, initial_containers)
-                    _migrate_v2_to_v3(v2, v3)
-                state = _restore_cpu(
-                    reader,
-                    v3["PolicyName"],
-                    v3["DefaultCPUSet"],
-                    v3["Entries"],
-                    v3["PodEntries"] if v3["PodEntries"] is not None else {},
-                )
-        else:
-            v4, err = _get_cpu(f, "V4", reader)
-            loaded_as = "V4"
-            if err is None:
-                data = v4["CheckpointData"]
-            elif v4["Data"] or v4["DataChecksum"]:
-                raise LoadFailure(f"could not load v4 checkpoint: {err}")
-            else:
-                v3, err = _get_cpu(f, "V3", reader)
-                loaded_as = "V3"
-                if err is not None:
-                    v2, err = _get_cpu(f, "V2", reader)
-                    if err is not None:
-                        raise LoadFailure(err)
-                    loaded_as = "V2"
-                    v3 = C.new_cpu_checkpoint("V3")
-                    _migrate_v2_to_v3(v2, v3)
-                data = C.new_cpu_checkpoint("data")
-                _migrate_v3_to_v4(v3, data)
-            pods = None
-            if reader.gate:
-                pods = data["PodEntries"] if data["PodEntries"] is not None else {}
-            state = _restore_cpu(
-                reader, data["PolicyName"], data["DefaultCPUSet"], data["Entries"], pods
-            )
-    except LoadFailure as fail:
-        return rejected(CPU, reader, fail.error, state_dir, f.attempts)
-    return LoadResult(CPU, reader, True, state, loaded_as=loaded_as, attempts=tuple(f.attempts))
+            return _load_v1_only(f, reader)
+        if reader.line == releases.OLDEST:
+            return _load_v1_or_v2(f, reader, initial_containers)
+        if reader.line == releases.GATE_SINCE:
+            return _load_v3_or_v2_chain(f, reader, initial_containers)
+        return _load_v4_or_older(f, reader)
+
+    return run_procedure(CPU, reader, content, state_dir, procedure)

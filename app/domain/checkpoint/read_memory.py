@@ -15,17 +15,20 @@ from typing import Any
 
 from app.domain import releases
 from app.domain.checkpoint import memory as M
-from app.domain.checkpoint.checksum import string_checksum, struct_checksum
-from app.domain.checkpoint.gojson_decode import unmarshal_text
+from app.domain.checkpoint.checksum import struct_checksum
 from app.domain.checkpoint.loading import (
     CORRUPT,
     DEFAULT_STATE_DIR,
     MEMORY,
-    Attempt,
     LoadFailure,
     LoadResult,
     ParsedFile,
-    rejected,
+    gated_pod_entries,
+    loaded_data,
+    pod_entries_of,
+    run_procedure,
+    syntax_failure,
+    verify_data_checkpoint,
 )
 from app.domain.checkpoint.memory_state import MemoryCheckpointState
 from app.domain.checkpoint.reader import Reader
@@ -39,46 +42,27 @@ _MEMORY_NAMES = {
     releases.NEWEST_CHECKPOINT_LINE: {"V1": M.V1_HEADER, "V2": M.V2_HEADER, "V3": M.LEGACY_HEADER},
 }
 _MEMORY_T = {"V1": M.MEMORY_V1_T, "V2": M.MEMORY_V2_T}
+_WHAT = "memory manager"
 
 
 def _get_memory(f: ParsedFile, version: str, reader: Reader) -> tuple[dict[str, Any], str | None]:
-    name = _MEMORY_NAMES[reader.line].get(version)
+    """``GetCheckpoint`` for a memory version; records the attempt."""
     if f.syntax_error is not None:
-        err: str | None = f.syntax_error
-        if version == "V3":
-            err = f"failed to deserialize memory manager checkpoint: {err}"
-        f.attempts.append(Attempt(version, False, err))
-        return M.new_memory_checkpoint(version), err
-    obj, jerr = M.decode_memory(f.tree, version, name)
+        return M.new_memory_checkpoint(version), syntax_failure(f, version, version == "V3", _WHAT)
+    obj, jerr = M.decode_memory(f.tree, version, _MEMORY_NAMES[reader.line].get(version))
     if version == "V3":
-        if jerr is not None:
-            err = f"failed to deserialize memory manager checkpoint: {jerr}"
-            f.attempts.append(Attempt(version, False, err))
-            return obj, err
         data = M.new_memory_checkpoint("data")
-        obj["CheckpointData"] = data
-        derr = unmarshal_text(obj["Data"], M.MEMORY_DATA_T, data)
-        if derr is not None:
-            err = f"failed to deserialize memory manager checkpoint data: {derr}"
-            f.attempts.append(Attempt(version, False, err))
-            return obj, err
-        if obj["DataChecksum"] != string_checksum(obj["Data"]):
-            f.attempts.append(Attempt(version, False, CORRUPT))
-            return obj, CORRUPT
-        f.attempts.append(Attempt(version, True, None, "dataChecksum"))
-        return obj, None
+        return obj, verify_data_checkpoint(f, version, obj, jerr, data, M.MEMORY_DATA_T, _WHAT)
     if jerr is not None:
-        f.attempts.append(Attempt(version, False, str(jerr)))
-        return obj, str(jerr)
+        return obj, f.failed(version, str(jerr))
     stored = obj["Checksum"]
     if stored == 0 and reader.line == releases.NEWEST_CHECKPOINT_LINE:
-        f.attempts.append(Attempt(version, True, None, "zero"))
+        f.passed(version, "zero")
         return obj, None
     if struct_checksum(obj, _MEMORY_T[version], M.LEGACY_HEADER) == stored:
-        f.attempts.append(Attempt(version, True, None, M.LEGACY_HEADER))
+        f.passed(version, M.LEGACY_HEADER)
         return obj, None
-    f.attempts.append(Attempt(version, False, CORRUPT))
-    return obj, CORRUPT
+    return obj, f.failed(version, CORRUPT)
 
 
 def _clone_machine_state(ms: Any) -> Any:
@@ -120,8 +104,10 @@ def _migrate_v1_into_failed_v2(src: dict[str, Any], dst: dict[str, Any]) -> None
 
 
 def _restore_memory(
-    reader: Reader, policy: str, machine_state: Any, entries: Any, pod_entries: Any
+    reader: Reader, data: dict[str, Any], pod_entries: Any
 ) -> MemoryCheckpointState:
+    """``restoreState`` from a read (V1, V2 or V3 data): the policy compared."""
+    policy = data["PolicyName"]
     if reader.policy is not None and reader.policy != policy:
         raise LoadFailure(
             f"[memorymanager] configured policy {go_quote(reader.policy)} differs from state "
@@ -129,10 +115,59 @@ def _restore_memory(
         )
     return MemoryCheckpointState(
         policy,
-        M.machine_state_from_go(machine_state),
-        M.entries_from_go(entries),
+        M.machine_state_from_go(data["MachineState"]),
+        M.entries_from_go(data["Entries"]),
         None if pod_entries is None else M.pod_entries_from_go(pod_entries),
     )
+
+
+# -- the procedures, one per checkpoint code line -------------------------------------------------
+
+
+def _load_v1_only(f: ParsedFile, reader: Reader) -> tuple[MemoryCheckpointState, str]:
+    """1.21-1.35, and 1.36 with the gate off: V1 only."""
+    v1, err = _get_memory(f, "V1", reader)
+    if err is not None:
+        raise LoadFailure(err)
+    return _restore_memory(reader, v1, None), "V1"
+
+
+def _load_v2_or_v1(f: ParsedFile, reader: Reader) -> tuple[MemoryCheckpointState, str]:
+    """1.36 with the gate on: V2, else V1 copied into the failed V2 object (stale pod entries
+    survive)."""
+    v2, err = _get_memory(f, "V2", reader)
+    loaded_as = "V2"
+    if err is not None:
+        v1, err = _get_memory(f, "V1", reader)
+        if err is not None:
+            raise LoadFailure(err)
+        loaded_as = "V1"
+        _migrate_v1_into_failed_v2(v1, v2)
+    return _restore_memory(reader, v2, pod_entries_of(v2)), loaded_as
+
+
+def _load_v3_or_older(f: ParsedFile, reader: Reader) -> tuple[MemoryCheckpointState, str]:
+    """1.37: V3; a file without data and dataChecksum falls back to V2, then V1 (copied into a
+    fresh V2)."""
+    v3, err = _get_memory(f, "V3", reader)
+    loaded_as = "V3"
+    data = loaded_data(v3, err, "V3")
+    if data is None:
+        v2, err = _get_memory(f, "V2", reader)
+        loaded_as = "V2"
+        if err is not None:
+            v1, err = _get_memory(f, "V1", reader)
+            if err is not None:
+                raise LoadFailure(err)
+            loaded_as = "V1"
+            v2 = M.new_memory_checkpoint("V2")
+            _copy_v1_to_v2(v1, v2)
+        data = M.new_memory_checkpoint("data")
+        data["PolicyName"] = v2["PolicyName"]
+        data["MachineState"] = _clone_machine_state(v2["MachineState"])
+        data["Entries"] = v2["Entries"]
+        data["PodEntries"] = v2["PodEntries"]
+    return _restore_memory(reader, data, gated_pod_entries(reader, data)), loaded_as
 
 
 def load_memory_checkpoint(
@@ -152,63 +187,10 @@ def load_memory_checkpoint(
                 f"no memory manager before {releases.MEMORY_MANAGER_SINCE}: the file is not read",
             ),
         )
-    f = ParsedFile(content)
-    loaded_as: str | None = None
-    try:
-        if reader.line == releases.OLDEST or (
-            reader.line == releases.GATE_SINCE and not reader.gate
-        ):
-            v1, err = _get_memory(f, "V1", reader)
-            if err is not None:
-                raise LoadFailure(err)
-            loaded_as = "V1"
-            state = _restore_memory(
-                reader, v1["PolicyName"], v1["MachineState"], v1["Entries"], None
-            )
-        elif reader.line == releases.GATE_SINCE:
-            v2, err = _get_memory(f, "V2", reader)
-            loaded_as = "V2"
-            if err is not None:
-                v1, err = _get_memory(f, "V1", reader)
-                if err is not None:
-                    raise LoadFailure(err)
-                loaded_as = "V1"
-                _migrate_v1_into_failed_v2(v1, v2)
-            state = _restore_memory(
-                reader,
-                v2["PolicyName"],
-                v2["MachineState"],
-                v2["Entries"],
-                v2["PodEntries"] if v2["PodEntries"] is not None else {},
-            )
-        else:
-            v3, err = _get_memory(f, "V3", reader)
-            loaded_as = "V3"
-            if err is None:
-                data = v3["CheckpointData"]
-            elif v3["Data"] or v3["DataChecksum"]:
-                raise LoadFailure(f"could not load v3 checkpoint: {err}")
-            else:
-                v2, err = _get_memory(f, "V2", reader)
-                loaded_as = "V2"
-                if err is not None:
-                    v1, err = _get_memory(f, "V1", reader)
-                    if err is not None:
-                        raise LoadFailure(err)
-                    loaded_as = "V1"
-                    v2 = M.new_memory_checkpoint("V2")
-                    _copy_v1_to_v2(v1, v2)
-                data = M.new_memory_checkpoint("data")
-                data["PolicyName"] = v2["PolicyName"]
-                data["MachineState"] = _clone_machine_state(v2["MachineState"])
-                data["Entries"] = v2["Entries"]
-                data["PodEntries"] = v2["PodEntries"]
-            pods = None
-            if reader.gate:
-                pods = data["PodEntries"] if data["PodEntries"] is not None else {}
-            state = _restore_memory(
-                reader, data["PolicyName"], data["MachineState"], data["Entries"], pods
-            )
-    except LoadFailure as fail:
-        return rejected(MEMORY, reader, fail.error, state_dir, f.attempts)
-    return LoadResult(MEMORY, reader, True, state, loaded_as=loaded_as, attempts=tuple(f.attempts))
+    if reader.line == releases.OLDEST or (reader.line == releases.GATE_SINCE and not reader.gate):
+        procedure = _load_v1_only
+    elif reader.line == releases.GATE_SINCE:
+        procedure = _load_v2_or_v1
+    else:
+        procedure = _load_v3_or_older
+    return run_procedure(MEMORY, reader, content, state_dir, lambda f: procedure(f, reader))
