@@ -35,11 +35,14 @@ from app.domain.checkpoint.gojson_decode import abort, unmarshal
 from app.domain.checkpoint.gojson_encode import encode_fragment, marshal
 from app.domain.checkpoint.gojson_scan import GoJSONError
 from app.domain.checkpoint.gotypes import (
-    CHECKSUM_T,
+    CHECKSUM_FIELD,
     CPUSET_T,
+    DATA_FIELDS,
+    POLICY_NAME_FIELD,
     STRING_T,
     Field,
     GoType,
+    constructed,
     map_type,
     string_type,
     struct_type,
@@ -98,38 +101,29 @@ PODENTRY_T = struct_type(
 POD_ENTRIES_T = map_type("state.PodCPUAssignments", STRING_T, PODENTRY_T)
 
 
+_DEFAULT_CPUSET_FIELD = Field("DefaultCPUSet", "defaultCpuSet", STRING_T)
+_V2_FIELDS = (
+    POLICY_NAME_FIELD,
+    _DEFAULT_CPUSET_FIELD,
+    Field("Entries", "entries", ENTRIES_T, omitempty=True),
+)
+_POD_ENTRIES_FIELD = Field("PodEntries", "podEntries", POD_ENTRIES_T, omitempty=True)
+
+
 @functools.cache
 def cpu_v1_type(name: str = V1_HEADER) -> GoType:
-    return struct_type(
-        name,
-        Field("PolicyName", "policyName", STRING_T),
-        Field("DefaultCPUSet", "defaultCpuSet", STRING_T),
-        Field("Entries", "entries", ENTRIES_V1_T, omitempty=True),
-        Field("Checksum", "checksum", CHECKSUM_T),
-    )
+    entries = Field("Entries", "entries", ENTRIES_V1_T, omitempty=True)
+    return struct_type(name, POLICY_NAME_FIELD, _DEFAULT_CPUSET_FIELD, entries, CHECKSUM_FIELD)
 
 
 @functools.cache
 def cpu_v2_type(name: str = V2_HEADER) -> GoType:
-    return struct_type(
-        name,
-        Field("PolicyName", "policyName", STRING_T),
-        Field("DefaultCPUSet", "defaultCpuSet", STRING_T),
-        Field("Entries", "entries", ENTRIES_T, omitempty=True),
-        Field("Checksum", "checksum", CHECKSUM_T),
-    )
+    return struct_type(name, *_V2_FIELDS, CHECKSUM_FIELD)
 
 
 @functools.cache
 def cpu_v3_type(name: str = V3_HEADER) -> GoType:
-    return struct_type(
-        name,
-        Field("PolicyName", "policyName", STRING_T),
-        Field("DefaultCPUSet", "defaultCpuSet", STRING_T),
-        Field("Entries", "entries", ENTRIES_T, omitempty=True),
-        Field("PodEntries", "podEntries", POD_ENTRIES_T, omitempty=True),
-        Field("Checksum", "checksum", CHECKSUM_T),
-    )
+    return struct_type(name, *_V2_FIELDS, _POD_ENTRIES_FIELD, CHECKSUM_FIELD)
 
 
 @functools.cache
@@ -137,28 +131,13 @@ def cpu_v4_type(name: str = LEGACY_HEADER, embedded: str = "V2") -> GoType:
     """The 1.37 struct: the embedded V2 (kubernetes#139102) or V3 (#139103) fields promoted,
     then ``data`` and ``dataChecksum`` (``CheckpointData`` is ``json:"-"``)."""
     inline = cpu_v3_type() if embedded == "V3" else cpu_v2_type()
-    return struct_type(
-        name,
-        *inline.fields,
-        Field("Data", "data", STRING_T),
-        Field("DataChecksum", "dataChecksum", CHECKSUM_T),
-    )
+    return struct_type(name, *inline.fields, *DATA_FIELDS)
 
 
-CPU_DATA_T = struct_type(
-    "state.CPUManagerCheckpointData",
-    Field("PolicyName", "policyName", STRING_T),
-    Field("DefaultCPUSet", "defaultCpuSet", STRING_T),
-    Field("Entries", "entries", ENTRIES_T, omitempty=True),
-    Field("PodEntries", "podEntries", POD_ENTRIES_T, omitempty=True),
-)
+CPU_DATA_T = struct_type("state.CPUManagerCheckpointData", *_V2_FIELDS, _POD_ENTRIES_FIELD)
 
 #: The reverted single-checksum layout: ``{data, checksum}``.
-CPU_V4_REVERTED_T = struct_type(
-    "state.CPUManagerCheckpoint",
-    Field("Data", "data", STRING_T),
-    Field("Checksum", "checksum", CHECKSUM_T),
-)
+CPU_V4_REVERTED_T = struct_type("state.CPUManagerCheckpoint", DATA_FIELDS[0], CHECKSUM_FIELD)
 
 CPU_V1_T = cpu_v1_type()
 CPU_V2_T = cpu_v2_type()
@@ -166,32 +145,15 @@ CPU_V3_T = cpu_v3_type()
 CPU_V4_T = cpu_v4_type()
 
 
+_CONSTRUCTED = {"V1": CPU_V1_T, "V2": CPU_V2_T, "V3": CPU_V3_T, "V4": CPU_V4_T, "data": CPU_DATA_T}
+
+
 def new_cpu_checkpoint(version: str) -> dict[str, Any]:
     """The Go value a kubelet's constructor returns (``newCPUManagerCheckpointVn``)."""
-    if version == "V1":
-        return {"PolicyName": "", "DefaultCPUSet": "", "Entries": {}, "Checksum": 0}
-    if version == "V2":
-        return {"PolicyName": "", "DefaultCPUSet": "", "Entries": {}, "Checksum": 0}
-    if version == "V3":
-        return {
-            "PolicyName": "",
-            "DefaultCPUSet": "",
-            "Entries": {},
-            "PodEntries": {},
-            "Checksum": 0,
-        }
-    if version == "V4":
-        return {
-            "PolicyName": "",
-            "DefaultCPUSet": "",
-            "Entries": {},
-            "Checksum": 0,
-            "Data": "",
-            "DataChecksum": 0,
-        }
-    if version == "data":
-        return {"PolicyName": "", "DefaultCPUSet": "", "Entries": {}, "PodEntries": {}}
-    raise CheckpointInputError(f"unknown cpu_manager_state version {version!r}")
+    t = _CONSTRUCTED.get(version)
+    if t is None:
+        raise CheckpointInputError(f"unknown cpu_manager_state version {version!r}")
+    return constructed(t)
 
 
 #: Struct checksum algorithms (conformance ``checkpoint_checksum``): type and header.

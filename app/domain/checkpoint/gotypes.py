@@ -139,6 +139,12 @@ EMPTY_STRUCT_T = GoType(EMPTY_STRUCT, "struct {}")
 CPUSET_T = GoType(CPUSET, "cpuset.CPUSet")
 CPUSET_ELEMS_NAME = "map[int]struct {}"
 
+#: Fields every checkpoint struct of both managers declares.
+POLICY_NAME_FIELD = Field("PolicyName", "policyName", STRING_T)
+CHECKSUM_FIELD = Field("Checksum", "checksum", CHECKSUM_T)
+#: What the 1.37 formats (CPU V4, memory V3) add after the inline fields.
+DATA_FIELDS = (Field("Data", "data", STRING_T), Field("DataChecksum", "dataChecksum", CHECKSUM_T))
+
 
 def zero(t: GoType) -> Any:
     """Go's zero value of ``t`` in the Python representation."""
@@ -152,6 +158,12 @@ def zero(t: GoType) -> Any:
     if k == EMPTY_STRUCT:
         return {}
     return None  # map, slice, pointer, cpuset (nil elems)
+
+
+def constructed(t: GoType) -> dict[str, Any]:
+    """What a kubelet's ``newXxxCheckpoint`` constructor returns for struct ``t``: the zero
+    value with its maps made (empty, not nil)."""
+    return {f.go_name: {} if f.type.kind == MAP else zero(f.type) for f in t.fields}
 
 
 _Fn = TypeVar("_Fn")

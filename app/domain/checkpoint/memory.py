@@ -25,13 +25,16 @@ from app.domain.checkpoint.errors import CheckpointInputError
 from app.domain.checkpoint.gojson_decode import unmarshal
 from app.domain.checkpoint.gojson_encode import encode_fragment, marshal
 from app.domain.checkpoint.gotypes import (
-    CHECKSUM_T,
+    CHECKSUM_FIELD,
+    DATA_FIELDS,
     INT_T,
+    POLICY_NAME_FIELD,
     RESOURCE_NAME_T,
     STRING_T,
     UINT64_T,
     Field,
     GoType,
+    constructed,
     map_type,
     ptr_type,
     slice_type,
@@ -92,76 +95,45 @@ POD_ENTRY_T = struct_type(
 POD_ENTRIES_T = map_type("state.PodMemoryAssignments", STRING_T, POD_ENTRY_T)
 
 
+_V1_FIELDS = (
+    POLICY_NAME_FIELD,
+    Field("MachineState", "machineState", NUMA_NODE_MAP_T),
+    Field("Entries", "entries", ENTRIES_T, omitempty=True),
+)
+_POD_ENTRIES_FIELD = Field("PodEntries", "podEntries", POD_ENTRIES_T, omitempty=True)
+
+
 @functools.cache
 def memory_v1_type(name: str = V1_HEADER) -> GoType:
-    return struct_type(
-        name,
-        Field("PolicyName", "policyName", STRING_T),
-        Field("MachineState", "machineState", NUMA_NODE_MAP_T),
-        Field("Entries", "entries", ENTRIES_T, omitempty=True),
-        Field("Checksum", "checksum", CHECKSUM_T),
-    )
+    return struct_type(name, *_V1_FIELDS, CHECKSUM_FIELD)
 
 
 @functools.cache
 def memory_v2_type(name: str = V2_HEADER) -> GoType:
-    return struct_type(
-        name,
-        Field("PolicyName", "policyName", STRING_T),
-        Field("MachineState", "machineState", NUMA_NODE_MAP_T),
-        Field("Entries", "entries", ENTRIES_T, omitempty=True),
-        Field("PodEntries", "podEntries", POD_ENTRIES_T, omitempty=True),
-        Field("Checksum", "checksum", CHECKSUM_T),
-    )
+    return struct_type(name, *_V1_FIELDS, _POD_ENTRIES_FIELD, CHECKSUM_FIELD)
 
 
 @functools.cache
 def memory_v3_type(name: str = LEGACY_HEADER) -> GoType:
-    return struct_type(
-        name,
-        *memory_v1_type().fields,
-        Field("Data", "data", STRING_T),
-        Field("DataChecksum", "dataChecksum", CHECKSUM_T),
-    )
+    return struct_type(name, *memory_v1_type().fields, *DATA_FIELDS)
 
 
-MEMORY_DATA_T = struct_type(
-    "state.MemoryManagerCheckpointData",
-    Field("PolicyName", "policyName", STRING_T),
-    Field("MachineState", "machineState", NUMA_NODE_MAP_T),
-    Field("Entries", "entries", ENTRIES_T, omitempty=True),
-    Field("PodEntries", "podEntries", POD_ENTRIES_T, omitempty=True),
-)
+MEMORY_DATA_T = struct_type("state.MemoryManagerCheckpointData", *_V1_FIELDS, _POD_ENTRIES_FIELD)
 
 MEMORY_V1_T = memory_v1_type()
 MEMORY_V2_T = memory_v2_type()
 MEMORY_V3_T = memory_v3_type()
 
 
+_CONSTRUCTED = {"V1": MEMORY_V1_T, "V2": MEMORY_V2_T, "V3": MEMORY_V3_T, "data": MEMORY_DATA_T}
+
+
 def new_memory_checkpoint(version: str) -> dict[str, Any]:
     """The Go value of ``newMemoryManagerCheckpointVn`` (maps start empty, not nil)."""
-    if version == "V1":
-        return {"PolicyName": "", "MachineState": {}, "Entries": {}, "Checksum": 0}
-    if version == "V2":
-        return {
-            "PolicyName": "",
-            "MachineState": {},
-            "Entries": {},
-            "PodEntries": {},
-            "Checksum": 0,
-        }
-    if version == "V3":
-        return {
-            "PolicyName": "",
-            "MachineState": {},
-            "Entries": {},
-            "Checksum": 0,
-            "Data": "",
-            "DataChecksum": 0,
-        }
-    if version == "data":
-        return {"PolicyName": "", "MachineState": {}, "Entries": {}, "PodEntries": {}}
-    raise CheckpointInputError(f"unknown memory_manager_state version {version!r}")
+    t = _CONSTRUCTED.get(version)
+    if t is None:
+        raise CheckpointInputError(f"unknown memory_manager_state version {version!r}")
+    return constructed(t)
 
 
 MEMORY_STRUCT_ALGORITHMS: dict[str, tuple[str, GoType, str]] = {
