@@ -12,7 +12,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.domain.checkpoint.errors import CheckpointStateError
+from app.domain.checkpoint.errors import (
+    CheckpointStateError,
+    check_text,
+    object_field,
+    pod_entries_field,
+)
+
+# ``state.Block`` is one value for the checkpoint and the memory manager's live state.
+from app.domain.memorymanager.state import Block
 
 _TABLE_KEYS = ("total", "systemReserved", "allocatable", "reserved", "free")
 
@@ -51,18 +59,6 @@ class NUMANodeState:
             "memoryMap": {res: t.to_dict() for res, t in sorted(self.memory_map.items())},
             "cells": list(self.cells),
         }
-
-
-@dataclass(frozen=True, slots=True)
-class Block:
-    """``state.Block``: ``size`` bytes of ``type`` on the NUMA nodes ``numa_affinity``."""
-
-    numa_affinity: tuple[int, ...]
-    type: str
-    size: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"numaAffinity": list(self.numa_affinity), "type": self.type, "size": self.size}
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,50 +101,31 @@ class MemoryCheckpointState:
         if not isinstance(d, Mapping):
             raise CheckpointStateError("a memory_manager_state must be an object")
         policy = d.get("policyName", "")
-        _text(policy, "policyName")
-        machine: dict[int, NUMANodeState] = {}
-        raw_ms = d.get("machineState") or {}
-        if not isinstance(raw_ms, Mapping):
-            raise CheckpointStateError("machineState must be an object")
-        for key, node in raw_ms.items():
-            node_id = _numa_id(key, "machineState key")
-            machine[node_id] = _node_state(node, f"machineState[{key!r}]")
-        entries: dict[str, dict[str, tuple[Block, ...]]] = {}
-        raw_entries = d.get("entries") or {}
-        if not isinstance(raw_entries, Mapping):
-            raise CheckpointStateError("entries must be an object")
-        for pod, containers in raw_entries.items():
-            _text(pod, "entries key")
-            if containers is None:
-                containers = {}
-            if not isinstance(containers, Mapping):
-                raise CheckpointStateError(f"entries[{pod!r}] must be an object")
-            inner: dict[str, tuple[Block, ...]] = {}
-            for name, blocks in containers.items():
-                _text(name, f"entries[{pod!r}] key")
-                inner[name] = _blocks(blocks, f"entries[{pod!r}][{name!r}]")
-            entries[pod] = inner
-        pod_entries: dict[str, tuple[Block, ...]] | None = None
-        raw_pod = d.get("podEntries")
-        if raw_pod is not None:
-            if not isinstance(raw_pod, Mapping):
-                raise CheckpointStateError("podEntries must be an object")
-            pod_entries = {}
-            for pod, blocks in raw_pod.items():
-                _text(pod, "podEntries key")
-                if isinstance(blocks, Mapping):
-                    blocks = blocks.get("memoryBlocks") or []
-                pod_entries[pod] = _blocks(blocks, f"podEntries[{pod!r}]")
+        check_text(policy, "policyName")
+        machine = {
+            _numa_id(key, "machineState key"): _node_state(node, f"machineState[{key!r}]")
+            for key, node in object_field(d, "machineState").items()
+        }
+        entries = _entries(object_field(d, "entries"))
+        pod_entries = pod_entries_field(d, lambda v: v.get("memoryBlocks") or [], _blocks)
         return cls(policy, machine, entries, pod_entries)
 
 
-def _text(s: Any, what: str) -> None:
-    if not isinstance(s, str):
-        raise CheckpointStateError(f"{what} must be a string, got {type(s).__name__}")
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        raise CheckpointStateError(f"{what} {s!r} is not valid Unicode text") from None
+def _entries(raw: Mapping[str, Any]) -> dict[str, dict[str, tuple[Block, ...]]]:
+    """``entries``: pod -> container -> blocks."""
+    entries: dict[str, dict[str, tuple[Block, ...]]] = {}
+    for pod, containers in raw.items():
+        check_text(pod, "entries key")
+        if containers is None:
+            containers = {}
+        if not isinstance(containers, Mapping):
+            raise CheckpointStateError(f"entries[{pod!r}] must be an object")
+        inner: dict[str, tuple[Block, ...]] = {}
+        for name, blocks in containers.items():
+            check_text(name, f"entries[{pod!r}] key")
+            inner[name] = _blocks(blocks, f"entries[{pod!r}][{name!r}]")
+        entries[pod] = inner
+    return entries
 
 
 def _uint(v: Any, what: str, bits: int = 64) -> int:
@@ -212,7 +189,7 @@ def _node_state(v: Any, what: str) -> NUMANodeState:
         raise CheckpointStateError(f"{what}.memoryMap must be an object")
     tables = {}
     for res, t in mm.items():
-        _text(res, f"{what}.memoryMap key")
+        check_text(res, f"{what}.memoryMap key")
         tables[res] = _table(t, f"{what}.memoryMap[{res!r}]")
     count = v.get("numberOfAssignments", v.get("number_of_assignments", 0))
     return NUMANodeState(
@@ -235,7 +212,7 @@ def _blocks(v: Any, what: str) -> tuple[Block, ...]:
         if not isinstance(b, Mapping):
             raise CheckpointStateError(f"{what}[{i}] must be a block object")
         kind = b.get("type", "")
-        _text(kind, f"{what}[{i}].type")
+        check_text(kind, f"{what}[{i}].type")
         numa = b.get("numaAffinity", b.get("numa"))
         out.append(
             Block(
