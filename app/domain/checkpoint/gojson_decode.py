@@ -295,16 +295,7 @@ def _compile_struct(t: GoType) -> _DecodeFn:
     decoded in order."""
     new_obj = _zero_factory(t)
     plan = _field_plans(t)
-    json_names = {f: f.json_name for f in t.fields}
-
-    def field_plan(key: str) -> _FieldPlan | None:
-        entry = plan.get(key)
-        if entry is None:
-            f = t.lookup(key)
-            if f is None:
-                return None
-            entry = plan[json_names[f] or ""]
-        return entry
+    field_plan = _folded_lookup(t, plan)
 
     def dec_struct(d: Decoder, node: Any, cur: Any) -> Any:
         if type(node) is not JObj:
@@ -322,11 +313,7 @@ def _compile_struct(t: GoType) -> _DecodeFn:
             # Go makes a nil map (or allocates a nil pointer) in place before decoding its
             # elements, so an aborted element leaves the partly filled map in the struct.
             if prealloc is not None and current is None and value is not None:
-                if prealloc == MAP:
-                    if type(value) is JObj:
-                        current = obj[name] = {}
-                elif pointee is not None:
-                    current = obj[name] = zero(pointee)
+                current = obj[name] = _allocated(prealloc, pointee, value)
             if track:
                 outer = d.struct
                 d.fields.append(json_name)
@@ -341,6 +328,29 @@ def _compile_struct(t: GoType) -> _DecodeFn:
     if not _is_flat(t):
         return dec_struct
     return _flat_struct_decoder(t, new_obj, plan, field_plan, dec_struct)
+
+
+def _folded_lookup(t: GoType, plan: dict[str, _FieldPlan]) -> Any:
+    """The plan of a key that is not a field's exact JSON name: case-insensitive match."""
+    json_names = {f: f.json_name for f in t.fields}
+
+    def field_plan(key: str) -> _FieldPlan | None:
+        entry = plan.get(key)
+        if entry is None:
+            f = t.lookup(key)
+            if f is None:
+                return None
+            entry = plan[json_names[f] or ""]
+        return entry
+
+    return field_plan
+
+
+def _allocated(prealloc: str, pointee: GoType | None, value: Any) -> Any:
+    """What a nil map (for an object) or a nil pointer holds once Go made it in place."""
+    if prealloc == MAP:
+        return {} if type(value) is JObj else None
+    return zero(pointee) if pointee is not None else None
 
 
 def _flat_struct_decoder(
