@@ -25,6 +25,7 @@ some configurations (see ``readers``).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from app.domain.checkpoint.checksum import string_checksum, struct_checksum
@@ -47,6 +48,8 @@ from app.domain.checkpoint.gotypes import (
     string_type,
     struct_type,
 )
+from app.domain.cpuset import CPUSet
+from app.domain.golang.strconv import go_quote
 
 CPU_FILE_NAME = "cpu_manager_state"
 
@@ -193,6 +196,59 @@ def decode_cpu(tree: Any, version: str, name: str | None = None) -> tuple[dict[s
     else:
         raise CheckpointInputError(f"unknown cpu_manager_state version {version!r}")
     return obj, unmarshal(tree, gt, obj)
+
+
+# -- Go values -> normalised state ---------------------------------------------------------------
+
+
+def _parsed(text: str, on_error: Callable[[str], None], what: str, *names: str) -> CPUSet | None:
+    """``cpuset.Parse(text)``; on an error ``on_error`` gets the kubelet's text (``what`` with
+    ``names`` quoted into it) and the result is ``None``."""
+    try:
+        return parse_cpuset(text)
+    except GoCPUSetError as exc:
+        on_error(f"could not parse {what.format(*map(go_quote, names))}: {exc}")
+        return None
+
+
+def cpu_state_from_go(
+    data: dict[str, Any], pod_entries: Any, on_error: Callable[[str], None]
+) -> CPUCheckpointState:
+    """The state of a decoded V2/V3 value or V4 data, every cpuset parsed in sorted order as
+    ``restoreState`` does; each error goes to ``on_error`` (which may raise) and its cpuset is
+    left out (an empty default set)."""
+    default_text, entries = data["DefaultCPUSet"], data["Entries"]
+    default = _parsed(default_text, on_error, "default cpu set {}", default_text)
+    parsed: dict[str, dict[str, CPUSet]] = {}
+    for pod in sorted(entries or {}):
+        inner: dict[str, CPUSet] = {}
+        for name, text in sorted((entries[pod] or {}).items()):
+            cset = _parsed(text, on_error, "cpuset {} for container {} in pod {}", text, name, pod)
+            if cset is not None:
+                inner[name] = cset
+        parsed[pod] = inner
+    pods: dict[str, CPUSet] | None = None
+    if pod_entries is not None:
+        pods = {
+            pod: (e["CPUSet"] if e["CPUSet"] is not None else CPUSet())
+            for pod, e in pod_entries.items()
+        }
+    return CPUCheckpointState(
+        data["PolicyName"], default if default is not None else CPUSet(), parsed, pods
+    )
+
+
+def cpu_v1_state_from_go(v1: dict[str, Any], on_error: Callable[[str], None]) -> CPUCheckpointState:
+    """The state of a decoded V1 value, keyed by container ID (as ``cpu_state_from_go``)."""
+    default_text = v1["DefaultCPUSet"]
+    default = _parsed(default_text, on_error, "default cpu set {}", default_text)
+    containers: dict[str, CPUSet] = {}
+    for cid, text in sorted((v1["Entries"] or {}).items()):
+        cset = _parsed(text, on_error, "cpuset {} for container id {}", text, cid)
+        if cset is not None:
+            containers[cid] = cset
+    default_set = default if default is not None else CPUSet()
+    return CPUCheckpointState(v1["PolicyName"], default_set, {}, None, containers)
 
 
 # -- writing ----------------------------------------------------------------------------------------

@@ -220,6 +220,17 @@ def pod_entries_from_go(
     return {pod: _blocks_from_go(e["MemoryBlocks"], seen) for pod, e in (pod_entries or {}).items()}
 
 
+def memory_state_from_go(data: dict[str, Any], pod_entries: Any) -> MemoryCheckpointState:
+    """The state of a decoded V1/V2 value or V3 data (``pod_entries``: ``None`` for a read
+    without them)."""
+    return MemoryCheckpointState(
+        data["PolicyName"],
+        machine_state_from_go(data["MachineState"]),
+        entries_from_go(data["Entries"]),
+        None if pod_entries is None else pod_entries_from_go(pod_entries),
+    )
+
+
 def _blocks_to_go(blocks: Iterable[Block]) -> list[dict[str, Any]]:
     return [{"NUMAAffinity": list(b.numa_affinity), "Type": b.type, "Size": b.size} for b in blocks]
 

@@ -18,7 +18,6 @@ from app.domain import releases
 from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint.checksum import struct_checksum
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
-from app.domain.checkpoint.gocpuset import GoCPUSetError, parse_cpuset
 from app.domain.checkpoint.loading import (
     CORRUPT,
     CPU,
@@ -34,7 +33,6 @@ from app.domain.checkpoint.loading import (
     verify_data_checkpoint,
 )
 from app.domain.checkpoint.reader import Reader
-from app.domain.cpuset import CPUSet
 from app.domain.golang.strconv import go_quote
 
 # -- CPU ---------------------------------------------------------------------------------------------
@@ -151,41 +149,15 @@ def _check_policy(reader: Reader, policy: str) -> None:
         )
 
 
-def _parse_cpuset(text: str, what: str, *names: str) -> CPUSet:
-    """A stored cpuset parsed as ``cpuset.Parse``; ``what`` names it in the error, with
-    ``names`` quoted into its ``{}`` (only on an error: this runs for every container)."""
-    try:
-        return parse_cpuset(text)
-    except GoCPUSetError as exc:
-        described = what.format(*map(go_quote, names))
-        raise LoadFailure(f"could not parse {described}: {exc}") from None
+def _refuse(error: str) -> None:
+    raise LoadFailure(error)
 
 
 def _restore_cpu(reader: Reader, data: dict[str, Any], pod_entries: Any) -> CPUCheckpointState:
-    """``restoreState`` from a read (V2, V3 or V4 data): policy compared, every cpuset parsed."""
-    policy, default_text, entries = data["PolicyName"], data["DefaultCPUSet"], data["Entries"]
-    _check_policy(reader, policy)
-    default = _parse_cpuset(default_text, "default cpu set {}", default_text)
-    assignments: dict[str, dict[str, CPUSet]] = {}
-    for pod in sorted(entries or {}):
-        containers = entries[pod] or {}
-        assignments[pod] = {
-            name: _parse_cpuset(
-                containers[name],
-                "cpuset {} for container {} in pod {}",
-                containers[name],
-                name,
-                pod,
-            )
-            for name in sorted(containers)
-        }
-    pods: dict[str, CPUSet] | None = None
-    if pod_entries is not None:
-        pods = {
-            pod: (e["CPUSet"] if e["CPUSet"] is not None else CPUSet())
-            for pod, e in pod_entries.items()
-        }
-    return CPUCheckpointState(policy, default, assignments, pods)
+    """``restoreState`` from a read (V2, V3 or V4 data): policy compared, every cpuset parsed
+    (the first that does not parse stops the kubelet)."""
+    _check_policy(reader, data["PolicyName"])
+    return C.cpu_state_from_go(data, pod_entries, _refuse)
 
 
 # -- the procedures, one per checkpoint code line -------------------------------------------------
@@ -197,14 +169,7 @@ def _load_v1_only(f: ParsedFile, reader: Reader) -> tuple[CPUCheckpointState, st
     if err is not None:
         raise LoadFailure(err)
     _check_policy(reader, v1["PolicyName"])
-    default_text = v1["DefaultCPUSet"]
-    default = _parse_cpuset(default_text, "default cpu set {}", default_text)
-    entries = v1["Entries"] or {}
-    containers = {
-        cid: _parse_cpuset(entries[cid], "cpuset {} for container id {}", entries[cid], cid)
-        for cid in sorted(entries)
-    }
-    return CPUCheckpointState(v1["PolicyName"], default, {}, None, containers), "V1"
+    return C.cpu_v1_state_from_go(v1, _refuse), "V1"
 
 
 def _load_v1_or_v2(

@@ -113,12 +113,7 @@ def _restore_memory(
             f"[memorymanager] configured policy {go_quote(reader.policy)} differs from state "
             f"checkpoint policy {go_quote(policy)}"
         )
-    return MemoryCheckpointState(
-        policy,
-        M.machine_state_from_go(data["MachineState"]),
-        M.entries_from_go(data["Entries"]),
-        None if pod_entries is None else M.pod_entries_from_go(pod_entries),
-    )
+    return M.memory_state_from_go(data, pod_entries)
 
 
 # -- the procedures, one per checkpoint code line -------------------------------------------------
