@@ -70,25 +70,32 @@ def _status(stored: int, computed: int | None) -> str:
     return "invalid"
 
 
+def _joined(*notes: str) -> str:
+    return " ".join(x for x in notes if x)
+
+
+def _decoded(tree: Any, manager: str, version: str) -> tuple[dict[str, Any], Any]:
+    """The file decoded as ``version``, and the decoding error."""
+    if manager == CPU:
+        return C.decode_cpu(tree, version)
+    return M.decode_memory(tree, version)
+
+
 def _struct_report(
     tree: Any, manager: str, version: str, algorithms: Sequence[str], note: str = ""
 ) -> ChecksumReport:
-    if manager == CPU:
-        obj, err = C.decode_cpu(tree, version)
-        table: Mapping[str, tuple[str, Any, str]] = C.CPU_STRUCT_ALGORITHMS
-    else:
-        obj, err = M.decode_memory(tree, version)
-        table = M.MEMORY_STRUCT_ALGORITHMS
+    """The struct checksum, by the first of ``algorithms`` that matches (else the first)."""
+    obj, err = _decoded(tree, manager, version)
+    table: Mapping[str, tuple[str, Any, str]] = (
+        C.CPU_STRUCT_ALGORITHMS if manager == CPU else M.MEMORY_STRUCT_ALGORITHMS
+    )
     first = algorithms[0]
     stored = obj.get("Checksum", 0)
     if err is not None:
         return ChecksumReport(
             "checksum", stored, None, "unverified", first, f"the file does not decode: {err}"
         )
-    t_version = {"V4": "V2"}.get(version, version)
-    if manager == MEMORY and version == "V3":
-        t_version = "V1"
-    if t_version != version:  # the inline part of V4 / memory V3
+    if version == _DATA_VERSIONS[manager]:  # the inline part: hashed without data fields
         obj = {k: v for k, v in obj.items() if k not in ("Data", "DataChecksum")}
     computed: dict[str, int] = {}
     for alg in algorithms:
@@ -96,22 +103,30 @@ def _struct_report(
         computed[alg] = struct_checksum(obj, t, header)
     for alg in algorithms:
         if computed[alg] == stored:
-            extra = _HEADER_NOTES.get(alg, "")
-            return ChecksumReport(
-                "checksum", stored, stored, "valid", alg, " ".join(x for x in (note, extra) if x)
-            )
+            note = _joined(note, _HEADER_NOTES.get(alg, ""))
+            return ChecksumReport("checksum", stored, stored, "valid", alg, note)
     status = _status(stored, computed[first])
     if status == "unverified":
-        note = " ".join(
-            x
-            for x in (
-                note,
-                "a zero checksum is accepted without hashing only by readers with the "
-                "zero rule (spec §3.5)",
-            )
-            if x
+        note = _joined(
+            note,
+            "a zero checksum is accepted without hashing only by readers with the zero rule "
+            "(spec §3.5)",
         )
     return ChecksumReport("checksum", stored, computed[first], status, first, note)
+
+
+# The versions that carry data and dataChecksum after an inline part, and the algorithms of
+# that inline part's checksum.
+_DATA_VERSIONS = {CPU: "V4", MEMORY: "V3"}
+_INLINE_ALGORITHMS = {CPU: ("cpu_v2_legacy",), MEMORY: ("mem_v1",)}
+# The struct checksums of the other versions: the algorithms to try.
+_STRUCT_ALGORITHMS = {
+    (CPU, "V1"): ("cpu_v1",),
+    (CPU, "V2"): ("cpu_v2_legacy", "cpu_v2_v2name"),
+    (CPU, "V3"): ("cpu_v3_legacy", "cpu_v3_v3name"),
+    (MEMORY, "V1"): ("mem_v1",),
+    (MEMORY, "V2"): ("mem_v2_legacy",),
+}
 
 
 _HEADER_NOTES = {
@@ -150,43 +165,16 @@ def _stored(tree: Any, key: str) -> int:
 
 
 def checksum_reports(tree: Any, info: VersionInfo) -> tuple[ChecksumReport, ...]:
+    """Every checksum field of the file: the struct checksum, or (CPU V4 / memory V3) the
+    inline part's checksum and ``dataChecksum``; the reverted V4 hashes its data into
+    ``checksum``."""
     m, v = info.manager, info.version
-    if m == CPU:
-        if v == "V1":
-            return (_struct_report(tree, CPU, "V1", ("cpu_v1",)),)
-        if v == "V2":
-            return (_struct_report(tree, CPU, "V2", ("cpu_v2_legacy", "cpu_v2_v2name")),)
-        if v == "V3":
-            return (_struct_report(tree, CPU, "V3", ("cpu_v3_legacy", "cpu_v3_v3name")),)
-        if v == "V4-reverted":
-            return (
-                _data_report(
-                    tree, "checksum", "data_string_in_checksum_field", _stored(tree, "checksum")
-                ),
-            )
-        inline = _struct_report(
-            tree,
-            CPU,
-            "V4",
-            ("cpu_v2_legacy",),
-            _INLINE_NOTE,
-        )
-        return (
-            inline,
-            _data_report(tree, "dataChecksum", "data_string", _stored(tree, "dataChecksum")),
-        )
-    if v == "V1":
-        return (_struct_report(tree, MEMORY, "V1", ("mem_v1",)),)
-    if v == "V2":
-        return (_struct_report(tree, MEMORY, "V2", ("mem_v2_legacy",)),)
-    inline = _struct_report(
-        tree,
-        MEMORY,
-        "V3",
-        ("mem_v1",),
-        _INLINE_NOTE,
-    )
-    return (
-        inline,
-        _data_report(tree, "dataChecksum", "data_string", _stored(tree, "dataChecksum")),
-    )
+    algorithms = _STRUCT_ALGORITHMS.get((m, v))
+    if algorithms is not None:
+        return (_struct_report(tree, m, v, algorithms),)
+    if m == CPU and v == "V4-reverted":
+        stored = _stored(tree, "checksum")
+        return (_data_report(tree, "checksum", "data_string_in_checksum_field", stored),)
+    inline = _struct_report(tree, m, _DATA_VERSIONS[m], _INLINE_ALGORITHMS[m], _INLINE_NOTE)
+    data = _data_report(tree, "dataChecksum", "data_string", _stored(tree, "dataChecksum"))
+    return (inline, data)
