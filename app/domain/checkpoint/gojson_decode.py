@@ -17,20 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from app.domain.checkpoint.gojson_scan import GoJSONError, GoNumber, GoSyntaxError, JObj, parse
-from app.domain.checkpoint.gotypes import (
-    CPUSET,
-    EMPTY_STRUCT,
-    INT,
-    MAP,
-    PTR,
-    SLICE,
-    STRING,
-    STRUCT,
-    UINT,
-    GoType,
-    type_compiler,
-    zero,
-)
+from app.domain.checkpoint.gotypes import GoType, Kind, type_compiler, zero
 
 # -- errors ----------------------------------------------------------------------------------
 
@@ -148,7 +135,7 @@ _DecodeFn = Any
 
 
 def _zero_factory(t: GoType) -> Any:
-    if t.kind == STRUCT:
+    if t.kind == Kind.STRUCT:
         template = zero(t)
         if all(not isinstance(v, dict | list) for v in template.values()):
             return template.copy
@@ -173,7 +160,7 @@ def _compile_string(t: GoType) -> _DecodeFn:
 
 def _compile_int(t: GoType) -> _DecodeFn:
     """``int``/``uint64``: a number within range (``strconv.ParseInt``/``ParseUint``)."""
-    parse_number = parse_int64 if t.kind == INT else _parse_uint64
+    parse_number = parse_int64 if t.kind == Kind.INT else _parse_uint64
 
     def dec_int(d: Decoder, node: Any, cur: Any) -> Any:
         if type(node) is GoNumber:
@@ -198,7 +185,7 @@ def _compile_slice(t: GoType) -> _DecodeFn:
     assert slice_elem is not None
     new_elem = _zero_factory(slice_elem)
     elem_dec = _decoder(slice_elem)
-    scalar = slice_elem.kind in (INT, UINT)
+    scalar = slice_elem.kind in (Kind.INT, Kind.UINT)
 
     def dec_slice(d: Decoder, node: Any, cur: Any) -> Any:
         if type(node) is not list:
@@ -266,7 +253,7 @@ def _field_plans(t: GoType) -> dict[str, _FieldPlan]:
         if f.json_name is None:
             continue
         ft = f.type
-        prealloc = ft.kind if ft.unmarshal is None and ft.kind in (MAP, PTR) else None
+        prealloc = ft.kind if ft.unmarshal is None and ft.kind in (Kind.MAP, Kind.PTR) else None
         plan[f.json_name] = (f.go_name, f.json_name, _decoder(ft), prealloc, ft.elem)
     return plan
 
@@ -279,11 +266,11 @@ def _is_flat(t: GoType) -> bool:
     """A struct of strings, integers and slices of integers only (a memory block): it needs no
     in-place allocation, its fields decode straight into the fresh value."""
     return all(
-        _is_plain(f.type, (STRING, INT, UINT))
+        _is_plain(f.type, (Kind.STRING, Kind.INT, Kind.UINT))
         or (
-            _is_plain(f.type, (SLICE,))
+            _is_plain(f.type, (Kind.SLICE,))
             and f.type.elem is not None
-            and _is_plain(f.type.elem, (INT, UINT))
+            and _is_plain(f.type.elem, (Kind.INT, Kind.UINT))
         )
         for f in t.fields
         if f.json_name is not None
@@ -348,7 +335,7 @@ def _folded_lookup(t: GoType, plan: dict[str, _FieldPlan]) -> Any:
 
 def _allocated(prealloc: str, pointee: GoType | None, value: Any) -> Any:
     """What a nil map (for an object) or a nil pointer holds once Go made it in place."""
-    if prealloc == MAP:
+    if prealloc == Kind.MAP:
         return {} if type(value) is JObj else None
     return zero(pointee) if pointee is not None else None
 
@@ -358,8 +345,8 @@ def _flat_struct_decoder(
 ) -> _DecodeFn:
     """The untracked decoder of a flat struct (``_is_flat``): what the field decoders return
     for a plain string or a short run of digits, without the calls; ``tracked`` otherwise."""
-    strings = {f.json_name for f in t.fields if _is_plain(f.type, (STRING,))}
-    ints = {f.json_name for f in t.fields if _is_plain(f.type, (INT, UINT))}
+    strings = {f.json_name for f in t.fields if _is_plain(f.type, (Kind.STRING,))}
+    ints = {f.json_name for f in t.fields if _is_plain(f.type, (Kind.INT, Kind.UINT))}
 
     def dec_flat_struct(d: Decoder, node: Any, cur: Any) -> Any:
         if d.track or type(node) is not JObj:
@@ -386,9 +373,9 @@ def _compile_map(t: GoType) -> _DecodeFn:
     key_t = t.key
     elem = t.elem
     assert key_t is not None and elem is not None
-    int_keys = key_t.kind == INT
+    int_keys = key_t.kind == Kind.INT
     new_elem = _zero_factory(elem)
-    string_elems = elem.kind == STRING
+    string_elems = elem.kind == Kind.STRING
     elem_dec = _decoder(elem)
 
     def dec_map(d: Decoder, node: Any, cur: Any) -> Any:
@@ -419,15 +406,15 @@ def _compile_map(t: GoType) -> _DecodeFn:
 
 _decoder: Callable[[GoType], _DecodeFn] = type_compiler(
     {
-        STRING: _compile_string,
-        INT: _compile_int,
-        UINT: _compile_int,
-        STRUCT: _compile_struct,
-        MAP: _compile_map,
-        SLICE: _compile_slice,
-        PTR: _compile_ptr,
-        EMPTY_STRUCT: _compile_empty,
-        CPUSET: _compile_cpuset,
+        Kind.STRING: _compile_string,
+        Kind.INT: _compile_int,
+        Kind.UINT: _compile_int,
+        Kind.STRUCT: _compile_struct,
+        Kind.MAP: _compile_map,
+        Kind.SLICE: _compile_slice,
+        Kind.PTR: _compile_ptr,
+        Kind.EMPTY_STRUCT: _compile_empty,
+        Kind.CPUSET: _compile_cpuset,
     },
     hook=lambda t: t.unmarshal,
 )

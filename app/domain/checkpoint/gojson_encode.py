@@ -14,18 +14,7 @@ from collections.abc import Callable, Mapping
 from json.encoder import encode_basestring
 from typing import Any
 
-from app.domain.checkpoint.gotypes import (
-    EMPTY_STRUCT,
-    INT,
-    MAP,
-    PTR,
-    SLICE,
-    STRING,
-    STRUCT,
-    UINT,
-    GoType,
-    type_compiler,
-)
+from app.domain.checkpoint.gotypes import GoType, Kind, type_compiler
 
 _HTML_ESCAPES = str.maketrans(
     {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -69,7 +58,7 @@ def marshal(value: Any, t: GoType, *, fragments: Mapping[str, str] | None = None
 
 def _encode_struct_with(value: Any, t: GoType, fragments: Mapping[str, str]) -> str:
     """The struct encoder of ``_compile_struct`` with some field values pre-encoded."""
-    if t.kind != STRUCT or t.marshal is not None:
+    if t.kind != Kind.STRUCT or t.marshal is not None:
         raise TypeError(f"fragments are for plain structs, not {t.name}")
     out = []
     for f in t.fields:
@@ -86,13 +75,13 @@ def _encode_struct_with(value: Any, t: GoType, fragments: Mapping[str, str]) -> 
 def is_empty(value: Any, t: GoType) -> bool:
     """Go's ``isEmptyValue`` (what ``omitempty`` drops)."""
     k = t.kind
-    if k in (MAP, SLICE):
+    if k in (Kind.MAP, Kind.SLICE):
         return not value
-    if k == STRING:
+    if k == Kind.STRING:
         return value == ""
-    if k in (INT, UINT):
+    if k in (Kind.INT, Kind.UINT):
         return value == 0
-    if k == PTR:
+    if k == Kind.PTR:
         return value is None
     return False
 
@@ -125,7 +114,7 @@ def _compile_map(t: GoType) -> _Encoder:
     """Keys sorted by their text (integer keys too); nil is ``null``."""
     assert t.elem is not None and t.key is not None
     elem_enc = _encoder(t.elem)
-    int_keys = t.key.kind != STRING
+    int_keys = t.key.kind != Kind.STRING
 
     def enc_map(value: Any) -> str:
         if value is None:
@@ -163,14 +152,14 @@ def _compile_ptr(t: GoType) -> _Encoder:
 
 _encoder: Callable[[GoType], _Encoder] = type_compiler(
     {
-        STRING: lambda t: _go_string,
-        INT: lambda t: str,
-        UINT: lambda t: str,
-        STRUCT: _compile_struct,
-        MAP: _compile_map,
-        SLICE: _compile_slice,
-        PTR: _compile_ptr,
-        EMPTY_STRUCT: lambda t: lambda value: "{}",
+        Kind.STRING: lambda t: _go_string,
+        Kind.INT: lambda t: str,
+        Kind.UINT: lambda t: str,
+        Kind.STRUCT: _compile_struct,
+        Kind.MAP: _compile_map,
+        Kind.SLICE: _compile_slice,
+        Kind.PTR: _compile_ptr,
+        Kind.EMPTY_STRUCT: lambda t: lambda value: "{}",
     },
     hook=lambda t: t.marshal,
 )

@@ -22,20 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from app.domain.checkpoint.gotypes import (
-    CPUSET,
-    CPUSET_ELEMS_NAME,
-    EMPTY_STRUCT,
-    INT,
-    MAP,
-    PTR,
-    SLICE,
-    STRING,
-    STRUCT,
-    UINT,
-    GoType,
-    type_compiler,
-)
+from app.domain.checkpoint.gotypes import CPUSET_ELEMS_NAME, GoType, Kind, type_compiler
 
 
 class _State:
@@ -91,7 +78,7 @@ def _compile_ptr(t: GoType) -> _Formatter:
 
 def _compile_scalar(t: GoType) -> _Formatter:
     """Strings raw, integers in decimal."""
-    conv = (lambda v: v) if t.kind == STRING else str
+    conv = (lambda v: v) if t.kind == Kind.STRING else str
     prefix = _prefix(t)
 
     def fmt_scalar(out: list[str], v: Any, st: _State) -> None:
@@ -129,7 +116,7 @@ def _compile_map(t: GoType) -> _Formatter:
     elem = t.elem
     assert t.key is not None and elem is not None
     elem_fmt = _formatter(elem)
-    simple = elem.kind == STRING
+    simple = elem.kind == Kind.STRING
     prefix = _prefix(t)
 
     def fmt_map(out: list[str], v: Any, st: _State) -> None:
@@ -159,7 +146,7 @@ def _compile_slice(t: GoType) -> _Formatter:
     elem = t.elem
     assert elem is not None
     elem_fmt = _formatter(elem)
-    numbers = elem.kind in (INT, UINT)
+    numbers = elem.kind in (Kind.INT, Kind.UINT)
     prefix = _prefix(t)
 
     def fmt_slice(out: list[str], v: Any, st: _State) -> None:
@@ -212,14 +199,14 @@ def _compile_cpuset(t: GoType) -> _Formatter:
 
 _formatter: Callable[[GoType], _Formatter] = type_compiler(
     {
-        PTR: _compile_ptr,
-        STRING: _compile_scalar,
-        INT: _compile_scalar,
-        UINT: _compile_scalar,
-        STRUCT: _compile_struct,
-        MAP: _compile_map,
-        SLICE: _compile_slice,
-        EMPTY_STRUCT: _compile_empty,
-        CPUSET: _compile_cpuset,
+        Kind.PTR: _compile_ptr,
+        Kind.STRING: _compile_scalar,
+        Kind.INT: _compile_scalar,
+        Kind.UINT: _compile_scalar,
+        Kind.STRUCT: _compile_struct,
+        Kind.MAP: _compile_map,
+        Kind.SLICE: _compile_slice,
+        Kind.EMPTY_STRUCT: _compile_empty,
+        Kind.CPUSET: _compile_cpuset,
     }
 )

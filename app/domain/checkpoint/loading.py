@@ -140,17 +140,55 @@ class ParsedFile:
 # -- checkpoints that carry their state as a JSON string (CPU V4, memory V3) --------------------
 
 
-def syntax_failure(f: ParsedFile, version: str, wrapped: bool, what: str) -> str:
-    """A ``GetCheckpoint`` attempt on a file that is not JSON; the V4/V3 ``Unmarshal`` error
-    is wrapped in the ``failed to deserialize`` text."""
-    assert f.syntax_error is not None
-    err = f.syntax_error
-    if wrapped:
-        err = f"failed to deserialize {what} checkpoint: {err}"
-    return f.failed(version, err)
+@dataclass(frozen=True, slots=True)
+class ManagerCodec:
+    """What ``get_checkpoint`` needs of a manager: its name in error texts, the version that
+    carries ``data`` (CPU V4, memory V3), its constructors, decoder and data type."""
+
+    what: str
+    data_version: str
+    new: Callable[[str], dict[str, Any]]
+    decode: Callable[[Any, str, str | None], tuple[dict[str, Any], Any]]
+    data_t: GoType
 
 
-def verify_data_checkpoint(
+def get_checkpoint(
+    f: ParsedFile,
+    codec: ManagerCodec,
+    version: str,
+    name: str | None,
+    verify: Callable[[dict[str, Any]], str | None],
+) -> tuple[dict[str, Any], str | None]:
+    """``GetCheckpoint`` of one version (Go struct ``name`` in type errors); records the
+    attempt. The data version is verified by ``dataChecksum``, the others by ``verify`` (the
+    manager's ``VerifyChecksum``: how the checksum passed, ``None`` when it did not)."""
+    if f.syntax_error is not None:
+        err = f.syntax_error
+        if version == codec.data_version:
+            err = f"failed to deserialize {codec.what} checkpoint: {err}"
+        return codec.new(version), f.failed(version, err)
+    obj, jerr = codec.decode(f.tree, version, name)
+    if version == codec.data_version:
+        data = codec.new("data")
+        return obj, _verify_data_checkpoint(f, version, obj, jerr, data, codec.data_t, codec.what)
+    if jerr is not None:
+        return obj, f.failed(version, str(jerr))
+    matched = verify(obj)
+    if matched is None:
+        return obj, f.failed(version, CORRUPT)
+    f.passed(version, matched)
+    return obj, None
+
+
+def required(attempt: tuple[dict[str, Any], str | None]) -> dict[str, Any]:
+    """The object of an attempt that must succeed: its error stops the loader."""
+    obj, err = attempt
+    if err is not None:
+        raise LoadFailure(err)
+    return obj
+
+
+def _verify_data_checkpoint(
     f: ParsedFile,
     version: str,
     obj: dict[str, Any],

@@ -19,18 +19,18 @@ from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint.checksum import struct_checksum
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.loading import (
-    CORRUPT,
     CPU,
     DEFAULT_STATE_DIR,
     LoadFailure,
     LoadResult,
+    ManagerCodec,
     ParsedFile,
     gated_pod_entries,
+    get_checkpoint,
     loaded_data,
     pod_entries_of,
+    required,
     run_procedure,
-    syntax_failure,
-    verify_data_checkpoint,
 )
 from app.domain.checkpoint.reader import Reader
 from app.domain.golang.strconv import go_quote
@@ -67,28 +67,24 @@ def _cpu_headers(version: str, reader: Reader) -> tuple[str, ...]:
 
 
 _CPU_T = {"V1": C.CPU_V1_T, "V2": C.CPU_V2_T, "V3": C.CPU_V3_T}
-_WHAT = "cpu manager"
+_CODEC = ManagerCodec("cpu manager", "V4", C.new_cpu_checkpoint, C.decode_cpu, C.CPU_DATA_T)
 
 
 def _get_cpu(f: ParsedFile, version: str, reader: Reader) -> tuple[dict[str, Any], str | None]:
     """``GetCheckpoint`` for a CPU version; records the attempt."""
-    if f.syntax_error is not None:
-        return C.new_cpu_checkpoint(version), syntax_failure(f, version, version == "V4", _WHAT)
-    obj, jerr = C.decode_cpu(f.tree, version, _CPU_NAMES[reader.line].get(version))
-    if version == "V4":
-        data = C.new_cpu_checkpoint("data")
-        return obj, verify_data_checkpoint(f, version, obj, jerr, data, C.CPU_DATA_T, _WHAT)
-    if jerr is not None:
-        return obj, f.failed(version, str(jerr))
+    name = _CPU_NAMES[reader.line].get(version)
+    return get_checkpoint(f, _CODEC, version, name, lambda obj: _verify(obj, version, reader))
+
+
+def _verify(obj: dict[str, Any], version: str, reader: Reader) -> str | None:
+    """``VerifyChecksum``: 0 passes for V1 and V2, else a header name the reader accepts."""
     stored = obj["Checksum"]
     if stored == 0 and version in ("V1", "V2"):
-        f.passed(version, "zero")
-        return obj, None
+        return "zero"
     for header in _cpu_headers(version, reader):
         if struct_checksum(obj, _CPU_T[version], header) == stored:
-            f.passed(version, header)
-            return obj, None
-    return obj, f.failed(version, CORRUPT)
+            return header
+    return None
 
 
 def _migrate_v1_to_v2(
@@ -131,9 +127,7 @@ def _load_cpu_v2_chain(
     v2, err = _get_cpu(f, "V2", reader)
     if err is None:
         return v2, "V2"
-    v1, err = _get_cpu(f, "V1", reader)
-    if err is not None:
-        raise LoadFailure(err)
+    v1 = required(_get_cpu(f, "V1", reader))
     tmp = C.new_cpu_checkpoint("V2")
     merr = _migrate_v1_to_v2(v1, tmp, initial)
     if merr is not None:
@@ -165,9 +159,7 @@ def _restore_cpu(reader: Reader, data: dict[str, Any], pod_entries: Any) -> CPUC
 
 def _load_v1_only(f: ParsedFile, reader: Reader) -> tuple[CPUCheckpointState, str]:
     """<= 1.17: V1 only, the state keyed by container ID."""
-    v1, err = _get_cpu(f, "V1", reader)
-    if err is not None:
-        raise LoadFailure(err)
+    v1 = required(_get_cpu(f, "V1", reader))
     _check_policy(reader, v1["PolicyName"])
     return C.cpu_v1_state_from_go(v1, _refuse), "V1"
 
@@ -179,9 +171,7 @@ def _load_v1_or_v2(
     v1, err = _get_cpu(f, "V1", reader)
     if err is not None:
         v1 = {"PolicyName": "", "DefaultCPUSet": "", "Entries": None, "Checksum": 0}
-        v2, err = _get_cpu(f, "V2", reader)
-        if err is not None:
-            raise LoadFailure(err)
+        v2 = required(_get_cpu(f, "V2", reader))
         loaded_as = "V2"
     else:
         v2 = C.new_cpu_checkpoint("V2")
@@ -217,9 +207,7 @@ def _load_v4_or_older(f: ParsedFile, reader: Reader) -> tuple[CPUCheckpointState
         v3, err = _get_cpu(f, "V3", reader)
         loaded_as = "V3"
         if err is not None:
-            v2, err = _get_cpu(f, "V2", reader)
-            if err is not None:
-                raise LoadFailure(err)
+            v2 = required(_get_cpu(f, "V2", reader))
             loaded_as = "V2"
             v3 = C.new_cpu_checkpoint("V3")
             _migrate_v2_to_v3(v2, v3)

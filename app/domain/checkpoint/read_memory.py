@@ -17,18 +17,18 @@ from app.domain import releases
 from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.checksum import struct_checksum
 from app.domain.checkpoint.loading import (
-    CORRUPT,
     DEFAULT_STATE_DIR,
     MEMORY,
     LoadFailure,
     LoadResult,
+    ManagerCodec,
     ParsedFile,
     gated_pod_entries,
+    get_checkpoint,
     loaded_data,
     pod_entries_of,
+    required,
     run_procedure,
-    syntax_failure,
-    verify_data_checkpoint,
 )
 from app.domain.checkpoint.memory_state import MemoryCheckpointState
 from app.domain.checkpoint.reader import Reader
@@ -42,27 +42,25 @@ _MEMORY_NAMES = {
     releases.NEWEST_CHECKPOINT_LINE: {"V1": M.V1_HEADER, "V2": M.V2_HEADER, "V3": M.LEGACY_HEADER},
 }
 _MEMORY_T = {"V1": M.MEMORY_V1_T, "V2": M.MEMORY_V2_T}
-_WHAT = "memory manager"
+_CODEC = ManagerCodec(
+    "memory manager", "V3", M.new_memory_checkpoint, M.decode_memory, M.MEMORY_DATA_T
+)
 
 
 def _get_memory(f: ParsedFile, version: str, reader: Reader) -> tuple[dict[str, Any], str | None]:
     """``GetCheckpoint`` for a memory version; records the attempt."""
-    if f.syntax_error is not None:
-        return M.new_memory_checkpoint(version), syntax_failure(f, version, version == "V3", _WHAT)
-    obj, jerr = M.decode_memory(f.tree, version, _MEMORY_NAMES[reader.line].get(version))
-    if version == "V3":
-        data = M.new_memory_checkpoint("data")
-        return obj, verify_data_checkpoint(f, version, obj, jerr, data, M.MEMORY_DATA_T, _WHAT)
-    if jerr is not None:
-        return obj, f.failed(version, str(jerr))
-    stored = obj["Checksum"]
-    if stored == 0 and reader.line == releases.NEWEST_CHECKPOINT_LINE:
-        f.passed(version, "zero")
-        return obj, None
-    if struct_checksum(obj, _MEMORY_T[version], M.LEGACY_HEADER) == stored:
-        f.passed(version, M.LEGACY_HEADER)
-        return obj, None
-    return obj, f.failed(version, CORRUPT)
+    name = _MEMORY_NAMES[reader.line].get(version)
+    return get_checkpoint(f, _CODEC, version, name, lambda obj: _verify(obj, version, reader))
+
+
+def _verify(obj: dict[str, Any], version: str, reader: Reader) -> str | None:
+    """``VerifyChecksum``: 0 passes only for the newest line's readers, else the legacy
+    header name."""
+    if obj["Checksum"] == 0 and reader.line == releases.NEWEST_CHECKPOINT_LINE:
+        return "zero"
+    if struct_checksum(obj, _MEMORY_T[version], M.LEGACY_HEADER) == obj["Checksum"]:
+        return M.LEGACY_HEADER
+    return None
 
 
 def _clone_machine_state(ms: Any) -> Any:
@@ -121,9 +119,7 @@ def _restore_memory(
 
 def _load_v1_only(f: ParsedFile, reader: Reader) -> tuple[MemoryCheckpointState, str]:
     """1.21-1.35, and 1.36 with the gate off: V1 only."""
-    v1, err = _get_memory(f, "V1", reader)
-    if err is not None:
-        raise LoadFailure(err)
+    v1 = required(_get_memory(f, "V1", reader))
     return _restore_memory(reader, v1, None), "V1"
 
 
@@ -133,9 +129,7 @@ def _load_v2_or_v1(f: ParsedFile, reader: Reader) -> tuple[MemoryCheckpointState
     v2, err = _get_memory(f, "V2", reader)
     loaded_as = "V2"
     if err is not None:
-        v1, err = _get_memory(f, "V1", reader)
-        if err is not None:
-            raise LoadFailure(err)
+        v1 = required(_get_memory(f, "V1", reader))
         loaded_as = "V1"
         _migrate_v1_into_failed_v2(v1, v2)
     return _restore_memory(reader, v2, pod_entries_of(v2)), loaded_as
@@ -151,9 +145,7 @@ def _load_v3_or_older(f: ParsedFile, reader: Reader) -> tuple[MemoryCheckpointSt
         v2, err = _get_memory(f, "V2", reader)
         loaded_as = "V2"
         if err is not None:
-            v1, err = _get_memory(f, "V1", reader)
-            if err is not None:
-                raise LoadFailure(err)
+            v1 = required(_get_memory(f, "V1", reader))
             loaded_as = "V1"
             v2 = M.new_memory_checkpoint("V2")
             _copy_v1_to_v2(v1, v2)
