@@ -31,6 +31,7 @@ from typing import Any
 from app.domain.checkpoint.checksum import string_checksum, struct_checksum
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.errors import CheckpointInputError, CheckpointStateError
+from app.domain.checkpoint.formats import FormatVersions, fixed
 from app.domain.checkpoint.gocpuset import GoCPUSetError, parse_cpuset
 from app.domain.checkpoint.gojson_decode import abort, unmarshal
 from app.domain.checkpoint.gojson_encode import encode_fragment, marshal
@@ -43,7 +44,6 @@ from app.domain.checkpoint.gotypes import (
     STRING_T,
     Field,
     GoType,
-    constructed,
     map_type,
     string_type,
     struct_type,
@@ -148,17 +148,6 @@ CPU_V3_T = cpu_v3_type()
 CPU_V4_T = cpu_v4_type()
 
 
-_CONSTRUCTED = {"V1": CPU_V1_T, "V2": CPU_V2_T, "V3": CPU_V3_T, "V4": CPU_V4_T, "data": CPU_DATA_T}
-
-
-def new_cpu_checkpoint(version: str) -> dict[str, Any]:
-    """The Go value a kubelet's constructor returns (``newCPUManagerCheckpointVn``)."""
-    t = _CONSTRUCTED.get(version)
-    if t is None:
-        raise CheckpointInputError(f"unknown cpu_manager_state version {version!r}")
-    return constructed(t)
-
-
 #: Struct checksum algorithms (conformance ``checkpoint_checksum``): type and header.
 CPU_STRUCT_ALGORITHMS: dict[str, tuple[str, GoType, str]] = {
     "cpu_v1": ("V1", CPU_V1_T, LEGACY_HEADER),
@@ -169,33 +158,23 @@ CPU_STRUCT_ALGORITHMS: dict[str, tuple[str, GoType, str]] = {
 }
 
 
-def cpu_struct_checksum(value: dict[str, Any], algorithm: str) -> int:
-    """The checksum ``algorithm`` computes for a decoded Go value."""
-    _, t, header = CPU_STRUCT_ALGORITHMS[algorithm]
-    return struct_checksum(value, t, header)
-
-
-def decode_cpu(tree: Any, version: str, name: str | None = None) -> tuple[dict[str, Any], Any]:
-    """Decode a parsed file into a fresh object of ``version`` (``V1``..``V4``, ``V4-reverted``,
-    ``data``); returns ``(object, error or None)``. ``name`` is the Go struct name used in
-    type-error texts (it differs between releases)."""
-    if version == "V4-reverted":
-        obj: dict[str, Any] = {"Data": "", "Checksum": 0}
-        return obj, unmarshal(tree, CPU_V4_REVERTED_T, obj)
-    obj = new_cpu_checkpoint(version)
-    t = {
+CPU_FORMATS = FormatVersions(
+    CPU_FILE_NAME,
+    "cpu manager",
+    {
         "V1": cpu_v1_type,
         "V2": cpu_v2_type,
         "V3": cpu_v3_type,
         "V4": cpu_v4_type,
-    }.get(version)
-    if t is not None:
-        gt = t(name) if name else t()
-    elif version == "data":
-        gt = CPU_DATA_T
-    else:
-        raise CheckpointInputError(f"unknown cpu_manager_state version {version!r}")
-    return obj, unmarshal(tree, gt, obj)
+        "V4-reverted": fixed(CPU_V4_REVERTED_T),
+        "data": fixed(CPU_DATA_T),
+    },
+    "V4",
+    CPU_STRUCT_ALGORITHMS,
+)
+new_cpu_checkpoint = CPU_FORMATS.new
+decode_cpu = CPU_FORMATS.decode
+cpu_struct_checksum = CPU_FORMATS.algorithm_checksum
 
 
 # -- Go values -> normalised state ---------------------------------------------------------------

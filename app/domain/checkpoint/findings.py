@@ -3,14 +3,14 @@ report of a state file (every checksum field, what it stores, what its algorithm
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from app.domain import releases
 from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
-from app.domain.checkpoint.checksum import string_checksum, struct_checksum
+from app.domain.checkpoint.checksum import string_checksum
 from app.domain.checkpoint.detect import CPU, MEMORY, VersionInfo, decoded_data_string
 from app.domain.checkpoint.errors import CheckpointFormatError
 from app.domain.checkpoint.gojson_decode import unmarshal
@@ -74,33 +74,21 @@ def _joined(*notes: str) -> str:
     return " ".join(x for x in notes if x)
 
 
-def _decoded(tree: Any, manager: str, version: str) -> tuple[dict[str, Any], Any]:
-    """The file decoded as ``version``, and the decoding error."""
-    if manager == CPU:
-        return C.decode_cpu(tree, version)
-    return M.decode_memory(tree, version)
-
-
 def _struct_report(
     tree: Any, manager: str, version: str, algorithms: Sequence[str], note: str = ""
 ) -> ChecksumReport:
     """The struct checksum, by the first of ``algorithms`` that matches (else the first)."""
-    obj, err = _decoded(tree, manager, version)
-    table: Mapping[str, tuple[str, Any, str]] = (
-        C.CPU_STRUCT_ALGORITHMS if manager == CPU else M.MEMORY_STRUCT_ALGORITHMS
-    )
+    formats = _FORMATS[manager]
+    obj, err = formats.decode(tree, version)
     first = algorithms[0]
     stored = obj.get("Checksum", 0)
     if err is not None:
         return ChecksumReport(
             "checksum", stored, None, "unverified", first, f"the file does not decode: {err}"
         )
-    if version == _DATA_VERSIONS[manager]:  # the inline part: hashed without data fields
+    if version == formats.data_version:  # the inline part: hashed without data fields
         obj = {k: v for k, v in obj.items() if k not in ("Data", "DataChecksum")}
-    computed: dict[str, int] = {}
-    for alg in algorithms:
-        _, t, header = table[alg]
-        computed[alg] = struct_checksum(obj, t, header)
+    computed = {alg: formats.algorithm_checksum(obj, alg) for alg in algorithms}
     for alg in algorithms:
         if computed[alg] == stored:
             note = _joined(note, _HEADER_NOTES.get(alg, ""))
@@ -115,9 +103,8 @@ def _struct_report(
     return ChecksumReport("checksum", stored, computed[first], status, first, note)
 
 
-# The versions that carry data and dataChecksum after an inline part, and the algorithms of
-# that inline part's checksum.
-_DATA_VERSIONS = {CPU: "V4", MEMORY: "V3"}
+# The algorithms of the checksum of the inline part before data and dataChecksum.
+_FORMATS = {CPU: C.CPU_FORMATS, MEMORY: M.MEMORY_FORMATS}
 _INLINE_ALGORITHMS = {CPU: ("cpu_v2_legacy",), MEMORY: ("mem_v1",)}
 # The struct checksums of the other versions: the algorithms to try.
 _STRUCT_ALGORITHMS = {
@@ -175,6 +162,6 @@ def checksum_reports(tree: Any, info: VersionInfo) -> tuple[ChecksumReport, ...]
     if m == CPU and v == "V4-reverted":
         stored = _stored(tree, "checksum")
         return (_data_report(tree, "checksum", "data_string_in_checksum_field", stored),)
-    inline = _struct_report(tree, m, _DATA_VERSIONS[m], _INLINE_ALGORITHMS[m], _INLINE_NOTE)
+    inline = _struct_report(tree, m, _FORMATS[m].data_version, _INLINE_ALGORITHMS[m], _INLINE_NOTE)
     data = _data_report(tree, "dataChecksum", "data_string", _stored(tree, "dataChecksum"))
     return (inline, data)

@@ -19,6 +19,7 @@ from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.checksum import string_checksum
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
+from app.domain.checkpoint.formats import FormatVersions
 from app.domain.checkpoint.gojson_decode import unmarshal_text
 from app.domain.checkpoint.gojson_scan import GoJSONError, GoSyntaxError, parse
 from app.domain.checkpoint.gotext import go_text
@@ -140,21 +141,9 @@ class ParsedFile:
 # -- checkpoints that carry their state as a JSON string (CPU V4, memory V3) --------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ManagerCodec:
-    """What ``get_checkpoint`` needs of a manager: its name in error texts, the version that
-    carries ``data`` (CPU V4, memory V3), its constructors, decoder and data type."""
-
-    what: str
-    data_version: str
-    new: Callable[[str], dict[str, Any]]
-    decode: Callable[[Any, str, str | None], tuple[dict[str, Any], Any]]
-    data_t: GoType
-
-
 def get_checkpoint(
     f: ParsedFile,
-    codec: ManagerCodec,
+    codec: FormatVersions,
     version: str,
     name: str | None,
     verify: Callable[[dict[str, Any]], str | None],

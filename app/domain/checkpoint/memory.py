@@ -21,8 +21,7 @@ from typing import Any
 
 from app.domain.checkpoint.checksum import string_checksum, struct_checksum
 from app.domain.checkpoint.cpu import normalise_version
-from app.domain.checkpoint.errors import CheckpointInputError
-from app.domain.checkpoint.gojson_decode import unmarshal
+from app.domain.checkpoint.formats import FormatVersions, fixed
 from app.domain.checkpoint.gojson_encode import encode_fragment, marshal
 from app.domain.checkpoint.gotypes import (
     CHECKSUM_FIELD,
@@ -34,7 +33,6 @@ from app.domain.checkpoint.gotypes import (
     UINT64_T,
     Field,
     GoType,
-    constructed,
     map_type,
     ptr_type,
     slice_type,
@@ -125,37 +123,27 @@ MEMORY_V2_T = memory_v2_type()
 MEMORY_V3_T = memory_v3_type()
 
 
-_CONSTRUCTED = {"V1": MEMORY_V1_T, "V2": MEMORY_V2_T, "V3": MEMORY_V3_T, "data": MEMORY_DATA_T}
-
-
-def new_memory_checkpoint(version: str) -> dict[str, Any]:
-    """The Go value of ``newMemoryManagerCheckpointVn`` (maps start empty, not nil)."""
-    t = _CONSTRUCTED.get(version)
-    if t is None:
-        raise CheckpointInputError(f"unknown memory_manager_state version {version!r}")
-    return constructed(t)
-
-
 MEMORY_STRUCT_ALGORITHMS: dict[str, tuple[str, GoType, str]] = {
     "mem_v1": ("V1", MEMORY_V1_T, LEGACY_HEADER),
     "mem_v2_legacy": ("V2", MEMORY_V2_T, LEGACY_HEADER),
 }
 
 
-def memory_struct_checksum(value: dict[str, Any], algorithm: str) -> int:
-    _, t, header = MEMORY_STRUCT_ALGORITHMS[algorithm]
-    return struct_checksum(value, t, header)
-
-
-def decode_memory(tree: Any, version: str, name: str | None = None) -> tuple[dict[str, Any], Any]:
-    """Decode a parsed file into a fresh object of ``version`` (``V1``..``V3``, ``data``)."""
-    obj = new_memory_checkpoint(version)
-    factory = {"V1": memory_v1_type, "V2": memory_v2_type, "V3": memory_v3_type}.get(version)
-    if factory is not None:
-        gt = factory(name) if name else factory()
-    else:
-        gt = MEMORY_DATA_T
-    return obj, unmarshal(tree, gt, obj)
+MEMORY_FORMATS = FormatVersions(
+    MEMORY_FILE_NAME,
+    "memory manager",
+    {
+        "V1": memory_v1_type,
+        "V2": memory_v2_type,
+        "V3": memory_v3_type,
+        "data": fixed(MEMORY_DATA_T),
+    },
+    "V3",
+    MEMORY_STRUCT_ALGORITHMS,
+)
+new_memory_checkpoint = MEMORY_FORMATS.new
+decode_memory = MEMORY_FORMATS.decode
+memory_struct_checksum = MEMORY_FORMATS.algorithm_checksum
 
 
 # -- Go values <-> normalised state ---------------------------------------------------------------

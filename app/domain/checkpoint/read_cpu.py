@@ -23,7 +23,6 @@ from app.domain.checkpoint.loading import (
     DEFAULT_STATE_DIR,
     LoadFailure,
     LoadResult,
-    ManagerCodec,
     ParsedFile,
     gated_pod_entries,
     get_checkpoint,
@@ -67,13 +66,14 @@ def _cpu_headers(version: str, reader: Reader) -> tuple[str, ...]:
 
 
 _CPU_T = {"V1": C.CPU_V1_T, "V2": C.CPU_V2_T, "V3": C.CPU_V3_T}
-_CODEC = ManagerCodec("cpu manager", "V4", C.new_cpu_checkpoint, C.decode_cpu, C.CPU_DATA_T)
 
 
 def _get_cpu(f: ParsedFile, version: str, reader: Reader) -> tuple[dict[str, Any], str | None]:
     """``GetCheckpoint`` for a CPU version; records the attempt."""
     name = _CPU_NAMES[reader.line].get(version)
-    return get_checkpoint(f, _CODEC, version, name, lambda obj: _verify(obj, version, reader))
+    return get_checkpoint(
+        f, C.CPU_FORMATS, version, name, lambda obj: _verify(obj, version, reader)
+    )
 
 
 def _verify(obj: dict[str, Any], version: str, reader: Reader) -> str | None:

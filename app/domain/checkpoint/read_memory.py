@@ -21,7 +21,6 @@ from app.domain.checkpoint.loading import (
     MEMORY,
     LoadFailure,
     LoadResult,
-    ManagerCodec,
     ParsedFile,
     gated_pod_entries,
     get_checkpoint,
@@ -42,15 +41,14 @@ _MEMORY_NAMES = {
     releases.NEWEST_CHECKPOINT_LINE: {"V1": M.V1_HEADER, "V2": M.V2_HEADER, "V3": M.LEGACY_HEADER},
 }
 _MEMORY_T = {"V1": M.MEMORY_V1_T, "V2": M.MEMORY_V2_T}
-_CODEC = ManagerCodec(
-    "memory manager", "V3", M.new_memory_checkpoint, M.decode_memory, M.MEMORY_DATA_T
-)
 
 
 def _get_memory(f: ParsedFile, version: str, reader: Reader) -> tuple[dict[str, Any], str | None]:
     """``GetCheckpoint`` for a memory version; records the attempt."""
     name = _MEMORY_NAMES[reader.line].get(version)
-    return get_checkpoint(f, _CODEC, version, name, lambda obj: _verify(obj, version, reader))
+    return get_checkpoint(
+        f, M.MEMORY_FORMATS, version, name, lambda obj: _verify(obj, version, reader)
+    )
 
 
 def _verify(obj: dict[str, Any], version: str, reader: Reader) -> str | None:
