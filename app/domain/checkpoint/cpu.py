@@ -31,7 +31,7 @@ from typing import Any
 from app.domain.checkpoint.checksum import string_checksum, struct_checksum
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.errors import CheckpointInputError, CheckpointStateError
-from app.domain.checkpoint.formats import FormatVersions, fixed
+from app.domain.checkpoint.formats import FormatVersions, fixed, struct_factory
 from app.domain.checkpoint.gocpuset import GoCPUSetError, parse_cpuset
 from app.domain.checkpoint.gojson_decode import abort, unmarshal
 from app.domain.checkpoint.gojson_encode import encode_fragment, marshal
@@ -113,20 +113,15 @@ _V2_FIELDS = (
 _POD_ENTRIES_FIELD = Field("PodEntries", "podEntries", POD_ENTRIES_T, omitempty=True)
 
 
-@functools.cache
-def cpu_v1_type(name: str = V1_HEADER) -> GoType:
-    entries = Field("Entries", "entries", ENTRIES_V1_T, omitempty=True)
-    return struct_type(name, POLICY_NAME_FIELD, _DEFAULT_CPUSET_FIELD, entries, CHECKSUM_FIELD)
-
-
-@functools.cache
-def cpu_v2_type(name: str = V2_HEADER) -> GoType:
-    return struct_type(name, *_V2_FIELDS, CHECKSUM_FIELD)
-
-
-@functools.cache
-def cpu_v3_type(name: str = V3_HEADER) -> GoType:
-    return struct_type(name, *_V2_FIELDS, _POD_ENTRIES_FIELD, CHECKSUM_FIELD)
+cpu_v1_type = struct_factory(
+    V1_HEADER,
+    POLICY_NAME_FIELD,
+    _DEFAULT_CPUSET_FIELD,
+    Field("Entries", "entries", ENTRIES_V1_T, omitempty=True),
+    CHECKSUM_FIELD,
+)
+cpu_v2_type = struct_factory(V2_HEADER, *_V2_FIELDS, CHECKSUM_FIELD)
+cpu_v3_type = struct_factory(V3_HEADER, *_V2_FIELDS, _POD_ENTRIES_FIELD, CHECKSUM_FIELD)
 
 
 @functools.cache

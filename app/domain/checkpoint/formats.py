@@ -8,6 +8,7 @@ parsed file into such a value, and the struct checksum algorithms the conformanc
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,11 +16,21 @@ from typing import Any
 from app.domain.checkpoint.checksum import struct_checksum
 from app.domain.checkpoint.errors import CheckpointInputError
 from app.domain.checkpoint.gojson_decode import unmarshal
-from app.domain.checkpoint.gotypes import GoType, constructed
+from app.domain.checkpoint.gotypes import Field, GoType, constructed, struct_type
 
 #: A version's struct type, given the struct name a release uses in type errors (default: the
 #: name the struct has in the newest release).
 StructFactory = Callable[..., GoType]
+
+
+def struct_factory(default_name: str, *fields: Field) -> StructFactory:
+    """The factory of a version's struct: one ``GoType`` per struct name."""
+
+    @functools.cache
+    def named(name: str) -> GoType:
+        return struct_type(name, *fields)
+
+    return lambda name=None: named(name or default_name)
 
 
 def fixed(t: GoType) -> StructFactory:

@@ -179,6 +179,15 @@ def _compile_int(t: GoType) -> _DecodeFn:
     return dec_int
 
 
+def _nil_or_mismatch(d: Decoder, node: Any, t: GoType, cur: Any) -> Any:
+    """A map or slice given another kind of value: ``null`` sets nil, anything else is a type
+    error that leaves the value."""
+    if node is None:
+        return None
+    d.type_error(_kind_of(node), t)
+    return cur
+
+
 def _compile_slice(t: GoType) -> _DecodeFn:
     """A new slice of the array's length; existing elements are decoded into in place."""
     slice_elem = t.elem
@@ -189,10 +198,7 @@ def _compile_slice(t: GoType) -> _DecodeFn:
 
     def dec_slice(d: Decoder, node: Any, cur: Any) -> Any:
         if type(node) is not list:
-            if node is None:
-                return None
-            d.type_error(_kind_of(node), t)
-            return cur
+            return _nil_or_mismatch(d, node, t, cur)
         if scalar and not cur:
             return [elem_dec(d, item, 0) for item in node]
         old = cur or ()
@@ -380,10 +386,7 @@ def _compile_map(t: GoType) -> _DecodeFn:
 
     def dec_map(d: Decoder, node: Any, cur: Any) -> Any:
         if type(node) is not JObj:
-            if node is None:
-                return None
-            d.type_error(_kind_of(node), t)
-            return cur
+            return _nil_or_mismatch(d, node, t, cur)
         m = cur if cur is not None else {}
         if string_elems and not int_keys:
             for key, value in node:

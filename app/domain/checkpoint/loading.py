@@ -169,6 +169,24 @@ def get_checkpoint(
     return obj, None
 
 
+def read_or_migrate(
+    get: Callable[[str], tuple[dict[str, Any], str | None]],
+    version: str,
+    older: str,
+    new: Callable[[str], dict[str, Any]],
+    migrate: Callable[[dict[str, Any], dict[str, Any]], None],
+) -> tuple[dict[str, Any], str]:
+    """``version`` read by ``get``, else ``older`` (which must read) migrated into a fresh
+    ``version`` object; with the version read."""
+    obj, err = get(version)
+    if err is None:
+        return obj, version
+    old = required(get(older))
+    obj = new(version)
+    migrate(old, obj)
+    return obj, older
+
+
 def required(attempt: tuple[dict[str, Any], str | None]) -> dict[str, Any]:
     """The object of an attempt that must succeed: its error stops the loader."""
     obj, err = attempt

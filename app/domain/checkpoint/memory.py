@@ -15,13 +15,12 @@ Every struct checksum is hashed under ``state.MemoryManagerCheckpoint``.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from app.domain.checkpoint.checksum import string_checksum, struct_checksum
 from app.domain.checkpoint.cpu import normalise_version
-from app.domain.checkpoint.formats import FormatVersions, fixed
+from app.domain.checkpoint.formats import FormatVersions, fixed, struct_factory
 from app.domain.checkpoint.gojson_encode import encode_fragment, marshal
 from app.domain.checkpoint.gotypes import (
     CHECKSUM_FIELD,
@@ -101,19 +100,9 @@ _V1_FIELDS = (
 _POD_ENTRIES_FIELD = Field("PodEntries", "podEntries", POD_ENTRIES_T, omitempty=True)
 
 
-@functools.cache
-def memory_v1_type(name: str = V1_HEADER) -> GoType:
-    return struct_type(name, *_V1_FIELDS, CHECKSUM_FIELD)
-
-
-@functools.cache
-def memory_v2_type(name: str = V2_HEADER) -> GoType:
-    return struct_type(name, *_V1_FIELDS, _POD_ENTRIES_FIELD, CHECKSUM_FIELD)
-
-
-@functools.cache
-def memory_v3_type(name: str = LEGACY_HEADER) -> GoType:
-    return struct_type(name, *memory_v1_type().fields, *DATA_FIELDS)
+memory_v1_type = struct_factory(V1_HEADER, *_V1_FIELDS, CHECKSUM_FIELD)
+memory_v2_type = struct_factory(V2_HEADER, *_V1_FIELDS, _POD_ENTRIES_FIELD, CHECKSUM_FIELD)
+memory_v3_type = struct_factory(LEGACY_HEADER, *_V1_FIELDS, CHECKSUM_FIELD, *DATA_FIELDS)
 
 
 MEMORY_DATA_T = struct_type("state.MemoryManagerCheckpointData", *_V1_FIELDS, _POD_ENTRIES_FIELD)

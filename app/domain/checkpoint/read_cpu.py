@@ -28,6 +28,7 @@ from app.domain.checkpoint.loading import (
     get_checkpoint,
     loaded_data,
     pod_entries_of,
+    read_or_migrate,
     required,
     run_procedure,
 )
@@ -204,13 +205,9 @@ def _load_v4_or_older(f: ParsedFile, reader: Reader) -> tuple[CPUCheckpointState
     loaded_as = "V4"
     data = loaded_data(v4, err, "V4")
     if data is None:
-        v3, err = _get_cpu(f, "V3", reader)
-        loaded_as = "V3"
-        if err is not None:
-            v2 = required(_get_cpu(f, "V2", reader))
-            loaded_as = "V2"
-            v3 = C.new_cpu_checkpoint("V3")
-            _migrate_v2_to_v3(v2, v3)
+        v3, loaded_as = read_or_migrate(
+            lambda v: _get_cpu(f, v, reader), "V3", "V2", C.new_cpu_checkpoint, _migrate_v2_to_v3
+        )
         data = C.new_cpu_checkpoint("data")
         _migrate_v3_to_v4(v3, data)
     return _restore_cpu(reader, data, gated_pod_entries(reader, data)), loaded_as

@@ -26,6 +26,7 @@ from app.domain.checkpoint.loading import (
     get_checkpoint,
     loaded_data,
     pod_entries_of,
+    read_or_migrate,
     required,
     run_procedure,
 )
@@ -140,13 +141,9 @@ def _load_v3_or_older(f: ParsedFile, reader: Reader) -> tuple[MemoryCheckpointSt
     loaded_as = "V3"
     data = loaded_data(v3, err, "V3")
     if data is None:
-        v2, err = _get_memory(f, "V2", reader)
-        loaded_as = "V2"
-        if err is not None:
-            v1 = required(_get_memory(f, "V1", reader))
-            loaded_as = "V1"
-            v2 = M.new_memory_checkpoint("V2")
-            _copy_v1_to_v2(v1, v2)
+        v2, loaded_as = read_or_migrate(
+            lambda v: _get_memory(f, v, reader), "V2", "V1", M.new_memory_checkpoint, _copy_v1_to_v2
+        )
         data = M.new_memory_checkpoint("data")
         data["PolicyName"] = v2["PolicyName"]
         data["MachineState"] = _clone_machine_state(v2["MachineState"])
