@@ -187,6 +187,25 @@ def read_or_migrate(
     return obj, older
 
 
+def read_data_or_older(
+    get: Callable[[str], tuple[dict[str, Any], str | None]],
+    formats: FormatVersions,
+    older: tuple[str, str],
+    migrate_older: Callable[[dict[str, Any], dict[str, Any]], None],
+    as_data: Callable[[dict[str, Any]], dict[str, Any]],
+) -> tuple[dict[str, Any], str]:
+    """The 1.37 loaders: the data of the data version; a file with neither ``data`` nor
+    ``dataChecksum`` falls back to ``older[0]``, else ``older[1]`` migrated into it, made data
+    by ``as_data``. With the version read."""
+    newest = formats.data_version
+    obj, err = get(newest)
+    data = loaded_data(obj, err, newest)
+    if data is not None:
+        return data, newest
+    old, loaded_as = read_or_migrate(get, *older, formats.new, migrate_older)
+    return as_data(old), loaded_as
+
+
 def required(attempt: tuple[dict[str, Any], str | None]) -> dict[str, Any]:
     """The object of an attempt that must succeed: its error stops the loader."""
     obj, err = attempt

@@ -16,22 +16,9 @@ from typing import Any
 
 from app.domain import releases
 from app.domain.checkpoint import cpu as C
+from app.domain.checkpoint import loading
 from app.domain.checkpoint.checksum import struct_checksum
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
-from app.domain.checkpoint.loading import (
-    CPU,
-    DEFAULT_STATE_DIR,
-    LoadFailure,
-    LoadResult,
-    ParsedFile,
-    gated_pod_entries,
-    get_checkpoint,
-    loaded_data,
-    pod_entries_of,
-    read_or_migrate,
-    required,
-    run_procedure,
-)
 from app.domain.checkpoint.reader import Reader
 from app.domain.golang.strconv import go_quote
 
@@ -69,10 +56,12 @@ def _cpu_headers(version: str, reader: Reader) -> tuple[str, ...]:
 _CPU_T = {"V1": C.CPU_V1_T, "V2": C.CPU_V2_T, "V3": C.CPU_V3_T}
 
 
-def _get_cpu(f: ParsedFile, version: str, reader: Reader) -> tuple[dict[str, Any], str | None]:
+def _get_cpu(
+    f: loading.ParsedFile, version: str, reader: Reader
+) -> tuple[dict[str, Any], str | None]:
     """``GetCheckpoint`` for a CPU version; records the attempt."""
     name = _CPU_NAMES[reader.line].get(version)
-    return get_checkpoint(
+    return loading.get_checkpoint(
         f, C.CPU_FORMATS, version, name, lambda obj: _verify(obj, version, reader)
     )
 
@@ -115,37 +104,40 @@ def _migrate_v2_to_v3(src: dict[str, Any], dst: dict[str, Any]) -> None:
         dst["Entries"] = {pod: dict(c or {}) for pod, c in src["Entries"].items()}
 
 
-def _migrate_v3_to_v4(src: dict[str, Any], data: dict[str, Any]) -> None:
+def _v3_as_data(src: dict[str, Any]) -> dict[str, Any]:
+    """A V3 read migrated to V4's data."""
+    data = C.new_cpu_checkpoint("data")
     _migrate_v2_to_v3(src, data)
     if src.get("PodEntries"):
         data["PodEntries"] = {pod: {"CPUSet": e["CPUSet"]} for pod, e in src["PodEntries"].items()}
+    return data
 
 
 def _load_cpu_v2_chain(
-    f: ParsedFile, reader: Reader, initial: Mapping[str, Sequence[str]] | None
+    f: loading.ParsedFile, reader: Reader, initial: Mapping[str, Sequence[str]] | None
 ) -> tuple[dict[str, Any], str]:
     """``loadAndMigrateCheckpointV2`` (1.36): V2, else V1 migrated; the last error wins."""
     v2, err = _get_cpu(f, "V2", reader)
     if err is None:
         return v2, "V2"
-    v1 = required(_get_cpu(f, "V1", reader))
+    v1 = loading.required(_get_cpu(f, "V1", reader))
     tmp = C.new_cpu_checkpoint("V2")
     merr = _migrate_v1_to_v2(v1, tmp, initial)
     if merr is not None:
-        raise LoadFailure(f"failed to migrate checkpoint from v1 to v2: {merr}")
+        raise loading.LoadFailure(f"failed to migrate checkpoint from v1 to v2: {merr}")
     return tmp, "V1"
 
 
 def _check_policy(reader: Reader, policy: str) -> None:
     if reader.policy is not None and reader.policy != policy:
-        raise LoadFailure(
+        raise loading.LoadFailure(
             f"configured policy {go_quote(reader.policy)} differs from state checkpoint policy "
             f"{go_quote(policy)}"
         )
 
 
 def _refuse(error: str) -> None:
-    raise LoadFailure(error)
+    raise loading.LoadFailure(error)
 
 
 def _restore_cpu(reader: Reader, data: dict[str, Any], pod_entries: Any) -> CPUCheckpointState:
@@ -158,33 +150,35 @@ def _restore_cpu(reader: Reader, data: dict[str, Any], pod_entries: Any) -> CPUC
 # -- the procedures, one per checkpoint code line -------------------------------------------------
 
 
-def _load_v1_only(f: ParsedFile, reader: Reader) -> tuple[CPUCheckpointState, str]:
+def _load_v1_only(f: loading.ParsedFile, reader: Reader) -> tuple[CPUCheckpointState, str]:
     """<= 1.17: V1 only, the state keyed by container ID."""
-    v1 = required(_get_cpu(f, "V1", reader))
+    v1 = loading.required(_get_cpu(f, "V1", reader))
     _check_policy(reader, v1["PolicyName"])
     return C.cpu_v1_state_from_go(v1, _refuse), "V1"
 
 
 def _load_v1_or_v2(
-    f: ParsedFile, reader: Reader, initial: Mapping[str, Sequence[str]] | None
+    f: loading.ParsedFile, reader: Reader, initial: Mapping[str, Sequence[str]] | None
 ) -> tuple[CPUCheckpointState, str]:
     """1.18-1.35: V1, then V2 (the V2 error is returned); either is migrated onto a V2."""
     v1, err = _get_cpu(f, "V1", reader)
     if err is not None:
         v1 = {"PolicyName": "", "DefaultCPUSet": "", "Entries": None, "Checksum": 0}
-        v2 = required(_get_cpu(f, "V2", reader))
+        v2 = loading.required(_get_cpu(f, "V2", reader))
         loaded_as = "V2"
     else:
         v2 = C.new_cpu_checkpoint("V2")
         loaded_as = "V1"
     merr = _migrate_v1_to_v2(v1, v2, initial)
     if merr is not None:
-        raise LoadFailure(f"error migrating v1 checkpoint state to v2 checkpoint state: {merr}")
+        raise loading.LoadFailure(
+            f"error migrating v1 checkpoint state to v2 checkpoint state: {merr}"
+        )
     return _restore_cpu(reader, v2, None), loaded_as
 
 
 def _load_v3_or_v2_chain(
-    f: ParsedFile, reader: Reader, initial: Mapping[str, Sequence[str]] | None
+    f: loading.ParsedFile, reader: Reader, initial: Mapping[str, Sequence[str]] | None
 ) -> tuple[CPUCheckpointState, str]:
     """1.36: gate off the V2 chain; gate on V3, else the V2 chain copied into the V3 object
     that failed (so pod entries decoded by that attempt survive)."""
@@ -196,29 +190,27 @@ def _load_v3_or_v2_chain(
     if err is not None:
         v2, loaded_as = _load_cpu_v2_chain(f, reader, initial)
         _migrate_v2_to_v3(v2, v3)
-    return _restore_cpu(reader, v3, pod_entries_of(v3)), loaded_as
+    return _restore_cpu(reader, v3, loading.pod_entries_of(v3)), loaded_as
 
 
-def _load_v4_or_older(f: ParsedFile, reader: Reader) -> tuple[CPUCheckpointState, str]:
+def _load_v4_or_older(f: loading.ParsedFile, reader: Reader) -> tuple[CPUCheckpointState, str]:
     """1.37: V4; a file without data and dataChecksum falls back to V3, then V2."""
-    v4, err = _get_cpu(f, "V4", reader)
-    loaded_as = "V4"
-    data = loaded_data(v4, err, "V4")
-    if data is None:
-        v3, loaded_as = read_or_migrate(
-            lambda v: _get_cpu(f, v, reader), "V3", "V2", C.new_cpu_checkpoint, _migrate_v2_to_v3
-        )
-        data = C.new_cpu_checkpoint("data")
-        _migrate_v3_to_v4(v3, data)
-    return _restore_cpu(reader, data, gated_pod_entries(reader, data)), loaded_as
+    data, loaded_as = loading.read_data_or_older(
+        lambda v: _get_cpu(f, v, reader),
+        C.CPU_FORMATS,
+        ("V3", "V2"),
+        _migrate_v2_to_v3,
+        _v3_as_data,
+    )
+    return _restore_cpu(reader, data, loading.gated_pod_entries(reader, data)), loaded_as
 
 
 def load_cpu_checkpoint(
     content: str | bytes,
     reader: Reader,
     initial_containers: Mapping[str, Sequence[str]] | None = None,
-    state_dir: str = DEFAULT_STATE_DIR,
-) -> LoadResult:
+    state_dir: str = loading.DEFAULT_STATE_DIR,
+) -> loading.LoadResult:
     """Run ``reader``'s start-up procedure on a ``cpu_manager_state``.
 
     ``initial_containers`` maps a container ID to ``(pod UID, container name)``: the runtime's
@@ -226,7 +218,7 @@ def load_cpu_checkpoint(
     Raises ``CheckpointTooLargeError`` above 16 MiB.
     """
 
-    def procedure(f: ParsedFile) -> tuple[CPUCheckpointState, str]:
+    def procedure(f: loading.ParsedFile) -> tuple[CPUCheckpointState, str]:
         if reader.line == releases.OLDEST_CHECKPOINT_FAMILY:
             return _load_v1_only(f, reader)
         if reader.line == releases.OLDEST:
@@ -235,4 +227,4 @@ def load_cpu_checkpoint(
             return _load_v3_or_v2_chain(f, reader, initial_containers)
         return _load_v4_or_older(f, reader)
 
-    return run_procedure(CPU, reader, content, state_dir, procedure)
+    return loading.run_procedure(loading.CPU, reader, content, state_dir, procedure)

@@ -14,22 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from app.domain import releases
+from app.domain.checkpoint import loading
 from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.checksum import struct_checksum
-from app.domain.checkpoint.loading import (
-    DEFAULT_STATE_DIR,
-    MEMORY,
-    LoadFailure,
-    LoadResult,
-    ParsedFile,
-    gated_pod_entries,
-    get_checkpoint,
-    loaded_data,
-    pod_entries_of,
-    read_or_migrate,
-    required,
-    run_procedure,
-)
 from app.domain.checkpoint.memory_state import MemoryCheckpointState
 from app.domain.checkpoint.reader import Reader
 from app.domain.golang.strconv import go_quote
@@ -44,10 +31,12 @@ _MEMORY_NAMES = {
 _MEMORY_T = {"V1": M.MEMORY_V1_T, "V2": M.MEMORY_V2_T}
 
 
-def _get_memory(f: ParsedFile, version: str, reader: Reader) -> tuple[dict[str, Any], str | None]:
+def _get_memory(
+    f: loading.ParsedFile, version: str, reader: Reader
+) -> tuple[dict[str, Any], str | None]:
     """``GetCheckpoint`` for a memory version; records the attempt."""
     name = _MEMORY_NAMES[reader.line].get(version)
-    return get_checkpoint(
+    return loading.get_checkpoint(
         f, M.MEMORY_FORMATS, version, name, lambda obj: _verify(obj, version, reader)
     )
 
@@ -88,6 +77,16 @@ def _copy_v1_to_v2(src: dict[str, Any], dst: dict[str, Any]) -> None:
     }
 
 
+def _v2_as_data(v2: dict[str, Any]) -> dict[str, Any]:
+    """A V2 read (or V1 copied into one) as V3's data."""
+    data = M.new_memory_checkpoint("data")
+    data["PolicyName"] = v2["PolicyName"]
+    data["MachineState"] = _clone_machine_state(v2["MachineState"])
+    data["Entries"] = v2["Entries"]
+    data["PodEntries"] = v2["PodEntries"]
+    return data
+
+
 def _migrate_v1_into_failed_v2(src: dict[str, Any], dst: dict[str, Any]) -> None:
     """1.36 ``migrateV1CheckpointToV2Checkpoint``: into the V2 object whose attempt failed,
     copying only a non-empty policy name, a non-nil machine state and non-empty entries (the
@@ -106,7 +105,7 @@ def _restore_memory(
     """``restoreState`` from a read (V1, V2 or V3 data): the policy compared."""
     policy = data["PolicyName"]
     if reader.policy is not None and reader.policy != policy:
-        raise LoadFailure(
+        raise loading.LoadFailure(
             f"[memorymanager] configured policy {go_quote(reader.policy)} differs from state "
             f"checkpoint policy {go_quote(policy)}"
         )
@@ -116,52 +115,47 @@ def _restore_memory(
 # -- the procedures, one per checkpoint code line -------------------------------------------------
 
 
-def _load_v1_only(f: ParsedFile, reader: Reader) -> tuple[MemoryCheckpointState, str]:
+def _load_v1_only(f: loading.ParsedFile, reader: Reader) -> tuple[MemoryCheckpointState, str]:
     """1.21-1.35, and 1.36 with the gate off: V1 only."""
-    v1 = required(_get_memory(f, "V1", reader))
+    v1 = loading.required(_get_memory(f, "V1", reader))
     return _restore_memory(reader, v1, None), "V1"
 
 
-def _load_v2_or_v1(f: ParsedFile, reader: Reader) -> tuple[MemoryCheckpointState, str]:
+def _load_v2_or_v1(f: loading.ParsedFile, reader: Reader) -> tuple[MemoryCheckpointState, str]:
     """1.36 with the gate on: V2, else V1 copied into the failed V2 object (stale pod entries
     survive)."""
     v2, err = _get_memory(f, "V2", reader)
     loaded_as = "V2"
     if err is not None:
-        v1 = required(_get_memory(f, "V1", reader))
+        v1 = loading.required(_get_memory(f, "V1", reader))
         loaded_as = "V1"
         _migrate_v1_into_failed_v2(v1, v2)
-    return _restore_memory(reader, v2, pod_entries_of(v2)), loaded_as
+    return _restore_memory(reader, v2, loading.pod_entries_of(v2)), loaded_as
 
 
-def _load_v3_or_older(f: ParsedFile, reader: Reader) -> tuple[MemoryCheckpointState, str]:
+def _load_v3_or_older(f: loading.ParsedFile, reader: Reader) -> tuple[MemoryCheckpointState, str]:
     """1.37: V3; a file without data and dataChecksum falls back to V2, then V1 (copied into a
     fresh V2)."""
-    v3, err = _get_memory(f, "V3", reader)
-    loaded_as = "V3"
-    data = loaded_data(v3, err, "V3")
-    if data is None:
-        v2, loaded_as = read_or_migrate(
-            lambda v: _get_memory(f, v, reader), "V2", "V1", M.new_memory_checkpoint, _copy_v1_to_v2
-        )
-        data = M.new_memory_checkpoint("data")
-        data["PolicyName"] = v2["PolicyName"]
-        data["MachineState"] = _clone_machine_state(v2["MachineState"])
-        data["Entries"] = v2["Entries"]
-        data["PodEntries"] = v2["PodEntries"]
-    return _restore_memory(reader, data, gated_pod_entries(reader, data)), loaded_as
+    data, loaded_as = loading.read_data_or_older(
+        lambda v: _get_memory(f, v, reader),
+        M.MEMORY_FORMATS,
+        ("V2", "V1"),
+        _copy_v1_to_v2,
+        _v2_as_data,
+    )
+    return _restore_memory(reader, data, loading.gated_pod_entries(reader, data)), loaded_as
 
 
 def load_memory_checkpoint(
-    content: str | bytes, reader: Reader, state_dir: str = DEFAULT_STATE_DIR
-) -> LoadResult:
+    content: str | bytes, reader: Reader, state_dir: str = loading.DEFAULT_STATE_DIR
+) -> loading.LoadResult:
     """Run ``reader``'s start-up procedure on a ``memory_manager_state``.
 
     Raises ``CheckpointTooLargeError`` above 16 MiB.
     """
     if reader.line == releases.OLDEST_CHECKPOINT_FAMILY:
-        return LoadResult(
-            MEMORY,
+        return loading.LoadResult(
+            loading.MEMORY,
             reader,
             True,
             ignored=True,
@@ -175,4 +169,6 @@ def load_memory_checkpoint(
         procedure = _load_v2_or_v1
     else:
         procedure = _load_v3_or_older
-    return run_procedure(MEMORY, reader, content, state_dir, lambda f: procedure(f, reader))
+    return loading.run_procedure(
+        loading.MEMORY, reader, content, state_dir, lambda f: procedure(f, reader)
+    )
