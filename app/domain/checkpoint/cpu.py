@@ -181,8 +181,12 @@ def _parsed(text: str, on_error: Callable[[str], None], what: str, *names: str) 
     try:
         return parse_cpuset(text)
     except GoCPUSetError as exc:
-        on_error(f"could not parse {what.format(*map(go_quote, names))}: {exc}")
+        on_error(_parse_error(exc, what, *names))
         return None
+
+
+def _parse_error(exc: GoCPUSetError, what: str, *names: str) -> str:
+    return f"could not parse {what.format(*map(go_quote, names))}: {exc}"
 
 
 def cpu_state_from_go(
@@ -197,9 +201,10 @@ def cpu_state_from_go(
     for pod in sorted(entries or {}):
         inner: dict[str, CPUSet] = {}
         for name, text in sorted((entries[pod] or {}).items()):
-            cset = _parsed(text, on_error, "cpuset {} for container {} in pod {}", text, name, pod)
-            if cset is not None:
-                inner[name] = cset
+            try:  # inline: this runs for every container
+                inner[name] = parse_cpuset(text)
+            except GoCPUSetError as exc:
+                on_error(_parse_error(exc, "cpuset {} for container {} in pod {}", text, name, pod))
         parsed[pod] = inner
     pods: dict[str, CPUSet] | None = None
     if pod_entries is not None:
