@@ -19,6 +19,7 @@ from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.checksum import string_checksum
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
+from app.domain.checkpoint.detect import CPU
 from app.domain.checkpoint.formats import FormatVersions
 from app.domain.checkpoint.gojson_decode import unmarshal_text
 from app.domain.checkpoint.gojson_scan import GoJSONError, GoSyntaxError, parse
@@ -30,9 +31,6 @@ from app.domain.golang.strconv import go_quote
 
 CORRUPT = "checkpoint is corrupted"
 DEFAULT_STATE_DIR = "/var/lib/kubelet"
-
-CPU = "cpu"
-MEMORY = "memory"
 
 # -- results -----------------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import loading
 from app.domain.checkpoint.checksum import struct_checksum
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
+from app.domain.checkpoint.detect import CPU
 from app.domain.checkpoint.reader import Reader
 from app.domain.golang.strconv import go_quote
 
@@ -227,4 +228,4 @@ def load_cpu_checkpoint(
             return _load_v3_or_v2_chain(f, reader, initial_containers)
         return _load_v4_or_older(f, reader)
 
-    return loading.run_procedure(loading.CPU, reader, content, state_dir, procedure)
+    return loading.run_procedure(CPU, reader, content, state_dir, procedure)

@@ -17,6 +17,7 @@ from app.domain import releases
 from app.domain.checkpoint import loading
 from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.checksum import struct_checksum
+from app.domain.checkpoint.detect import MEMORY
 from app.domain.checkpoint.memory_state import MemoryCheckpointState
 from app.domain.checkpoint.reader import Reader
 from app.domain.golang.strconv import go_quote
@@ -155,7 +156,7 @@ def load_memory_checkpoint(
     """
     if reader.line == releases.OLDEST_CHECKPOINT_FAMILY:
         return loading.LoadResult(
-            loading.MEMORY,
+            MEMORY,
             reader,
             True,
             ignored=True,
@@ -169,6 +170,4 @@ def load_memory_checkpoint(
         procedure = _load_v2_or_v1
     else:
         procedure = _load_v3_or_older
-    return loading.run_procedure(
-        loading.MEMORY, reader, content, state_dir, lambda f: procedure(f, reader)
-    )
+    return loading.run_procedure(MEMORY, reader, content, state_dir, lambda f: procedure(f, reader))
