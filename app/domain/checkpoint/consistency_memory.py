@@ -120,24 +120,9 @@ def _block_issues(ms: _MachineState, blocks: list[tuple[str, Block]]) -> list[Is
     for owner, b in blocks:
         for node in b.numa_affinity:
             counts[node] = counts.get(node, 0) + 1
-            if node not in ms:
-                out.append(
-                    Issue(
-                        "unknown-numa-node",
-                        ERROR,
-                        f"[memorymanager] ({owner}) the memory assignment uses the NUMA that "
-                        f"does not exist (NUMA {node})",
-                    )
-                )
-            elif b.type not in ms[node].memory_map:
-                out.append(
-                    Issue(
-                        "unknown-resource",
-                        ERROR,
-                        f"[memorymanager] ({owner}) the memory assignment uses memory resource "
-                        f"that does not exist ({b.type} on NUMA {node})",
-                    )
-                )
+            unknown = _unknown_in_machine_state(ms, owner, b, node)
+            if unknown is not None:
+                out.append(unknown)
         if not b.numa_affinity:
             out.append(Issue("block-without-numa", ERROR, f"{owner}: a {b.type} block has no NUMA"))
     for node, ns in sorted(ms.items()):
@@ -152,6 +137,20 @@ def _block_issues(ms: _MachineState, blocks: list[tuple[str, Block]]) -> list[Is
                 )
             )
     return out
+
+
+def _unknown_in_machine_state(ms: _MachineState, owner: str, b: Block, node: int) -> Issue | None:
+    """``validateState``'s lookups of a block's node and resource in the machine state."""
+    if node not in ms:
+        what = f"the NUMA that does not exist (NUMA {node})"
+        return Issue("unknown-numa-node", ERROR, _ASSIGNMENT_USES.format(owner, what))
+    if b.type not in ms[node].memory_map:
+        what = f"memory resource that does not exist ({b.type} on NUMA {node})"
+        return Issue("unknown-resource", ERROR, _ASSIGNMENT_USES.format(owner, what))
+    return None
+
+
+_ASSIGNMENT_USES = "[memorymanager] ({}) the memory assignment uses {}"
 
 
 def _group_issues(ms: _MachineState, blocks: list[tuple[str, Block]]) -> list[Issue]:

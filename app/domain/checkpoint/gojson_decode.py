@@ -179,6 +179,13 @@ def _compile_int(t: GoType) -> _DecodeFn:
     return dec_int
 
 
+def _element(t: GoType) -> tuple[GoType, Any, _DecodeFn]:
+    """A slice's, map's or pointer's element type, its zero-value factory and its decoder."""
+    elem = t.elem
+    assert elem is not None
+    return elem, _zero_factory(elem), _decoder(elem)
+
+
 def _nil_or_mismatch(d: Decoder, node: Any, t: GoType, cur: Any) -> Any:
     """A map or slice given another kind of value: ``null`` sets nil, anything else is a type
     error that leaves the value."""
@@ -190,10 +197,7 @@ def _nil_or_mismatch(d: Decoder, node: Any, t: GoType, cur: Any) -> Any:
 
 def _compile_slice(t: GoType) -> _DecodeFn:
     """A new slice of the array's length; existing elements are decoded into in place."""
-    slice_elem = t.elem
-    assert slice_elem is not None
-    new_elem = _zero_factory(slice_elem)
-    elem_dec = _decoder(slice_elem)
+    slice_elem, new_elem, elem_dec = _element(t)
     scalar = slice_elem.kind in (Kind.INT, Kind.UINT)
 
     def dec_slice(d: Decoder, node: Any, cur: Any) -> Any:
@@ -212,10 +216,7 @@ def _compile_slice(t: GoType) -> _DecodeFn:
 
 def _compile_ptr(t: GoType) -> _DecodeFn:
     """``null`` sets nil; otherwise decode into the pointee, allocated when nil."""
-    ptr_elem = t.elem
-    assert ptr_elem is not None
-    new_pointee = _zero_factory(ptr_elem)
-    pointee_dec = _decoder(ptr_elem)
+    _, new_pointee, pointee_dec = _element(t)
 
     def dec_ptr(d: Decoder, node: Any, cur: Any) -> Any:
         if node is None:
@@ -377,12 +378,10 @@ def _flat_struct_decoder(
 def _compile_map(t: GoType) -> _DecodeFn:
     """Map contents merge into an existing map; integer keys parsed as ``int64``."""
     key_t = t.key
-    elem = t.elem
-    assert key_t is not None and elem is not None
+    assert key_t is not None
     int_keys = key_t.kind == Kind.INT
-    new_elem = _zero_factory(elem)
+    elem, new_elem, elem_dec = _element(t)
     string_elems = elem.kind == Kind.STRING
-    elem_dec = _decoder(elem)
 
     def dec_map(d: Decoder, node: Any, cur: Any) -> Any:
         if type(node) is not JObj:

@@ -147,9 +147,9 @@ class _Scanner:
             self._key_or_end,  # _KEY_OR_END
             self._key,  # _KEY
             self._colon,  # _COLON
-            self._after_member,  # _OBJ_NEXT
+            self._after("}", _KEY, "after object key:value pair"),  # _OBJ_NEXT
             self._first_element,  # _ARR_FIRST
-            self._after_element,  # _ARR_NEXT
+            self._after("]", _VALUE, "after array element"),  # _ARR_NEXT
         )
 
     def _value(self, i: int, c: str) -> tuple[int, int]:
@@ -183,22 +183,21 @@ class _Scanner:
             raise self.error(i, "after object key")
         return _VALUE, i + 1
 
-    def _after_member(self, i: int, c: str) -> tuple[int, int]:
-        if c == ",":
-            return _KEY, i + 1
-        if c != "}":
-            raise self.error(i, "after object key:value pair")
-        return self._close(i)
+    def _after(self, closer: str, next_state: int, context: str) -> Any:
+        """The step after a member (``}``) or an element (``]``): a comma goes on to the
+        next one, the closer ends the container."""
+
+        def step(i: int, c: str) -> tuple[int, int]:
+            if c == ",":
+                return next_state, i + 1
+            if c != closer:
+                raise self.error(i, context)
+            return self._close(i)
+
+        return step
 
     def _first_element(self, i: int, c: str) -> tuple[int, int]:
         return self._close(i) if c == "]" else self._value(i, c)
-
-    def _after_element(self, i: int, c: str) -> tuple[int, int]:
-        if c == ",":
-            return _VALUE, i + 1
-        if c != "]":
-            raise self.error(i, "after array element")
-        return self._close(i)
 
     def _close(self, i: int) -> tuple[int, int]:
         """The open object or array ends at ``i``."""

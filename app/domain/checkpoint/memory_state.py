@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from app.domain.checkpoint.errors import (
     CheckpointStateError,
@@ -162,13 +162,25 @@ def _ints(v: Any, what: str) -> tuple[int, ...]:
     return tuple(_int(x, f"{what}[{i}]") for i, x in enumerate(v))
 
 
-def _table(v: Any, what: str) -> MemoryTable:
+_R = TypeVar("_R", MemoryTable, NUMANodeState)
+
+
+def _given(v: Any, cls: type[_R], what: str) -> _R | None:
+    """``v`` when it already is a ``cls`` (absent: the zero one), ``None`` when it is an
+    object to read one from; anything else is a ``CheckpointStateError``."""
     if v is None:
-        return MemoryTable()
-    if isinstance(v, MemoryTable):
+        return cls()
+    if isinstance(v, cls):
         return v
     if not isinstance(v, Mapping):
         raise CheckpointStateError(f"{what} must be an object")
+    return None
+
+
+def _table(v: Any, what: str) -> MemoryTable:
+    given = _given(v, MemoryTable, what)
+    if given is not None:
+        return given
     snake = {"systemReserved": "system_reserved"}
     vals = {}
     for key in _TABLE_KEYS:
@@ -178,12 +190,9 @@ def _table(v: Any, what: str) -> MemoryTable:
 
 
 def _node_state(v: Any, what: str) -> NUMANodeState:
-    if v is None:
-        return NUMANodeState()
-    if isinstance(v, NUMANodeState):
-        return v
-    if not isinstance(v, Mapping):
-        raise CheckpointStateError(f"{what} must be an object")
+    given = _given(v, NUMANodeState, what)
+    if given is not None:
+        return given
     mm = v.get("memoryMap", v.get("memory_map")) or {}
     if not isinstance(mm, Mapping):
         raise CheckpointStateError(f"{what}.memoryMap must be an object")
