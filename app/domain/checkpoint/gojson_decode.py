@@ -409,8 +409,7 @@ def _compile_map(t: GoType) -> _DecodeFn:
 _decoder: Callable[[GoType], _DecodeFn] = type_compiler(
     {
         Kind.STRING: _compile_string,
-        Kind.INT: _compile_int,
-        Kind.UINT: _compile_int,
+        **dict.fromkeys((Kind.INT, Kind.UINT), _compile_int),
         Kind.STRUCT: _compile_struct,
         Kind.MAP: _compile_map,
         Kind.SLICE: _compile_slice,

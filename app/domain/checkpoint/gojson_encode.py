@@ -153,8 +153,7 @@ def _compile_ptr(t: GoType) -> _Encoder:
 _encoder: Callable[[GoType], _Encoder] = type_compiler(
     {
         Kind.STRING: lambda t: _go_string,
-        Kind.INT: lambda t: str,
-        Kind.UINT: lambda t: str,
+        **dict.fromkeys((Kind.INT, Kind.UINT), lambda t: str),
         Kind.STRUCT: _compile_struct,
         Kind.MAP: _compile_map,
         Kind.SLICE: _compile_slice,

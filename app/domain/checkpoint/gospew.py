@@ -199,10 +199,8 @@ def _compile_cpuset(t: GoType) -> _Formatter:
 
 _formatter: Callable[[GoType], _Formatter] = type_compiler(
     {
+        **dict.fromkeys((Kind.STRING, Kind.INT, Kind.UINT), _compile_scalar),
         Kind.PTR: _compile_ptr,
-        Kind.STRING: _compile_scalar,
-        Kind.INT: _compile_scalar,
-        Kind.UINT: _compile_scalar,
         Kind.STRUCT: _compile_struct,
         Kind.MAP: _compile_map,
         Kind.SLICE: _compile_slice,

@@ -11,7 +11,7 @@ failure the kubelet logs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,6 @@ from app.domain.checkpoint.formats import FormatVersions
 from app.domain.checkpoint.gojson_decode import unmarshal_text
 from app.domain.checkpoint.gojson_scan import GoJSONError, GoSyntaxError, parse
 from app.domain.checkpoint.gotext import go_text
-from app.domain.checkpoint.gotypes import GoType
 from app.domain.checkpoint.memory_state import MemoryCheckpointState
 from app.domain.checkpoint.reader import Reader
 from app.domain.golang.strconv import go_quote
@@ -141,26 +140,29 @@ class ParsedFile:
 
 def get_checkpoint(
     f: ParsedFile,
-    codec: FormatVersions,
     version: str,
-    name: str | None,
-    verify: Callable[[dict[str, Any]], str | None],
+    reader: Reader,
+    *,
+    formats: FormatVersions,
+    names: Mapping[str, Mapping[str, str]],
+    verify: Callable[[dict[str, Any], str, Reader], str | None],
 ) -> tuple[dict[str, Any], str | None]:
-    """``GetCheckpoint`` of one version (Go struct ``name`` in type errors); records the
-    attempt. The data version is verified by ``dataChecksum``, the others by ``verify`` (the
-    manager's ``VerifyChecksum``: how the checksum passed, ``None`` when it did not)."""
+    """``GetCheckpoint`` of one version as ``reader``'s release does it (the Go struct names
+    of its code line, ``names``, appear in type errors); records the attempt. The data version
+    is verified by ``dataChecksum``, the others by ``verify`` (the manager's
+    ``VerifyChecksum``: how the checksum passed, ``None`` when it did not)."""
+    name = names[reader.line].get(version)
     if f.syntax_error is not None:
         err = f.syntax_error
-        if version == codec.data_version:
-            err = f"failed to deserialize {codec.what} checkpoint: {err}"
-        return codec.new(version), f.failed(version, err)
-    obj, jerr = codec.decode(f.tree, version, name)
-    if version == codec.data_version:
-        data = codec.new("data")
-        return obj, _verify_data_checkpoint(f, version, obj, jerr, data, codec.data_t, codec.what)
+        if version == formats.data_version:
+            err = f"failed to deserialize {formats.what} checkpoint: {err}"
+        return formats.new(version), f.failed(version, err)
+    obj, jerr = formats.decode(f.tree, version, name)
+    if version == formats.data_version:
+        return obj, _verify_data_checkpoint(f, version, obj, jerr, formats)
     if jerr is not None:
         return obj, f.failed(version, str(jerr))
-    matched = verify(obj)
+    matched = verify(obj, version, reader)
     if matched is None:
         return obj, f.failed(version, CORRUPT)
     f.passed(version, matched)
@@ -217,17 +219,17 @@ def _verify_data_checkpoint(
     version: str,
     obj: dict[str, Any],
     jerr: GoJSONError | None,
-    data: dict[str, Any],
-    data_t: GoType,
-    what: str,
+    formats: FormatVersions,
 ) -> str | None:
     """The rest of a ``GetCheckpoint`` of a V4/V3 file decoded into ``obj`` (``jerr``): its
-    ``data`` string decoded into ``data`` (kept as ``obj["CheckpointData"]``), then verified
-    against ``dataChecksum``; the attempt's error or ``None``."""
+    ``data`` string decoded into a fresh data object (kept as ``obj["CheckpointData"]``), then
+    verified against ``dataChecksum``; the attempt's error or ``None``."""
+    what = formats.what
+    data = formats.new("data")
     if jerr is not None:
         return f.failed(version, f"failed to deserialize {what} checkpoint: {jerr}")
     obj["CheckpointData"] = data
-    derr = unmarshal_text(obj["Data"], data_t, data)
+    derr = unmarshal_text(obj["Data"], formats.data_t, data)
     if derr is not None:
         return f.failed(version, f"failed to deserialize {what} checkpoint data: {derr}")
     if obj["DataChecksum"] != string_checksum(obj["Data"]):

@@ -11,6 +11,7 @@ for in sorted order so results are deterministic.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -57,16 +58,6 @@ def _cpu_headers(version: str, reader: Reader) -> tuple[str, ...]:
 _CPU_T = {"V1": C.CPU_V1_T, "V2": C.CPU_V2_T, "V3": C.CPU_V3_T}
 
 
-def _get_cpu(
-    f: loading.ParsedFile, version: str, reader: Reader
-) -> tuple[dict[str, Any], str | None]:
-    """``GetCheckpoint`` for a CPU version; records the attempt."""
-    name = _CPU_NAMES[reader.line].get(version)
-    return loading.get_checkpoint(
-        f, C.CPU_FORMATS, version, name, lambda obj: _verify(obj, version, reader)
-    )
-
-
 def _verify(obj: dict[str, Any], version: str, reader: Reader) -> str | None:
     """``VerifyChecksum``: 0 passes for V1 and V2, else a header name the reader accepts."""
     stored = obj["Checksum"]
@@ -76,6 +67,12 @@ def _verify(obj: dict[str, Any], version: str, reader: Reader) -> str | None:
         if struct_checksum(obj, _CPU_T[version], header) == stored:
             return header
     return None
+
+
+#: ``GetCheckpoint`` of a version: ``_get_cpu(f, version, reader)``; records the attempt.
+_get_cpu = functools.partial(
+    loading.get_checkpoint, formats=C.CPU_FORMATS, names=_CPU_NAMES, verify=_verify
+)
 
 
 def _migrate_v1_to_v2(

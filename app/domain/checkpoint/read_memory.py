@@ -11,6 +11,7 @@ into a fresh one), and the restore (policy comparison). There is no memory manag
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from app.domain import releases
@@ -32,16 +33,6 @@ _MEMORY_NAMES = {
 _MEMORY_T = {"V1": M.MEMORY_V1_T, "V2": M.MEMORY_V2_T}
 
 
-def _get_memory(
-    f: loading.ParsedFile, version: str, reader: Reader
-) -> tuple[dict[str, Any], str | None]:
-    """``GetCheckpoint`` for a memory version; records the attempt."""
-    name = _MEMORY_NAMES[reader.line].get(version)
-    return loading.get_checkpoint(
-        f, M.MEMORY_FORMATS, version, name, lambda obj: _verify(obj, version, reader)
-    )
-
-
 def _verify(obj: dict[str, Any], version: str, reader: Reader) -> str | None:
     """``VerifyChecksum``: 0 passes only for the newest line's readers, else the legacy
     header name."""
@@ -50,6 +41,12 @@ def _verify(obj: dict[str, Any], version: str, reader: Reader) -> str | None:
     if struct_checksum(obj, _MEMORY_T[version], M.LEGACY_HEADER) == obj["Checksum"]:
         return M.LEGACY_HEADER
     return None
+
+
+#: ``GetCheckpoint`` of a version: ``_get_memory(f, version, reader)``; records the attempt.
+_get_memory = functools.partial(
+    loading.get_checkpoint, formats=M.MEMORY_FORMATS, names=_MEMORY_NAMES, verify=_verify
+)
 
 
 def _clone_machine_state(ms: Any) -> Any:
