@@ -38,6 +38,7 @@ from app.domain.checkpoint.gotypes import (
     struct_type,
 )
 from app.domain.checkpoint.memory_state import (
+    ZERO_TABLE,
     Block,
     MemoryCheckpointState,
     MemoryTable,
@@ -140,7 +141,7 @@ memory_struct_checksum = MEMORY_FORMATS.algorithm_checksum
 
 def _table_from_go(v: Any) -> MemoryTable:
     if v is None:
-        return MemoryTable()
+        return ZERO_TABLE
     return MemoryTable(
         v["TotalMemSize"], v["SystemReserved"], v["Allocatable"], v["Reserved"], v["Free"]
     )

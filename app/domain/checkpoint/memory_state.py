@@ -8,7 +8,7 @@ the bad field (``CheckpointStateError``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -19,30 +19,16 @@ from app.domain.checkpoint.errors import (
     pod_entries_field,
 )
 
-# ``state.Block`` is one value for the checkpoint and the memory manager's live state.
+# ``state.Block`` is one value for the checkpoint and the memory manager's live state, and
+# ``state.MemoryTable`` one for the checkpoint and a node snapshot.
 from app.domain.memorymanager.state import Block
+from app.domain.snapshot import MemoryTable
 
 _TABLE_KEYS = ("total", "systemReserved", "allocatable", "reserved", "free")
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryTable:
-    """``state.MemoryTable`` (bytes)."""
-
-    total: int = 0
-    system_reserved: int = 0
-    allocatable: int = 0
-    reserved: int = 0
-    free: int = 0
-
-    def to_dict(self) -> dict[str, int]:
-        return {
-            "total": self.total,
-            "systemReserved": self.system_reserved,
-            "allocatable": self.allocatable,
-            "reserved": self.reserved,
-            "free": self.free,
-        }
+#: ``state.MemoryTable`` of nothing (a ``null`` table in a file).
+ZERO_TABLE = MemoryTable(0, 0, 0, 0, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,11 +151,11 @@ def _ints(v: Any, what: str) -> tuple[int, ...]:
 _R = TypeVar("_R", MemoryTable, NUMANodeState)
 
 
-def _given(v: Any, cls: type[_R], what: str) -> _R | None:
-    """``v`` when it already is a ``cls`` (absent: the zero one), ``None`` when it is an
-    object to read one from; anything else is a ``CheckpointStateError``."""
+def _given(v: Any, cls: type[_R], zero: Callable[[], _R], what: str) -> _R | None:
+    """``v`` when it already is a ``cls`` (absent: ``zero()``), ``None`` when it is an object
+    to read one from; anything else is a ``CheckpointStateError``."""
     if v is None:
-        return cls()
+        return zero()
     if isinstance(v, cls):
         return v
     if not isinstance(v, Mapping):
@@ -178,7 +164,7 @@ def _given(v: Any, cls: type[_R], what: str) -> _R | None:
 
 
 def _table(v: Any, what: str) -> MemoryTable:
-    given = _given(v, MemoryTable, what)
+    given = _given(v, MemoryTable, lambda: ZERO_TABLE, what)
     if given is not None:
         return given
     snake = {"systemReserved": "system_reserved"}
@@ -190,7 +176,7 @@ def _table(v: Any, what: str) -> MemoryTable:
 
 
 def _node_state(v: Any, what: str) -> NUMANodeState:
-    given = _given(v, NUMANodeState, what)
+    given = _given(v, NUMANodeState, NUMANodeState, what)
     if given is not None:
         return given
     mm = v.get("memoryMap", v.get("memory_map")) or {}
