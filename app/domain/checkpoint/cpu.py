@@ -143,16 +143,6 @@ CPU_V3_T = cpu_v3_type()
 CPU_V4_T = cpu_v4_type()
 
 
-#: Struct checksum algorithms (conformance ``checkpoint_checksum``): type and header.
-CPU_STRUCT_ALGORITHMS: dict[str, tuple[str, GoType, str]] = {
-    "cpu_v1": ("V1", CPU_V1_T, LEGACY_HEADER),
-    "cpu_v2_legacy": ("V2", CPU_V2_T, LEGACY_HEADER),
-    "cpu_v2_v2name": ("V2", CPU_V2_T, V2_HEADER),
-    "cpu_v3_legacy": ("V3", CPU_V3_T, LEGACY_HEADER),
-    "cpu_v3_v3name": ("V3", CPU_V3_T, V3_HEADER),
-}
-
-
 CPU_FORMATS = FormatVersions(
     CPU_FILE_NAME,
     "cpu manager",
@@ -165,7 +155,14 @@ CPU_FORMATS = FormatVersions(
         "data": fixed(CPU_DATA_T),
     },
     "V4",
-    CPU_STRUCT_ALGORITHMS,
+    # the struct checksum algorithms of the conformance cases (``checkpoint_checksum``)
+    {
+        "cpu_v1": ("V1", LEGACY_HEADER),
+        "cpu_v2_legacy": ("V2", LEGACY_HEADER),
+        "cpu_v2_v2name": ("V2", V2_HEADER),
+        "cpu_v3_legacy": ("V3", LEGACY_HEADER),
+        "cpu_v3_v3name": ("V3", V3_HEADER),
+    },
 )
 new_cpu_checkpoint = CPU_FORMATS.new
 decode_cpu = CPU_FORMATS.decode

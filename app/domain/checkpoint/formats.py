@@ -42,14 +42,14 @@ def fixed(t: GoType) -> StructFactory:
 class FormatVersions:
     """One manager's format versions: ``structs`` by version (``data`` included),
     ``data_version`` the one that carries ``data`` and ``dataChecksum``, ``algorithms`` the
-    struct checksums by conformance name (version, type, header); ``what`` names the manager
+    struct checksums by conformance name (version, header name); ``what`` names the manager
     in the kubelet's error texts."""
 
     file_name: str
     what: str
     structs: Mapping[str, StructFactory]
     data_version: str
-    algorithms: Mapping[str, tuple[str, GoType, str]]
+    algorithms: Mapping[str, tuple[str, str]]
 
     def struct(self, version: str, name: str | None = None) -> GoType:
         make = self.structs.get(version)
@@ -76,5 +76,5 @@ class FormatVersions:
 
     def algorithm_checksum(self, value: dict[str, Any], algorithm: str) -> int:
         """The checksum ``algorithm`` computes for a decoded Go value."""
-        _, t, header = self.algorithms[algorithm]
-        return struct_checksum(value, t, header)
+        version, header = self.algorithms[algorithm]
+        return struct_checksum(value, self.struct(version), header)

@@ -113,12 +113,6 @@ MEMORY_V2_T = memory_v2_type()
 MEMORY_V3_T = memory_v3_type()
 
 
-MEMORY_STRUCT_ALGORITHMS: dict[str, tuple[str, GoType, str]] = {
-    "mem_v1": ("V1", MEMORY_V1_T, LEGACY_HEADER),
-    "mem_v2_legacy": ("V2", MEMORY_V2_T, LEGACY_HEADER),
-}
-
-
 MEMORY_FORMATS = FormatVersions(
     MEMORY_FILE_NAME,
     "memory manager",
@@ -129,7 +123,7 @@ MEMORY_FORMATS = FormatVersions(
         "data": fixed(MEMORY_DATA_T),
     },
     "V3",
-    MEMORY_STRUCT_ALGORITHMS,
+    {"mem_v1": ("V1", LEGACY_HEADER), "mem_v2_legacy": ("V2", LEGACY_HEADER)},
 )
 new_memory_checkpoint = MEMORY_FORMATS.new
 decode_memory = MEMORY_FORMATS.decode
