@@ -101,10 +101,13 @@ def _compile_struct(t: GoType) -> _Formatter:
             out.append(prefix)
         st.ignore = False
         out.append("{")
-        sep = ""
+        first = True
         for name, label, fmt in fields:
-            out.append(sep + label)
-            sep = " "
+            if first:
+                first = False
+                out.append(label)
+            else:
+                out.append(" " + label)
             fmt(out, v[name], st)
         out.append("}")
 
@@ -130,10 +133,13 @@ def _compile_map(t: GoType) -> _Formatter:
             out.append("map[" + " ".join(f"{key}:{v[key]}" for key in sorted(v)) + "]")
         else:
             out.append("map[")
-            sep = ""
+            first = True
             for key in sorted(v):
-                out.append(f"{sep}{key}:")
-                sep = " "
+                if first:
+                    first = False
+                    out.append(f"{key}:")
+                else:
+                    out.append(f" {key}:")
                 st.ignore = True
                 elem_fmt(out, v[key], st)
             out.append("]")
@@ -159,8 +165,11 @@ def _compile_slice(t: GoType) -> _Formatter:
             out.append("[" + " ".join(map(str, v)) + "]")
         else:
             out.append("[")
-            for i, item in enumerate(v):
-                if i:
+            first = True
+            for item in v:
+                if first:
+                    first = False
+                else:
                     out.append(" ")
                 st.ignore = True
                 elem_fmt(out, item, st)
