@@ -225,7 +225,7 @@ def _cpu_header(tree: Any, version: str) -> str | None:
     obj, err = C.decode_cpu(tree, version)
     if err is not None or not obj["Checksum"]:
         return None
-    t = {"V1": C.CPU_V1_T, "V2": C.CPU_V2_T, "V3": C.CPU_V3_T}[version]
+    t = C.CPU_FORMATS.struct(version)
     names = {"V1": (C.LEGACY_HEADER,), "V2": (C.LEGACY_HEADER, C.V2_HEADER)}.get(
         version, (C.LEGACY_HEADER, C.V3_HEADER)
     )
@@ -239,7 +239,7 @@ def _memory_header(tree: Any, version: str) -> str | None:
     obj, err = M.decode_memory(tree, version)
     if err is not None or not obj["Checksum"]:
         return None
-    t = M.MEMORY_V1_T if version == "V1" else M.MEMORY_V2_T
+    t = M.MEMORY_FORMATS.struct(version)
     if struct_checksum(obj, t, M.LEGACY_HEADER) == obj["Checksum"]:
         return "legacy"
     return None

@@ -55,16 +55,14 @@ def _cpu_headers(version: str, reader: Reader) -> tuple[str, ...]:
     raise AssertionError(version)
 
 
-_CPU_T = {"V1": C.CPU_V1_T, "V2": C.CPU_V2_T, "V3": C.CPU_V3_T}
-
-
 def _verify(obj: dict[str, Any], version: str, reader: Reader) -> str | None:
     """``VerifyChecksum``: 0 passes for V1 and V2, else a header name the reader accepts."""
     stored = obj["Checksum"]
     if stored == 0 and version in ("V1", "V2"):
         return "zero"
+    t = C.CPU_FORMATS.struct(version)
     for header in _cpu_headers(version, reader):
-        if struct_checksum(obj, _CPU_T[version], header) == stored:
+        if struct_checksum(obj, t, header) == stored:
             return header
     return None
 

@@ -30,7 +30,6 @@ _MEMORY_NAMES = {
     releases.GATE_SINCE: {"V1": M.V1_HEADER, "V2": M.LEGACY_HEADER},
     releases.NEWEST_CHECKPOINT_LINE: {"V1": M.V1_HEADER, "V2": M.V2_HEADER, "V3": M.LEGACY_HEADER},
 }
-_MEMORY_T = {"V1": M.MEMORY_V1_T, "V2": M.MEMORY_V2_T}
 
 
 def _verify(obj: dict[str, Any], version: str, reader: Reader) -> str | None:
@@ -38,7 +37,7 @@ def _verify(obj: dict[str, Any], version: str, reader: Reader) -> str | None:
     header name."""
     if obj["Checksum"] == 0 and reader.line == releases.NEWEST_CHECKPOINT_LINE:
         return "zero"
-    if struct_checksum(obj, _MEMORY_T[version], M.LEGACY_HEADER) == obj["Checksum"]:
+    if struct_checksum(obj, M.MEMORY_FORMATS.struct(version), M.LEGACY_HEADER) == obj["Checksum"]:
         return M.LEGACY_HEADER
     return None
 
