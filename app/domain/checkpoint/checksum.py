@@ -70,6 +70,16 @@ def _bit_planes(data: bytes) -> list[int]:
     return [int.from_bytes(raw[k::8], "little") for k in range(8)]
 
 
+def _prefix_xor(p: int, n: int) -> int:
+    """Bit ``i`` of the result is the XOR of bits ``0..i`` of ``p`` (``n`` bits), in
+    log2(n) shift-XOR steps."""
+    step = 1
+    while step < n:
+        p ^= p << step
+        step <<= 1
+    return p
+
+
 def _fnv1a_32_bitsliced(data: bytes) -> int:
     """FNV-1a over all positions at once, one bit plane at a time.
 
@@ -93,11 +103,7 @@ def _fnv1a_32_bitsliced(data: bytes) -> int:
         for term in terms:
             g ^= term
         b = inputs[k] if k < 8 else 0
-        p = b ^ g
-        step = 1
-        while step < n:
-            p ^= p << step
-            step <<= 1
+        p = _prefix_xor(b ^ g, n)
         init = (FNV32_OFFSET >> k) & 1
         result |= (init ^ ((p >> (n - 1)) & 1)) << k  # the state after the last byte
         if k == 31:

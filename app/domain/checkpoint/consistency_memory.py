@@ -9,10 +9,10 @@ containers'); ``numberOfAssignments`` counts one per block per node.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from app.domain.checkpoint.findings import ERROR, WARNING, Issue
-from app.domain.checkpoint.memory_state import Block, MemoryCheckpointState
+from app.domain.checkpoint.memory_state import Block, MemoryCheckpointState, NUMANodeState
 from app.domain.topology import CPUTopology
 
 
@@ -52,8 +52,43 @@ def _groups(blocks: Iterable[Block], nodes: Iterable[int]) -> list[frozenset[int
 
 
 def check_memory_state(state: MemoryCheckpointState, topology: CPUTopology | None) -> list[Issue]:
-    out: list[Issue] = []
+    """Every finding about one ``memory_manager_state``: the machine state's own sums, the
+    assignments against it, then against the topology."""
     ms = state.machine_state
+    blocks = _assignment_blocks(state)
+    out = _memory_table_issues(ms)
+    out += _block_issues(ms, blocks)
+    out += _group_issues(ms, blocks)
+    out += [
+        Issue(
+            "pod-entry-without-containers",
+            WARNING,
+            f"pod {pod} has pod-level memory blocks but no container entries",
+        )
+        for pod in sorted(state.pod_entries or {})
+        if not state.entries.get(pod)
+    ]
+    if topology is not None:
+        known = set(topology.numa_node_ids()) | {m.numa_id for m in topology.memory}
+        unknown = sorted(set(ms) - known)
+        if unknown:
+            out.append(
+                Issue(
+                    "memory-numa-outside-topology",
+                    ERROR,
+                    f"machineState has NUMA nodes {unknown} the topology does not have",
+                )
+            )
+    return out
+
+
+_MachineState = Mapping[int, NUMANodeState]
+
+
+def _memory_table_issues(ms: _MachineState) -> list[Issue]:
+    """Per node and resource: ``free + reserved == allocatable``, and no more allocatable
+    than the total leaves."""
+    out: list[Issue] = []
     for node, ns in sorted(ms.items()):
         for res, t in sorted(ns.memory_map.items()):
             if t.free + t.reserved != t.allocatable:
@@ -74,29 +109,20 @@ def check_memory_state(state: MemoryCheckpointState, topology: CPUTopology | Non
                         f"{t.system_reserved} > total {t.total}",
                     )
                 )
-    blocks = _assignment_blocks(state)
+    return out
+
+
+def _block_issues(ms: _MachineState, blocks: list[tuple[str, Block]]) -> list[Issue]:
+    """Each block on NUMA nodes and resources the machine state has; ``numberOfAssignments``
+    counting one per block per node."""
+    out: list[Issue] = []
     counts: dict[int, int] = {}
     for owner, b in blocks:
         for node in b.numa_affinity:
             counts[node] = counts.get(node, 0) + 1
-            if node not in ms:
-                out.append(
-                    Issue(
-                        "unknown-numa-node",
-                        ERROR,
-                        f"[memorymanager] ({owner}) the memory assignment uses the NUMA that "
-                        f"does not exist (NUMA {node})",
-                    )
-                )
-            elif b.type not in ms[node].memory_map:
-                out.append(
-                    Issue(
-                        "unknown-resource",
-                        ERROR,
-                        f"[memorymanager] ({owner}) the memory assignment uses memory resource "
-                        f"that does not exist ({b.type} on NUMA {node})",
-                    )
-                )
+            unknown = _unknown_in_machine_state(ms, owner, b, node)
+            if unknown is not None:
+                out.append(unknown)
         if not b.numa_affinity:
             out.append(Issue("block-without-numa", ERROR, f"{owner}: a {b.type} block has no NUMA"))
     for node, ns in sorted(ms.items()):
@@ -110,6 +136,26 @@ def check_memory_state(state: MemoryCheckpointState, topology: CPUTopology | Non
                     f"assignments account for {want}",
                 )
             )
+    return out
+
+
+def _unknown_in_machine_state(ms: _MachineState, owner: str, b: Block, node: int) -> Issue | None:
+    """``validateState``'s lookups of a block's node and resource in the machine state."""
+    if node not in ms:
+        what = f"the NUMA that does not exist (NUMA {node})"
+        return Issue("unknown-numa-node", ERROR, _ASSIGNMENT_USES.format(owner, what))
+    if b.type not in ms[node].memory_map:
+        what = f"memory resource that does not exist ({b.type} on NUMA {node})"
+        return Issue("unknown-resource", ERROR, _ASSIGNMENT_USES.format(owner, what))
+    return None
+
+
+_ASSIGNMENT_USES = "[memorymanager] ({}) the memory assignment uses {}"
+
+
+def _group_issues(ms: _MachineState, blocks: list[tuple[str, Block]]) -> list[Issue]:
+    """Per NUMA group (nodes joined by multi-node blocks) and resource, the reserved memory
+    equals the assigned blocks; a group's nodes list each other as cells."""
     groups = _groups((b for _, b in blocks), ms)
     # A block's NUMA nodes are all in one group (they were joined): sum the assigned bytes
     # per (group, resource) in one pass instead of a pass over every block per group.
@@ -121,6 +167,7 @@ def check_memory_state(state: MemoryCheckpointState, topology: CPUTopology | Non
         if g is not None:  # no NUMA, or only one the machine state does not know: no group
             assigned_in[(g, b.type)] = assigned_in.get((g, b.type), 0) + b.size
             types_in.setdefault(g, set()).add(b.type)
+    out: list[Issue] = []
     for gi, group in enumerate(groups):
         resources = sorted(
             {r for n in group if n in ms for r in ms[n].memory_map} | types_in.get(gi, set())
@@ -141,34 +188,17 @@ def check_memory_state(state: MemoryCheckpointState, topology: CPUTopology | Non
                     )
                 )
         if len(group) > 1:
-            for n in sorted(group):
-                if n in ms and set(ms[n].cells) != set(group):
-                    out.append(
-                        Issue(
-                            "cells-mismatch",
-                            WARNING,
-                            f"NUMA {n}: cells {list(ms[n].cells)} but assignments group NUMA "
-                            f"{sorted(group)}",
-                        )
-                    )
-    for pod in sorted(state.pod_entries or {}):
-        if not state.entries.get(pod):
-            out.append(
-                Issue(
-                    "pod-entry-without-containers",
-                    WARNING,
-                    f"pod {pod} has pod-level memory blocks but no container entries",
-                )
-            )
-    if topology is not None:
-        known = set(topology.numa_node_ids()) | {m.numa_id for m in topology.memory}
-        unknown = sorted(set(ms) - known)
-        if unknown:
-            out.append(
-                Issue(
-                    "memory-numa-outside-topology",
-                    ERROR,
-                    f"machineState has NUMA nodes {unknown} the topology does not have",
-                )
-            )
+            out += _cells_issues(ms, group)
     return out
+
+
+def _cells_issues(ms: _MachineState, group: frozenset[int]) -> list[Issue]:
+    return [
+        Issue(
+            "cells-mismatch",
+            WARNING,
+            f"NUMA {n}: cells {list(ms[n].cells)} but assignments group NUMA {sorted(group)}",
+        )
+        for n in sorted(group)
+        if n in ms and set(ms[n].cells) != set(group)
+    ]

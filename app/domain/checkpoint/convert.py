@@ -30,7 +30,7 @@ from typing import Any
 from app.domain import releases
 from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
-from app.domain.checkpoint.content import file_content
+from app.domain.checkpoint.content import State, file_content
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.detect import (
     CPU,
@@ -41,7 +41,7 @@ from app.domain.checkpoint.detect import (
 )
 from app.domain.checkpoint.errors import CheckpointError, ConversionError
 from app.domain.checkpoint.findings import checksum_reports
-from app.domain.checkpoint.loading import DEFAULT_STATE_DIR
+from app.domain.checkpoint.loading import DEFAULT_STATE_DIR, LoadResult
 from app.domain.checkpoint.memory_state import MemoryCheckpointState
 from app.domain.checkpoint.reader import Reader, parse_reader
 from app.domain.checkpoint.readers import load_checkpoint
@@ -128,8 +128,46 @@ def convert(
         info = detect_tree(tree, manager)
     except CheckpointError as exc:
         raise ConversionError(f"cannot convert: {exc.message}") from None
-    notes: list[str] = []
+    notes = _source_checksum_notes(tree, info, force)
     lost: list[str] = []
+    state = _source_state(tree, info, force, lost)
+    version = _version(to_version, target, info.manager)
+    if isinstance(state, CPUCheckpointState):
+        out = _convert_cpu(state, version, initial_containers, lost, notes)
+    else:
+        out = _convert_memory(state, version, lost, notes)
+    verdict = None
+    if target is not None:
+        result = load_checkpoint(out, info.manager, target, initial_containers, DEFAULT_STATE_DIR)
+        verdict = _target_verdict(result, state, version, force, lost, notes)
+    return ConversionResult(
+        out, info.manager, info, version, target, tuple(lost), tuple(notes), verdict
+    )
+
+
+def _target_verdict(
+    result: LoadResult, state: State, version: str, force: bool, lost: list[str], notes: list[str]
+) -> TargetVerdict:
+    """What the target release does with the written file: unreadable refuses the
+    conversion unless ``force``; its losses and notes join the conversion's."""
+    target = result.reader
+    verdict = verdict_for_result(result, _after(state, version), None, False, machine=state)
+    if not result.accepted and not force:
+        raise ConversionError(
+            f"{version} is not readable by a {target.label} kubelet: {result.error} "
+            "(use force to write it anyway)"
+        )
+    if verdict.verdict != COMPATIBLE:
+        notes.append(f"a {target.label} kubelet: {verdict.verdict}")
+    notes.extend(verdict.notes)
+    lost.extend(x for x in verdict.lost if x not in lost)
+    return verdict
+
+
+def _source_checksum_notes(tree: Any, info: VersionInfo, force: bool) -> list[str]:
+    """The source's protecting checksum (``dataChecksum`` where there is one) must verify
+    unless ``force``; what was found, as notes."""
+    notes: list[str] = []
     checks = {c.field: c for c in checksum_reports(tree, info)}
     guard = "dataChecksum" if "dataChecksum" in checks else "checksum"
     if info.version == "V4-reverted":
@@ -147,6 +185,12 @@ def convert(
         notes.append(f"source {guard} is 0: not verified")
     if guard == "dataChecksum" and checks["checksum"].status == "invalid":
         notes.append("the source's inline checksum is invalid; the inline part is rewritten")
+    return notes
+
+
+def _source_state(tree: Any, info: VersionInfo, force: bool, lost: list[str]) -> State:
+    """The source's content; values that do not parse refuse the conversion unless
+    ``force`` (then they are listed in ``lost``)."""
     fc = file_content(tree, info)
     if fc.state is None:
         raise ConversionError(
@@ -158,41 +202,20 @@ def convert(
                 "refusing to convert: " + "; ".join(fc.problems) + " (use force to drop them)"
             )
         lost.extend(f"unparsable value dropped: {p}" for p in fc.problems)
+    return fc.state
+
+
+def _version(to_version: str | int | None, target: Reader | None, manager: str) -> str:
+    """The version to write: the one asked for, else the one ``target`` writes."""
     if to_version is None:
         if target is None:
             raise ConversionError("give the version to write or a target release")
-        version = version_for(info.manager, target)
-    else:
-        versions = C.CPU_VERSIONS if info.manager == CPU else M.MEMORY_VERSIONS
-        try:
-            version = C.normalise_version(to_version, versions)
-        except CheckpointError as exc:
-            raise ConversionError(exc.message) from None
-    if info.manager == CPU:
-        assert isinstance(fc.state, CPUCheckpointState)
-        out = _convert_cpu(fc.state, version, initial_containers, lost, notes)
-    else:
-        assert isinstance(fc.state, MemoryCheckpointState)
-        out = _convert_memory(fc.state, version, lost, notes)
-    verdict = None
-    if target is not None:
-        result = load_checkpoint(out, info.manager, target, initial_containers, DEFAULT_STATE_DIR)
-        target_state = fc.state
-        verdict = verdict_for_result(
-            result, _after(target_state, version), None, False, machine=target_state
-        )
-        if not result.accepted and not force:
-            raise ConversionError(
-                f"{version} is not readable by a {target.label} kubelet: {result.error} "
-                "(use force to write it anyway)"
-            )
-        if verdict.verdict != COMPATIBLE:
-            notes.append(f"a {target.label} kubelet: {verdict.verdict}")
-        notes.extend(verdict.notes)
-        lost.extend(x for x in verdict.lost if x not in lost)
-    return ConversionResult(
-        out, info.manager, info, version, target, tuple(lost), tuple(notes), verdict
-    )
+        return version_for(manager, target)
+    versions = C.CPU_VERSIONS if manager == CPU else M.MEMORY_VERSIONS
+    try:
+        return C.normalise_version(to_version, versions)
+    except CheckpointError as exc:
+        raise ConversionError(exc.message) from None
 
 
 def _after(state: Any, version: str) -> Any:
@@ -227,33 +250,14 @@ def _convert_cpu(
 ) -> str:
     entries: dict[str, dict[str, Any]] = {pod: dict(c) for pod, c in state.entries.items()}
     if state.container_entries is not None and version != "V1":
-        if state.container_entries and initial is None:
-            raise ConversionError(
-                "a V1 file keys entries by container ID: give initial_containers "
-                "(container ID -> pod UID, container name) to convert to " + version
-            )
-        for cid, cset in sorted(state.container_entries.items()):
-            ref = (initial or {}).get(cid)
-            if ref is None:
-                raise ConversionError(f"containerID '{cid}' not found in initial containers list")
-            entries.setdefault(ref[0], {})[ref[1]] = cset
+        _migrate_container_ids(state.container_entries, initial, version, entries)
         notes.append("V1 container-ID entries migrated with the container list")
     container_entries: dict[str, Any] | None = None
     if version == "V1":
         if state.container_entries is not None:
             container_entries = dict(state.container_entries)
         else:
-            by_ref = {(ref[0], ref[1]): cid for cid, ref in (initial or {}).items()}
-            container_entries = {}
-            for pod, containers in sorted(state.entries.items()):
-                for name, cset in sorted(containers.items()):
-                    found = by_ref.get((pod, name))
-                    if found is None:
-                        raise ConversionError(
-                            f"V1 keys entries by container ID: no container ID for pod {pod!r} "
-                            f"container {name!r} in initial_containers"
-                        )
-                    container_entries[found] = cset
+            container_entries = _container_id_entries(state, initial)
         entries = {}
     pod_entries = state.pod_entries
     if version in ("V1", "V2") and pod_entries:
@@ -266,6 +270,44 @@ def _convert_cpu(
         container_entries,
     )
     return C.write_cpu_checkpoint(out_state, version)
+
+
+def _migrate_container_ids(
+    container_entries: Mapping[str, Any],
+    initial: Mapping[str, Sequence[str]] | None,
+    version: str,
+    entries: dict[str, dict[str, Any]],
+) -> None:
+    """V1 entries (container ID -> cpuset) into ``entries`` (pod -> container -> cpuset) with
+    the runtime's container list, as the kubelet's V1 -> V2 migration does."""
+    if container_entries and initial is None:
+        raise ConversionError(
+            "a V1 file keys entries by container ID: give initial_containers "
+            "(container ID -> pod UID, container name) to convert to " + version
+        )
+    for cid, cset in sorted(container_entries.items()):
+        ref = (initial or {}).get(cid)
+        if ref is None:
+            raise ConversionError(f"containerID '{cid}' not found in initial containers list")
+        entries.setdefault(ref[0], {})[ref[1]] = cset
+
+
+def _container_id_entries(
+    state: CPUCheckpointState, initial: Mapping[str, Sequence[str]] | None
+) -> dict[str, Any]:
+    """The state's entries keyed by container ID (V1), found in the container list."""
+    by_ref = {(ref[0], ref[1]): cid for cid, ref in (initial or {}).items()}
+    container_entries: dict[str, Any] = {}
+    for pod, containers in sorted(state.entries.items()):
+        for name, cset in sorted(containers.items()):
+            found = by_ref.get((pod, name))
+            if found is None:
+                raise ConversionError(
+                    f"V1 keys entries by container ID: no container ID for pod {pod!r} "
+                    f"container {name!r} in initial_containers"
+                )
+            container_entries[found] = cset
+    return container_entries
 
 
 def _convert_memory(

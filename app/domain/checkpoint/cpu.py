@@ -25,18 +25,22 @@ some configurations (see ``readers``).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from app.domain.checkpoint.checksum import string_checksum, struct_checksum
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.errors import CheckpointInputError, CheckpointStateError
+from app.domain.checkpoint.formats import FormatVersions, fixed, struct_factory
 from app.domain.checkpoint.gocpuset import GoCPUSetError, parse_cpuset
 from app.domain.checkpoint.gojson_decode import abort, unmarshal
 from app.domain.checkpoint.gojson_encode import encode_fragment, marshal
 from app.domain.checkpoint.gojson_scan import GoJSONError
 from app.domain.checkpoint.gotypes import (
-    CHECKSUM_T,
+    CHECKSUM_FIELD,
     CPUSET_T,
+    DATA_FIELDS,
+    POLICY_NAME_FIELD,
     STRING_T,
     Field,
     GoType,
@@ -44,6 +48,8 @@ from app.domain.checkpoint.gotypes import (
     string_type,
     struct_type,
 )
+from app.domain.cpuset import CPUSet
+from app.domain.golang.strconv import go_quote
 
 CPU_FILE_NAME = "cpu_manager_state"
 
@@ -98,38 +104,24 @@ PODENTRY_T = struct_type(
 POD_ENTRIES_T = map_type("state.PodCPUAssignments", STRING_T, PODENTRY_T)
 
 
-@functools.cache
-def cpu_v1_type(name: str = V1_HEADER) -> GoType:
-    return struct_type(
-        name,
-        Field("PolicyName", "policyName", STRING_T),
-        Field("DefaultCPUSet", "defaultCpuSet", STRING_T),
-        Field("Entries", "entries", ENTRIES_V1_T, omitempty=True),
-        Field("Checksum", "checksum", CHECKSUM_T),
-    )
+_DEFAULT_CPUSET_FIELD = Field("DefaultCPUSet", "defaultCpuSet", STRING_T)
+_V2_FIELDS = (
+    POLICY_NAME_FIELD,
+    _DEFAULT_CPUSET_FIELD,
+    Field("Entries", "entries", ENTRIES_T, omitempty=True),
+)
+_POD_ENTRIES_FIELD = Field("PodEntries", "podEntries", POD_ENTRIES_T, omitempty=True)
 
 
-@functools.cache
-def cpu_v2_type(name: str = V2_HEADER) -> GoType:
-    return struct_type(
-        name,
-        Field("PolicyName", "policyName", STRING_T),
-        Field("DefaultCPUSet", "defaultCpuSet", STRING_T),
-        Field("Entries", "entries", ENTRIES_T, omitempty=True),
-        Field("Checksum", "checksum", CHECKSUM_T),
-    )
-
-
-@functools.cache
-def cpu_v3_type(name: str = V3_HEADER) -> GoType:
-    return struct_type(
-        name,
-        Field("PolicyName", "policyName", STRING_T),
-        Field("DefaultCPUSet", "defaultCpuSet", STRING_T),
-        Field("Entries", "entries", ENTRIES_T, omitempty=True),
-        Field("PodEntries", "podEntries", POD_ENTRIES_T, omitempty=True),
-        Field("Checksum", "checksum", CHECKSUM_T),
-    )
+cpu_v1_type = struct_factory(
+    V1_HEADER,
+    POLICY_NAME_FIELD,
+    _DEFAULT_CPUSET_FIELD,
+    Field("Entries", "entries", ENTRIES_V1_T, omitempty=True),
+    CHECKSUM_FIELD,
+)
+cpu_v2_type = struct_factory(V2_HEADER, *_V2_FIELDS, CHECKSUM_FIELD)
+cpu_v3_type = struct_factory(V3_HEADER, *_V2_FIELDS, _POD_ENTRIES_FIELD, CHECKSUM_FIELD)
 
 
 @functools.cache
@@ -137,28 +129,13 @@ def cpu_v4_type(name: str = LEGACY_HEADER, embedded: str = "V2") -> GoType:
     """The 1.37 struct: the embedded V2 (kubernetes#139102) or V3 (#139103) fields promoted,
     then ``data`` and ``dataChecksum`` (``CheckpointData`` is ``json:"-"``)."""
     inline = cpu_v3_type() if embedded == "V3" else cpu_v2_type()
-    return struct_type(
-        name,
-        *inline.fields,
-        Field("Data", "data", STRING_T),
-        Field("DataChecksum", "dataChecksum", CHECKSUM_T),
-    )
+    return struct_type(name, *inline.fields, *DATA_FIELDS)
 
 
-CPU_DATA_T = struct_type(
-    "state.CPUManagerCheckpointData",
-    Field("PolicyName", "policyName", STRING_T),
-    Field("DefaultCPUSet", "defaultCpuSet", STRING_T),
-    Field("Entries", "entries", ENTRIES_T, omitempty=True),
-    Field("PodEntries", "podEntries", POD_ENTRIES_T, omitempty=True),
-)
+CPU_DATA_T = struct_type("state.CPUManagerCheckpointData", *_V2_FIELDS, _POD_ENTRIES_FIELD)
 
 #: The reverted single-checksum layout: ``{data, checksum}``.
-CPU_V4_REVERTED_T = struct_type(
-    "state.CPUManagerCheckpoint",
-    Field("Data", "data", STRING_T),
-    Field("Checksum", "checksum", CHECKSUM_T),
-)
+CPU_V4_REVERTED_T = struct_type("state.CPUManagerCheckpoint", DATA_FIELDS[0], CHECKSUM_FIELD)
 
 CPU_V1_T = cpu_v1_type()
 CPU_V2_T = cpu_v2_type()
@@ -166,71 +143,88 @@ CPU_V3_T = cpu_v3_type()
 CPU_V4_T = cpu_v4_type()
 
 
-def new_cpu_checkpoint(version: str) -> dict[str, Any]:
-    """The Go value a kubelet's constructor returns (``newCPUManagerCheckpointVn``)."""
-    if version == "V1":
-        return {"PolicyName": "", "DefaultCPUSet": "", "Entries": {}, "Checksum": 0}
-    if version == "V2":
-        return {"PolicyName": "", "DefaultCPUSet": "", "Entries": {}, "Checksum": 0}
-    if version == "V3":
-        return {
-            "PolicyName": "",
-            "DefaultCPUSet": "",
-            "Entries": {},
-            "PodEntries": {},
-            "Checksum": 0,
-        }
-    if version == "V4":
-        return {
-            "PolicyName": "",
-            "DefaultCPUSet": "",
-            "Entries": {},
-            "Checksum": 0,
-            "Data": "",
-            "DataChecksum": 0,
-        }
-    if version == "data":
-        return {"PolicyName": "", "DefaultCPUSet": "", "Entries": {}, "PodEntries": {}}
-    raise CheckpointInputError(f"unknown cpu_manager_state version {version!r}")
-
-
-#: Struct checksum algorithms (conformance ``checkpoint_checksum``): type and header.
-CPU_STRUCT_ALGORITHMS: dict[str, tuple[str, GoType, str]] = {
-    "cpu_v1": ("V1", CPU_V1_T, LEGACY_HEADER),
-    "cpu_v2_legacy": ("V2", CPU_V2_T, LEGACY_HEADER),
-    "cpu_v2_v2name": ("V2", CPU_V2_T, V2_HEADER),
-    "cpu_v3_legacy": ("V3", CPU_V3_T, LEGACY_HEADER),
-    "cpu_v3_v3name": ("V3", CPU_V3_T, V3_HEADER),
-}
-
-
-def cpu_struct_checksum(value: dict[str, Any], algorithm: str) -> int:
-    """The checksum ``algorithm`` computes for a decoded Go value."""
-    _, t, header = CPU_STRUCT_ALGORITHMS[algorithm]
-    return struct_checksum(value, t, header)
-
-
-def decode_cpu(tree: Any, version: str, name: str | None = None) -> tuple[dict[str, Any], Any]:
-    """Decode a parsed file into a fresh object of ``version`` (``V1``..``V4``, ``V4-reverted``,
-    ``data``); returns ``(object, error or None)``. ``name`` is the Go struct name used in
-    type-error texts (it differs between releases)."""
-    if version == "V4-reverted":
-        obj: dict[str, Any] = {"Data": "", "Checksum": 0}
-        return obj, unmarshal(tree, CPU_V4_REVERTED_T, obj)
-    obj = new_cpu_checkpoint(version)
-    t = {
+CPU_FORMATS = FormatVersions(
+    CPU_FILE_NAME,
+    "cpu manager",
+    {
         "V1": cpu_v1_type,
         "V2": cpu_v2_type,
         "V3": cpu_v3_type,
         "V4": cpu_v4_type,
-    }.get(version)
-    if t is not None:
-        gt = t(name) if name else t()
-    elif version == "data":
-        gt = CPU_DATA_T
-    else:
-        raise CheckpointInputError(f"unknown cpu_manager_state version {version!r}")
-    return obj, unmarshal(tree, gt, obj)
+        "V4-reverted": fixed(CPU_V4_REVERTED_T),
+        "data": fixed(CPU_DATA_T),
+    },
+    "V4",
+    # the struct checksum algorithms of the conformance cases (``checkpoint_checksum``)
+    {
+        "cpu_v1": ("V1", LEGACY_HEADER),
+        "cpu_v2_legacy": ("V2", LEGACY_HEADER),
+        "cpu_v2_v2name": ("V2", V2_HEADER),
+        "cpu_v3_legacy": ("V3", LEGACY_HEADER),
+        "cpu_v3_v3name": ("V3", V3_HEADER),
+    },
+)
+new_cpu_checkpoint = CPU_FORMATS.new
+decode_cpu = CPU_FORMATS.decode
+cpu_struct_checksum = CPU_FORMATS.algorithm_checksum
+
+
+# -- Go values -> normalised state ---------------------------------------------------------------
+
+
+def _parsed(text: str, on_error: Callable[[str], None], what: str, *names: str) -> CPUSet | None:
+    """``cpuset.Parse(text)``; on an error ``on_error`` gets the kubelet's text (``what`` with
+    ``names`` quoted into it) and the result is ``None``."""
+    try:
+        return parse_cpuset(text)
+    except GoCPUSetError as exc:
+        on_error(_parse_error(exc, what, *names))
+        return None
+
+
+def _parse_error(exc: GoCPUSetError, what: str, *names: str) -> str:
+    return f"could not parse {what.format(*map(go_quote, names))}: {exc}"
+
+
+def cpu_state_from_go(
+    data: dict[str, Any], pod_entries: Any, on_error: Callable[[str], None]
+) -> CPUCheckpointState:
+    """The state of a decoded V2/V3 value or V4 data, every cpuset parsed in sorted order as
+    ``restoreState`` does; each error goes to ``on_error`` (which may raise) and its cpuset is
+    left out (an empty default set)."""
+    default_text, entries = data["DefaultCPUSet"], data["Entries"]
+    default = _parsed(default_text, on_error, "default cpu set {}", default_text)
+    parsed: dict[str, dict[str, CPUSet]] = {}
+    for pod in sorted(entries or {}):
+        inner: dict[str, CPUSet] = {}
+        for name, text in sorted((entries[pod] or {}).items()):
+            try:  # inline: this runs for every container
+                inner[name] = parse_cpuset(text)
+            except GoCPUSetError as exc:
+                on_error(_parse_error(exc, "cpuset {} for container {} in pod {}", text, name, pod))
+        parsed[pod] = inner
+    pods: dict[str, CPUSet] | None = None
+    if pod_entries is not None:
+        pods = {
+            pod: (e["CPUSet"] if e["CPUSet"] is not None else CPUSet())
+            for pod, e in pod_entries.items()
+        }
+    return CPUCheckpointState(
+        data["PolicyName"], default if default is not None else CPUSet(), parsed, pods
+    )
+
+
+def cpu_v1_state_from_go(v1: dict[str, Any], on_error: Callable[[str], None]) -> CPUCheckpointState:
+    """The state of a decoded V1 value, keyed by container ID (as ``cpu_state_from_go``)."""
+    default_text = v1["DefaultCPUSet"]
+    default = _parsed(default_text, on_error, "default cpu set {}", default_text)
+    containers: dict[str, CPUSet] = {}
+    for cid, text in sorted((v1["Entries"] or {}).items()):
+        cset = _parsed(text, on_error, "cpuset {} for container id {}", text, cid)
+        if cset is not None:
+            containers[cid] = cset
+    default_set = default if default is not None else CPUSet()
+    return CPUCheckpointState(v1["PolicyName"], default_set, {}, None, containers)
 
 
 # -- writing ----------------------------------------------------------------------------------------

@@ -12,7 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.domain.checkpoint.errors import CheckpointStateError
+from app.domain.checkpoint.errors import (
+    CheckpointStateError,
+    check_text,
+    object_field,
+    pod_entries_field,
+)
 from app.domain.checkpoint.gocpuset import GoCPUSetError, parse_cpuset
 from app.domain.cpuset import CPUSet
 
@@ -62,42 +67,11 @@ class CPUCheckpointState:
         policy = d.get("policyName", "")
         if not isinstance(policy, str):
             raise CheckpointStateError("policyName must be a string")
-        _check_text(policy, "policyName")
+        check_text(policy, "policyName")
         default = _state_cpuset(d.get("defaultCpuSet", ""), "defaultCpuSet")
-        raw_entries = d.get("entries") or {}
-        if not isinstance(raw_entries, Mapping):
-            raise CheckpointStateError("entries must be an object")
-        entries: dict[str, dict[str, CPUSet]] = {}
-        v1: dict[str, CPUSet] = {}
-        for key, value in raw_entries.items():
-            _check_text(key, "entries key")
-            if isinstance(value, str):
-                v1[key] = _state_cpuset(value, f"entries[{key!r}]")
-            elif isinstance(value, Mapping):
-                inner: dict[str, CPUSet] = {}
-                for name, text in value.items():
-                    _check_text(name, f"entries[{key!r}] key")
-                    inner[name] = _state_cpuset(text, f"entries[{key!r}][{name!r}]")
-                entries[key] = inner
-            else:
-                raise CheckpointStateError(
-                    f"entries[{key!r}] must be a cpuset (V1) or an object of cpusets"
-                )
-        if v1 and entries:
-            raise CheckpointStateError(
-                "entries mixes V1 (container ID -> cpuset) and V2 (pod -> container) forms"
-            )
-        pod_entries: dict[str, CPUSet] | None = None
-        raw_pod = d.get("podEntries")
-        if raw_pod is not None:
-            if not isinstance(raw_pod, Mapping):
-                raise CheckpointStateError("podEntries must be an object")
-            pod_entries = {}
-            for pod, text in raw_pod.items():
-                _check_text(pod, "podEntries key")
-                if isinstance(text, Mapping):  # {"cpuSet": "..."} as written in files
-                    text = text.get("cpuSet", "")
-                pod_entries[pod] = _state_cpuset(text, f"podEntries[{pod!r}]")
+        entries, v1 = _entries(object_field(d, "entries"))
+        # {"cpuSet": "..."} as written in files
+        pod_entries = pod_entries_field(d, lambda v: v.get("cpuSet", ""), _state_cpuset)
         return cls(
             policy_name=policy,
             default_cpu_set=default,
@@ -110,13 +84,32 @@ class CPUCheckpointState:
         return sorted(set(self.entries) | set(self.pod_entries or {}))
 
 
-def _check_text(s: Any, what: str) -> None:
-    if not isinstance(s, str):
-        raise CheckpointStateError(f"{what} must be a string, got {type(s).__name__}")
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        raise CheckpointStateError(f"{what} {s!r} is not valid Unicode text") from None
+def _entries(
+    raw: Mapping[str, Any],
+) -> tuple[dict[str, dict[str, CPUSet]], dict[str, CPUSet]]:
+    """``entries`` in the V2 form (pod -> container -> cpuset) or the V1 form (container ID ->
+    cpuset), never both."""
+    entries: dict[str, dict[str, CPUSet]] = {}
+    v1: dict[str, CPUSet] = {}
+    for key, value in raw.items():
+        check_text(key, "entries key")
+        if isinstance(value, str):
+            v1[key] = _state_cpuset(value, f"entries[{key!r}]")
+        elif isinstance(value, Mapping):
+            inner: dict[str, CPUSet] = {}
+            for name, text in value.items():
+                check_text(name, f"entries[{key!r}] key")
+                inner[name] = _state_cpuset(text, f"entries[{key!r}][{name!r}]")
+            entries[key] = inner
+        else:
+            raise CheckpointStateError(
+                f"entries[{key!r}] must be a cpuset (V1) or an object of cpusets"
+            )
+    if v1 and entries:
+        raise CheckpointStateError(
+            "entries mixes V1 (container ID -> cpuset) and V2 (pod -> container) forms"
+        )
+    return entries, v1
 
 
 def _state_cpuset(value: Any, what: str) -> CPUSet:

@@ -225,7 +225,7 @@ def _cpu_header(tree: Any, version: str) -> str | None:
     obj, err = C.decode_cpu(tree, version)
     if err is not None or not obj["Checksum"]:
         return None
-    t = {"V1": C.CPU_V1_T, "V2": C.CPU_V2_T, "V3": C.CPU_V3_T}[version]
+    t = C.CPU_FORMATS.struct(version)
     names = {"V1": (C.LEGACY_HEADER,), "V2": (C.LEGACY_HEADER, C.V2_HEADER)}.get(
         version, (C.LEGACY_HEADER, C.V3_HEADER)
     )
@@ -239,7 +239,7 @@ def _memory_header(tree: Any, version: str) -> str | None:
     obj, err = M.decode_memory(tree, version)
     if err is not None or not obj["Checksum"]:
         return None
-    t = M.MEMORY_V1_T if version == "V1" else M.MEMORY_V2_T
+    t = M.MEMORY_FORMATS.struct(version)
     if struct_checksum(obj, t, M.LEGACY_HEADER) == obj["Checksum"]:
         return "legacy"
     return None
@@ -282,16 +282,12 @@ def compute_checksum(content: str | bytes, algorithm: str) -> int:
 def compute_tree_checksum(tree: Any, algorithm: str) -> int:
     if algorithm in ("data_string", "data_string_in_checksum_field"):
         return string_checksum(decoded_data_string(tree))
-    if algorithm in C.CPU_STRUCT_ALGORITHMS:
-        version, t, header = C.CPU_STRUCT_ALGORITHMS[algorithm]
-        obj, err = C.decode_cpu(tree, version)
-    elif algorithm in M.MEMORY_STRUCT_ALGORITHMS:
-        version, t, header = M.MEMORY_STRUCT_ALGORITHMS[algorithm]
-        obj, err = M.decode_memory(tree, version)
-    else:
-        raise CheckpointInputError(
-            f"unknown checksum algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}"
-        )
-    if err is not None:
-        raise CheckpointFormatError(f"the file does not decode as {algorithm}: {err}")
-    return struct_checksum(obj, t, header)
+    for formats in (C.CPU_FORMATS, M.MEMORY_FORMATS):
+        if algorithm in formats.algorithms:
+            obj, err = formats.decode(tree, formats.algorithms[algorithm][0])
+            if err is not None:
+                raise CheckpointFormatError(f"the file does not decode as {algorithm}: {err}")
+            return formats.algorithm_checksum(obj, algorithm)
+    raise CheckpointInputError(
+        f"unknown checksum algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}"
+    )

@@ -3,14 +3,14 @@ report of a state file (every checksum field, what it stores, what its algorithm
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from app.domain import releases
 from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
-from app.domain.checkpoint.checksum import string_checksum, struct_checksum
+from app.domain.checkpoint.checksum import string_checksum
 from app.domain.checkpoint.detect import CPU, MEMORY, VersionInfo, decoded_data_string
 from app.domain.checkpoint.errors import CheckpointFormatError
 from app.domain.checkpoint.gojson_decode import unmarshal
@@ -70,48 +70,50 @@ def _status(stored: int, computed: int | None) -> str:
     return "invalid"
 
 
+def _joined(*notes: str) -> str:
+    return " ".join(x for x in notes if x)
+
+
 def _struct_report(
     tree: Any, manager: str, version: str, algorithms: Sequence[str], note: str = ""
 ) -> ChecksumReport:
-    if manager == CPU:
-        obj, err = C.decode_cpu(tree, version)
-        table: Mapping[str, tuple[str, Any, str]] = C.CPU_STRUCT_ALGORITHMS
-    else:
-        obj, err = M.decode_memory(tree, version)
-        table = M.MEMORY_STRUCT_ALGORITHMS
+    """The struct checksum, by the first of ``algorithms`` that matches (else the first)."""
+    formats = _FORMATS[manager]
+    obj, err = formats.decode(tree, version)
     first = algorithms[0]
     stored = obj.get("Checksum", 0)
     if err is not None:
         return ChecksumReport(
             "checksum", stored, None, "unverified", first, f"the file does not decode: {err}"
         )
-    t_version = {"V4": "V2"}.get(version, version)
-    if manager == MEMORY and version == "V3":
-        t_version = "V1"
-    if t_version != version:  # the inline part of V4 / memory V3
+    if version == formats.data_version:  # the inline part: hashed without data fields
         obj = {k: v for k, v in obj.items() if k not in ("Data", "DataChecksum")}
-    computed: dict[str, int] = {}
-    for alg in algorithms:
-        _, t, header = table[alg]
-        computed[alg] = struct_checksum(obj, t, header)
+    computed = {alg: formats.algorithm_checksum(obj, alg) for alg in algorithms}
     for alg in algorithms:
         if computed[alg] == stored:
-            extra = _HEADER_NOTES.get(alg, "")
-            return ChecksumReport(
-                "checksum", stored, stored, "valid", alg, " ".join(x for x in (note, extra) if x)
-            )
+            note = _joined(note, _HEADER_NOTES.get(alg, ""))
+            return ChecksumReport("checksum", stored, stored, "valid", alg, note)
     status = _status(stored, computed[first])
     if status == "unverified":
-        note = " ".join(
-            x
-            for x in (
-                note,
-                "a zero checksum is accepted without hashing only by readers with the "
-                "zero rule (spec §3.5)",
-            )
-            if x
+        note = _joined(
+            note,
+            "a zero checksum is accepted without hashing only by readers with the zero rule "
+            "(spec §3.5)",
         )
     return ChecksumReport("checksum", stored, computed[first], status, first, note)
+
+
+# The algorithms of the checksum of the inline part before data and dataChecksum.
+_FORMATS = {CPU: C.CPU_FORMATS, MEMORY: M.MEMORY_FORMATS}
+_INLINE_ALGORITHMS = {CPU: ("cpu_v2_legacy",), MEMORY: ("mem_v1",)}
+# The struct checksums of the other versions: the algorithms to try.
+_STRUCT_ALGORITHMS = {
+    (CPU, "V1"): ("cpu_v1",),
+    (CPU, "V2"): ("cpu_v2_legacy", "cpu_v2_v2name"),
+    (CPU, "V3"): ("cpu_v3_legacy", "cpu_v3_v3name"),
+    (MEMORY, "V1"): ("mem_v1",),
+    (MEMORY, "V2"): ("mem_v2_legacy",),
+}
 
 
 _HEADER_NOTES = {
@@ -150,43 +152,16 @@ def _stored(tree: Any, key: str) -> int:
 
 
 def checksum_reports(tree: Any, info: VersionInfo) -> tuple[ChecksumReport, ...]:
+    """Every checksum field of the file: the struct checksum, or (CPU V4 / memory V3) the
+    inline part's checksum and ``dataChecksum``; the reverted V4 hashes its data into
+    ``checksum``."""
     m, v = info.manager, info.version
-    if m == CPU:
-        if v == "V1":
-            return (_struct_report(tree, CPU, "V1", ("cpu_v1",)),)
-        if v == "V2":
-            return (_struct_report(tree, CPU, "V2", ("cpu_v2_legacy", "cpu_v2_v2name")),)
-        if v == "V3":
-            return (_struct_report(tree, CPU, "V3", ("cpu_v3_legacy", "cpu_v3_v3name")),)
-        if v == "V4-reverted":
-            return (
-                _data_report(
-                    tree, "checksum", "data_string_in_checksum_field", _stored(tree, "checksum")
-                ),
-            )
-        inline = _struct_report(
-            tree,
-            CPU,
-            "V4",
-            ("cpu_v2_legacy",),
-            _INLINE_NOTE,
-        )
-        return (
-            inline,
-            _data_report(tree, "dataChecksum", "data_string", _stored(tree, "dataChecksum")),
-        )
-    if v == "V1":
-        return (_struct_report(tree, MEMORY, "V1", ("mem_v1",)),)
-    if v == "V2":
-        return (_struct_report(tree, MEMORY, "V2", ("mem_v2_legacy",)),)
-    inline = _struct_report(
-        tree,
-        MEMORY,
-        "V3",
-        ("mem_v1",),
-        _INLINE_NOTE,
-    )
-    return (
-        inline,
-        _data_report(tree, "dataChecksum", "data_string", _stored(tree, "dataChecksum")),
-    )
+    algorithms = _STRUCT_ALGORITHMS.get((m, v))
+    if algorithms is not None:
+        return (_struct_report(tree, m, v, algorithms),)
+    if m == CPU and v == "V4-reverted":
+        stored = _stored(tree, "checksum")
+        return (_data_report(tree, "checksum", "data_string_in_checksum_field", stored),)
+    inline = _struct_report(tree, m, _FORMATS[m].data_version, _INLINE_ALGORITHMS[m], _INLINE_NOTE)
+    data = _data_report(tree, "dataChecksum", "data_string", _stored(tree, "dataChecksum"))
+    return (inline, data)

@@ -13,22 +13,11 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from typing import Any
 
 from app.domain.checkpoint.gojson_scan import GoJSONError, GoNumber, GoSyntaxError, JObj, parse
-from app.domain.checkpoint.gotypes import (
-    CPUSET,
-    EMPTY_STRUCT,
-    INT,
-    MAP,
-    PTR,
-    SLICE,
-    STRING,
-    STRUCT,
-    UINT,
-    GoType,
-    zero,
-)
+from app.domain.checkpoint.gotypes import GoType, Kind, type_compiler, zero
 
 # -- errors ----------------------------------------------------------------------------------
 
@@ -143,18 +132,10 @@ _UNTRACKED = GoJSONError("json: error (context not tracked)")
 # Decoding is driven by one closure per Go type, built once: the kind dispatch, field tables
 # and zero values are resolved up front, which keeps a 250-pod file well under 10 ms.
 _DecodeFn = Any
-_DECODERS: dict[GoType, _DecodeFn] = {}
-
-
-def _decoder(t: GoType) -> _DecodeFn:
-    fn = _DECODERS.get(t)
-    if fn is None:
-        fn = _DECODERS[t] = _compile_decoder(t)
-    return fn
 
 
 def _zero_factory(t: GoType) -> Any:
-    if t.kind == STRUCT:
+    if t.kind == Kind.STRUCT:
         template = zero(t)
         if all(not isinstance(v, dict | list) for v in template.values()):
             return template.copy
@@ -165,141 +146,150 @@ def _zero_factory(t: GoType) -> Any:
     return lambda: value
 
 
-def _compile_decoder(t: GoType) -> _DecodeFn:
-    k = t.kind
-    if t.unmarshal is not None:
-        hook = t.unmarshal
-        return lambda d, node, cur: hook(d, node, cur)
-    if k == STRING:
+def _compile_string(t: GoType) -> _DecodeFn:
+    def dec_string(d: Decoder, node: Any, cur: Any) -> Any:
+        tn = type(node)
+        if tn is str:
+            return node
+        if node is not None:
+            d.type_error("number" if tn is GoNumber else _kind_of(node), t)
+        return cur
 
-        def dec_string(d: Decoder, node: Any, cur: Any) -> Any:
-            tn = type(node)
-            if tn is str:
-                return node
-            if node is not None:
-                d.type_error("number" if tn is GoNumber else _kind_of(node), t)
-            return cur
+    return dec_string
 
-        return dec_string
-    if k in (INT, UINT):
-        signed = k == INT
 
-        def dec_int(d: Decoder, node: Any, cur: Any) -> Any:
-            if type(node) is GoNumber:
-                # Fast path: plain decimal digits that cannot overflow.
-                if node.isdigit() and len(node) < 19:
-                    return int(node)
-                v = parse_int64(node) if signed else _parse_uint64(node)
-                if v is None:
-                    d.type_error("number " + node, t)
-                    return cur
-                return v
-            if node is not None:
-                d.type_error(_kind_of(node), t)
-            return cur
+def _compile_int(t: GoType) -> _DecodeFn:
+    """``int``/``uint64``: a number within range (``strconv.ParseInt``/``ParseUint``)."""
+    parse_number = parse_int64 if t.kind == Kind.INT else _parse_uint64
 
-        return dec_int
-    if k == STRUCT:
-        return _compile_struct(t)
-    if k == MAP:
-        return _compile_map(t)
-    if k == SLICE:
-        slice_elem = t.elem
-        assert slice_elem is not None
-        new_elem = _zero_factory(slice_elem)
-        slice_dec = _decoder(slice_elem)
-        scalar = slice_elem.kind in (INT, UINT)
-
-        def dec_slice(d: Decoder, node: Any, cur: Any) -> Any:
-            if type(node) is not list:
-                if node is None:
-                    return None
-                d.type_error(_kind_of(node), t)
+    def dec_int(d: Decoder, node: Any, cur: Any) -> Any:
+        if type(node) is GoNumber:
+            # Fast path: plain decimal digits that cannot overflow.
+            if node.isdigit() and len(node) < 19:
+                return int(node)
+            v = parse_number(node)
+            if v is None:
+                d.type_error("number " + node, t)
                 return cur
-            elem_dec = slice_dec
-            if scalar and not cur:
-                return [elem_dec(d, item, 0) for item in node]
-            old = cur or ()
-            n_old = len(old)
-            return [
-                elem_dec(d, item, old[i] if i < n_old else new_elem())
-                for i, item in enumerate(node)
-            ]
+            return v
+        if node is not None:
+            d.type_error(_kind_of(node), t)
+        return cur
 
-        return dec_slice
-    if k == PTR:
-        ptr_elem = t.elem
-        assert ptr_elem is not None
-        new_pointee = _zero_factory(ptr_elem)
-        pointee_dec = _decoder(ptr_elem)
+    return dec_int
 
-        def dec_ptr(d: Decoder, node: Any, cur: Any) -> Any:
-            if node is None:
-                return None
-            return pointee_dec(d, node, cur if cur is not None else new_pointee())
 
-        return dec_ptr
-    if k == EMPTY_STRUCT:
+def _element(t: GoType) -> tuple[GoType, Any, _DecodeFn]:
+    """A slice's, map's or pointer's element type, its zero-value factory and its decoder."""
+    elem = t.elem
+    assert elem is not None
+    return elem, _zero_factory(elem), _decoder(elem)
 
-        def dec_empty(d: Decoder, node: Any, cur: Any) -> Any:
-            if node is None:
-                return cur
-            if type(node) is not JObj:
-                d.type_error(_kind_of(node), t)
-            return {}
 
-        return dec_empty
-    if k == CPUSET:  # only reached through PodEntry.UnmarshalJSON
+def _nil_or_mismatch(d: Decoder, node: Any, t: GoType, cur: Any) -> Any:
+    """A map or slice given another kind of value: ``null`` sets nil, anything else is a type
+    error that leaves the value."""
+    if node is None:
+        return None
+    d.type_error(_kind_of(node), t)
+    return cur
 
-        def dec_cpuset(d: Decoder, node: Any, cur: Any) -> Any:
-            if node is not None:
-                d.type_error(_kind_of(node), t)
+
+def _compile_slice(t: GoType) -> _DecodeFn:
+    """A new slice of the array's length; existing elements are decoded into in place."""
+    slice_elem, new_elem, elem_dec = _element(t)
+    scalar = slice_elem.kind in (Kind.INT, Kind.UINT)
+
+    def dec_slice(d: Decoder, node: Any, cur: Any) -> Any:
+        if type(node) is not list:
+            return _nil_or_mismatch(d, node, t, cur)
+        if scalar and not cur:
+            return [elem_dec(d, item, 0) for item in node]
+        old = cur or ()
+        n_old = len(old)
+        return [
+            elem_dec(d, item, old[i] if i < n_old else new_elem()) for i, item in enumerate(node)
+        ]
+
+    return dec_slice
+
+
+def _compile_ptr(t: GoType) -> _DecodeFn:
+    """``null`` sets nil; otherwise decode into the pointee, allocated when nil."""
+    _, new_pointee, pointee_dec = _element(t)
+
+    def dec_ptr(d: Decoder, node: Any, cur: Any) -> Any:
+        if node is None:
+            return None
+        return pointee_dec(d, node, cur if cur is not None else new_pointee())
+
+    return dec_ptr
+
+
+def _compile_empty(t: GoType) -> _DecodeFn:
+    def dec_empty(d: Decoder, node: Any, cur: Any) -> Any:
+        if node is None:
             return cur
+        if type(node) is not JObj:
+            d.type_error(_kind_of(node), t)
+        return {}
 
-        return dec_cpuset
-    raise AssertionError(f"unknown kind {k}")
+    return dec_empty
 
 
-def _compile_struct(t: GoType) -> _DecodeFn:
-    new_obj = _zero_factory(t)
-    # key -> (Go name, JSON name, decoder, kind needing in-place allocation, pointee type)
-    plan: dict[str, tuple[str, str, _DecodeFn, str | None, GoType | None]] = {}
+def _compile_cpuset(t: GoType) -> _DecodeFn:
+    """Only reached through ``PodEntry.UnmarshalJSON``: any JSON value but ``null`` is a type
+    error (the struct's only field is unexported)."""
+
+    def dec_cpuset(d: Decoder, node: Any, cur: Any) -> Any:
+        if node is not None:
+            d.type_error(_kind_of(node), t)
+        return cur
+
+    return dec_cpuset
+
+
+# A struct field's decoding plan: Go name, JSON name, decoder, kind needing in-place
+# allocation, pointee type.
+_FieldPlan = tuple[str, str, _DecodeFn, str | None, GoType | None]
+
+
+def _field_plans(t: GoType) -> dict[str, _FieldPlan]:
+    plan: dict[str, _FieldPlan] = {}
     for f in t.fields:
         if f.json_name is None:
             continue
         ft = f.type
-        prealloc = ft.kind if ft.unmarshal is None and ft.kind in (MAP, PTR) else None
+        prealloc = ft.kind if ft.unmarshal is None and ft.kind in (Kind.MAP, Kind.PTR) else None
         plan[f.json_name] = (f.go_name, f.json_name, _decoder(ft), prealloc, ft.elem)
-    json_names = {f: f.json_name for f in t.fields}
-    strings = {f.json_name for f in t.fields if f.type.unmarshal is None and f.type.kind == STRING}
-    ints = {
-        f.json_name for f in t.fields if f.type.unmarshal is None and f.type.kind in (INT, UINT)
-    }
-    # A struct of strings, integers and slices of integers only (a memory block) needs no
-    # in-place allocation: its fields decode straight into the fresh value.
-    simple = all(
-        f.type.unmarshal is None
-        and (
-            f.type.kind in (STRING, INT, UINT)
-            or (
-                f.type.kind == SLICE
-                and f.type.elem is not None
-                and f.type.elem.unmarshal is None
-                and f.type.elem.kind in (INT, UINT)
-            )
+    return plan
+
+
+def _is_plain(t: GoType, kinds: tuple[str, ...]) -> bool:
+    return t.unmarshal is None and t.kind in kinds
+
+
+def _is_flat(t: GoType) -> bool:
+    """A struct of strings, integers and slices of integers only (a memory block): it needs no
+    in-place allocation, its fields decode straight into the fresh value."""
+    return all(
+        _is_plain(f.type, (Kind.STRING, Kind.INT, Kind.UINT))
+        or (
+            _is_plain(f.type, (Kind.SLICE,))
+            and f.type.elem is not None
+            and _is_plain(f.type.elem, (Kind.INT, Kind.UINT))
         )
         for f in t.fields
         if f.json_name is not None
     )
 
-    def field_plan(key: str) -> tuple[str, str, _DecodeFn, str | None, GoType | None] | None:
-        entry = plan.get(key)
-        if entry is None:
-            f = t.lookup(key)
-            if f is None:
-                return None
-            entry = plan[json_names[f] or ""]
-        return entry
+
+def _compile_struct(t: GoType) -> _DecodeFn:
+    """Keys matched exactly, then case-insensitively; unknown keys ignored, repeated keys
+    decoded in order."""
+    new_obj = _zero_factory(t)
+    plan = _field_plans(t)
+    field_plan = _folded_lookup(t, plan)
 
     def dec_struct(d: Decoder, node: Any, cur: Any) -> Any:
         if type(node) is not JObj:
@@ -308,23 +298,6 @@ def _compile_struct(t: GoType) -> _DecodeFn:
             return cur
         obj = cur if cur is not None else new_obj()
         track = d.track
-        if simple and not track:
-            for key, value in node:
-                entry = plan.get(key) or field_plan(key)
-                if entry is not None:
-                    name = entry[0]
-                    tv = type(value)
-                    # What the field's decoder returns for a plain string or a short run
-                    # of digits (the field types are restricted above), without the call.
-                    if tv is str and entry[1] in strings:
-                        obj[name] = value
-                    elif (
-                        tv is GoNumber and entry[1] in ints and value.isdigit() and len(value) < 19
-                    ):
-                        obj[name] = int(value)
-                    else:
-                        obj[name] = entry[2](d, value, obj[name])
-            return obj
         for key, value in node:
             entry = plan.get(key) or field_plan(key)
             if entry is None:
@@ -334,11 +307,7 @@ def _compile_struct(t: GoType) -> _DecodeFn:
             # Go makes a nil map (or allocates a nil pointer) in place before decoding its
             # elements, so an aborted element leaves the partly filled map in the struct.
             if prealloc is not None and current is None and value is not None:
-                if prealloc == MAP:
-                    if type(value) is JObj:
-                        current = obj[name] = {}
-                elif pointee is not None:
-                    current = obj[name] = zero(pointee)
+                current = obj[name] = _allocated(prealloc, pointee, value)
             if track:
                 outer = d.struct
                 d.fields.append(json_name)
@@ -350,31 +319,77 @@ def _compile_struct(t: GoType) -> _DecodeFn:
                 obj[name] = dec(d, value, current)
         return obj
 
-    return dec_struct
+    if not _is_flat(t):
+        return dec_struct
+    return _flat_struct_decoder(t, new_obj, plan, field_plan, dec_struct)
+
+
+def _folded_lookup(t: GoType, plan: dict[str, _FieldPlan]) -> Any:
+    """The plan of a key that is not a field's exact JSON name: case-insensitive match."""
+    json_names = {f: f.json_name for f in t.fields}
+
+    def field_plan(key: str) -> _FieldPlan | None:
+        entry = plan.get(key)
+        if entry is None:
+            f = t.lookup(key)
+            if f is None:
+                return None
+            entry = plan[json_names[f] or ""]
+        return entry
+
+    return field_plan
+
+
+def _allocated(prealloc: str, pointee: GoType | None, value: Any) -> Any:
+    """What a nil map (for an object) or a nil pointer holds once Go made it in place."""
+    if prealloc == Kind.MAP:
+        return {} if type(value) is JObj else None
+    return zero(pointee) if pointee is not None else None
+
+
+def _flat_struct_decoder(
+    t: GoType, new_obj: Any, plan: dict[str, _FieldPlan], field_plan: Any, tracked: _DecodeFn
+) -> _DecodeFn:
+    """The untracked decoder of a flat struct (``_is_flat``): what the field decoders return
+    for a plain string or a short run of digits, without the calls; ``tracked`` otherwise."""
+    strings = {f.json_name for f in t.fields if _is_plain(f.type, (Kind.STRING,))}
+    ints = {f.json_name for f in t.fields if _is_plain(f.type, (Kind.INT, Kind.UINT))}
+
+    def dec_flat_struct(d: Decoder, node: Any, cur: Any) -> Any:
+        if d.track or type(node) is not JObj:
+            return tracked(d, node, cur)
+        obj = cur if cur is not None else new_obj()
+        for key, value in node:
+            entry = plan.get(key) or field_plan(key)
+            if entry is not None:
+                name = entry[0]
+                tv = type(value)
+                if tv is str and entry[1] in strings:
+                    obj[name] = value
+                elif tv is GoNumber and entry[1] in ints and value.isdigit() and len(value) < 19:
+                    obj[name] = int(value)
+                else:
+                    obj[name] = entry[2](d, value, obj[name])
+        return obj
+
+    return dec_flat_struct
 
 
 def _compile_map(t: GoType) -> _DecodeFn:
+    """Map contents merge into an existing map; integer keys parsed as ``int64``."""
     key_t = t.key
-    elem = t.elem
-    assert key_t is not None and elem is not None
-    int_keys = key_t.kind == INT
-    new_elem = _zero_factory(elem)
-    string_elems = elem.kind == STRING
-    elem_dec = _decoder(elem)
+    assert key_t is not None
+    int_keys = key_t.kind == Kind.INT
+    elem, new_elem, elem_dec = _element(t)
+    string_elems = elem.kind == Kind.STRING
 
     def dec_map(d: Decoder, node: Any, cur: Any) -> Any:
         if type(node) is not JObj:
-            if node is None:
-                return None
-            d.type_error(_kind_of(node), t)
-            return cur
+            return _nil_or_mismatch(d, node, t, cur)
         m = cur if cur is not None else {}
         if string_elems and not int_keys:
             for key, value in node:
-                if type(value) is str:
-                    m[key] = value
-                else:
-                    m[key] = elem_dec(d, value, "")
+                m[key] = value if type(value) is str else elem_dec(d, value, "")
             return m
         for key, value in node:
             v = elem_dec(d, value, new_elem())
@@ -389,6 +404,21 @@ def _compile_map(t: GoType) -> _DecodeFn:
         return m
 
     return dec_map
+
+
+_decoder: Callable[[GoType], _DecodeFn] = type_compiler(
+    {
+        Kind.STRING: _compile_string,
+        **dict.fromkeys((Kind.INT, Kind.UINT), _compile_int),
+        Kind.STRUCT: _compile_struct,
+        Kind.MAP: _compile_map,
+        Kind.SLICE: _compile_slice,
+        Kind.PTR: _compile_ptr,
+        Kind.EMPTY_STRUCT: _compile_empty,
+        Kind.CPUSET: _compile_cpuset,
+    },
+    hook=lambda t: t.unmarshal,
+)
 
 
 def unmarshal(tree: Any, t: GoType, into: Any) -> GoJSONError | None:

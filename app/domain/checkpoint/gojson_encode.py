@@ -10,21 +10,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from json.encoder import encode_basestring
 from typing import Any
 
-from app.domain.checkpoint.gotypes import (
-    EMPTY_STRUCT,
-    INT,
-    MAP,
-    PTR,
-    SLICE,
-    STRING,
-    STRUCT,
-    UINT,
-    GoType,
-)
+from app.domain.checkpoint.gotypes import GoType, Kind, type_compiler
 
 _HTML_ESCAPES = str.maketrans(
     {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -67,8 +57,8 @@ def marshal(value: Any, t: GoType, *, fragments: Mapping[str, str] | None = None
 
 
 def _encode_struct_with(value: Any, t: GoType, fragments: Mapping[str, str]) -> str:
-    """The struct encoder of ``_compile_encoder`` with some field values pre-encoded."""
-    if t.kind != STRUCT or t.marshal is not None:
+    """The struct encoder of ``_compile_struct`` with some field values pre-encoded."""
+    if t.kind != Kind.STRUCT or t.marshal is not None:
         raise TypeError(f"fragments are for plain structs, not {t.name}")
     out = []
     for f in t.fields:
@@ -85,85 +75,90 @@ def _encode_struct_with(value: Any, t: GoType, fragments: Mapping[str, str]) -> 
 def is_empty(value: Any, t: GoType) -> bool:
     """Go's ``isEmptyValue`` (what ``omitempty`` drops)."""
     k = t.kind
-    if k in (MAP, SLICE):
+    if k in (Kind.MAP, Kind.SLICE):
         return not value
-    if k == STRING:
+    if k == Kind.STRING:
         return value == ""
-    if k in (INT, UINT):
+    if k in (Kind.INT, Kind.UINT):
         return value == 0
-    if k == PTR:
+    if k == Kind.PTR:
         return value is None
     return False
 
 
-_ENCODERS: dict[GoType, Any] = {}
+# One closure per Go type, built once: value -> its JSON text.
+_Encoder = Callable[[Any], str]
 
 
-def _encoder(t: GoType) -> Any:
-    fn = _ENCODERS.get(t)
-    if fn is None:
-        fn = _ENCODERS[t] = _compile_encoder(t)
-    return fn
+def _compile_struct(t: GoType) -> _Encoder:
+    """Fields in declaration order, ``json:"-"`` left out, ``omitempty`` honoured."""
+    parts = [
+        (f.go_name, _go_string(f.json_name) + ":", _encoder(f.type), f.omitempty, f.type)
+        for f in t.fields
+        if f.json_name is not None
+    ]
+
+    def enc_struct(value: Any) -> str:
+        out = []
+        for name, prefix, enc, omitempty, ft in parts:
+            v = value[name]
+            if omitempty and is_empty(v, ft):
+                continue
+            out.append(prefix + enc(v))
+        return "{" + ",".join(out) + "}"
+
+    return enc_struct
 
 
-def _compile_encoder(t: GoType) -> Any:
-    if t.marshal is not None:
-        return t.marshal
-    k = t.kind
-    if k == STRING:
-        return _go_string
-    if k in (INT, UINT):
-        return str
-    if k == STRUCT:
-        parts = [
-            (f.go_name, _go_string(f.json_name) + ":", _encoder(f.type), f.omitempty, f.type)
-            for f in t.fields
-            if f.json_name is not None
-        ]
+def _compile_map(t: GoType) -> _Encoder:
+    """Keys sorted by their text (integer keys too); nil is ``null``."""
+    assert t.elem is not None and t.key is not None
+    elem_enc = _encoder(t.elem)
+    int_keys = t.key.kind != Kind.STRING
 
-        def enc_struct(value: Any) -> str:
-            out = []
-            for name, prefix, enc, omitempty, ft in parts:
-                v = value[name]
-                if omitempty and is_empty(v, ft):
-                    continue
-                out.append(prefix + enc(v))
-            return "{" + ",".join(out) + "}"
+    def enc_map(value: Any) -> str:
+        if value is None:
+            return "null"
+        if int_keys:
+            items = sorted((str(key), v) for key, v in value.items())
+        else:
+            items = sorted(value.items())
+        return "{" + ",".join(_go_string(key) + ":" + elem_enc(v) for key, v in items) + "}"
 
-        return enc_struct
-    if k == MAP:
-        assert t.elem is not None and t.key is not None
-        elem_enc = _encoder(t.elem)
-        int_keys = t.key.kind != STRING
+    return enc_map
 
-        def enc_map(value: Any) -> str:
-            if value is None:
-                return "null"
-            if int_keys:
-                items = sorted((str(key), v) for key, v in value.items())
-            else:
-                items = sorted(value.items())
-            return "{" + ",".join(_go_string(key) + ":" + elem_enc(v) for key, v in items) + "}"
 
-        return enc_map
-    if k == SLICE:
-        assert t.elem is not None
-        elem_enc = _encoder(t.elem)
+def _compile_slice(t: GoType) -> _Encoder:
+    assert t.elem is not None
+    elem_enc = _encoder(t.elem)
 
-        def enc_slice(value: Any) -> str:
-            if value is None:
-                return "null"
-            return "[" + ",".join(map(elem_enc, value)) + "]"
+    def enc_slice(value: Any) -> str:
+        if value is None:
+            return "null"
+        return "[" + ",".join(map(elem_enc, value)) + "]"
 
-        return enc_slice
-    if k == PTR:
-        assert t.elem is not None
-        pointee_enc = _encoder(t.elem)
+    return enc_slice
 
-        def enc_ptr(value: Any) -> str:
-            return "null" if value is None else str(pointee_enc(value))
 
-        return enc_ptr
-    if k == EMPTY_STRUCT:
-        return lambda value: "{}"
-    raise AssertionError(f"cannot encode kind {k}")
+def _compile_ptr(t: GoType) -> _Encoder:
+    assert t.elem is not None
+    pointee_enc = _encoder(t.elem)
+
+    def enc_ptr(value: Any) -> str:
+        return "null" if value is None else str(pointee_enc(value))
+
+    return enc_ptr
+
+
+_encoder: Callable[[GoType], _Encoder] = type_compiler(
+    {
+        Kind.STRING: lambda t: _go_string,
+        **dict.fromkeys((Kind.INT, Kind.UINT), lambda t: str),
+        Kind.STRUCT: _compile_struct,
+        Kind.MAP: _compile_map,
+        Kind.SLICE: _compile_slice,
+        Kind.PTR: _compile_ptr,
+        Kind.EMPTY_STRUCT: lambda t: lambda value: "{}",
+    },
+    hook=lambda t: t.marshal,
+)

@@ -102,6 +102,8 @@ _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 _HEX = frozenset("0123456789abcdefABCDEF")
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
+_LITERALS = {"t": ("true", True), "f": ("false", False), "n": ("null", None)}
+
 # scanner states
 _VALUE, _KEY_OR_END, _KEY, _COLON, _OBJ_NEXT, _ARR_FIRST, _ARR_NEXT, _END = range(8)
 
@@ -121,89 +123,98 @@ class _Scanner:
 
     def parse(self) -> Any:
         s, n = self.s, self.n
-        stack: list[Any] = []  # JObj / list under construction
-        keys: list[str] = []  # pending keys of the open objects
+        self.stack: list[Any] = []  # JObj / list under construction
+        self.keys: list[str] = []  # pending keys of the open objects
+        self.result: Any = None
+        steps = self._steps()
         state = _VALUE
         i = 0
-        result: Any = None
         while True:
             while i < n and s[i] in _WS:
                 i += 1
             if state == _END:
                 if i < n:
                     raise self.error(i, "after top-level value")
-                return result
+                return self.result
             if i >= n:
                 raise GoSyntaxError(_EOF)
-            c = s[i]
-            if state == _COLON:
-                if c != ":":
-                    raise self.error(i, "after object key")
-                i += 1
-                state = _VALUE
-                continue
-            if state in (_OBJ_NEXT, _ARR_NEXT):
-                closer = "}" if state == _OBJ_NEXT else "]"
-                if c == ",":
-                    i += 1
-                    state = _KEY if state == _OBJ_NEXT else _VALUE
-                    continue
-                if c != closer:
-                    ctx = "after object key:value pair" if closer == "}" else "after array element"
-                    raise self.error(i, ctx)
-                i += 1
-                value = stack.pop()
-                state, result = self._finish(stack, keys, value)
-                continue
-            if state in (_KEY_OR_END, _KEY):
-                if state == _KEY_OR_END and c == "}":
-                    i += 1
-                    value = stack.pop()
-                    state, result = self._finish(stack, keys, value)
-                    continue
-                if c != '"':
-                    raise self.error(i, "looking for beginning of object key string")
-                key, i = self._string(i)
-                keys.append(key)
-                state = _COLON
-                continue
-            # _VALUE or _ARR_FIRST
-            if state == _ARR_FIRST and c == "]":
-                i += 1
-                value = stack.pop()
-                state, result = self._finish(stack, keys, value)
-                continue
-            if c == "{" or c == "[":
-                if len(stack) + 1 > MAX_NESTING_DEPTH:
-                    raise self.error(i, "exceeded max depth")
-                stack.append(JObj() if c == "{" else [])
-                state = _KEY_OR_END if c == "{" else _ARR_FIRST
-                i += 1
-                continue
-            if c == '"':
-                value, i = self._string(i)
-            elif c == "-" or "0" <= c <= "9":
-                value, i = self._number(i)
-            elif c == "t":
-                value, i = self._literal(i, "true", True)
-            elif c == "f":
-                value, i = self._literal(i, "false", False)
-            elif c == "n":
-                value, i = self._literal(i, "null", None)
-            else:
-                raise self.error(i, "looking for beginning of value")
-            state, result = self._finish(stack, keys, value)
+            state, i = steps[state](i, s[i])
 
-    @staticmethod
-    def _finish(stack: list[Any], keys: list[str], value: Any) -> tuple[int, Any]:
+    def _steps(self) -> tuple[Any, ...]:
+        """What each state does with the next non-space character: (next state, position)."""
+        return (
+            self._value,  # _VALUE
+            self._key_or_end,  # _KEY_OR_END
+            self._key,  # _KEY
+            self._colon,  # _COLON
+            self._after("}", _KEY, "after object key:value pair"),  # _OBJ_NEXT
+            self._first_element,  # _ARR_FIRST
+            self._after("]", _VALUE, "after array element"),  # _ARR_NEXT
+        )
+
+    def _value(self, i: int, c: str) -> tuple[int, int]:
+        if c == "{" or c == "[":
+            if len(self.stack) + 1 > MAX_NESTING_DEPTH:
+                raise self.error(i, "exceeded max depth")
+            self.stack.append(JObj() if c == "{" else [])
+            return (_KEY_OR_END if c == "{" else _ARR_FIRST), i + 1
+        if c == '"':
+            value, i = self._string(i)
+        elif c == "-" or "0" <= c <= "9":
+            value, i = self._number(i)
+        elif c in _LITERALS:
+            value, i = self._literal(i, *_LITERALS[c])
+        else:
+            raise self.error(i, "looking for beginning of value")
+        return self._finish(value), i
+
+    def _key_or_end(self, i: int, c: str) -> tuple[int, int]:
+        return self._close(i) if c == "}" else self._key(i, c)
+
+    def _key(self, i: int, c: str) -> tuple[int, int]:
+        if c != '"':
+            raise self.error(i, "looking for beginning of object key string")
+        key, i = self._string(i)
+        self.keys.append(key)
+        return _COLON, i
+
+    def _colon(self, i: int, c: str) -> tuple[int, int]:
+        if c != ":":
+            raise self.error(i, "after object key")
+        return _VALUE, i + 1
+
+    def _after(self, closer: str, next_state: int, context: str) -> Any:
+        """The step after a member (``}``) or an element (``]``): a comma goes on to the
+        next one, the closer ends the container."""
+
+        def step(i: int, c: str) -> tuple[int, int]:
+            if c == ",":
+                return next_state, i + 1
+            if c != closer:
+                raise self.error(i, context)
+            return self._close(i)
+
+        return step
+
+    def _first_element(self, i: int, c: str) -> tuple[int, int]:
+        return self._close(i) if c == "]" else self._value(i, c)
+
+    def _close(self, i: int) -> tuple[int, int]:
+        """The open object or array ends at ``i``."""
+        return self._finish(self.stack.pop()), i + 1
+
+    def _finish(self, value: Any) -> int:
+        """A complete value: the result, a member of the open object or an element."""
+        stack = self.stack
         if not stack:
-            return _END, value
+            self.result = value
+            return _END
         top = stack[-1]
         if type(top) is JObj:
-            top.append((keys.pop(), value))
-            return _OBJ_NEXT, None
+            top.append((self.keys.pop(), value))
+            return _OBJ_NEXT
         top.append(value)
-        return _ARR_NEXT, None
+        return _ARR_NEXT
 
     def _literal(self, i: int, word: str, value: Any) -> tuple[Any, int]:
         s = self.s
@@ -271,34 +282,38 @@ class _Scanner:
                 return "".join(out), k + 1
             if c < " ":
                 raise self.error(k, "in string literal")
-            if c != "\\":
-                m = _SIMPLE_STRING.match(s, k)
-                stop = m.end() if m and m.end() > k else k + 1
-                out.append(s[k:stop])
-                k = stop
+            if c == "\\":
+                k = self._escape(k + 1, out)
                 continue
-            k += 1
-            e = s[k] if k < n else " "
-            if e in _ESCAPES:
-                out.append(_ESCAPES[e])
-                k += 1
-                continue
-            if e != "u":
-                raise self.error(k, "in string escape code")
-            r, k = self._hex4(k + 1)
-            if 0xD800 <= r < 0xE000:
-                # utf16.DecodeRune with the next \uXXXX, else U+FFFD (Go's unquote).
-                if r < 0xDC00 and s.startswith("\\u", k) and k + 6 <= n:
-                    hx = s[k + 2 : k + 6]
-                    if all(h in _HEX for h in hx):
-                        r2 = int(hx, 16)
-                        if 0xDC00 <= r2 < 0xE000:
-                            out.append(chr(0x10000 + ((r - 0xD800) << 10) + (r2 - 0xDC00)))
-                            k += 6
-                            continue
-                out.append("\ufffd")
-                continue
+            m = _SIMPLE_STRING.match(s, k)
+            stop = m.end() if m and m.end() > k else k + 1
+            out.append(s[k:stop])
+            k = stop
+
+    def _escape(self, k: int, out: list[str]) -> int:
+        """The escape after the backslash at ``k - 1``, unquoted into ``out``; where the
+        string goes on."""
+        s, n = self.s, self.n
+        e = s[k] if k < n else " "
+        if e in _ESCAPES:
+            out.append(_ESCAPES[e])
+            return k + 1
+        if e != "u":
+            raise self.error(k, "in string escape code")
+        r, k = self._hex4(k + 1)
+        if not 0xD800 <= r < 0xE000:
             out.append(chr(r))
+            return k
+        # utf16.DecodeRune with the next \uXXXX, else U+FFFD (Go's unquote).
+        if r < 0xDC00 and s.startswith("\\u", k) and k + 6 <= n:
+            hx = s[k + 2 : k + 6]
+            if all(h in _HEX for h in hx):
+                r2 = int(hx, 16)
+                if 0xDC00 <= r2 < 0xE000:
+                    out.append(chr(0x10000 + ((r - 0xD800) << 10) + (r2 - 0xDC00)))
+                    return k + 6
+        out.append("\ufffd")
+        return k
 
     def _hex4(self, k: int) -> tuple[int, int]:
         s = self.s

@@ -19,21 +19,10 @@ field loses its ``(type)`` prefix. The renderer reproduces that quirk.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from app.domain.checkpoint.gotypes import (
-    CPUSET,
-    CPUSET_ELEMS_NAME,
-    EMPTY_STRUCT,
-    INT,
-    MAP,
-    PTR,
-    SLICE,
-    STRING,
-    STRUCT,
-    UINT,
-    GoType,
-)
+from app.domain.checkpoint.gotypes import CPUSET_ELEMS_NAME, GoType, Kind, type_compiler
 
 
 class _State:
@@ -60,81 +49,89 @@ def sdump_string(value: str) -> str:
     return "(string)" + value
 
 
-# One closure per Go type, built once (same output as a generic walk, less dispatch).
-_FORMATTERS: dict[GoType, Any] = {}
+# One closure per Go type, built once (same output as a generic walk, less dispatch); each
+# writes the value, preceded by its ``(type)`` unless the ignoreNextType flag is set.
+_Formatter = Callable[[list[str], Any, _State], None]
 
 
-def _formatter(t: GoType) -> Any:
-    fn = _FORMATTERS.get(t)
-    if fn is None:
-        fn = _FORMATTERS[t] = _compile(t)
-    return fn
+def _prefix(t: GoType) -> str:
+    return "(" + t.name + ")"
 
 
-def _compile(t: GoType) -> Any:
-    k = t.kind
-    prefix = "(" + t.name + ")"
-    if k == PTR:
-        assert t.elem is not None
-        pointee = _formatter(t.elem)
+def _compile_ptr(t: GoType) -> _Formatter:
+    """formatPtr: ``<*>`` (or the type) then the pointee; a nil pointer keeps the flag set."""
+    assert t.elem is not None
+    pointee = _formatter(t.elem)
+    prefix = _prefix(t)
 
-        def fmt_ptr(out: list[str], v: Any, st: _State) -> None:
-            if v is None:
-                # formatPtr returns here and leaves ignoreNextType set.
-                out.append("<nil>" if st.ignore else prefix + "<nil>")
-                return
-            out.append("<*>" if st.ignore else prefix)
-            st.ignore = True
-            pointee(out, v, st)
+    def fmt_ptr(out: list[str], v: Any, st: _State) -> None:
+        if v is None:
+            # formatPtr returns here and leaves ignoreNextType set.
+            out.append("<nil>" if st.ignore else prefix + "<nil>")
+            return
+        out.append("<*>" if st.ignore else prefix)
+        st.ignore = True
+        pointee(out, v, st)
 
-        return fmt_ptr
-    if k in (STRING, INT, UINT):
-        conv = (lambda v: v) if k == STRING else str
+    return fmt_ptr
 
-        def fmt_scalar(out: list[str], v: Any, st: _State) -> None:
-            if st.ignore:
-                st.ignore = False
-                out.append(conv(v))
+
+def _compile_scalar(t: GoType) -> _Formatter:
+    """Strings raw, integers in decimal."""
+    conv = (lambda v: v) if t.kind == Kind.STRING else str
+    prefix = _prefix(t)
+
+    def fmt_scalar(out: list[str], v: Any, st: _State) -> None:
+        if st.ignore:
+            st.ignore = False
+            out.append(conv(v))
+        else:
+            out.append(prefix + conv(v))
+
+    return fmt_scalar
+
+
+def _compile_struct(t: GoType) -> _Formatter:
+    """``{Name:(type)value Name:(type)value}`` in declaration order, unexported fields too."""
+    fields = [(f.go_name, f.go_name + ":", _formatter(f.type)) for f in t.fields]
+    prefix = _prefix(t)
+
+    def fmt_struct(out: list[str], v: Any, st: _State) -> None:
+        if not st.ignore:
+            out.append(prefix)
+        st.ignore = False
+        out.append("{")
+        first = True
+        for name, label, fmt in fields:
+            if first:
+                first = False
+                out.append(label)
             else:
-                out.append(prefix + conv(v))
+                out.append(" " + label)
+            fmt(out, v[name], st)
+        out.append("}")
 
-        return fmt_scalar
-    if k == STRUCT:
-        fields = [(f.go_name, f.go_name + ":", _formatter(f.type)) for f in t.fields]
+    return fmt_struct
 
-        def fmt_struct(out: list[str], v: Any, st: _State) -> None:
-            if not st.ignore:
-                out.append(prefix)
-            st.ignore = False
-            out.append("{")
-            first = True
-            for name, label, fmt in fields:
-                if first:
-                    first = False
-                    out.append(label)
-                else:
-                    out.append(" " + label)
-                fmt(out, v[name], st)
-            out.append("}")
 
-        return fmt_struct
-    if k == MAP:
-        key_t, elem = t.key, t.elem
-        assert key_t is not None and elem is not None
-        elem_fmt = _formatter(elem)
-        simple = elem.kind == STRING
+def _compile_map(t: GoType) -> _Formatter:
+    """``map[k:v k:v]`` with sorted keys, values without their type; nil is ``<nil>``."""
+    elem = t.elem
+    assert t.key is not None and elem is not None
+    elem_fmt = _formatter(elem)
+    simple = elem.kind == Kind.STRING
+    prefix = _prefix(t)
 
-        def fmt_map(out: list[str], v: Any, st: _State) -> None:
-            if not st.ignore:
-                out.append(prefix)
-            st.ignore = False
-            if v is None:
-                out.append("<nil>")
-                return
-            if simple:
-                # No pointers below: the flag always ends cleared.
-                out.append("map[" + " ".join(f"{key}:{v[key]}" for key in sorted(v)) + "]")
-                return
+    def fmt_map(out: list[str], v: Any, st: _State) -> None:
+        if not st.ignore:
+            out.append(prefix)
+        st.ignore = False
+        if v is None:
+            out.append("<nil>")
+        elif simple:
+            # No pointers below: the flag always ends cleared.
+            out.append("map[" + " ".join(f"{key}:{v[key]}" for key in sorted(v)) + "]")
+        else:
             out.append("map[")
             first = True
             for key in sorted(v):
@@ -147,23 +144,26 @@ def _compile(t: GoType) -> Any:
                 elem_fmt(out, v[key], st)
             out.append("]")
 
-        return fmt_map
-    if k == SLICE:
-        elem = t.elem
-        assert elem is not None
-        elem_fmt = _formatter(elem)
-        numbers = elem.kind in (INT, UINT)
+    return fmt_map
 
-        def fmt_slice(out: list[str], v: Any, st: _State) -> None:
-            if not st.ignore:
-                out.append(prefix)
-            st.ignore = False
-            if v is None:
-                out.append("<nil>")
-                return
-            if numbers:
-                out.append("[" + " ".join(map(str, v)) + "]")
-                return
+
+def _compile_slice(t: GoType) -> _Formatter:
+    """``[v v]``, items without their type; nil is ``<nil>``."""
+    elem = t.elem
+    assert elem is not None
+    elem_fmt = _formatter(elem)
+    numbers = elem.kind in (Kind.INT, Kind.UINT)
+    prefix = _prefix(t)
+
+    def fmt_slice(out: list[str], v: Any, st: _State) -> None:
+        if not st.ignore:
+            out.append(prefix)
+        st.ignore = False
+        if v is None:
+            out.append("<nil>")
+        elif numbers:
+            out.append("[" + " ".join(map(str, v)) + "]")
+        else:
             out.append("[")
             first = True
             for item in v:
@@ -175,26 +175,45 @@ def _compile(t: GoType) -> Any:
                 elem_fmt(out, item, st)
             out.append("]")
 
-        return fmt_slice
-    if k == EMPTY_STRUCT:
+    return fmt_slice
 
-        def fmt_empty(out: list[str], v: Any, st: _State) -> None:
-            out.append("{}" if st.ignore else prefix + "{}")
-            st.ignore = False
 
-        return fmt_empty
-    if k == CPUSET:
+def _compile_empty(t: GoType) -> _Formatter:
+    """``struct{}`` prints ``{}``."""
+    prefix = _prefix(t)
 
-        def fmt_cpuset(out: list[str], v: Any, st: _State) -> None:
-            # cpuset.CPUSet{elems map[int]struct{}}
-            if not st.ignore:
-                out.append(prefix)
-            st.ignore = False
-            out.append("{elems:(" + CPUSET_ELEMS_NAME + ")")
-            if v is None:
-                out.append("<nil>}")
-            else:
-                out.append("map[" + " ".join(f"{cpu}:{{}}" for cpu in v) + "]}")
+    def fmt_empty(out: list[str], v: Any, st: _State) -> None:
+        out.append("{}" if st.ignore else prefix + "{}")
+        st.ignore = False
 
-        return fmt_cpuset
-    raise AssertionError(f"cannot render kind {k}")
+    return fmt_empty
+
+
+def _compile_cpuset(t: GoType) -> _Formatter:
+    """``cpuset.CPUSet{elems map[int]struct{}}``: ``{elems:(map[int]struct {})map[0:{} 1:{}]}``."""
+    prefix = _prefix(t)
+
+    def fmt_cpuset(out: list[str], v: Any, st: _State) -> None:
+        if not st.ignore:
+            out.append(prefix)
+        st.ignore = False
+        out.append("{elems:(" + CPUSET_ELEMS_NAME + ")")
+        if v is None:
+            out.append("<nil>}")
+        else:
+            out.append("map[" + " ".join(f"{cpu}:{{}}" for cpu in v) + "]}")
+
+    return fmt_cpuset
+
+
+_formatter: Callable[[GoType], _Formatter] = type_compiler(
+    {
+        **dict.fromkeys((Kind.STRING, Kind.INT, Kind.UINT), _compile_scalar),
+        Kind.PTR: _compile_ptr,
+        Kind.STRUCT: _compile_struct,
+        Kind.MAP: _compile_map,
+        Kind.SLICE: _compile_slice,
+        Kind.EMPTY_STRUCT: _compile_empty,
+        Kind.CPUSET: _compile_cpuset,
+    }
+)

@@ -18,19 +18,24 @@ which is what go-spew prints.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-STRING = "string"
-INT = "int"
-UINT = "uint"
-MAP = "map"
-SLICE = "slice"
-PTR = "ptr"
-STRUCT = "struct"
-EMPTY_STRUCT = "emptystruct"
-CPUSET = "cpuset"
+
+class Kind:
+    """What a Go type is (``GoType.kind``): what the codecs and the renderer dispatch on."""
+
+    STRING = "string"
+    INT = "int"
+    UINT = "uint"
+    MAP = "map"
+    SLICE = "slice"
+    PTR = "ptr"
+    STRUCT = "struct"
+    EMPTY_STRUCT = "emptystruct"
+    CPUSET = "cpuset"
+
 
 # Characters that Go's case folding maps onto ASCII letters (encoding/json foldName):
 # KELVIN SIGN folds with 'k', LATIN SMALL LETTER LONG S with 's'.
@@ -102,31 +107,31 @@ class Field:
 
 
 def string_type(name: str = "string") -> GoType:
-    return GoType(STRING, name)
+    return GoType(Kind.STRING, name)
 
 
 def int_type(name: str = "int") -> GoType:
-    return GoType(INT, name)
+    return GoType(Kind.INT, name)
 
 
 def uint_type(name: str = "uint64") -> GoType:
-    return GoType(UINT, name)
+    return GoType(Kind.UINT, name)
 
 
 def map_type(name: str, key: GoType, elem: GoType) -> GoType:
-    return GoType(MAP, name, key=key, elem=elem)
+    return GoType(Kind.MAP, name, key=key, elem=elem)
 
 
 def slice_type(name: str, elem: GoType) -> GoType:
-    return GoType(SLICE, name, elem=elem)
+    return GoType(Kind.SLICE, name, elem=elem)
 
 
 def ptr_type(elem: GoType) -> GoType:
-    return GoType(PTR, "*" + elem.name, elem=elem)
+    return GoType(Kind.PTR, "*" + elem.name, elem=elem)
 
 
 def struct_type(name: str, *fields: Field, **hooks: Any) -> GoType:
-    return GoType(STRUCT, name, fields=tuple(fields), **hooks)
+    return GoType(Kind.STRUCT, name, fields=tuple(fields), **hooks)
 
 
 STRING_T = string_type()
@@ -134,21 +139,60 @@ INT_T = int_type()
 UINT64_T = uint_type()
 CHECKSUM_T = uint_type("checksum.Checksum")
 RESOURCE_NAME_T = string_type("v1.ResourceName")
-EMPTY_STRUCT_T = GoType(EMPTY_STRUCT, "struct {}")
+EMPTY_STRUCT_T = GoType(Kind.EMPTY_STRUCT, "struct {}")
 #: ``cpuset.CPUSet`` = ``struct{ elems map[int]struct{} }``; values are CPUSet objects.
-CPUSET_T = GoType(CPUSET, "cpuset.CPUSet")
+CPUSET_T = GoType(Kind.CPUSET, "cpuset.CPUSet")
 CPUSET_ELEMS_NAME = "map[int]struct {}"
+
+#: Fields every checkpoint struct of both managers declares.
+POLICY_NAME_FIELD = Field("PolicyName", "policyName", STRING_T)
+CHECKSUM_FIELD = Field("Checksum", "checksum", CHECKSUM_T)
+#: What the 1.37 formats (CPU V4, memory V3) add after the inline fields.
+DATA_FIELDS = (Field("Data", "data", STRING_T), Field("DataChecksum", "dataChecksum", CHECKSUM_T))
 
 
 def zero(t: GoType) -> Any:
     """Go's zero value of ``t`` in the Python representation."""
     k = t.kind
-    if k == STRING:
+    if k == Kind.STRING:
         return ""
-    if k in (INT, UINT):
+    if k in (Kind.INT, Kind.UINT):
         return 0
-    if k == STRUCT:
+    if k == Kind.STRUCT:
         return {f.go_name: zero(f.type) for f in t.fields}
-    if k == EMPTY_STRUCT:
+    if k == Kind.EMPTY_STRUCT:
         return {}
     return None  # map, slice, pointer, cpuset (nil elems)
+
+
+def constructed(t: GoType) -> dict[str, Any]:
+    """What a kubelet's ``newXxxCheckpoint`` constructor returns for struct ``t``: the zero
+    value with its maps made (empty, not nil)."""
+    return {f.go_name: {} if f.type.kind == Kind.MAP else zero(f.type) for f in t.fields}
+
+
+_Fn = TypeVar("_Fn")
+
+
+def type_compiler(
+    compilers: Mapping[str, Callable[[GoType], _Fn]],
+    hook: Callable[[GoType], _Fn | None] = lambda t: None,
+) -> Callable[[GoType], _Fn]:
+    """The function giving one closure per Go type, built once by ``compilers[t.kind]`` (or
+    ``hook(t)``, a type's own JSON method, when it has one) and reused: the codecs and the spew
+    renderer resolve the kind dispatch and the field tables up front this way."""
+    cache: dict[GoType, _Fn] = {}
+
+    def compiled(t: GoType) -> _Fn:
+        fn = cache.get(t)
+        if fn is None:
+            fn = hook(t)
+            if fn is None:
+                compile_kind = compilers.get(t.kind)
+                if compile_kind is None:
+                    raise AssertionError(f"no compiler for kind {t.kind}")
+                fn = compile_kind(t)
+            cache[t] = fn
+        return fn
+
+    return compiled

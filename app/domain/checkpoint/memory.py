@@ -15,18 +15,18 @@ Every struct checksum is hashed under ``state.MemoryManagerCheckpoint``.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from app.domain.checkpoint.checksum import string_checksum, struct_checksum
 from app.domain.checkpoint.cpu import normalise_version
-from app.domain.checkpoint.errors import CheckpointInputError
-from app.domain.checkpoint.gojson_decode import unmarshal
+from app.domain.checkpoint.formats import FormatVersions, fixed, struct_factory
 from app.domain.checkpoint.gojson_encode import encode_fragment, marshal
 from app.domain.checkpoint.gotypes import (
-    CHECKSUM_T,
+    CHECKSUM_FIELD,
+    DATA_FIELDS,
     INT_T,
+    POLICY_NAME_FIELD,
     RESOURCE_NAME_T,
     STRING_T,
     UINT64_T,
@@ -38,6 +38,7 @@ from app.domain.checkpoint.gotypes import (
     struct_type,
 )
 from app.domain.checkpoint.memory_state import (
+    ZERO_TABLE,
     Block,
     MemoryCheckpointState,
     MemoryTable,
@@ -92,98 +93,41 @@ POD_ENTRY_T = struct_type(
 POD_ENTRIES_T = map_type("state.PodMemoryAssignments", STRING_T, POD_ENTRY_T)
 
 
-@functools.cache
-def memory_v1_type(name: str = V1_HEADER) -> GoType:
-    return struct_type(
-        name,
-        Field("PolicyName", "policyName", STRING_T),
-        Field("MachineState", "machineState", NUMA_NODE_MAP_T),
-        Field("Entries", "entries", ENTRIES_T, omitempty=True),
-        Field("Checksum", "checksum", CHECKSUM_T),
-    )
-
-
-@functools.cache
-def memory_v2_type(name: str = V2_HEADER) -> GoType:
-    return struct_type(
-        name,
-        Field("PolicyName", "policyName", STRING_T),
-        Field("MachineState", "machineState", NUMA_NODE_MAP_T),
-        Field("Entries", "entries", ENTRIES_T, omitempty=True),
-        Field("PodEntries", "podEntries", POD_ENTRIES_T, omitempty=True),
-        Field("Checksum", "checksum", CHECKSUM_T),
-    )
-
-
-@functools.cache
-def memory_v3_type(name: str = LEGACY_HEADER) -> GoType:
-    return struct_type(
-        name,
-        *memory_v1_type().fields,
-        Field("Data", "data", STRING_T),
-        Field("DataChecksum", "dataChecksum", CHECKSUM_T),
-    )
-
-
-MEMORY_DATA_T = struct_type(
-    "state.MemoryManagerCheckpointData",
-    Field("PolicyName", "policyName", STRING_T),
+_V1_FIELDS = (
+    POLICY_NAME_FIELD,
     Field("MachineState", "machineState", NUMA_NODE_MAP_T),
     Field("Entries", "entries", ENTRIES_T, omitempty=True),
-    Field("PodEntries", "podEntries", POD_ENTRIES_T, omitempty=True),
 )
+_POD_ENTRIES_FIELD = Field("PodEntries", "podEntries", POD_ENTRIES_T, omitempty=True)
+
+
+memory_v1_type = struct_factory(V1_HEADER, *_V1_FIELDS, CHECKSUM_FIELD)
+memory_v2_type = struct_factory(V2_HEADER, *_V1_FIELDS, _POD_ENTRIES_FIELD, CHECKSUM_FIELD)
+memory_v3_type = struct_factory(LEGACY_HEADER, *_V1_FIELDS, CHECKSUM_FIELD, *DATA_FIELDS)
+
+
+MEMORY_DATA_T = struct_type("state.MemoryManagerCheckpointData", *_V1_FIELDS, _POD_ENTRIES_FIELD)
 
 MEMORY_V1_T = memory_v1_type()
 MEMORY_V2_T = memory_v2_type()
 MEMORY_V3_T = memory_v3_type()
 
 
-def new_memory_checkpoint(version: str) -> dict[str, Any]:
-    """The Go value of ``newMemoryManagerCheckpointVn`` (maps start empty, not nil)."""
-    if version == "V1":
-        return {"PolicyName": "", "MachineState": {}, "Entries": {}, "Checksum": 0}
-    if version == "V2":
-        return {
-            "PolicyName": "",
-            "MachineState": {},
-            "Entries": {},
-            "PodEntries": {},
-            "Checksum": 0,
-        }
-    if version == "V3":
-        return {
-            "PolicyName": "",
-            "MachineState": {},
-            "Entries": {},
-            "Checksum": 0,
-            "Data": "",
-            "DataChecksum": 0,
-        }
-    if version == "data":
-        return {"PolicyName": "", "MachineState": {}, "Entries": {}, "PodEntries": {}}
-    raise CheckpointInputError(f"unknown memory_manager_state version {version!r}")
-
-
-MEMORY_STRUCT_ALGORITHMS: dict[str, tuple[str, GoType, str]] = {
-    "mem_v1": ("V1", MEMORY_V1_T, LEGACY_HEADER),
-    "mem_v2_legacy": ("V2", MEMORY_V2_T, LEGACY_HEADER),
-}
-
-
-def memory_struct_checksum(value: dict[str, Any], algorithm: str) -> int:
-    _, t, header = MEMORY_STRUCT_ALGORITHMS[algorithm]
-    return struct_checksum(value, t, header)
-
-
-def decode_memory(tree: Any, version: str, name: str | None = None) -> tuple[dict[str, Any], Any]:
-    """Decode a parsed file into a fresh object of ``version`` (``V1``..``V3``, ``data``)."""
-    obj = new_memory_checkpoint(version)
-    factory = {"V1": memory_v1_type, "V2": memory_v2_type, "V3": memory_v3_type}.get(version)
-    if factory is not None:
-        gt = factory(name) if name else factory()
-    else:
-        gt = MEMORY_DATA_T
-    return obj, unmarshal(tree, gt, obj)
+MEMORY_FORMATS = FormatVersions(
+    MEMORY_FILE_NAME,
+    "memory manager",
+    {
+        "V1": memory_v1_type,
+        "V2": memory_v2_type,
+        "V3": memory_v3_type,
+        "data": fixed(MEMORY_DATA_T),
+    },
+    "V3",
+    {"mem_v1": ("V1", LEGACY_HEADER), "mem_v2_legacy": ("V2", LEGACY_HEADER)},
+)
+new_memory_checkpoint = MEMORY_FORMATS.new
+decode_memory = MEMORY_FORMATS.decode
+memory_struct_checksum = MEMORY_FORMATS.algorithm_checksum
 
 
 # -- Go values <-> normalised state ---------------------------------------------------------------
@@ -191,7 +135,7 @@ def decode_memory(tree: Any, version: str, name: str | None = None) -> tuple[dic
 
 def _table_from_go(v: Any) -> MemoryTable:
     if v is None:
-        return MemoryTable()
+        return ZERO_TABLE
     return MemoryTable(
         v["TotalMemSize"], v["SystemReserved"], v["Allocatable"], v["Reserved"], v["Free"]
     )
@@ -246,6 +190,17 @@ def pod_entries_from_go(
 ) -> dict[str, tuple[Block, ...]]:
     seen = {} if seen is None else seen
     return {pod: _blocks_from_go(e["MemoryBlocks"], seen) for pod, e in (pod_entries or {}).items()}
+
+
+def memory_state_from_go(data: dict[str, Any], pod_entries: Any) -> MemoryCheckpointState:
+    """The state of a decoded V1/V2 value or V3 data (``pod_entries``: ``None`` for a read
+    without them)."""
+    return MemoryCheckpointState(
+        data["PolicyName"],
+        machine_state_from_go(data["MachineState"]),
+        entries_from_go(data["Entries"]),
+        None if pod_entries is None else pod_entries_from_go(pod_entries),
+    )
 
 
 def _blocks_to_go(blocks: Iterable[Block]) -> list[dict[str, Any]]:

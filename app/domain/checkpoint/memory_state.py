@@ -8,33 +8,27 @@ the bad field (``CheckpointStateError``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from app.domain.checkpoint.errors import CheckpointStateError
+from app.domain.checkpoint.errors import (
+    CheckpointStateError,
+    check_text,
+    object_field,
+    pod_entries_field,
+)
+
+# ``state.Block`` is one value for the checkpoint and the memory manager's live state, and
+# ``state.MemoryTable`` one for the checkpoint and a node snapshot.
+from app.domain.memorymanager.state import Block
+from app.domain.snapshot import MemoryTable
 
 _TABLE_KEYS = ("total", "systemReserved", "allocatable", "reserved", "free")
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryTable:
-    """``state.MemoryTable`` (bytes)."""
-
-    total: int = 0
-    system_reserved: int = 0
-    allocatable: int = 0
-    reserved: int = 0
-    free: int = 0
-
-    def to_dict(self) -> dict[str, int]:
-        return {
-            "total": self.total,
-            "systemReserved": self.system_reserved,
-            "allocatable": self.allocatable,
-            "reserved": self.reserved,
-            "free": self.free,
-        }
+#: ``state.MemoryTable`` of nothing (a ``null`` table in a file).
+ZERO_TABLE = MemoryTable(0, 0, 0, 0, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,18 +45,6 @@ class NUMANodeState:
             "memoryMap": {res: t.to_dict() for res, t in sorted(self.memory_map.items())},
             "cells": list(self.cells),
         }
-
-
-@dataclass(frozen=True, slots=True)
-class Block:
-    """``state.Block``: ``size`` bytes of ``type`` on the NUMA nodes ``numa_affinity``."""
-
-    numa_affinity: tuple[int, ...]
-    type: str
-    size: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"numaAffinity": list(self.numa_affinity), "type": self.type, "size": self.size}
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,50 +87,31 @@ class MemoryCheckpointState:
         if not isinstance(d, Mapping):
             raise CheckpointStateError("a memory_manager_state must be an object")
         policy = d.get("policyName", "")
-        _text(policy, "policyName")
-        machine: dict[int, NUMANodeState] = {}
-        raw_ms = d.get("machineState") or {}
-        if not isinstance(raw_ms, Mapping):
-            raise CheckpointStateError("machineState must be an object")
-        for key, node in raw_ms.items():
-            node_id = _numa_id(key, "machineState key")
-            machine[node_id] = _node_state(node, f"machineState[{key!r}]")
-        entries: dict[str, dict[str, tuple[Block, ...]]] = {}
-        raw_entries = d.get("entries") or {}
-        if not isinstance(raw_entries, Mapping):
-            raise CheckpointStateError("entries must be an object")
-        for pod, containers in raw_entries.items():
-            _text(pod, "entries key")
-            if containers is None:
-                containers = {}
-            if not isinstance(containers, Mapping):
-                raise CheckpointStateError(f"entries[{pod!r}] must be an object")
-            inner: dict[str, tuple[Block, ...]] = {}
-            for name, blocks in containers.items():
-                _text(name, f"entries[{pod!r}] key")
-                inner[name] = _blocks(blocks, f"entries[{pod!r}][{name!r}]")
-            entries[pod] = inner
-        pod_entries: dict[str, tuple[Block, ...]] | None = None
-        raw_pod = d.get("podEntries")
-        if raw_pod is not None:
-            if not isinstance(raw_pod, Mapping):
-                raise CheckpointStateError("podEntries must be an object")
-            pod_entries = {}
-            for pod, blocks in raw_pod.items():
-                _text(pod, "podEntries key")
-                if isinstance(blocks, Mapping):
-                    blocks = blocks.get("memoryBlocks") or []
-                pod_entries[pod] = _blocks(blocks, f"podEntries[{pod!r}]")
+        check_text(policy, "policyName")
+        machine = {
+            _numa_id(key, "machineState key"): _node_state(node, f"machineState[{key!r}]")
+            for key, node in object_field(d, "machineState").items()
+        }
+        entries = _entries(object_field(d, "entries"))
+        pod_entries = pod_entries_field(d, lambda v: v.get("memoryBlocks") or [], _blocks)
         return cls(policy, machine, entries, pod_entries)
 
 
-def _text(s: Any, what: str) -> None:
-    if not isinstance(s, str):
-        raise CheckpointStateError(f"{what} must be a string, got {type(s).__name__}")
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        raise CheckpointStateError(f"{what} {s!r} is not valid Unicode text") from None
+def _entries(raw: Mapping[str, Any]) -> dict[str, dict[str, tuple[Block, ...]]]:
+    """``entries``: pod -> container -> blocks."""
+    entries: dict[str, dict[str, tuple[Block, ...]]] = {}
+    for pod, containers in raw.items():
+        check_text(pod, "entries key")
+        if containers is None:
+            containers = {}
+        if not isinstance(containers, Mapping):
+            raise CheckpointStateError(f"entries[{pod!r}] must be an object")
+        inner: dict[str, tuple[Block, ...]] = {}
+        for name, blocks in containers.items():
+            check_text(name, f"entries[{pod!r}] key")
+            inner[name] = _blocks(blocks, f"entries[{pod!r}][{name!r}]")
+        entries[pod] = inner
+    return entries
 
 
 def _uint(v: Any, what: str, bits: int = 64) -> int:
@@ -185,13 +148,25 @@ def _ints(v: Any, what: str) -> tuple[int, ...]:
     return tuple(_int(x, f"{what}[{i}]") for i, x in enumerate(v))
 
 
-def _table(v: Any, what: str) -> MemoryTable:
+_R = TypeVar("_R", MemoryTable, NUMANodeState)
+
+
+def _given(v: Any, cls: type[_R], zero: Callable[[], _R], what: str) -> _R | None:
+    """``v`` when it already is a ``cls`` (absent: ``zero()``), ``None`` when it is an object
+    to read one from; anything else is a ``CheckpointStateError``."""
     if v is None:
-        return MemoryTable()
-    if isinstance(v, MemoryTable):
+        return zero()
+    if isinstance(v, cls):
         return v
     if not isinstance(v, Mapping):
         raise CheckpointStateError(f"{what} must be an object")
+    return None
+
+
+def _table(v: Any, what: str) -> MemoryTable:
+    given = _given(v, MemoryTable, lambda: ZERO_TABLE, what)
+    if given is not None:
+        return given
     snake = {"systemReserved": "system_reserved"}
     vals = {}
     for key in _TABLE_KEYS:
@@ -201,18 +176,15 @@ def _table(v: Any, what: str) -> MemoryTable:
 
 
 def _node_state(v: Any, what: str) -> NUMANodeState:
-    if v is None:
-        return NUMANodeState()
-    if isinstance(v, NUMANodeState):
-        return v
-    if not isinstance(v, Mapping):
-        raise CheckpointStateError(f"{what} must be an object")
+    given = _given(v, NUMANodeState, NUMANodeState, what)
+    if given is not None:
+        return given
     mm = v.get("memoryMap", v.get("memory_map")) or {}
     if not isinstance(mm, Mapping):
         raise CheckpointStateError(f"{what}.memoryMap must be an object")
     tables = {}
     for res, t in mm.items():
-        _text(res, f"{what}.memoryMap key")
+        check_text(res, f"{what}.memoryMap key")
         tables[res] = _table(t, f"{what}.memoryMap[{res!r}]")
     count = v.get("numberOfAssignments", v.get("number_of_assignments", 0))
     return NUMANodeState(
@@ -235,7 +207,7 @@ def _blocks(v: Any, what: str) -> tuple[Block, ...]:
         if not isinstance(b, Mapping):
             raise CheckpointStateError(f"{what}[{i}] must be a block object")
         kind = b.get("type", "")
-        _text(kind, f"{what}[{i}].type")
+        check_text(kind, f"{what}[{i}].type")
         numa = b.get("numaAffinity", b.get("numa"))
         out.append(
             Block(

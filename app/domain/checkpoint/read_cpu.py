@@ -11,27 +11,17 @@ for in sorted order so results are deterministic.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.domain import releases
 from app.domain.checkpoint import cpu as C
-from app.domain.checkpoint.checksum import string_checksum, struct_checksum
+from app.domain.checkpoint import loading
+from app.domain.checkpoint.checksum import struct_checksum
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
-from app.domain.checkpoint.gocpuset import GoCPUSetError, parse_cpuset
-from app.domain.checkpoint.gojson_decode import unmarshal_text
-from app.domain.checkpoint.loading import (
-    CORRUPT,
-    CPU,
-    DEFAULT_STATE_DIR,
-    Attempt,
-    LoadFailure,
-    LoadResult,
-    ParsedFile,
-    rejected,
-)
+from app.domain.checkpoint.detect import CPU
 from app.domain.checkpoint.reader import Reader
-from app.domain.cpuset import CPUSet
 from app.domain.golang.strconv import go_quote
 
 # -- CPU ---------------------------------------------------------------------------------------------
@@ -65,50 +55,22 @@ def _cpu_headers(version: str, reader: Reader) -> tuple[str, ...]:
     raise AssertionError(version)
 
 
-_CPU_T = {"V1": C.CPU_V1_T, "V2": C.CPU_V2_T, "V3": C.CPU_V3_T}
-
-
-def _get_cpu(f: ParsedFile, version: str, reader: Reader) -> tuple[dict[str, Any], str | None]:
-    """``GetCheckpoint`` for a CPU version; records the attempt."""
-    name = _CPU_NAMES[reader.line].get(version)
-    if f.syntax_error is not None:
-        obj = C.new_cpu_checkpoint(version)
-        err: str | None = f.syntax_error
-        if version == "V4":
-            err = f"failed to deserialize cpu manager checkpoint: {err}"
-        f.attempts.append(Attempt(version, False, err))
-        return obj, err
-    obj, jerr = C.decode_cpu(f.tree, version, name)
-    if version == "V4":
-        if jerr is not None:
-            err = f"failed to deserialize cpu manager checkpoint: {jerr}"
-            f.attempts.append(Attempt(version, False, err))
-            return obj, err
-        data = C.new_cpu_checkpoint("data")
-        obj["CheckpointData"] = data
-        derr = unmarshal_text(obj["Data"], C.CPU_DATA_T, data)
-        if derr is not None:
-            err = f"failed to deserialize cpu manager checkpoint data: {derr}"
-            f.attempts.append(Attempt(version, False, err))
-            return obj, err
-        if obj["DataChecksum"] != string_checksum(obj["Data"]):
-            f.attempts.append(Attempt(version, False, CORRUPT))
-            return obj, CORRUPT
-        f.attempts.append(Attempt(version, True, None, "dataChecksum"))
-        return obj, None
-    if jerr is not None:
-        f.attempts.append(Attempt(version, False, str(jerr)))
-        return obj, str(jerr)
+def _verify(obj: dict[str, Any], version: str, reader: Reader) -> str | None:
+    """``VerifyChecksum``: 0 passes for V1 and V2, else a header name the reader accepts."""
     stored = obj["Checksum"]
     if stored == 0 and version in ("V1", "V2"):
-        f.attempts.append(Attempt(version, True, None, "zero"))
-        return obj, None
+        return "zero"
+    t = C.CPU_FORMATS.struct(version)
     for header in _cpu_headers(version, reader):
-        if struct_checksum(obj, _CPU_T[version], header) == stored:
-            f.attempts.append(Attempt(version, True, None, header))
-            return obj, None
-    f.attempts.append(Attempt(version, False, CORRUPT))
-    return obj, CORRUPT
+        if struct_checksum(obj, t, header) == stored:
+            return header
+    return None
+
+
+#: ``GetCheckpoint`` of a version: ``_get_cpu(f, version, reader)``; records the attempt.
+_get_cpu = functools.partial(
+    loading.get_checkpoint, formats=C.CPU_FORMATS, names=_CPU_NAMES, verify=_verify
+)
 
 
 def _migrate_v1_to_v2(
@@ -138,178 +100,127 @@ def _migrate_v2_to_v3(src: dict[str, Any], dst: dict[str, Any]) -> None:
         dst["Entries"] = {pod: dict(c or {}) for pod, c in src["Entries"].items()}
 
 
-def _migrate_v3_to_v4(src: dict[str, Any], data: dict[str, Any]) -> None:
+def _v3_as_data(src: dict[str, Any]) -> dict[str, Any]:
+    """A V3 read migrated to V4's data."""
+    data = C.new_cpu_checkpoint("data")
     _migrate_v2_to_v3(src, data)
     if src.get("PodEntries"):
         data["PodEntries"] = {pod: {"CPUSet": e["CPUSet"]} for pod, e in src["PodEntries"].items()}
+    return data
 
 
 def _load_cpu_v2_chain(
-    f: ParsedFile, reader: Reader, initial: Mapping[str, Sequence[str]] | None
+    f: loading.ParsedFile, reader: Reader, initial: Mapping[str, Sequence[str]] | None
 ) -> tuple[dict[str, Any], str]:
     """``loadAndMigrateCheckpointV2`` (1.36): V2, else V1 migrated; the last error wins."""
     v2, err = _get_cpu(f, "V2", reader)
     if err is None:
         return v2, "V2"
-    v1, err = _get_cpu(f, "V1", reader)
-    if err is not None:
-        raise LoadFailure(err)
+    v1 = loading.required(_get_cpu(f, "V1", reader))
     tmp = C.new_cpu_checkpoint("V2")
     merr = _migrate_v1_to_v2(v1, tmp, initial)
     if merr is not None:
-        raise LoadFailure(f"failed to migrate checkpoint from v1 to v2: {merr}")
+        raise loading.LoadFailure(f"failed to migrate checkpoint from v1 to v2: {merr}")
     return tmp, "V1"
 
 
-def _restore_cpu(
-    reader: Reader,
-    policy: str,
-    default_text: str,
-    entries: Any,
-    pod_entries: Any,
-) -> CPUCheckpointState:
+def _check_policy(reader: Reader, policy: str) -> None:
     if reader.policy is not None and reader.policy != policy:
-        raise LoadFailure(
+        raise loading.LoadFailure(
             f"configured policy {go_quote(reader.policy)} differs from state checkpoint policy "
             f"{go_quote(policy)}"
         )
-    try:
-        default = parse_cpuset(default_text)
-    except GoCPUSetError as exc:
-        raise LoadFailure(
-            f"could not parse default cpu set {go_quote(default_text)}: {exc}"
-        ) from None
-    assignments: dict[str, dict[str, CPUSet]] = {}
-    for pod in sorted(entries or {}):
-        containers = entries[pod] or {}
-        parsed: dict[str, CPUSet] = {}
-        for name in sorted(containers):
-            text = containers[name]
-            try:
-                parsed[name] = parse_cpuset(text)
-            except GoCPUSetError as exc:
-                raise LoadFailure(
-                    f"could not parse cpuset {go_quote(text)} for container {go_quote(name)} "
-                    f"in pod {go_quote(pod)}: {exc}"
-                ) from None
-        assignments[pod] = parsed
-    pods: dict[str, CPUSet] | None = None
-    if pod_entries is not None:
-        pods = {
-            pod: (e["CPUSet"] if e["CPUSet"] is not None else CPUSet())
-            for pod, e in pod_entries.items()
-        }
-    return CPUCheckpointState(policy, default, assignments, pods)
 
 
-def _restore_cpu_v1_only(reader: Reader, v1: dict[str, Any]) -> CPUCheckpointState:
-    # <= 1.17: the state is keyed by container ID.
-    policy = v1["PolicyName"]
-    if reader.policy is not None and reader.policy != policy:
-        raise LoadFailure(
-            f"configured policy {go_quote(reader.policy)} differs from state checkpoint policy "
-            f"{go_quote(policy)}"
+def _refuse(error: str) -> None:
+    raise loading.LoadFailure(error)
+
+
+def _restore_cpu(reader: Reader, data: dict[str, Any], pod_entries: Any) -> CPUCheckpointState:
+    """``restoreState`` from a read (V2, V3 or V4 data): policy compared, every cpuset parsed
+    (the first that does not parse stops the kubelet)."""
+    _check_policy(reader, data["PolicyName"])
+    return C.cpu_state_from_go(data, pod_entries, _refuse)
+
+
+# -- the procedures, one per checkpoint code line -------------------------------------------------
+
+
+def _load_v1_only(f: loading.ParsedFile, reader: Reader) -> tuple[CPUCheckpointState, str]:
+    """<= 1.17: V1 only, the state keyed by container ID."""
+    v1 = loading.required(_get_cpu(f, "V1", reader))
+    _check_policy(reader, v1["PolicyName"])
+    return C.cpu_v1_state_from_go(v1, _refuse), "V1"
+
+
+def _load_v1_or_v2(
+    f: loading.ParsedFile, reader: Reader, initial: Mapping[str, Sequence[str]] | None
+) -> tuple[CPUCheckpointState, str]:
+    """1.18-1.35: V1, then V2 (the V2 error is returned); either is migrated onto a V2."""
+    v1, err = _get_cpu(f, "V1", reader)
+    if err is not None:
+        v1 = {"PolicyName": "", "DefaultCPUSet": "", "Entries": None, "Checksum": 0}
+        v2 = loading.required(_get_cpu(f, "V2", reader))
+        loaded_as = "V2"
+    else:
+        v2 = C.new_cpu_checkpoint("V2")
+        loaded_as = "V1"
+    merr = _migrate_v1_to_v2(v1, v2, initial)
+    if merr is not None:
+        raise loading.LoadFailure(
+            f"error migrating v1 checkpoint state to v2 checkpoint state: {merr}"
         )
-    try:
-        default = parse_cpuset(v1["DefaultCPUSet"])
-    except GoCPUSetError as exc:
-        raise LoadFailure(
-            f"could not parse default cpu set {go_quote(v1['DefaultCPUSet'])}: {exc}"
-        ) from None
-    containers: dict[str, CPUSet] = {}
-    for cid in sorted(v1["Entries"] or {}):
-        text = v1["Entries"][cid]
-        try:
-            containers[cid] = parse_cpuset(text)
-        except GoCPUSetError as exc:
-            raise LoadFailure(
-                f"could not parse cpuset {go_quote(text)} for container id {go_quote(cid)}: {exc}"
-            ) from None
-    return CPUCheckpointState(policy, default, {}, None, containers)
+    return _restore_cpu(reader, v2, None), loaded_as
+
+
+def _load_v3_or_v2_chain(
+    f: loading.ParsedFile, reader: Reader, initial: Mapping[str, Sequence[str]] | None
+) -> tuple[CPUCheckpointState, str]:
+    """1.36: gate off the V2 chain; gate on V3, else the V2 chain copied into the V3 object
+    that failed (so pod entries decoded by that attempt survive)."""
+    if not reader.gate:
+        v2, loaded_as = _load_cpu_v2_chain(f, reader, initial)
+        return _restore_cpu(reader, v2, None), loaded_as
+    v3, err = _get_cpu(f, "V3", reader)
+    loaded_as = "V3"
+    if err is not None:
+        v2, loaded_as = _load_cpu_v2_chain(f, reader, initial)
+        _migrate_v2_to_v3(v2, v3)
+    return _restore_cpu(reader, v3, loading.pod_entries_of(v3)), loaded_as
+
+
+def _load_v4_or_older(f: loading.ParsedFile, reader: Reader) -> tuple[CPUCheckpointState, str]:
+    """1.37: V4; a file without data and dataChecksum falls back to V3, then V2."""
+    data, loaded_as = loading.read_data_or_older(
+        lambda v: _get_cpu(f, v, reader),
+        C.CPU_FORMATS,
+        ("V3", "V2"),
+        _migrate_v2_to_v3,
+        _v3_as_data,
+    )
+    return _restore_cpu(reader, data, loading.gated_pod_entries(reader, data)), loaded_as
 
 
 def load_cpu_checkpoint(
     content: str | bytes,
     reader: Reader,
     initial_containers: Mapping[str, Sequence[str]] | None = None,
-    state_dir: str = DEFAULT_STATE_DIR,
-) -> LoadResult:
+    state_dir: str = loading.DEFAULT_STATE_DIR,
+) -> loading.LoadResult:
     """Run ``reader``'s start-up procedure on a ``cpu_manager_state``.
 
     ``initial_containers`` maps a container ID to ``(pod UID, container name)``: the runtime's
     container list a 1.18+ kubelet uses to migrate V1 entries.
     Raises ``CheckpointTooLargeError`` above 16 MiB.
     """
-    f = ParsedFile(content)
-    loaded_as: str | None = None
-    try:
+
+    def procedure(f: loading.ParsedFile) -> tuple[CPUCheckpointState, str]:
         if reader.line == releases.OLDEST_CHECKPOINT_FAMILY:
-            v1, err = _get_cpu(f, "V1", reader)
-            if err is not None:
-                raise LoadFailure(err)
-            loaded_as = "V1"
-            state = _restore_cpu_v1_only(reader, v1)
-        elif reader.line == releases.OLDEST:
-            v1, err = _get_cpu(f, "V1", reader)
-            if err is not None:
-                v1 = {"PolicyName": "", "DefaultCPUSet": "", "Entries": None, "Checksum": 0}
-                v2, err = _get_cpu(f, "V2", reader)
-                if err is not None:
-                    raise LoadFailure(err)
-                loaded_as = "V2"
-            else:
-                v2 = C.new_cpu_checkpoint("V2")
-                loaded_as = "V1"
-            merr = _migrate_v1_to_v2(v1, v2, initial_containers)
-            if merr is not None:
-                raise LoadFailure(
-                    f"error migrating v1 checkpoint state to v2 checkpoint state: {merr}"
-                )
-            state = _restore_cpu(reader, v2["PolicyName"], v2["DefaultCPUSet"], v2["Entries"], None)
-        elif reader.line == releases.GATE_SINCE:
-            if not reader.gate:
-                v2, loaded_as = _load_cpu_v2_chain(f, reader, initial_containers)
-                state = _restore_cpu(
-                    reader, v2["PolicyName"], v2["DefaultCPUSet"], v2["Entries"], None
-                )
-            else:
-                v3, err = _get_cpu(f, "V3", reader)
-                loaded_as = "V3"
-                if err is not None:
-                    v2, loaded_as = _load_cpu_v2_chain(f, reader, initial_containers)
-                    _migrate_v2_to_v3(v2, v3)
-                state = _restore_cpu(
-                    reader,
-                    v3["PolicyName"],
-                    v3["DefaultCPUSet"],
-                    v3["Entries"],
-                    v3["PodEntries"] if v3["PodEntries"] is not None else {},
-                )
-        else:
-            v4, err = _get_cpu(f, "V4", reader)
-            loaded_as = "V4"
-            if err is None:
-                data = v4["CheckpointData"]
-            elif v4["Data"] or v4["DataChecksum"]:
-                raise LoadFailure(f"could not load v4 checkpoint: {err}")
-            else:
-                v3, err = _get_cpu(f, "V3", reader)
-                loaded_as = "V3"
-                if err is not None:
-                    v2, err = _get_cpu(f, "V2", reader)
-                    if err is not None:
-                        raise LoadFailure(err)
-                    loaded_as = "V2"
-                    v3 = C.new_cpu_checkpoint("V3")
-                    _migrate_v2_to_v3(v2, v3)
-                data = C.new_cpu_checkpoint("data")
-                _migrate_v3_to_v4(v3, data)
-            pods = None
-            if reader.gate:
-                pods = data["PodEntries"] if data["PodEntries"] is not None else {}
-            state = _restore_cpu(
-                reader, data["PolicyName"], data["DefaultCPUSet"], data["Entries"], pods
-            )
-    except LoadFailure as fail:
-        return rejected(CPU, reader, fail.error, state_dir, f.attempts)
-    return LoadResult(CPU, reader, True, state, loaded_as=loaded_as, attempts=tuple(f.attempts))
+            return _load_v1_only(f, reader)
+        if reader.line == releases.OLDEST:
+            return _load_v1_or_v2(f, reader, initial_containers)
+        if reader.line == releases.GATE_SINCE:
+            return _load_v3_or_v2_chain(f, reader, initial_containers)
+        return _load_v4_or_older(f, reader)
+
+    return loading.run_procedure(CPU, reader, content, state_dir, procedure)

@@ -45,8 +45,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from app.domain.checkpoint.detect import normalise_manager
-from app.domain.checkpoint.loading import CPU, DEFAULT_STATE_DIR, LoadResult
+from app.domain.checkpoint.detect import CPU, normalise_manager
+from app.domain.checkpoint.loading import DEFAULT_STATE_DIR, LoadResult
 from app.domain.checkpoint.read_cpu import load_cpu_checkpoint
 from app.domain.checkpoint.read_memory import load_memory_checkpoint
 from app.domain.checkpoint.reader import Reader

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 from app.domain.checkpoint.content import State
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
-from app.domain.checkpoint.memory_state import Block as CheckpointBlock
 from app.domain.checkpoint.memory_state import MemoryCheckpointState
 from app.domain.cpumanager.errors import CPUManagerStateError
 from app.domain.cpumanager.state import CPUManagerState
@@ -50,7 +49,6 @@ from app.domain.cpumanager.state_validation import validate_state as validate_cp
 from app.domain.cpuset import CPUSet
 from app.domain.memorymanager.errors import MemoryManagerError
 from app.domain.memorymanager.state import (
-    Block,
     MemoryManagerState,
     MemoryTable,
     NUMANodeMap,
@@ -82,10 +80,6 @@ def cpu_manager_state_from_checkpoint(state: CPUCheckpointState) -> CPUManagerSt
     )
 
 
-def _live_block(b: CheckpointBlock) -> Block:
-    return Block(tuple(b.numa_affinity), b.type, b.size)
-
-
 def memory_manager_state_from_checkpoint(state: MemoryCheckpointState) -> MemoryManagerState:
     """The memory manager's in-memory state restored from a checkpoint."""
     machine = {
@@ -100,13 +94,9 @@ def memory_manager_state_from_checkpoint(state: MemoryCheckpointState) -> Memory
         for numa, s in state.machine_state.items()
     }
     entries = {
-        pod: {name: tuple(_live_block(b) for b in blocks) for name, blocks in c.items()}
-        for pod, c in state.entries.items()
+        pod: {name: tuple(blocks) for name, blocks in c.items()} for pod, c in state.entries.items()
     }
-    pod_entries = {
-        pod: tuple(_live_block(b) for b in blocks)
-        for pod, blocks in (state.pod_entries or {}).items()
-    }
+    pod_entries = {pod: tuple(blocks) for pod, blocks in (state.pod_entries or {}).items()}
     return MemoryManagerState(machine, entries, pod_entries)
 
 

@@ -203,32 +203,49 @@ def verdict_for_result(
     ``names`` (uid -> ``namespace/name``) gives ``lost_named`` (``lost`` stays the inspector's
     words, UIDs and bytes)."""
     r = result.reader
-    notes: list[str] = list(result.notes)
-
-    def make(verdict: str, **kw: Any) -> TargetVerdict:
-        if names and kw.get("lost_pods") and content is not None:
-            plain = {describe_pod_entry(content, u): u for u in kw["lost_pods"]}
-            kw["lost_named"] = tuple(
-                describe_pod_entry(content, plain[x], names) if x in plain else x
-                for x in kw.get("lost", ())
-            )
-        return TargetVerdict(
-            r.key, r.label, r.release, r.gate, verdict, loaded_as=result.loaded_as, **kw
-        )
-
-    notes.extend(_version_notes(r, info, synthetic))
+    notes = [*result.notes, *_version_notes(r, info, synthetic)]
     if not result.accepted:
-        verdict = POLICY_MISMATCH if result.policy_mismatch else WILL_FAIL
-        return make(
-            verdict,
+        return _verdict(
+            result,
+            content,
+            names,
+            POLICY_MISMATCH if result.policy_mismatch else WILL_FAIL,
             error=result.error,
             message=result.message,
             notes=tuple(notes),
             why=_why_refused(result, content, info),
         )
     if result.ignored or result.state is None or content is None:
-        return make(COMPATIBLE, notes=tuple(notes))
-    read = result.state
+        return _verdict(result, content, names, COMPATIBLE, notes=tuple(notes))
+    verdict, details = _verdict_on_read(r, result.state, content, machine or content, notes)
+    return _verdict(result, content, names, verdict, **details)
+
+
+def _verdict(
+    result: LoadResult,
+    content: State | None,
+    names: Mapping[str, str] | None,
+    verdict: str,
+    **kw: Any,
+) -> TargetVerdict:
+    """The ``TargetVerdict`` of ``result``'s reader; lost pod entries also named by ``names``."""
+    r = result.reader
+    if names and kw.get("lost_pods") and content is not None:
+        plain = {describe_pod_entry(content, u): u for u in kw["lost_pods"]}
+        kw["lost_named"] = tuple(
+            describe_pod_entry(content, plain[x], names) if x in plain else x
+            for x in kw.get("lost", ())
+        )
+    return TargetVerdict(
+        r.key, r.label, r.release, r.gate, verdict, loaded_as=result.loaded_as, **kw
+    )
+
+
+def _verdict_on_read(
+    r: Reader, read: State, content: State, machine: State, notes: list[str]
+) -> tuple[str, dict[str, Any]]:
+    """The verdict on a file the release read: what it lost (pod entries it does not read,
+    anything else that differs) and whether its policy's ``Start`` accepts what it read."""
     file_pods = content.pod_entries or {}
     kept = read.pod_entries or {}
     dropped = [uid for uid in sorted(file_pods) if uid not in kept]
@@ -247,20 +264,19 @@ def verdict_for_result(
     if differences:
         verdict = COMPATIBLE_WITH_LOSS
         lost.extend(differences)
-    failure = start_error(machine or content, read, r.gate)
-    if failure is not None:
-        if dropped:
-            notes.append(SAFELY_RESTORES)
-        return make(
-            WILL_FAIL,
-            lost=tuple(lost),
-            lost_pods=lost_pods,
-            error=failure,
-            message=failure,
-            notes=tuple(notes),
-            why=_why_not_started(_name(r), read, bool(dropped), r.gate),
-        )
-    return make(verdict, lost=tuple(lost), lost_pods=lost_pods, notes=tuple(notes))
+    failure = start_error(machine, read, r.gate)
+    if failure is None:
+        return verdict, {"lost": tuple(lost), "lost_pods": lost_pods, "notes": tuple(notes)}
+    if dropped:
+        notes.append(SAFELY_RESTORES)
+    return WILL_FAIL, {
+        "lost": tuple(lost),
+        "lost_pods": lost_pods,
+        "error": failure,
+        "message": failure,
+        "notes": tuple(notes),
+        "why": _why_not_started(_name(r), read, bool(dropped), r.gate),
+    }
 
 
 def _name(r: Reader) -> str:

@@ -179,32 +179,6 @@ def _content_issues(
     return issues
 
 
-def _target_verdicts(
-    text: str,
-    mgr: str,
-    state: State | None,
-    info: VersionInfo,
-    targets: Sequence[Reader],
-    configured_policy: str | None,
-    initial_containers: Mapping[str, Sequence[str]] | None,
-    state_dir: str,
-    pod_names: Mapping[str, str] | None,
-) -> list[TargetVerdict]:
-    """What each target release does with the readable file; V1's container IDs stand for
-    pods of their own when the caller does not know the pods."""
-    synthetic = False
-    containers = initial_containers
-    if containers is None and isinstance(state, CPUCheckpointState) and state.container_entries:
-        synthetic = True
-        containers = {cid: (f"(pod of {cid})", cid) for cid in state.container_entries}
-    found: list[TargetVerdict] = []
-    for target in targets:
-        reader = target.with_policy(configured_policy)
-        result = load_checkpoint(text, mgr, reader, containers, state_dir)
-        found.append(verdict_for_result(result, state, info, synthetic, names=pod_names))
-    return found
-
-
 def inspect(
     content: str | bytes,
     manager: str | None = None,
@@ -225,93 +199,140 @@ def inspect(
     ``topology``, ``reserved_cpus`` or ``live_pod_uids``, the last for ``stale-entry``
     issues). ``pod_names`` (uid -> ``namespace/name``) names the pods of lost entries. Never
     raises for bad file content."""
-    size = _size(content)
-    issues: list[Issue] = []
-    mgr: str | None = None
-    if manager is not None:
+    return _Inspection(
+        configured_policy,
+        initial_containers,
+        targets,
+        state_dir,
+        consistency,
+        topology,
+        reserved_cpus,
+        live_pod_uids,
+        pod_names,
+    ).run(content, manager)
+
+
+@dataclass(frozen=True, slots=True)
+class _Inspection:
+    """One ``inspect`` call: its options, and the steps of the report."""
+
+    configured_policy: str | None
+    initial_containers: Mapping[str, Sequence[str]] | None
+    targets: Sequence[Reader]
+    state_dir: str
+    consistency: bool
+    topology: CPUTopology | None
+    reserved_cpus: CPUSet | None
+    live_pod_uids: Iterable[str] | None
+    pod_names: Mapping[str, str] | None
+
+    def run(self, content: str | bytes, manager: str | None) -> InspectionReport:
+        size = _size(content)
+        mgr: str | None = None
+        if manager is not None:
+            try:
+                mgr = normalise_manager(manager)
+            except CheckpointError as exc:
+                return InspectionReport(False, size, error=exc.message)
         try:
-            mgr = normalise_manager(manager)
+            text, tree = _parse(content)
         except CheckpointError as exc:
-            return InspectionReport(False, size, error=exc.message)
-    try:
-        text, tree = _parse(content)
-    except CheckpointError as exc:
-        issues.append(Issue("unreadable", "error", exc.message))
-        verdicts = _verdicts_for_unreadable(content, mgr, configured_policy, targets, state_dir)
+            return self._unreadable(content, size, mgr, "unreadable", exc)
+        try:
+            info = detect_tree(tree, mgr)
+        except CheckpointError as exc:
+            return self._unreadable(text, size, mgr, "unknown-format", exc)
+        fc: FileContent = file_content(tree, info)
+        checks = checksum_reports(tree, info)
+        issues = _forced_manager_issues(tree, manager, info.manager)
+        issues += _content_issues(fc, checks, info)
+        issues += self._state_issues(fc.state, info.manager)
+        return InspectionReport(
+            readable=True,
+            size=size,
+            manager=info.manager,
+            version=info,
+            policy_name=fc.state.policy_name if fc.state is not None else None,
+            checksums=checks,
+            state=fc.state,
+            inline_state=fc.inline,
+            verdicts=tuple(self._verdicts(text, info, fc.state)),
+            issues=tuple(issues),
+        )
+
+    def _state_issues(self, state: State | None, mgr: str) -> list[Issue]:
+        """The policy name, and the consistency checks when asked for."""
+        issues = _policy_name_issues(state, mgr)
+        wants_checks = self.consistency or self.topology is not None
+        if state is not None and (
+            wants_checks or self.reserved_cpus is not None or self.live_pod_uids is not None
+        ):
+            issues += check_consistency(
+                state if isinstance(state, CPUCheckpointState) else None,
+                state if isinstance(state, MemoryCheckpointState) else None,
+                self.topology,
+                reserved_cpus=self.reserved_cpus,
+                live_pod_uids=self.live_pod_uids,
+            )
+        return issues
+
+    def _verdicts(self, text: str, info: VersionInfo, state: State | None) -> list[TargetVerdict]:
+        """What each target release does with the readable file; V1's container IDs stand
+        for pods of their own when the caller does not know the pods."""
+        synthetic = False
+        containers = self.initial_containers
+        if containers is None and isinstance(state, CPUCheckpointState) and state.container_entries:
+            synthetic = True
+            containers = {cid: (f"(pod of {cid})", cid) for cid in state.container_entries}
+        return [
+            verdict_for_result(
+                load_checkpoint(
+                    text, info.manager, self._reader(target), containers, self.state_dir
+                ),
+                state,
+                info,
+                synthetic,
+                names=self.pod_names,
+            )
+            for target in self.targets
+        ]
+
+    def _reader(self, target: Reader) -> Reader:
+        return target.with_policy(self.configured_policy)
+
+    def _unreadable(
+        self, content: str | bytes, size: int, mgr: str | None, code: str, exc: CheckpointError
+    ) -> InspectionReport:
+        """The report on a file that is not a checkpoint: readers' outcomes only (they need
+        the manager)."""
+        verdicts: tuple[TargetVerdict, ...] = ()
+        if mgr is not None:
+            try:
+                text = go_text(content)
+            except CheckpointError:
+                text = None
+            if text is not None:
+                verdicts = tuple(
+                    verdict_for_result(
+                        load_checkpoint(text, mgr, self._reader(t), None, self.state_dir),
+                        None,
+                        None,
+                        False,
+                    )
+                    for t in self.targets
+                )
         return InspectionReport(
             False,
             size,
             manager=mgr,
             verdicts=verdicts,
-            issues=tuple(issues),
+            issues=(Issue(code, "error", exc.message),),
             error=exc.message,
         )
-    try:
-        info = detect_tree(tree, mgr)
-    except CheckpointError as exc:
-        issues.append(Issue("unknown-format", "error", exc.message))
-        verdicts = _verdicts_for_unreadable(text, mgr, configured_policy, targets, state_dir)
-        return InspectionReport(
-            False, size, manager=mgr, verdicts=verdicts, issues=tuple(issues), error=exc.message
-        )
-    mgr = info.manager
-    fc: FileContent = file_content(tree, info)
-    checks = checksum_reports(tree, info)
-    issues.extend(_forced_manager_issues(tree, manager, mgr))
-    issues.extend(_content_issues(fc, checks, info))
-    state = fc.state
-    issues.extend(_policy_name_issues(state, mgr))
-    wants_checks = consistency or topology is not None or reserved_cpus is not None
-    if state is not None and (wants_checks or live_pod_uids is not None):
-        issues.extend(
-            check_consistency(
-                state if isinstance(state, CPUCheckpointState) else None,
-                state if isinstance(state, MemoryCheckpointState) else None,
-                topology,
-                reserved_cpus=reserved_cpus,
-                live_pod_uids=live_pod_uids,
-            )
-        )
-    found = _target_verdicts(
-        text, mgr, state, info, targets, configured_policy, initial_containers, state_dir, pod_names
-    )
-    return InspectionReport(
-        readable=True,
-        size=size,
-        manager=mgr,
-        version=info,
-        policy_name=state.policy_name if state is not None else None,
-        checksums=checks,
-        state=state,
-        inline_state=fc.inline,
-        verdicts=tuple(found),
-        issues=tuple(issues),
-    )
 
 
 def _parse(content: str | bytes) -> tuple[str, Any]:
     return parse_checkpoint_text(content)
-
-
-def _verdicts_for_unreadable(
-    content: str | bytes,
-    mgr: str | None,
-    configured_policy: str | None,
-    targets: Sequence[Reader],
-    state_dir: str,
-) -> tuple[TargetVerdict, ...]:
-    """Readers' outcomes for a file that is not a checkpoint (needs the manager)."""
-    if mgr is None:
-        return ()
-    try:
-        text = go_text(content)
-    except CheckpointError:
-        return ()
-    out = []
-    for target in targets:
-        result = load_checkpoint(text, mgr, target.with_policy(configured_policy), None, state_dir)
-        out.append(verdict_for_result(result, None, None, False))
-    return tuple(out)
 
 
 __all__ = ["InspectionReport", "inspect"]
