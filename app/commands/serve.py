@@ -198,8 +198,6 @@ def build_settings(args: argparse.Namespace) -> Settings:
 
 
 def run(args: argparse.Namespace) -> int:
-    import uvicorn
-
     try:
         settings = build_settings(args)
     except ValidationError as err:
@@ -214,16 +212,23 @@ def run(args: argparse.Namespace) -> int:
     if args.workers > 1:
         return _run_workers(settings, args.workers)
     if args.reload:
-        uvicorn.run(
-            FACTORY,
-            factory=True,
-            host=settings.host,
-            port=settings.port,
-            reload=True,
-            log_level=settings.log_level,
-        )
-        return 0
+        return _uvicorn(FACTORY, settings, factory=True, reload=True)
     return _run_one(settings)
+
+
+def _uvicorn(app: FastAPI | str, settings: Settings, **options: Any) -> int:
+    """Serve ``app`` (or the factory it names) on the settings' address until stopped."""
+    import uvicorn
+
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        proxy_headers=True,
+        **options,
+    )
+    return 0
 
 
 def _flag_conflict(args: argparse.Namespace, settings: Settings) -> str | None:
@@ -251,8 +256,6 @@ def _export_flags(args: argparse.Namespace) -> None:
 
 def _run_one(settings: Settings) -> int:
     """Serve from this process: 1 when the database cannot be configured or migrated."""
-    import uvicorn
-
     from app.adapters.db.engine import DatabaseConfigError
 
     try:
@@ -269,14 +272,7 @@ def _run_one(settings: Settings) -> int:
             raise
         print(f"numascope serve: {err}", file=sys.stderr)
         return 1
-    uvicorn.run(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        proxy_headers=True,
-    )
-    return 0
+    return _uvicorn(app, settings)
 
 
 def build_app(settings: Settings) -> FastAPI:
@@ -323,8 +319,6 @@ def _run_workers(settings: Settings, workers: int) -> int:
     """``workers`` uvicorn workers of the factory. The database is migrated and the demo nodes
     are created here first, once, so that the workers start on a ready database (each worker
     then loads the nodes from it and follows the others' changes through it)."""
-    import uvicorn
-
     from app.adapters.db.engine import DatabaseConfigError
     from app.adapters.db.migrate import MigrationError
     from app.web.app import create_app, tune_gc_for_serving
@@ -337,13 +331,4 @@ def _run_workers(settings: Settings, workers: int) -> int:
         return 1
     app.state.engine.dispose()
     del app
-    uvicorn.run(
-        FACTORY,
-        factory=True,
-        host=settings.host,
-        port=settings.port,
-        workers=workers,
-        log_level=settings.log_level,
-        proxy_headers=True,
-    )
-    return 0
+    return _uvicorn(FACTORY, settings, factory=True, workers=workers)
