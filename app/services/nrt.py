@@ -61,40 +61,15 @@ def build_nrt(
     config = snapshot.config
     # Memory-only NUMA nodes (CXL expanders, HBM) are zones too: memory, no cpu resource.
     ids = topo.all_numa_node_ids()
-    pools = {row.numa_node: row for row in views.numa_pools}
-    zones = []
-    for n in ids:
-        resources = []
-        row = pools.get(n)
-        if row is not None:
-            capacity = row.counts.total
-            resources.append(
-                {
-                    "name": "cpu",
-                    "capacity": str(capacity),
-                    "allocatable": str(capacity - row.counts.reserved),
-                    "available": str(row.available),
-                }
-            )
-        mem = views.memory.get(n)
-        for r in mem.resources if mem is not None else []:
-            available = r.free if mem is not None and mem.accounted else r.allocatable
-            resources.append(
-                {
-                    "name": r.resource,
-                    "capacity": str(r.total),
-                    "allocatable": str(r.allocatable),
-                    "available": str(available),
-                }
-            )
-        zones.append(
-            {
-                "name": zone_name(n),
-                "type": "Node",
-                "costs": [{"name": zone_name(m), "value": topo.distance(n, m)} for m in ids],
-                "resources": resources,
-            }
-        )
+    zones = [
+        {
+            "name": zone_name(n),
+            "type": "Node",
+            "costs": [{"name": zone_name(m), "value": topo.distance(n, m)} for m in ids],
+            "resources": _zone_resources(views, n),
+        }
+        for n in ids
+    ]
     pods = build_list_response(snapshot).pod_resources
     fingerprint = podfingerprint.fingerprint(pods, fingerprint_method)
     return {
@@ -116,3 +91,32 @@ def build_nrt(
             {"name": podfingerprint.ATTRIBUTE_METHOD, "value": fingerprint_method},
         ],
     }
+
+
+def _zone_resources(views: NodeViews, numa: int) -> list[dict[str, str]]:
+    """A zone's resources: its CPUs (when it has any), then its memory and hugepages;
+    available memory is what the memory manager left free where it accounts it."""
+    resources = []
+    row = next((row for row in views.numa_pools if row.numa_node == numa), None)
+    if row is not None:
+        capacity = row.counts.total
+        resources.append(
+            {
+                "name": "cpu",
+                "capacity": str(capacity),
+                "allocatable": str(capacity - row.counts.reserved),
+                "available": str(row.available),
+            }
+        )
+    mem = views.memory.get(numa)
+    for r in mem.resources if mem is not None else []:
+        available = r.free if mem is not None and mem.accounted else r.allocatable
+        resources.append(
+            {
+                "name": r.resource,
+                "capacity": str(r.total),
+                "allocatable": str(r.allocatable),
+                "available": str(available),
+            }
+        )
+    return resources
