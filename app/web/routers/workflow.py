@@ -16,6 +16,7 @@ Pages (each with its JSON twin, same path + ``.json``, from one loader):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Path, Query
@@ -25,6 +26,7 @@ from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Re
 from app.services import downloads, history_views, rejections, undo
 from app.services.history_views import DiffView, HistoryPointView, HistoryView
 from app.services.node_views import node_url, pod_url
+from app.services.nodes.catalog import NodeCatalog
 from app.services.rejections import RejectionView
 from app.web.deps import CatalogDep, Namespace, NodeName, NodeServiceDep, NodeSourceDep, PodName
 from app.web.rendering import STATIC_DIR, render
@@ -136,47 +138,49 @@ def diff_page(
 # -- downloads -----------------------------------------------------------------------------
 
 
-def _attachment(body: bytes | str, media_type: str, filename: str) -> Response:
-    return Response(
-        body,
-        media_type=media_type,
-        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
-    )
-
-
-@pages.get(
-    "/nodes/{node}/state-files.zip",
-    name="download_state_files",
-    summary="The node's state directory as its kubelet would have written it (zip)",
-    response_class=Response,
+# Each download: the name after ``/nodes/{node}/`` (and after ``<node>-`` in the saved file's
+# name), its route's name, its media type, what it holds, and the service that builds it.
+_DOWNLOADS: tuple[tuple[str, str, str, str, Callable[[NodeCatalog, str], bytes | str]], ...] = (
+    (
+        "state-files.zip",
+        "download_state_files",
+        "application/zip",
+        "The node's state directory as its kubelet would have written it (zip)",
+        downloads.state_files_zip,
+    ),
+    (
+        "pods.yaml",
+        "download_pods",
+        "application/yaml; charset=utf-8",
+        "The node's pods as v1 Pod manifests (multi-document YAML)",
+        downloads.pods_yaml,
+    ),
+    (
+        "pools.csv",
+        "download_pools",
+        "text/csv; charset=utf-8",
+        "The node's CPU pools per NUMA node (CSV)",
+        downloads.pools_csv,
+    ),
 )
-def download_state_files(catalog: CatalogDep, node: NodeName) -> Response:
-    return _attachment(
-        downloads.state_files_zip(catalog, node), "application/zip", f"{node}-state-files.zip"
-    )
 
 
-@pages.get(
-    "/nodes/{node}/pods.yaml",
-    name="download_pods",
-    summary="The node's pods as v1 Pod manifests (multi-document YAML)",
-    response_class=Response,
-)
-def download_pods(catalog: CatalogDep, node: NodeName) -> Response:
-    return _attachment(
-        downloads.pods_yaml(catalog, node), "application/yaml; charset=utf-8", f"{node}-pods.yaml"
-    )
+def _download(
+    file: str, media_type: str, build: Callable[[NodeCatalog, str], bytes | str]
+) -> Callable[[NodeCatalog, str], Response]:
+    def download(catalog: CatalogDep, node: NodeName) -> Response:
+        return Response(
+            build(catalog, node),
+            media_type=media_type,
+            headers={"Content-Disposition": f'attachment; filename="{node}-{file}"'},
+        )
+
+    return download
 
 
-@pages.get(
-    "/nodes/{node}/pools.csv",
-    name="download_pools",
-    summary="The node's CPU pools per NUMA node (CSV)",
-    response_class=Response,
-)
-def download_pools(catalog: CatalogDep, node: NodeName) -> Response:
-    return _attachment(
-        downloads.pools_csv(catalog, node), "text/csv; charset=utf-8", f"{node}-pools.csv"
+for _file, _name, _media_type, _summary, _build in _DOWNLOADS:
+    pages.get(f"/nodes/{{node}}/{_file}", name=_name, summary=_summary, response_class=Response)(
+        _download(_file, _media_type, _build)
     )
 
 
