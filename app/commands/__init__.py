@@ -39,11 +39,12 @@ def print_answer(
         sys.stdout.write(report(value))
 
 
-def add_actions(subparsers: Any, name: str, dest: str, **texts: str) -> Any:
-    """A command made of actions (``numascope NAME ACTION``): the sub-parsers to add the
-    actions to. ``NAME`` alone prints its help and exits 2."""
+def add_actions(subparsers: Any, name: str, **texts: str) -> Any:
+    """A command made of actions (``numascope NAME ACTION``, the action in
+    ``args.<NAME>_command``): the sub-parsers to add the actions to. ``NAME`` alone prints
+    its help and exits 2."""
     parser = subparsers.add_parser(name, **texts)
-    actions = parser.add_subparsers(dest=dest, metavar="ACTION")
+    actions = parser.add_subparsers(dest=f"{name}_command", metavar="ACTION")
 
     def _usage(args: argparse.Namespace) -> int:
         parser.print_help(sys.stderr)

@@ -124,7 +124,6 @@ def register(subparsers: Any) -> None:
     actions = add_actions(
         subparsers,
         "checkpoint",
-        "checkpoint_command",
         help="inspect, convert and check cpu_manager_state / memory_manager_state",
         description="The kubelet's CPU and memory manager state files: version, checksums, "
         "what each kubelet release does with them, safe conversions, pre-upgrade checks.",

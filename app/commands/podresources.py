@@ -271,7 +271,6 @@ def register(subparsers: Any) -> None:
     actions = add_actions(
         subparsers,
         "podresources",
-        "podresources_command",
         help="read a PodResources socket, or serve a simulated node's PodResources",
         description="PodResources v1 (the kubelet's node-local gRPC API).",
     )
