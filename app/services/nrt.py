@@ -33,14 +33,14 @@ from app.domain import podfingerprint
 from app.domain.podresources import build_list_response
 from app.services.node_views import NodeViews
 
-_POLICY_NAMES = {
-    ("single-numa-node", "container"): "SingleNUMANodeContainerLevel",
-    ("single-numa-node", "pod"): "SingleNUMANodePodLevel",
-    ("restricted", "container"): "RestrictedContainerLevel",
-    ("restricted", "pod"): "RestrictedPodLevel",
-    ("best-effort", "container"): "BestEffortContainerLevel",
-    ("best-effort", "pod"): "BestEffortPodLevel",
+# The NRT API's TopologyManagerPolicy values: the policy's word, then the scope's level
+# (noderesourcetopology-api, pkg/apis/topology/v1alpha1/types.go).
+_POLICY_WORDS = {
+    "single-numa-node": "SingleNUMANode",
+    "restricted": "Restricted",
+    "best-effort": "BestEffort",
 }
+_SCOPE_WORDS = {"container": "ContainerLevel", "pod": "PodLevel"}
 
 
 def zone_name(numa: int) -> str:
@@ -49,7 +49,9 @@ def zone_name(numa: int) -> str:
 
 def topology_policy(policy: str, scope: str) -> str:
     """The deprecated ``topologyPolicies`` value (``None`` for policy ``none``)."""
-    return _POLICY_NAMES.get((policy, scope), "None")
+    if policy not in _POLICY_WORDS or scope not in _SCOPE_WORDS:
+        return "None"
+    return _POLICY_WORDS[policy] + _SCOPE_WORDS[scope]
 
 
 def build_nrt(
