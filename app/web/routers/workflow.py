@@ -21,7 +21,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Path, Query
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, Response
 
 from app.services import downloads, history_views, rejections, undo
 from app.services.history_views import DiffView, HistoryPointView, HistoryView
@@ -29,7 +29,7 @@ from app.services.node_views import node_url, pod_url
 from app.services.nodes.catalog import NodeCatalog
 from app.services.rejections import RejectionView
 from app.web.deps import CatalogDep, Namespace, NodeName, NodeServiceDep, NodeSourceDep, PodName
-from app.web.rendering import STATIC_DIR, render
+from app.web.rendering import STATIC_DIR, render, see_other
 
 pages = APIRouter(tags=["workflow"])
 api = APIRouter(prefix="/api/v1", tags=["workflow"])
@@ -39,11 +39,6 @@ Entry = Annotated[
     Path(description="Entry number in the node's own log, 1, 2, 3… (0: the node as created)", ge=0),
 ]
 CONFIRM = "yes"
-
-
-def _see_other(request: Request, path: str) -> RedirectResponse:
-    root = request.scope.get("root_path", "").rstrip("/")
-    return RedirectResponse(root + path, status_code=303)
 
 
 # -- words and icon ------------------------------------------------------------------------
@@ -258,7 +253,7 @@ def confirm_remove_pod(
 @pages.post("/nodes/{node}/undo", name="undo_form", include_in_schema=False)
 def undo_form(request: Request, service: NodeServiceDep, node: NodeName) -> Response:
     batch = undo.undo_last_removal(service, node)
-    return _see_other(request, f"{node_url(node)}?batch={batch.batch}#admit")
+    return see_other(request, f"{node_url(node)}?batch={batch.batch}#admit")
 
 
 @api.post(
@@ -292,9 +287,9 @@ def restore_demo_form(
     request: Request, service: NodeServiceDep, confirm: Annotated[str, Form()] = ""
 ) -> Response:
     if confirm != CONFIRM:
-        return _see_other(request, "/demo/restore")
+        return see_other(request, "/demo/restore")
     undo.restore_demo_nodes(service)
-    return _see_other(request, "/nodes")
+    return see_other(request, "/nodes")
 
 
 @api.post(
