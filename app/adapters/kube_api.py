@@ -171,18 +171,7 @@ def _file(base: Path, value: str) -> str:
 
 def from_kubeconfig(paths: str) -> KubeClient:
     """The current context of the kubeconfig files ``paths`` (``KUBECONFIG`` syntax)."""
-    docs: list[tuple[Path, dict[str, Any]]] = []
-    for name in filter(None, paths.split(os.pathsep)):
-        path = Path(name)
-        try:
-            doc = yaml.safe_load(path.read_text())
-        except OSError as err:
-            raise KubeConfigError(f"{path}: {err.strerror}") from None
-        except yaml.YAMLError as err:
-            raise KubeConfigError(f"{path}: not YAML: {err}") from None
-        if doc is not None and not isinstance(doc, dict):
-            raise KubeConfigError(f"{path}: not a kubeconfig (a mapping)")
-        docs.append((path, doc or {}))
+    docs = _kubeconfig_docs(paths)
     current = next((d["current-context"] for _, d in docs if d.get("current-context")), None)
     if not current:
         raise KubeConfigError("no current-context")
@@ -199,20 +188,8 @@ def from_kubeconfig(paths: str) -> KubeClient:
             f"user {context.get('user')!r}: exec plugins and auth providers are not supported; "
             "use a token, a token file or a client certificate"
         )
-    base = cluster_file.parent
     try:
-        if cluster.get("certificate-authority-data"):
-            ca = _data(cluster["certificate-authority-data"], "certificate-authority-data")
-            verify = ssl.create_default_context(cadata=ca.decode())
-        elif cluster.get("certificate-authority"):
-            verify = ssl.create_default_context(
-                cafile=_file(base, cluster["certificate-authority"])
-            )
-        else:
-            verify = ssl.create_default_context()
-        if cluster.get("insecure-skip-tls-verify"):
-            verify.check_hostname = False
-            verify.verify_mode = ssl.CERT_NONE
+        verify = _server_trust(cluster, cluster_file.parent)
         _client_certificate(verify, user, user_file.parent)
     except (OSError, ssl.SSLError, UnicodeDecodeError) as err:
         raise KubeConfigError(f"TLS material: {err}") from None
@@ -224,6 +201,40 @@ def from_kubeconfig(paths: str) -> KubeClient:
     elif user.get("username"):
         auth = httpx.BasicAuth(str(user["username"]), str(user.get("password", "")))
     return KubeClient(str(server), verify, auth)
+
+
+def _kubeconfig_docs(paths: str) -> list[tuple[Path, dict[str, Any]]]:
+    """Each kubeconfig file of ``paths`` with its content, in order (the first to set a
+    value wins, as kubectl merges them)."""
+    docs: list[tuple[Path, dict[str, Any]]] = []
+    for name in filter(None, paths.split(os.pathsep)):
+        path = Path(name)
+        try:
+            doc = yaml.safe_load(path.read_text())
+        except OSError as err:
+            raise KubeConfigError(f"{path}: {err.strerror}") from None
+        except yaml.YAMLError as err:
+            raise KubeConfigError(f"{path}: not YAML: {err}") from None
+        if doc is not None and not isinstance(doc, dict):
+            raise KubeConfigError(f"{path}: not a kubeconfig (a mapping)")
+        docs.append((path, doc or {}))
+    return docs
+
+
+def _server_trust(cluster: dict[str, Any], base: Path) -> ssl.SSLContext:
+    """The TLS context that checks the API server: the cluster's CA (inline or a file relative
+    to its kubeconfig), else the system's; none with ``insecure-skip-tls-verify``."""
+    if cluster.get("certificate-authority-data"):
+        ca = _data(cluster["certificate-authority-data"], "certificate-authority-data")
+        verify = ssl.create_default_context(cadata=ca.decode())
+    elif cluster.get("certificate-authority"):
+        verify = ssl.create_default_context(cafile=_file(base, cluster["certificate-authority"]))
+    else:
+        verify = ssl.create_default_context()
+    if cluster.get("insecure-skip-tls-verify"):
+        verify.check_hostname = False
+        verify.verify_mode = ssl.CERT_NONE
+    return verify
 
 
 def _client_certificate(context: ssl.SSLContext, user: dict[str, Any], base: Path) -> None:

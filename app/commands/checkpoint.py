@@ -37,10 +37,9 @@ The text reports are laid out by ``app.commands.checkpoint_text``.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
+from app.commands import add_actions, fail, print_answer
 from app.commands.checkpoint_text import render_check, render_conversion, render_inspection
 from app.domain import releases
 from app.services.checkpoints import (
@@ -63,12 +62,7 @@ PROG = "numascope checkpoint"
 
 
 def _fail(action: str, message: str, code: int = 2) -> int:
-    print(f"{PROG} {action}: error: {message}", file=sys.stderr)
-    return code
-
-
-def _print_json(obj: Any) -> None:
-    print(json.dumps(obj, indent=2, ensure_ascii=False))
+    return fail(f"{PROG} {action}", message, code)
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
@@ -81,10 +75,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         )
     except (CheckpointUsageError, CheckpointFileError) as exc:
         return _fail("inspect", exc.message)
-    if args.json:
-        _print_json(view.to_dict())
-    else:
-        sys.stdout.write(render_inspection(view))
+    print_answer(args, view, lambda v: v.to_dict(), render_inspection, ensure_ascii=False)
     return 0 if view.ok else 1
 
 
@@ -102,10 +93,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         return _fail("convert", exc.message, 1)
     except CheckpointServiceError as exc:
         return _fail("convert", exc.message)
-    if args.json:
-        _print_json(outcome.to_dict())
-    else:
-        sys.stdout.write(render_conversion(outcome))
+    print_answer(args, outcome, lambda v: v.to_dict(), render_conversion, ensure_ascii=False)
     return 0
 
 
@@ -125,10 +113,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         )
     except CheckpointServiceError as exc:
         return _fail("check", exc.message)
-    if args.json:
-        _print_json(check.to_dict())
-    else:
-        sys.stdout.write(render_check(check))
+    print_answer(args, check, lambda v: v.to_dict(), render_check, ensure_ascii=False)
     return 0 if check.ok else 1
 
 
@@ -136,25 +121,22 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    actions = add_actions(
+        subparsers,
         "checkpoint",
         help="inspect, convert and check cpu_manager_state / memory_manager_state",
         description="The kubelet's CPU and memory manager state files: version, checksums, "
         "what each kubelet release does with them, safe conversions, pre-upgrade checks.",
     )
-    actions = parser.add_subparsers(dest="checkpoint_command", metavar="ACTION")
-
-    def _usage(args: argparse.Namespace) -> int:
-        parser.print_help(sys.stderr)
-        return 2
-
-    parser.set_defaults(func=_usage)
     _register_inspect(actions)
     _register_convert(actions)
     _register_check(actions)
 
 
 _MANAGER_HELP = "cpu or memory (default: from the content, else from the file name)"
+_RELEASE_EXAMPLES = (
+    f"{releases.OLDEST}, {releases.GATE_SINCE}-gate-on, {releases.DEFAULT_RELEASE}..."
+)
 
 
 def _register_inspect(actions: Any) -> None:
@@ -174,9 +156,7 @@ def _register_inspect(actions: Any) -> None:
     ins.add_argument(
         "--target",
         metavar="RELEASES",
-        help="only these releases, comma-separated "
-        f"({releases.OLDEST}, {releases.GATE_SINCE}-gate-on, {releases.DEFAULT_RELEASE}...; "
-        "default all)",
+        help=f"only these releases, comma-separated ({_RELEASE_EXAMPLES}; default all)",
     )
     ins.add_argument("--json", action="store_true", help="print the report as JSON")
     ins.set_defaults(func=cmd_inspect)
@@ -199,8 +179,7 @@ def _register_convert(actions: Any) -> None:
     con.add_argument(
         "--release",
         metavar="R",
-        help="the kubelet that will read the file: "
-        f"{releases.OLDEST}, {releases.GATE_SINCE}-gate-on, {releases.DEFAULT_RELEASE}...; "
+        help=f"the kubelet that will read the file: {_RELEASE_EXAMPLES}; "
         "the result is checked against it",
     )
     con.add_argument("--out", required=True, metavar="FILE", help="where to write (may be FILE)")

@@ -14,6 +14,7 @@ Exit codes: 0 restored, 1 the database or state files failed, 2 bad arguments or
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import Any
 
@@ -47,45 +48,25 @@ def register(sub: Any) -> None:
     restore.set_defaults(func=run_restore)
 
 
+PROG = "numascope demo restore"
+
+
+class _Failed(Exception):
+    """The restore cannot go on: its message, and the exit code."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 def run_restore(args: argparse.Namespace) -> int:
-    import json
-
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from app.adapters.db.engine import DatabaseConfigError, make_engine
-    from app.adapters.db.migrate import MigrationError, upgrade_head
     from app.services.demo import DEMO_NODES
-    from app.services.nodes.errors import NodeServiceError
-    from app.services.nodes.service import NodeService
-    from app.services.undo import restore_demo_nodes
 
-    overrides = {
-        k: getattr(args, k) for k in ("database_url", "state_dir") if getattr(args, k) is not None
-    }
     try:
-        settings = Settings(**overrides)
-    except ValidationError as err:
-        for e in err.errors():
-            field = ".".join(str(part) for part in e["loc"]) or "settings"
-            print(f"numascope demo restore: {field}: {e['msg']}", file=sys.stderr)
-        return 2
-    try:
-        engine = make_engine(settings.database_url)
-    except DatabaseConfigError as err:
-        print(f"numascope demo restore: {err}", file=sys.stderr)
-        return 2
-    try:
-        upgrade_head(engine)  # a fresh database gets its tables, as the server would make them
-        service = NodeService(engine, state_dir=settings.state_dir)
-        service.start()
-        before = set(service.simulated_names())
-        restored = restore_demo_nodes(service)
-    except (MigrationError, NodeServiceError, SQLAlchemyError, OSError) as err:
-        first = str(err).splitlines()[0] if str(err) else err.__class__.__name__
-        print(f"numascope demo restore: {first}", file=sys.stderr)
-        return 1
-    finally:
-        engine.dispose()
+        before, restored = _restore(_settings(args))
+    except _Failed as err:
+        print(f"{PROG}: {err}", file=sys.stderr)
+        return err.code
     kept = [d.name for d in DEMO_NODES if d.name not in restored]
     if args.json:
         print(json.dumps({"restored": restored, "kept": kept}))
@@ -95,3 +76,46 @@ def run_restore(args: argparse.Namespace) -> int:
         for name in kept:
             print(f"{name}: kept (a node of yours has this name; delete it to get the demo back)")
     return 0
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    """The environment's settings with the flags on top; every invalid field is one line."""
+    overrides = {
+        k: getattr(args, k) for k in ("database_url", "state_dir") if getattr(args, k) is not None
+    }
+    try:
+        return Settings(**overrides)
+    except ValidationError as err:
+        lines = []
+        for e in err.errors():
+            field = ".".join(str(part) for part in e["loc"]) or "settings"
+            lines.append(f"{field}: {e['msg']}")
+        raise _Failed(f"\n{PROG}: ".join(lines), 2) from None
+
+
+def _restore(settings: Settings) -> tuple[set[str], list[str]]:
+    """Restore the demo nodes of the settings' store: the simulated nodes there were before,
+    and the demo nodes restored."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from app.adapters.db.engine import DatabaseConfigError, make_engine
+    from app.adapters.db.migrate import MigrationError, upgrade_head
+    from app.services.nodes.errors import NodeServiceError
+    from app.services.nodes.service import NodeService
+    from app.services.undo import restore_demo_nodes
+
+    try:
+        engine = make_engine(settings.database_url)
+    except DatabaseConfigError as err:
+        raise _Failed(str(err), 2) from None
+    try:
+        upgrade_head(engine)  # a fresh database gets its tables, as the server would make them
+        service = NodeService(engine, state_dir=settings.state_dir)
+        service.start()
+        before = set(service.simulated_names())
+        return before, restore_demo_nodes(service)
+    except (MigrationError, NodeServiceError, SQLAlchemyError, OSError) as err:
+        first = str(err).splitlines()[0] if str(err) else err.__class__.__name__
+        raise _Failed(first, 1) from None
+    finally:
+        engine.dispose()

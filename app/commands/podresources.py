@@ -20,16 +20,26 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from app.adapters.grpc.client import DEFAULT_SOCKET, PodResourcesClient, PodResourcesClientError
 from app.adapters.grpc.server import PodResourcesServer, PodResourcesServerError
 from app.adapters.podresources_json import message_to_dict
+from app.commands import add_actions
 from app.domain.cpuset import CPUSet
-from app.domain.kubelet_config import RELEASES, KubeletConfigError
-from app.domain.podresources import ContainerMemory, ListPodResourcesResponse, PodResources
+from app.domain.kubelet_config import RELEASES, KubeletConfig, KubeletConfigError
+from app.domain.podresources import (
+    ContainerMemory,
+    ContainerResources,
+    ListPodResourcesResponse,
+    PodResources,
+)
 from app.domain.snapshot import NodeSnapshot
 from app.domain.units import binary_quantity
+
+if TYPE_CHECKING:
+    from app.domain.node import Node
+    from app.domain.pod import Pod
 
 ENV_SOCKET = "NUMASCOPE_PODRESOURCES_SOCKET"
 
@@ -55,50 +65,52 @@ def _cpus_text(ids: tuple[int, ...]) -> str:
 
 
 def _rows(pod: PodResources) -> list[list[str]]:
+    """The table rows of one pod: its pod-level resources (when it has any), then each
+    container."""
     rows = []
-    container_cpus: set[int] = set()
-    for c in pod.containers:
-        container_cpus.update(c.cpu_ids)
     if pod.cpu_ids or pod.memory:
-        shared = tuple(sorted(set(pod.cpu_ids) - container_cpus))
-        note = "pod-level budget"
-        if pod.cpu_ids:
-            note += f"; pod shared pool {_cpus_text(shared) or '(empty)'}"
-        rows.append(
-            [
-                pod.namespace,
-                pod.name,
-                "(pod)",
-                _cpus_text(pod.cpu_ids),
-                _memory_text(pod.memory),
-                note,
-            ]
-        )
+        rows.append(_row(pod, "(pod)", pod.cpu_ids, pod.memory, _pod_note(pod)))
     for c in pod.containers:
-        if c.cpu_ids:
-            note = "exclusive CPUs"
-        elif pod.cpu_ids:
-            note = "pod shared pool"
-        else:
-            note = "node shared pool"
-        if c.devices:
-            counts: dict[str, set[str]] = {}
-            for d in c.devices:
-                counts.setdefault(d.resource_name, set()).update(d.device_ids)
-            note += "; devices " + ", ".join(f"{k}×{len(v)}" for k, v in sorted(counts.items()))
-        if c.dynamic_resources:
-            note += f"; {len(c.dynamic_resources)} DRA claim(s)"
-        rows.append(
-            [
-                pod.namespace,
-                pod.name,
-                c.name,
-                _cpus_text(c.cpu_ids),
-                _memory_text(c.memory),
-                note,
-            ]
-        )
+        rows.append(_row(pod, c.name, c.cpu_ids, c.memory, _container_note(pod, c)))
     return rows
+
+
+def _row(
+    pod: PodResources,
+    container: str,
+    cpu_ids: tuple[int, ...],
+    memory: tuple[ContainerMemory, ...],
+    note: str,
+) -> list[str]:
+    return [pod.namespace, pod.name, container, _cpus_text(cpu_ids), _memory_text(memory), note]
+
+
+def _pod_note(pod: PodResources) -> str:
+    """A pod-level budget, and the pod's shared pool: its CPUs no container holds."""
+    note = "pod-level budget"
+    if pod.cpu_ids:
+        container_cpus = {cpu for c in pod.containers for cpu in c.cpu_ids}
+        shared = tuple(sorted(set(pod.cpu_ids) - container_cpus))
+        note += f"; pod shared pool {_cpus_text(shared) or '(empty)'}"
+    return note
+
+
+def _container_note(pod: PodResources, c: ContainerResources) -> str:
+    """Which pool the container runs in, and the devices and DRA claims it holds."""
+    if c.cpu_ids:
+        note = "exclusive CPUs"
+    elif pod.cpu_ids:
+        note = "pod shared pool"
+    else:
+        note = "node shared pool"
+    if c.devices:
+        counts: dict[str, set[str]] = {}
+        for d in c.devices:
+            counts.setdefault(d.resource_name, set()).update(d.device_ids)
+        note += "; devices " + ", ".join(f"{k}×{len(v)}" for k, v in sorted(counts.items()))
+    if c.dynamic_resources:
+        note += f"; {len(c.dynamic_resources)} DRA claim(s)"
+    return note
 
 
 def format_table(response: ListPodResourcesResponse) -> str:
@@ -157,35 +169,44 @@ def build_snapshot(
 ) -> NodeSnapshot:
     """A simulated node from the command's inputs, with the manifest's pods admitted."""
     from app.adapters.kubelet_files import load_kubelet_config
+    from app.domain.node import Node
 
     topo = _resolve_topology(topology)
     try:
         config = load_kubelet_config(kubelet_config, release)
-    except KubeletConfigError as exc:
-        raise PodResourcesCommandError(f"--kubelet-config: {exc}") from None
-    manifests = []
-    if pods is not None:
-        from app.adapters.manifests import parse_pod_manifests
-        from app.domain.pod import PodManifestError
-
-        try:
-            with open(pods, encoding="utf-8") as f:
-                text = f.read()
-        except OSError as exc:
-            raise PodResourcesCommandError(f"--pods: {pods}: {exc.strerror}") from None
-        try:
-            manifests = parse_pod_manifests(
-                text, pod_level_resources_enabled=config.gate("PodLevelResources")
-            )
-        except PodManifestError as exc:
-            raise PodResourcesCommandError(f"--pods: {exc}") from None
-    from app.domain.node import Node, NodeError
-
-    try:
+        manifests = _read_pods(pods, config) if pods is not None else []
         node = Node(name, topo, config)
     except KubeletConfigError as exc:
         raise PodResourcesCommandError(f"--kubelet-config: {exc}") from None
-    for pod in manifests:
+    _admit_all(node, manifests, warn)
+    snapshot: NodeSnapshot = node.snapshot()
+    return snapshot
+
+
+def _read_pods(path: str, config: KubeletConfig) -> list[Pod]:
+    """The pods of the ``--pods`` manifest file, in order."""
+    from app.adapters.manifests import parse_pod_manifests
+    from app.domain.pod import PodManifestError
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        raise PodResourcesCommandError(f"--pods: {path}: {exc.strerror}") from None
+    try:
+        return parse_pod_manifests(
+            text, pod_level_resources_enabled=config.gate("PodLevelResources")
+        )
+    except PodManifestError as exc:
+        raise PodResourcesCommandError(f"--pods: {exc}") from None
+
+
+def _admit_all(node: Node, pods: list[Pod], warn: TextIO) -> None:
+    """Admit ``pods`` in order; a rejected or refused pod is reported on ``warn`` and skipped,
+    as a kubelet rejects a pod and carries on."""
+    from app.domain.node import NodeError
+
+    for pod in pods:
         try:
             result = node.admit(pod)
         except NodeError as exc:
@@ -196,8 +217,6 @@ def build_snapshot(
                 f"pod {pod.namespace}/{pod.name} rejected: {result.reason}: {result.message}",
                 file=warn,
             )
-    snapshot: NodeSnapshot = node.snapshot()
-    return snapshot
 
 
 def serve(
@@ -249,18 +268,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    actions = add_actions(
+        subparsers,
         "podresources",
         help="read a PodResources socket, or serve a simulated node's PodResources",
         description="PodResources v1 (the kubelet's node-local gRPC API).",
     )
-    actions = parser.add_subparsers(dest="podresources_command", metavar="ACTION")
-
-    def _usage(args: argparse.Namespace) -> int:
-        parser.print_help(sys.stderr)
-        return 2
-
-    parser.set_defaults(func=_usage)
     _register_list(actions)
     _register_serve(actions)
 

@@ -16,10 +16,9 @@ rejected or the kubelet did not start, 2 bad input (nothing in DIR changes).
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
+from app.commands import fail, print_answer
 from app.domain.kubelet_config import RELEASES
 from app.services.restart import outcome_to_dict, render_text, restart
 from app.services.simulation import SimulationInputError
@@ -72,10 +71,6 @@ def run(args: argparse.Namespace) -> int:
             dry_run=args.dry_run,
         )
     except SimulationInputError as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(outcome_to_dict(outcome), indent=2))
-    else:
-        sys.stdout.write(render_text(outcome))
+        return fail(PROG, str(err))
+    print_answer(args, outcome, outcome_to_dict, render_text)
     return outcome.exit_code

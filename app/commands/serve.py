@@ -47,18 +47,130 @@ except (DatabaseConfigError, MigrationError) as err:
 """
 
 
+Flag = tuple[tuple[str, ...], dict[str, Any]]
+
+
+def _flag(*names: str, **kwargs: Any) -> Flag:
+    """One settings flag: its names and ``add_argument`` keywords (``default`` is ``None`` so
+    that only flags given on the command line override the environment)."""
+    return names, {"default": None, **kwargs}
+
+
+_ON_OFF = {"action": argparse.BooleanOptionalAction}
+_SET = {"action": "store_true"}
+
+# Every flag that overrides a setting, by concern, in the order ``--help`` lists them.
+SERVER_FLAGS = (
+    _flag("--host", help="address to bind (default 127.0.0.1, env NUMASCOPE_HOST)"),
+    _flag("--port", type=int, help="TCP port (default 8000, env NUMASCOPE_PORT)"),
+)
+NODE_FLAGS = (
+    _flag("--database-url", help="SQLAlchemy URL (env NUMASCOPE_DATABASE_URL)"),
+    _flag("--sysfs", dest="sysfs_root", help="sysfs root (env NUMASCOPE_SYSFS_ROOT)"),
+    _flag(
+        "--kubelet-state-dir",
+        dest="kubelet_root",
+        help="kubelet root dir, read only (default /var/lib/kubelet, env NUMASCOPE_KUBELET_ROOT)",
+    ),
+    _flag(
+        "--podresources-socket",
+        help="kubelet PodResources socket, with or without unix:// "
+        "(env NUMASCOPE_PODRESOURCES_SOCKET)",
+    ),
+    _flag(
+        "--kubelet-config-file",
+        help="KubeletConfiguration of the observed kubelet, read only (default "
+        "<kubelet-state-dir>/config.yaml if present, env NUMASCOPE_KUBELET_CONFIG_FILE)",
+    ),
+    _flag(
+        "--observe",
+        **_ON_OFF,
+        help="list the node this process runs on, read-only (default on when the kubelet "
+        "state dir or the PodResources socket exists, env NUMASCOPE_OBSERVE)",
+    ),
+    _flag(
+        "--node-name",
+        help="name of the observed node (default env NODE_NAME, else the host name)",
+    ),
+    _flag(
+        "--podresources-dir",
+        help="serve each simulated node's PodResources on DIR/<node>.sock "
+        "(off by default, env NUMASCOPE_PODRESOURCES_DIR)",
+    ),
+    _flag(
+        "--state-dir",
+        help="state files of simulated nodes (default ./var/nodes, env NUMASCOPE_STATE_DIR)",
+    ),
+    _flag(
+        "--demo", **_ON_OFF, help="load the demo simulated nodes (default on, env NUMASCOPE_DEMO)"
+    ),
+    _flag(
+        "--simulated",
+        **_ON_OFF,
+        help="keep simulated nodes in the database (default on; --no-simulated: no database, "
+        "only the observed node, the lean node agent; env NUMASCOPE_SIMULATED)",
+    ),
+    _flag(
+        "--hint-search-budget",
+        type=int,
+        metavar="N",
+        help="refuse pods whose topology-hint search would examine more than N NUMA-mask "
+        "combinations (default 5000000, 0: no limit, env NUMASCOPE_HINT_SEARCH_BUDGET)",
+    ),
+    _flag(
+        "--cpu-time-budget",
+        type=float,
+        metavar="SECONDS",
+        help="stop an admission or dry run after SECONDS of computing, with 503 (default 20, "
+        "env NUMASCOPE_CPU_TIME_BUDGET)",
+    ),
+    _flag(
+        "--log-level",
+        choices=["critical", "error", "warning", "info", "debug", "trace"],
+        help="log level (default info, env NUMASCOPE_LOG_LEVEL)",
+    ),
+)
+CLUSTER_FLAGS = (
+    _flag("--hub", **_SET, help="run as the fleet hub (env NUMASCOPE_HUB)"),
+    _flag(
+        "--agents",
+        dest="hub_agents",
+        metavar="URL[,URL...]",
+        help="agents to poll (env NUMASCOPE_HUB_AGENTS)",
+    ),
+    _flag(
+        "--agents-dns",
+        dest="hub_agents_dns",
+        metavar="NAME:PORT",
+        help="headless Service whose A/AAAA records are the agents (env NUMASCOPE_HUB_AGENTS_DNS)",
+    ),
+    _flag(
+        "--demo-fleet",
+        type=int,
+        metavar="N",
+        help="N simulated nodes of the hub's own (env NUMASCOPE_DEMO_FLEET)",
+    ),
+    _flag(
+        "--publish-nrt",
+        **_SET,
+        help="publish the observed node's NodeResourceTopology (env NUMASCOPE_PUBLISH_NRT)",
+    ),
+    _flag(
+        "--nrt-fingerprint-method",
+        choices=["all", "with-exclusive-resources"],
+        help="which pods the NodeResourceTopology's pod fingerprint counts (default all, "
+        "env NUMASCOPE_NRT_FINGERPRINT_METHOD)",
+    ),
+)
+
+
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "serve",
         help="run the web dashboard and JSON API",
         description="Run the Numascope dashboard and JSON API (uvicorn).",
     )
-    parser.add_argument(
-        "--host", default=None, help="address to bind (default 127.0.0.1, env NUMASCOPE_HOST)"
-    )
-    parser.add_argument(
-        "--port", type=int, default=None, help="TCP port (default 8000, env NUMASCOPE_PORT)"
-    )
+    _add_flags(parser, SERVER_FLAGS)
     parser.add_argument(
         "--reload", action="store_true", help="restart when source files change (development)"
     )
@@ -68,164 +180,20 @@ def register(sub: Any) -> None:
         default=1,
         help="worker processes (default 1); they share the database, which keeps them in step",
     )
-    _add_node_flags(parser)
-    _add_cluster_flags(parser)
+    _add_flags(parser, NODE_FLAGS)
+    _add_flags(parser.add_argument_group("cluster (hub and agents)"), CLUSTER_FLAGS)
     parser.set_defaults(func=run)
 
 
-def _add_node_flags(parser: Any) -> None:
-    """Where the nodes come from: the database, the host, the kubelet and the demo."""
-    parser.add_argument(
-        "--database-url", default=None, help="SQLAlchemy URL (env NUMASCOPE_DATABASE_URL)"
-    )
-    parser.add_argument(
-        "--sysfs", dest="sysfs_root", default=None, help="sysfs root (env NUMASCOPE_SYSFS_ROOT)"
-    )
-    parser.add_argument(
-        "--kubelet-state-dir",
-        dest="kubelet_root",
-        default=None,
-        help="kubelet root dir, read only (default /var/lib/kubelet, env NUMASCOPE_KUBELET_ROOT)",
-    )
-    parser.add_argument(
-        "--podresources-socket",
-        default=None,
-        help="kubelet PodResources socket, with or without unix:// "
-        "(env NUMASCOPE_PODRESOURCES_SOCKET)",
-    )
-    parser.add_argument(
-        "--kubelet-config-file",
-        default=None,
-        help="KubeletConfiguration of the observed kubelet, read only (default "
-        "<kubelet-state-dir>/config.yaml if present, env NUMASCOPE_KUBELET_CONFIG_FILE)",
-    )
-    parser.add_argument(
-        "--observe",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="list the node this process runs on, read-only (default on when the kubelet "
-        "state dir or the PodResources socket exists, env NUMASCOPE_OBSERVE)",
-    )
-    parser.add_argument(
-        "--node-name",
-        default=None,
-        help="name of the observed node (default env NODE_NAME, else the host name)",
-    )
-    parser.add_argument(
-        "--podresources-dir",
-        default=None,
-        help="serve each simulated node's PodResources on DIR/<node>.sock "
-        "(off by default, env NUMASCOPE_PODRESOURCES_DIR)",
-    )
-    parser.add_argument(
-        "--state-dir",
-        default=None,
-        help="state files of simulated nodes (default ./var/nodes, env NUMASCOPE_STATE_DIR)",
-    )
-    parser.add_argument(
-        "--demo",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="load the demo simulated nodes (default on, env NUMASCOPE_DEMO)",
-    )
-    parser.add_argument(
-        "--simulated",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="keep simulated nodes in the database (default on; --no-simulated: no database, "
-        "only the observed node, the lean node agent; env NUMASCOPE_SIMULATED)",
-    )
-    parser.add_argument(
-        "--hint-search-budget",
-        type=int,
-        default=None,
-        metavar="N",
-        help="refuse pods whose topology-hint search would examine more than N NUMA-mask "
-        "combinations (default 5000000, 0: no limit, env NUMASCOPE_HINT_SEARCH_BUDGET)",
-    )
-    parser.add_argument(
-        "--cpu-time-budget",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="stop an admission or dry run after SECONDS of computing, with 503 (default 20, "
-        "env NUMASCOPE_CPU_TIME_BUDGET)",
-    )
-    parser.add_argument(
-        "--log-level",
-        default=None,
-        choices=["critical", "error", "warning", "info", "debug", "trace"],
-        help="log level (default info, env NUMASCOPE_LOG_LEVEL)",
-    )
+def _add_flags(parser: Any, flags: tuple[Flag, ...]) -> None:
+    for names, kwargs in flags:
+        parser.add_argument(*names, **kwargs)
 
 
-def _add_cluster_flags(parser: Any) -> None:
-    """The hub and the agents."""
-    cluster = parser.add_argument_group("cluster (hub and agents)")
-    cluster.add_argument(
-        "--hub", action="store_true", default=None, help="run as the fleet hub (env NUMASCOPE_HUB)"
-    )
-    cluster.add_argument(
-        "--agents",
-        dest="hub_agents",
-        default=None,
-        metavar="URL[,URL...]",
-        help="agents to poll (env NUMASCOPE_HUB_AGENTS)",
-    )
-    cluster.add_argument(
-        "--agents-dns",
-        dest="hub_agents_dns",
-        default=None,
-        metavar="NAME:PORT",
-        help="headless Service whose A/AAAA records are the agents (env NUMASCOPE_HUB_AGENTS_DNS)",
-    )
-    cluster.add_argument(
-        "--demo-fleet",
-        dest="demo_fleet",
-        type=int,
-        default=None,
-        metavar="N",
-        help="N simulated nodes of the hub's own (env NUMASCOPE_DEMO_FLEET)",
-    )
-    cluster.add_argument(
-        "--publish-nrt",
-        action="store_true",
-        default=None,
-        help="publish the observed node's NodeResourceTopology (env NUMASCOPE_PUBLISH_NRT)",
-    )
-    cluster.add_argument(
-        "--nrt-fingerprint-method",
-        dest="nrt_fingerprint_method",
-        default=None,
-        choices=["all", "with-exclusive-resources"],
-        help="which pods the NodeResourceTopology's pod fingerprint counts (default all, "
-        "env NUMASCOPE_NRT_FINGERPRINT_METHOD)",
-    )
-
-
-OVERRIDES = (
-    "host",
-    "port",
-    "database_url",
-    "sysfs_root",
-    "kubelet_root",
-    "podresources_socket",
-    "kubelet_config_file",
-    "observe",
-    "node_name",
-    "podresources_dir",
-    "state_dir",
-    "demo",
-    "simulated",
-    "hint_search_budget",
-    "cpu_time_budget",
-    "log_level",
-    "hub",
-    "hub_agents",
-    "hub_agents_dns",
-    "demo_fleet",
-    "publish_nrt",
-    "nrt_fingerprint_method",
+# The settings the flags override: each flag's ``dest``, as argparse derives it.
+OVERRIDES = tuple(
+    kwargs.get("dest", names[0].lstrip("-").replace("-", "_"))
+    for names, kwargs in (*SERVER_FLAGS, *NODE_FLAGS, *CLUSTER_FLAGS)
 )
 
 
@@ -236,60 +204,66 @@ def build_settings(args: argparse.Namespace) -> Settings:
 
 
 def run(args: argparse.Namespace) -> int:
-    import uvicorn
-
     try:
         settings = build_settings(args)
     except ValidationError as err:
         print(f"numascope serve: invalid settings:\n{err}", file=sys.stderr)
         return 2
-    if not settings.hub and (settings.hub_agents or settings.hub_agents_dns or settings.demo_fleet):
-        print(
-            "numascope serve: --agents, --agents-dns and --demo-fleet are the hub's: add --hub",
-            file=sys.stderr,
-        )
+    problem = _flag_conflict(args, settings)
+    if problem is not None:
+        print(f"numascope serve: {problem}", file=sys.stderr)
         return 2
-    if not settings.simulated and (args.demo or settings.podresources_dir is not None):
-        print(
-            "numascope serve: --demo and --podresources-dir are about simulated nodes: "
-            "drop --no-simulated",
-            file=sys.stderr,
-        )
-        return 2
-    workers = args.workers
-    if workers < 1:
-        print("numascope serve: --workers must be at least 1", file=sys.stderr)
-        return 2
-    if workers > 1 and args.reload:
-        print("numascope serve: --reload runs one worker; drop --workers", file=sys.stderr)
-        return 2
-    if workers > 1 and settings.podresources_dir is not None:
-        print(
-            "numascope serve: --podresources-dir serves one socket per node and needs --workers 1",
-            file=sys.stderr,
-        )
-        return 2
-    if args.reload or workers > 1:
-        # The reloader and the workers import the factory in fresh processes: pass the flags
-        # as env vars.
-        for key in OVERRIDES:
-            value = getattr(args, key, None)
-            if value is not None:
-                text = str(value).lower() if isinstance(value, bool) else str(value)
-                os.environ[f"NUMASCOPE_{key.upper()}"] = text
-    if workers > 1:
-        return _run_workers(settings, workers)
+    if args.reload or args.workers > 1:
+        _export_flags(args)
+    if args.workers > 1:
+        return _run_workers(settings, args.workers)
     if args.reload:
-        uvicorn.run(
-            FACTORY,
-            factory=True,
-            host=settings.host,
-            port=settings.port,
-            reload=True,
-            log_level=settings.log_level,
-        )
-        return 0
+        return _uvicorn(FACTORY, settings, factory=True, reload=True)
+    return _run_one(settings)
 
+
+def _uvicorn(app: FastAPI | str, settings: Settings, **options: Any) -> int:
+    """Serve ``app`` (or the factory it names) on the settings' address until stopped."""
+    import uvicorn
+
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        proxy_headers=True,
+        **options,
+    )
+    return 0
+
+
+def _flag_conflict(args: argparse.Namespace, settings: Settings) -> str | None:
+    """Why these flags cannot run together, or ``None``."""
+    if not settings.hub and (settings.hub_agents or settings.hub_agents_dns or settings.demo_fleet):
+        return "--agents, --agents-dns and --demo-fleet are the hub's: add --hub"
+    if not settings.simulated and (args.demo or settings.podresources_dir is not None):
+        return "--demo and --podresources-dir are about simulated nodes: drop --no-simulated"
+    if args.workers < 1:
+        return "--workers must be at least 1"
+    if args.workers > 1 and args.reload:
+        return "--reload runs one worker; drop --workers"
+    if args.workers > 1 and settings.podresources_dir is not None:
+        return "--podresources-dir serves one socket per node and needs --workers 1"
+    return None
+
+
+def _export_flags(args: argparse.Namespace) -> None:
+    """Hand the flags to processes that import the factory afresh (the reloader, the workers)
+    through their ``NUMASCOPE_*`` variables."""
+    for key in OVERRIDES:
+        value = getattr(args, key, None)
+        if value is not None:
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            os.environ[f"NUMASCOPE_{key.upper()}"] = text
+
+
+def _run_one(settings: Settings) -> int:
+    """Serve from this process: 1 when the database cannot be configured or migrated."""
     try:
         app = build_app(settings)
     except MigrationFailed as err:
@@ -306,14 +280,7 @@ def run(args: argparse.Namespace) -> int:
             raise
         print(f"numascope serve: {err}", file=sys.stderr)
         return 1
-    uvicorn.run(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        proxy_headers=True,
-    )
-    return 0
+    return _uvicorn(app, settings)
 
 
 def build_app(settings: Settings) -> FastAPI:
@@ -362,8 +329,6 @@ def _run_workers(settings: Settings, workers: int) -> int:
     """``workers`` uvicorn workers of the factory. The database is migrated and the demo nodes
     are created here first, once, so that the workers start on a ready database (each worker
     then loads the nodes from it and follows the others' changes through it)."""
-    import uvicorn
-
     from app.adapters.db.engine import DatabaseConfigError
     from app.adapters.db.migrate import MigrationError
     from app.web.app import create_app, tune_gc_for_serving
@@ -377,13 +342,4 @@ def _run_workers(settings: Settings, workers: int) -> int:
     if app.state.engine is not None:
         app.state.engine.dispose()
     del app
-    uvicorn.run(
-        FACTORY,
-        factory=True,
-        host=settings.host,
-        port=settings.port,
-        workers=workers,
-        log_level=settings.log_level,
-        proxy_headers=True,
-    )
-    return 0
+    return _uvicorn(FACTORY, settings, factory=True, workers=workers)

@@ -22,10 +22,9 @@ says how long it would take here: ``app.domain.hint_budget``).
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
+from app.commands import fail, print_answer
 from app.domain.hint_budget import HintSearchBudgetError, duration_text, measure_rate
 from app.domain.kubelet_config import DEFAULT_RELEASE, RELEASES
 from app.services.simulation import SimulationInputError, read_pod_source, simulate
@@ -104,8 +103,7 @@ def _admission_arguments(parser: Any) -> None:
 
 
 def _fail(message: str) -> int:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
-    return 2
+    return fail(PROG, message)
 
 
 def _too_large(err: HintSearchBudgetError) -> str:
@@ -138,8 +136,5 @@ def run(args: argparse.Namespace) -> int:
         return _fail(str(err))
     except HintSearchBudgetError as err:
         return _fail(_too_large(err))
-    if args.json:
-        print(json.dumps(outcome_to_dict(outcome), indent=2))
-    else:
-        sys.stdout.write(render_text(outcome))
+    print_answer(args, outcome, outcome_to_dict, render_text)
     return outcome.exit_code

@@ -9,13 +9,12 @@ Without a source flag the host is discovered from sysfs (root from ``--sysfs``, 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from app.commands import fail, print_answer
+from app.domain.presets import PresetInfo, list_presets
 from app.domain.presets import get_preset as _get_preset
-from app.domain.presets import list_presets
 from app.domain.topology import CPUTopology, TopologyError
 from app.domain.topology_spec import parse_topology_spec
 from app.domain.topology_view import render_text, topology_to_dict
@@ -59,12 +58,7 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def _fail(message: str) -> int:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
-    return 2
-
-
-def _presets_json() -> list[dict[str, Any]]:
+def _presets_json(presets: list[PresetInfo]) -> list[dict[str, Any]]:
     return [
         {
             "name": p.name,
@@ -78,11 +72,11 @@ def _presets_json() -> list[dict[str, Any]]:
             "cpusPerCore": p.cpus_per_core,
             "memoryBytes": p.memory_bytes,
         }
-        for p in list_presets()
+        for p in presets
     ]
 
 
-def _presets_table() -> str:
+def _presets_table(presets: list[PresetInfo]) -> str:
     header = ("NAME", "CPUS", "SOCKETS", "NUMA", "CORES", "UNCORE", "SMT", "MEMORY", "DESCRIPTION")
     rows = [header] + [
         (
@@ -96,7 +90,7 @@ def _presets_table() -> str:
             format_bytes(p.memory_bytes),
             p.description,
         )
-        for p in list_presets()
+        for p in presets
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
     lines = []
@@ -133,10 +127,7 @@ class _CommandError(Exception):
 
 def run(args: argparse.Namespace) -> int:
     if args.list_presets:
-        if args.json:
-            print(json.dumps(_presets_json(), indent=2))
-        else:
-            sys.stdout.write(_presets_table())
+        print_answer(args, list_presets(), _presets_json, _presets_table)
         return 0
     try:
         if args.preset is not None:
@@ -146,9 +137,6 @@ def run(args: argparse.Namespace) -> int:
         else:
             topo, meta = _discover(args)
     except (TopologyError, _CommandError) as err:
-        return _fail(str(err))
-    if args.json:
-        print(json.dumps({**meta, **topology_to_dict(topo)}, indent=2))
-    else:
-        sys.stdout.write(render_text(topo))
+        return fail(PROG, str(err))
+    print_answer(args, topo, lambda t: {**meta, **topology_to_dict(t)}, render_text)
     return 0

@@ -4,8 +4,7 @@ A ``NodeSnapshot`` is produced by a simulated ``Node`` (the engine's own state) 
 from what an observed kubelet recorded (its checkpoint files and PodResources answers). The
 shapes keep the kubelet's vocabulary: a container's ``cpuset`` is its state-file assignment
 (its exclusive CPUs, or for a pod-level pod's shared container, the pod shared pool), and
-``isolation`` is ``GetResourceIsolationLevel`` (``container``, ``pod`` or ``host``). A NUMA node's memory accounting is the checkpoint's
-``state.MemoryTable`` (``app.domain.checkpoint.memory_state``), the same immutable record.
+``isolation`` is ``GetResourceIsolationLevel`` (``container``, ``pod`` or ``host``).
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from app.domain.checkpoint.memory_state import MemoryTable
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfig
 from app.domain.memorymanager.state import Block as MemoryBlock
@@ -30,6 +28,26 @@ __all__ = [
 
 Isolation = Literal["container", "pod", "host"]
 ContainerKind = Literal["init", "sidecar", "app"]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryTable:
+    """One NUMA node's accounting for one resource (bytes)."""
+
+    total: int
+    system_reserved: int
+    allocatable: int
+    reserved: int
+    free: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "total": self.total,
+            "systemReserved": self.system_reserved,
+            "allocatable": self.allocatable,
+            "reserved": self.reserved,
+            "free": self.free,
+        }
 
 
 @dataclass(frozen=True, slots=True)

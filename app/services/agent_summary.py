@@ -73,16 +73,11 @@ def numa_rows(views: NodeViews) -> list[NumaRow]:
     memory = views.memory
     rows = []
     for row in views.numa_pools:
-        c = row.counts
         mem = memory.get(row.numa_node)
         rows.append(
             NumaRow(
                 numa_node=row.numa_node,
-                total=c.total,
-                reserved=c.reserved,
-                node_shared=c.node_shared,
-                pod_shared=c.pod_shared,
-                exclusive=c.exclusive,
+                **row.counts.model_dump(),  # the CPUs by pool, under the same names
                 available=row.available,
                 memory=[
                     MemoryRow(

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from app.domain.node_state_files import PODS_FILE_NAME
+from app.services.node_views import NodeView, NumaPoolRow
 from app.services.nodes.catalog import NodeCatalog
 from app.services.nodes.errors import ReadOnlyNodeError
 
@@ -90,43 +91,47 @@ def pods_yaml(catalog: NodeCatalog, node: str) -> str:
 
 
 def pools_csv(catalog: NodeCatalog, node: str) -> str:
+    """The node's CPU pools: a row per NUMA node, then the node's totals."""
     view = catalog.get(node).node_view()
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(POOLS_CSV_HEADER)
-    for r in view.numa_pools:
-        writer.writerow(
-            (
-                r.numa_node,
-                r.counts.total,
-                r.cpus.cpus,
-                r.counts.reserved,
-                r.reserved.cpus,
-                r.counts.node_shared,
-                r.node_shared.cpus,
-                r.counts.pod_shared,
-                r.pod_shared.cpus,
-                r.counts.exclusive,
-                r.exclusive.cpus,
-                r.available,
-            )
-        )
-    t = view.summary.cpus
-    pools = view.pools
-    writer.writerow(
-        (
-            "all",
-            t.total,
-            "",
-            t.reserved,
-            pools["reserved"]["cpus"],
-            t.node_shared,
-            pools["nodeShared"]["cpus"],
-            t.pod_shared,
-            "",
-            t.exclusive,
-            "",
-            sum(r.available for r in view.numa_pools),
-        )
-    )
+    writer.writerows(_numa_pools_row(r) for r in view.numa_pools)
+    writer.writerow(_all_pools_row(view))
     return out.getvalue()
+
+
+def _numa_pools_row(r: NumaPoolRow) -> tuple[object, ...]:
+    return (
+        r.numa_node,
+        r.counts.total,
+        r.cpus.cpus,
+        r.counts.reserved,
+        r.reserved.cpus,
+        r.counts.node_shared,
+        r.node_shared.cpus,
+        r.counts.pod_shared,
+        r.pod_shared.cpus,
+        r.counts.exclusive,
+        r.exclusive.cpus,
+        r.available,
+    )
+
+
+def _all_pools_row(view: NodeView) -> tuple[object, ...]:
+    """The totals: the node-wide pools have CPU lists, the per-pod pools only counts."""
+    t = view.summary.cpus
+    return (
+        "all",
+        t.total,
+        "",
+        t.reserved,
+        view.pools["reserved"]["cpus"],
+        t.node_shared,
+        view.pools["nodeShared"]["cpus"],
+        t.pod_shared,
+        "",
+        t.exclusive,
+        "",
+        sum(r.available for r in view.numa_pools),
+    )

@@ -103,14 +103,7 @@ def log_rows(service: NodeService, node: str) -> list[LogRow]:
         LogRow(
             id=r.id or 0,
             seq=r.seq,
-            batch=r.batch,
-            action=r.action,
-            namespace=r.namespace,
-            name=r.name,
-            uid=r.uid,
-            admitted=r.admitted,
-            reason=r.reason,
-            message=r.message,
+            **r.decision(),
             manifest=json.loads(r.manifest),
             at=as_utc(r.created_at),
         )

@@ -135,29 +135,31 @@ def timeline(service: NodeService, node: str) -> HistoryView:
             if r is group[0]:
                 events.append(_dry_run_event(base, group))
             continue
-        events.append(
-            HistoryEvent(
-                id=r.id,
-                seq=r.seq,
-                at=iso(r.at),
-                action=r.action,
-                pod=r.label,
-                admitted=r.admitted,
-                reason=r.reason,
-                message=r.message,
-                changed=r.changes_node,
-                map_url=f"{base}/history/{r.seq}",
-                explain_url=None if r.admitted else f"{base}/rejections/{r.seq}",
-                pod_url=pod_url(node, r.namespace, r.name)
-                if r.action == ACTION_ADMIT and r.admitted and r.uid in on_node
-                else None,
-                diff_url=f"{base}/diff?from={previous.get(r.seq, 0)}&to={r.seq}"
-                if r.is_restart
-                else None,
-                restart=_restart_fields(r) if r.is_restart else None,
-            )
-        )
+        pod_on_node = r.action == ACTION_ADMIT and r.admitted and r.uid in on_node
+        events.append(_event(node, r, previous.get(r.seq, 0), pod_on_node))
     return HistoryView(node=node, node_url=base, events=events)
+
+
+def _event(node: str, r: LogRow, previous: int, pod_on_node: bool) -> HistoryEvent:
+    """The event of one log entry; ``previous`` is the entry before it (a restart's diff
+    compares the two), ``pod_on_node`` whether its pod is still there to link to."""
+    base = node_url(node)
+    return HistoryEvent(
+        id=r.id,
+        seq=r.seq,
+        at=iso(r.at),
+        action=r.action,
+        pod=r.label,
+        admitted=r.admitted,
+        reason=r.reason,
+        message=r.message,
+        changed=r.changes_node,
+        map_url=f"{base}/history/{r.seq}",
+        explain_url=None if r.admitted else f"{base}/rejections/{r.seq}",
+        pod_url=pod_url(node, r.namespace, r.name) if pod_on_node else None,
+        diff_url=f"{base}/diff?from={previous}&to={r.seq}" if r.is_restart else None,
+        restart=_restart_fields(r) if r.is_restart else None,
+    )
 
 
 def _dry_run_event(base: str, group: Sequence[LogRow]) -> HistoryEvent:
@@ -253,6 +255,27 @@ def diff(service: NodeService, node: str, from_entry: int, to_entry: int) -> Dif
     a = replay(builder, rows, before=before_a)
     b = replay(builder, rows, before=before_b)
     held_a, held_b = _held(a), _held(b)
+    moves = _moves(held_a, held_b)
+    all_a = CPUSet.from_mask(_union(held_a.values()))
+    all_b = CPUSet.from_mask(_union(held_b.values()))
+    return DiffView(
+        node=node,
+        node_url=node_url(node),
+        from_entry=from_entry,
+        to_entry=to_entry,
+        from_label=_label(rows, from_entry),
+        to_label=_label(rows, to_entry),
+        moves=moves,
+        freed=str(all_a - all_b),
+        taken=str(all_b - all_a),
+        free_before=_free_per_numa(a),
+        free_after=_free_per_numa(b),
+    )
+
+
+def _moves(held_a: dict[str, CPUSet], held_b: dict[str, CPUSet]) -> list[PodMove]:
+    """What became of each pod's CPUs between two points: the pods of the first in their
+    order, then those only the second has."""
     moves: list[PodMove] = []
     for key in [*held_a, *(k for k in held_b if k not in held_a)]:
         before = held_a.get(key, CPUSet())
@@ -275,21 +298,7 @@ def diff(service: NodeService, node: str, from_entry: int, to_entry: int) -> Dif
                 taken=str(after - before),
             )
         )
-    all_a = CPUSet.from_mask(_union(held_a.values()))
-    all_b = CPUSet.from_mask(_union(held_b.values()))
-    return DiffView(
-        node=node,
-        node_url=node_url(node),
-        from_entry=from_entry,
-        to_entry=to_entry,
-        from_label=_label(rows, from_entry),
-        to_label=_label(rows, to_entry),
-        moves=moves,
-        freed=str(all_a - all_b),
-        taken=str(all_b - all_a),
-        free_before=_free_per_numa(a),
-        free_after=_free_per_numa(b),
-    )
+    return moves
 
 
 def _union(sets: Any) -> int:

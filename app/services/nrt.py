@@ -33,14 +33,14 @@ from app.domain import podfingerprint
 from app.domain.podresources import build_list_response
 from app.services.node_views import NodeViews
 
-_POLICY_NAMES = {
-    ("single-numa-node", "container"): "SingleNUMANodeContainerLevel",
-    ("single-numa-node", "pod"): "SingleNUMANodePodLevel",
-    ("restricted", "container"): "RestrictedContainerLevel",
-    ("restricted", "pod"): "RestrictedPodLevel",
-    ("best-effort", "container"): "BestEffortContainerLevel",
-    ("best-effort", "pod"): "BestEffortPodLevel",
+# The NRT API's TopologyManagerPolicy values: the policy's word, then the scope's level
+# (noderesourcetopology-api, pkg/apis/topology/v1alpha1/types.go).
+_POLICY_WORDS = {
+    "single-numa-node": "SingleNUMANode",
+    "restricted": "Restricted",
+    "best-effort": "BestEffort",
 }
+_SCOPE_WORDS = {"container": "ContainerLevel", "pod": "PodLevel"}
 
 
 def zone_name(numa: int) -> str:
@@ -49,7 +49,9 @@ def zone_name(numa: int) -> str:
 
 def topology_policy(policy: str, scope: str) -> str:
     """The deprecated ``topologyPolicies`` value (``None`` for policy ``none``)."""
-    return _POLICY_NAMES.get((policy, scope), "None")
+    if policy not in _POLICY_WORDS or scope not in _SCOPE_WORDS:
+        return "None"
+    return _POLICY_WORDS[policy] + _SCOPE_WORDS[scope]
 
 
 def build_nrt(
@@ -61,40 +63,15 @@ def build_nrt(
     config = snapshot.config
     # Memory-only NUMA nodes (CXL expanders, HBM) are zones too: memory, no cpu resource.
     ids = topo.all_numa_node_ids()
-    pools = {row.numa_node: row for row in views.numa_pools}
-    zones = []
-    for n in ids:
-        resources = []
-        row = pools.get(n)
-        if row is not None:
-            capacity = row.counts.total
-            resources.append(
-                {
-                    "name": "cpu",
-                    "capacity": str(capacity),
-                    "allocatable": str(capacity - row.counts.reserved),
-                    "available": str(row.available),
-                }
-            )
-        mem = views.memory.get(n)
-        for r in mem.resources if mem is not None else []:
-            available = r.free if mem is not None and mem.accounted else r.allocatable
-            resources.append(
-                {
-                    "name": r.resource,
-                    "capacity": str(r.total),
-                    "allocatable": str(r.allocatable),
-                    "available": str(available),
-                }
-            )
-        zones.append(
-            {
-                "name": zone_name(n),
-                "type": "Node",
-                "costs": [{"name": zone_name(m), "value": topo.distance(n, m)} for m in ids],
-                "resources": resources,
-            }
-        )
+    zones = [
+        {
+            "name": zone_name(n),
+            "type": "Node",
+            "costs": [{"name": zone_name(m), "value": topo.distance(n, m)} for m in ids],
+            "resources": _zone_resources(views, n),
+        }
+        for n in ids
+    ]
     pods = build_list_response(snapshot).pod_resources
     fingerprint = podfingerprint.fingerprint(pods, fingerprint_method)
     return {
@@ -116,3 +93,32 @@ def build_nrt(
             {"name": podfingerprint.ATTRIBUTE_METHOD, "value": fingerprint_method},
         ],
     }
+
+
+def _zone_resources(views: NodeViews, numa: int) -> list[dict[str, str]]:
+    """A zone's resources: its CPUs (when it has any), then its memory and hugepages;
+    available memory is what the memory manager left free where it accounts it."""
+    resources = []
+    row = next((row for row in views.numa_pools if row.numa_node == numa), None)
+    if row is not None:
+        capacity = row.counts.total
+        resources.append(
+            {
+                "name": "cpu",
+                "capacity": str(capacity),
+                "allocatable": str(capacity - row.counts.reserved),
+                "available": str(row.available),
+            }
+        )
+    mem = views.memory.get(numa)
+    for r in mem.resources if mem is not None else []:
+        available = r.free if mem is not None and mem.accounted else r.allocatable
+        resources.append(
+            {
+                "name": r.resource,
+                "capacity": str(r.total),
+                "allocatable": str(r.allocatable),
+                "available": str(available),
+            }
+        )
+    return resources

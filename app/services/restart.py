@@ -94,9 +94,8 @@ class NodeRecord:
     document: Mapping[str, Any]
 
 
-def read_record(raw: bytes | None, path: Path) -> NodeRecord:
-    """The node record of a state directory; raises ``RestartUsageError`` naming the field."""
-    source = str(path)
+def _record_document(raw: bytes | None, path: Path) -> Mapping[str, Any]:
+    """``pods.json`` as a JSON object."""
     if raw is None:
         raise RestartUsageError(
             f"no {PODS_FILE_NAME}: the pods of this node are not recorded (a state directory "
@@ -106,13 +105,20 @@ def read_record(raw: bytes | None, path: Path) -> NodeRecord:
     try:
         doc = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
-        raise RestartUsageError("is not UTF-8 text", source=source) from None
+        raise RestartUsageError("is not UTF-8 text", source=str(path)) from None
     except json.JSONDecodeError as err:
         raise RestartUsageError(
-            f"not valid JSON at line {err.lineno}, column {err.colno}", source=source
+            f"not valid JSON at line {err.lineno}, column {err.colno}", source=str(path)
         ) from None
     if not isinstance(doc, Mapping):
-        raise RestartUsageError("expected a JSON object", source=source)
+        raise RestartUsageError("expected a JSON object", source=str(path))
+    return doc
+
+
+def read_record(raw: bytes | None, path: Path) -> NodeRecord:
+    """The node record of a state directory; raises ``RestartUsageError`` naming the field."""
+    source = str(path)
+    doc = _record_document(raw, path)
     if "topology" not in doc:
         raise RestartUsageError(
             "topology: the machine is not recorded (written by an older numascope; run "

@@ -297,18 +297,28 @@ def simulate(
         hint_search.check_node(node, pod, hint_budget, "the budget (--hint-budget)")
     if state_dir is None:
         _run(outcome, parsed, remove)
-        return outcome
-    directory = Path(state_dir)
+    else:
+        _run_in_dir(outcome, parsed, remove, Path(state_dir))
+    return outcome
+
+
+def _run_in_dir(
+    outcome: SimulationOutcome,
+    parsed: Sequence[tuple[str, Pod]],
+    remove: Sequence[str],
+    directory: Path,
+) -> None:
+    """Run on the node kept in ``directory``, under its lock: restore the node from the
+    directory's files, run, then write the files back (unless a dry run)."""
     try:
         with statefiles.StateDirLock(directory):
-            outcome.restored_pods = restore_from_dir(node, directory)
+            outcome.restored_pods = restore_from_dir(outcome.node, directory)
             _run(outcome, parsed, remove)
-            if not dry_run:
-                statefiles.write_files(directory, state_files_of(node))
+            if not outcome.dry_run:
+                statefiles.write_files(directory, state_files_of(outcome.node))
                 outcome.wrote = True
     except statefiles.StateFileError as err:
         raise SimulationInputError(err.message, source=err.path) from None
-    return outcome
 
 
 def _run(

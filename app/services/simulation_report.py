@@ -156,34 +156,13 @@ def _admission_dict(a: SimulatedAdmission) -> dict[str, Any]:
 
 def outcome_to_dict(outcome: SimulationOutcome) -> dict[str, Any]:
     """The JSON document of ``numascope simulate --json`` (``docs/simulate-json.md``)."""
-    node = outcome.node
-    snap = node.snapshot()
-    config = node.config
-    topo = node.topology
+    snap = outcome.node.snapshot()
     admitted = sum(1 for a in outcome.admissions if a.result.admitted)
     return {
         "format": FORMAT,
         "source": "simulation",
         "simulated": True,
-        "node": {
-            "name": node.name,
-            "release": config.release,
-            "topology": {
-                "source": outcome.topology_kind,
-                "argument": outcome.topology_arg,
-                "name": topo.name,
-                "numCpus": topo.num_cpus,
-                "numCores": topo.num_cores,
-                "numSockets": topo.num_sockets,
-                "numNumaNodes": topo.num_numa_nodes,
-            },
-            "kubeletConfig": config.to_dict(),
-            "featureGates": {
-                "PodLevelResources": config.gate("PodLevelResources"),
-                "PodLevelResourceManagers": config.gate("PodLevelResourceManagers"),
-            },
-            "stateFiles": outcome.versions.to_dict(),
-        },
+        "node": _node_dict(outcome),
         "stateDir": outcome.state_dir,
         "dryRun": outcome.dry_run,
         "wrote": outcome.wrote,
@@ -194,12 +173,38 @@ def outcome_to_dict(outcome: SimulationOutcome) -> dict[str, Any]:
         "results": [_admission_dict(a) for a in outcome.admissions],
         "summary": {"admitted": admitted, "rejected": len(outcome.admissions) - admitted},
         "final": {
-            "allCpus": cpuset_view(topo.all_cpus),
+            "allCpus": cpuset_view(outcome.node.topology.all_cpus),
             "defaultCpuSet": cpuset_view(snap.default_cpuset),
             **CPUPools.of(snap).to_dict(),
             "numa": _numa_dicts(snap),
             "pods": [_pod_dict(snap, p) for p in snap.pods],
         },
+    }
+
+
+def _node_dict(outcome: SimulationOutcome) -> dict[str, Any]:
+    """The simulated node: release, topology, configuration and the state files' versions."""
+    node = outcome.node
+    config = node.config
+    topo = node.topology
+    return {
+        "name": node.name,
+        "release": config.release,
+        "topology": {
+            "source": outcome.topology_kind,
+            "argument": outcome.topology_arg,
+            "name": topo.name,
+            "numCpus": topo.num_cpus,
+            "numCores": topo.num_cores,
+            "numSockets": topo.num_sockets,
+            "numNumaNodes": topo.num_numa_nodes,
+        },
+        "kubeletConfig": config.to_dict(),
+        "featureGates": {
+            "PodLevelResources": config.gate("PodLevelResources"),
+            "PodLevelResourceManagers": config.gate("PodLevelResourceManagers"),
+        },
+        "stateFiles": outcome.versions.to_dict(),
     }
 
 

@@ -194,32 +194,8 @@ def build_cpu_map(topo: CPUTopology) -> CpuMap:
         socket_cpus = topo.cpus_of_socket(socket_id)
         numa_boxes: list[NumaBox] = []
         for numa_id in topo.numa_nodes_of(socket_cpus):
-            numa_all = topo.cpus_of_numa_node(numa_id)
-            cpus = socket_cpus & numa_all
-            groups: list[UncoreGroup] = []
-            for uncore_id in topo.uncore_caches_of(cpus):
-                group_cpus = cpus & topo.cpus_of_uncore_cache(uncore_id)
-                cores = [
-                    CoreBox(id=core_id, cpus=list(group_cpus & topo.cpus_of_core(core_id)))
-                    for core_id in topo.cores_of(group_cpus)
-                ]
-                cores.sort(key=lambda c: c.cpus[0])
-                groups.append(UncoreGroup(id=uncore_id, cores=cores))
-            memory = None
-            if numa_id not in memory_shown:
-                memory = _numa_memory(topo, numa_id)
-                memory_shown.add(numa_id)
-            numa_boxes.append(
-                NumaBox(
-                    id=numa_id,
-                    cpus=str(cpus),
-                    cpu_count=cpus.size(),
-                    uncore_groups=groups,
-                    show_uncore_groups=len(groups) > 1,
-                    also_in_sockets=[s for s in topo.sockets_of(numa_all) if s != socket_id],
-                    memory=memory,
-                )
-            )
+            numa_boxes.append(_numa_box(topo, socket_id, numa_id, numa_id not in memory_shown))
+            memory_shown.add(numa_id)
         sockets.append(SocketBox(id=socket_id, cpus=str(socket_cpus), numa_nodes=numa_boxes))
     memory_only = [
         view
@@ -233,6 +209,31 @@ def build_cpu_map(topo: CPUTopology) -> CpuMap:
         sockets=sockets,
         memory_only_numa_nodes=memory_only,
         distances=DistanceTable(nodes=nodes, rows=rows, reported=reported),
+    )
+
+
+def _numa_box(topo: CPUTopology, socket_id: int, numa_id: int, with_memory: bool) -> NumaBox:
+    """The part of NUMA node ``numa_id`` in socket ``socket_id``: its L3 groups of cores,
+    the other sockets it spans, and (``with_memory``) its memory."""
+    numa_all = topo.cpus_of_numa_node(numa_id)
+    cpus = topo.cpus_of_socket(socket_id) & numa_all
+    groups: list[UncoreGroup] = []
+    for uncore_id in topo.uncore_caches_of(cpus):
+        group_cpus = cpus & topo.cpus_of_uncore_cache(uncore_id)
+        cores = [
+            CoreBox(id=core_id, cpus=list(group_cpus & topo.cpus_of_core(core_id)))
+            for core_id in topo.cores_of(group_cpus)
+        ]
+        cores.sort(key=lambda c: c.cpus[0])
+        groups.append(UncoreGroup(id=uncore_id, cores=cores))
+    return NumaBox(
+        id=numa_id,
+        cpus=str(cpus),
+        cpu_count=cpus.size(),
+        uncore_groups=groups,
+        show_uncore_groups=len(groups) > 1,
+        also_in_sockets=[s for s in topo.sockets_of(numa_all) if s != socket_id],
+        memory=_numa_memory(topo, numa_id) if with_memory else None,
     )
 
 

@@ -25,7 +25,9 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from markupsafe import Markup, escape
-from python_multipart.multipart import MultipartParseError, MultipartParser, parse_options_header
+from python_multipart.multipart import MultipartParseError, parse_options_header
+
+from app.web.multipart import MultipartParts
 
 FIELD = "csrf_token"
 HEADER = "x-csrf-token"
@@ -76,53 +78,34 @@ def token_from_body(content_type: str, body: bytes) -> str | None:
     return None
 
 
+class _TokenPart(MultipartParts):
+    """The first ``csrf_token`` part of a form body (its first 200-odd bytes are plenty)."""
+
+    def __init__(self, boundary: bytes) -> None:
+        super().__init__(boundary)
+        self.data = bytearray()
+        self.value: str | None = None
+
+    def part_started(self) -> None:
+        self.data = bytearray()
+
+    def part_data(self, data: bytes) -> None:
+        if self.name == FIELD and len(self.data) <= 200:
+            self.data += data
+
+    def part_ended(self) -> None:
+        if self.name == FIELD and self.value is None:
+            self.value = bytes(self.data).decode("utf-8", "replace")
+
+
 def _multipart_token(boundary: bytes, body: bytes) -> str | None:
-    found: dict[str, Any] = {"name": None, "value": None, "data": bytearray()}
-    header = {"field": bytearray(), "value": bytearray()}
-
-    def on_part_begin() -> None:
-        found["name"] = None
-        found["data"] = bytearray()
-
-    def on_header_field(data: bytes, start: int, end: int) -> None:
-        header["field"] += data[start:end]
-
-    def on_header_value(data: bytes, start: int, end: int) -> None:
-        header["value"] += data[start:end]
-
-    def on_header_end() -> None:
-        if bytes(header["field"]).lower() == b"content-disposition":
-            _, params = parse_options_header(bytes(header["value"]))
-            name = params.get(b"name")
-            found["name"] = name.decode("latin-1") if name is not None else None
-        header["field"], header["value"] = bytearray(), bytearray()
-
-    def on_part_data(data: bytes, start: int, end: int) -> None:
-        if found["name"] == FIELD and len(found["data"]) <= 200:
-            found["data"] += data[start:end]
-
-    def on_part_end() -> None:
-        if found["name"] == FIELD and found["value"] is None:
-            found["value"] = bytes(found["data"]).decode("utf-8", "replace")
-
-    parser = MultipartParser(
-        boundary,
-        {
-            "on_part_begin": on_part_begin,
-            "on_header_field": on_header_field,
-            "on_header_value": on_header_value,
-            "on_header_end": on_header_end,
-            "on_part_data": on_part_data,
-            "on_part_end": on_part_end,
-        },
-    )
+    parts = _TokenPart(boundary)
     try:
-        parser.write(body)
-        parser.finalize()
+        parts.write(body)
+        parts.finalize()
     except MultipartParseError:
         pass  # the route reports the malformed body; a token found so far still counts
-    value: str | None = found["value"]
-    return value
+    return parts.value
 
 
 def csrf_field(context: Mapping[str, Any]) -> Markup:

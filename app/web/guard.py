@@ -193,27 +193,12 @@ class RequestGuard:
         method = scope["method"]
         path = scope["path"]
         host_header = headers.get("host", "")
-        # The API renders no forms and checks no CSRF token: its clients get no cookie, and
-        # its hot GETs skip the cookie parsing and token generation.
-        token: str | None = None
-        issued = cookie_name = None
-        if not path.startswith("/api/"):
-            _, port = split_host(host_header)
-            cookie_name = csrf.cookie_name(port)
-            token = Request(scope).cookies.get(cookie_name)
-            if not csrf.usable(token):
-                token = issued = csrf.new_token()
-            scope.setdefault("state", {})[csrf.STATE_KEY] = token
+        token, issued, cookie_name = self._csrf_token(scope, path, host_header)
         send = self._with_headers(send, path, cookie_name if issued else None, issued)
 
-        if not self.hosts.allows(host_header) and not self._probe(method, path, host_header):
-            shown = host_header[:100] or "(none)"
-            await self._refuse(
-                scope, receive, send,
-                ErrorInfo(400, "BadRequest", f"Host {shown!r} is not allowed; add it to "
-                          "NUMASCOPE_ALLOWED_HOSTS (comma-separated) to reach this server by "
-                          "that name", "Host"),
-            )  # fmt: skip
+        refusal = self._host_refusal(method, path, host_header)
+        if refusal is not None:
+            await self._refuse(scope, receive, send, refusal)
             return
         if method in SAFE_METHODS:
             await self.app(scope, receive, send)
@@ -232,23 +217,63 @@ class RequestGuard:
             await self.app(scope, receive, send)
             return
         body, refusal = await _read_body(headers, receive, path in UPLOAD_PATHS)
-        media = _media_type(headers)
-        if refusal is None and body and is_json_type(media):
-            refusal = _json_refusal(body)
-        if refusal is None and method == "POST" and not path.startswith("/api/"):
-            given = headers.get(csrf.HEADER) or csrf.token_from_body(
-                headers.get("content-type", ""), body
-            )
-            if issued is not None or not csrf.matches(token, given):
-                refusal = ErrorInfo(
-                    403, "Forbidden",
-                    "the form's CSRF token is missing or does not match this browser's cookie; "
-                    "reload the page and submit the form again", "csrf_token",
-                )  # fmt: skip
+        if refusal is None:
+            refusal = self._body_refusal(headers, body, method, path, None if issued else token)
         if refusal is not None:
             await self._refuse(scope, _replay(b"", receive), send, refusal)
             return
         await self.app(scope, _replay(body, receive), send)
+
+    @staticmethod
+    def _csrf_token(
+        scope: Scope, path: str, host_header: str
+    ) -> tuple[str | None, str | None, str | None]:
+        """The browser's CSRF token (from its cookie, else a new one: then also ``issued``),
+        and the cookie's name. The API renders no forms and checks no CSRF token: its clients
+        get no cookie, and its hot GETs skip the cookie parsing and token generation."""
+        if path.startswith("/api/"):
+            return None, None, None
+        _, port = split_host(host_header)
+        cookie_name = csrf.cookie_name(port)
+        token = Request(scope).cookies.get(cookie_name)
+        issued = None
+        if not csrf.usable(token):
+            token = issued = csrf.new_token()
+        scope.setdefault("state", {})[csrf.STATE_KEY] = token
+        return token, issued, cookie_name
+
+    @staticmethod
+    def _body_refusal(
+        headers: Headers, body: bytes, method: str, path: str, cookie_token: str | None
+    ) -> ErrorInfo | None:
+        """Why a body is refused: JSON we will not parse, or a form POST whose CSRF token is
+        not the cookie's (``cookie_token`` is ``None`` when the browser brought none)."""
+        if body and is_json_type(_media_type(headers)):
+            refusal = _json_refusal(body)
+            if refusal is not None:
+                return refusal
+        if method != "POST" or path.startswith("/api/"):
+            return None
+        given = headers.get(csrf.HEADER) or csrf.token_from_body(
+            headers.get("content-type", ""), body
+        )
+        if cookie_token is None or not csrf.matches(cookie_token, given):
+            return ErrorInfo(
+                403, "Forbidden",
+                "the form's CSRF token is missing or does not match this browser's cookie; "
+                "reload the page and submit the form again", "csrf_token",
+            )  # fmt: skip
+        return None
+
+    def _host_refusal(self, method: str, path: str, host_header: str) -> ErrorInfo | None:
+        """A request for a host name the server does not answer to (probes excepted)."""
+        if self.hosts.allows(host_header) or self._probe(method, path, host_header):
+            return None
+        shown = host_header[:100] or "(none)"
+        return ErrorInfo(
+            400, "BadRequest", f"Host {shown!r} is not allowed; add it to "
+            "NUMASCOPE_ALLOWED_HOSTS (comma-separated) to reach this server by that name", "Host",
+        )  # fmt: skip
 
     @staticmethod
     def _probe(method: str, path: str, host_header: str) -> bool:

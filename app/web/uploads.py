@@ -12,12 +12,12 @@ so. A malformed or truncated body, too many or too long form fields: ``BadUpload
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from python_multipart.multipart import MultipartParseError, MultipartParser, parse_options_header
+from python_multipart.multipart import MultipartParseError, parse_options_header
 from starlette.requests import Request
 
 from app.services.checkpoints import CheckpointServiceError, UploadTooLargeError
+from app.web.multipart import MultipartParts
 
 MAX_UPLOAD_BYTES = 16 * 1024 * 1024
 # Multipart framing and the small form fields on top of the file.
@@ -70,73 +70,46 @@ async def read_upload(request: Request, limit: int = MAX_UPLOAD_BYTES) -> Upload
     return await _read_multipart(request, boundary, limit)
 
 
-async def _read_multipart(request: Request, boundary: bytes, limit: int) -> Upload:
-    upload = Upload()
-    part: dict[str, Any] = {}
-    header_field = bytearray()
-    header_value = bytearray()
+class _UploadParts(MultipartParts):
+    """The parts of an upload: the ``file`` part's content (at most ``limit`` bytes) and up to
+    ``_MAX_FIELDS`` small form fields."""
 
-    def on_part_begin() -> None:
-        part.clear()
-        part.update(headers={}, data=bytearray(), open=True)
+    def __init__(self, boundary: bytes, limit: int) -> None:
+        super().__init__(boundary)
+        self.upload = Upload()
+        self.limit = limit
+        self.data = bytearray()
 
-    def on_header_field(data: bytes, start: int, end: int) -> None:
-        header_field.extend(data[start:end])
-
-    def on_header_value(data: bytes, start: int, end: int) -> None:
-        header_value.extend(data[start:end])
-
-    def on_header_end() -> None:
-        part["headers"][bytes(header_field).lower()] = bytes(header_value)
-        header_field.clear()
-        header_value.clear()
-
-    def on_headers_finished() -> None:
-        disposition = part["headers"].get(b"content-disposition", b"")
-        _, opts = parse_options_header(disposition)
-        part["name"] = opts.get(b"name", b"").decode("utf-8", "replace")
-        filename = opts.get(b"filename")
-        part["filename"] = filename.decode("utf-8", "replace") if filename is not None else None
-        part["is_file"] = part["name"] == "file"
-        if len(upload.fields) >= _MAX_FIELDS:
+    def part_started(self) -> None:
+        self.data = bytearray()
+        if len(self.upload.fields) >= _MAX_FIELDS:
             raise BadUploadError(f"too many form fields (at most {_MAX_FIELDS})")
 
-    def on_part_data(data: bytes, start: int, end: int) -> None:
-        buf: bytearray = part["data"]
-        buf.extend(data[start:end])
-        if part.get("is_file"):
-            if len(buf) > limit:
+    def part_data(self, data: bytes) -> None:
+        self.data.extend(data)
+        if self.name == "file":
+            if len(self.data) > self.limit:
                 raise UploadTooLargeError()
-        elif len(buf) > _MAX_FIELD_BYTES:
-            raise BadUploadError(f"form field {part.get('name')!r} is longer than 1 KiB")
+        elif len(self.data) > _MAX_FIELD_BYTES:
+            raise BadUploadError(f"form field {self.name!r} is longer than 1 KiB")
 
-    def on_part_end() -> None:
-        part["open"] = False
-        if part.get("is_file"):
-            upload.filename = part.get("filename") or None
-            upload.content = bytes(part["data"])
-        elif part.get("name"):
-            upload.fields[part["name"]] = bytes(part["data"]).decode("utf-8", "replace")
+    def part_ended(self) -> None:
+        if self.name == "file":
+            self.upload.filename = self.filename or None
+            self.upload.content = bytes(self.data)
+        elif self.name:
+            self.upload.fields[self.name] = bytes(self.data).decode("utf-8", "replace")
 
-    parser = MultipartParser(
-        boundary,
-        {
-            "on_part_begin": on_part_begin,
-            "on_part_data": on_part_data,
-            "on_part_end": on_part_end,
-            "on_header_field": on_header_field,
-            "on_header_value": on_header_value,
-            "on_header_end": on_header_end,
-            "on_headers_finished": on_headers_finished,
-        },
-    )
+
+async def _read_multipart(request: Request, boundary: bytes, limit: int) -> Upload:
+    parts = _UploadParts(boundary, limit)
     try:
         async for chunk in request.stream():
             if chunk:
-                parser.write(chunk)
-        parser.finalize()
+                parts.write(chunk)
+        parts.finalize()
     except MultipartParseError as exc:
         raise BadUploadError(f"the multipart body is malformed: {exc}") from None
-    if part.get("open"):
+    if parts.open:
         raise BadUploadError("the multipart body ends inside a part (truncated upload?)")
-    return upload
+    return parts.upload

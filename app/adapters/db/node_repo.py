@@ -133,18 +133,12 @@ class NodeWrite:
 
 
 @contextmanager
-def write(engine: Engine, node_id: int) -> Iterator[NodeWrite | None]:
-    """The node's write transaction (``None`` when the node no longer exists)."""
+def _write_session(engine: Engine) -> Iterator[Session]:
+    """A session on the immediate (write-locking) engine; rolled back on any error, closed
+    always. Committing is the caller's (``NodeWrite.commit``)."""
     session = Session(immediate_engine(engine), expire_on_commit=False)
     try:
-        query = select(NodeRecord).where(col(NodeRecord.id) == node_id)
-        if engine.dialect.name != "sqlite":
-            query = query.with_for_update()
-        record = session.exec(query).first()
-        tx = NodeWrite(session, record) if record is not None else None
-        yield tx
-        if tx is not None and not tx.committed:
-            session.rollback()
+        yield session
     except BaseException:
         session.rollback()
         raise
@@ -153,21 +147,29 @@ def write(engine: Engine, node_id: int) -> Iterator[NodeWrite | None]:
 
 
 @contextmanager
+def write(engine: Engine, node_id: int) -> Iterator[NodeWrite | None]:
+    """The node's write transaction (``None`` when the node no longer exists)."""
+    with _write_session(engine) as session:
+        query = select(NodeRecord).where(col(NodeRecord.id) == node_id)
+        if engine.dialect.name != "sqlite":
+            query = query.with_for_update()
+        record = session.exec(query).first()
+        tx = NodeWrite(session, record) if record is not None else None
+        yield tx
+        if tx is not None and not tx.committed:
+            session.rollback()
+
+
+@contextmanager
 def create(engine: Engine, record: NodeRecord) -> Iterator[NodeWrite]:
     """Insert a node's definition in a write transaction the caller commits."""
-    session = Session(immediate_engine(engine), expire_on_commit=False)
-    try:
+    with _write_session(engine) as session:
         session.add(record)
         session.flush()
         tx = NodeWrite(session, record)
         yield tx
         if not tx.committed:
             session.rollback()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
 
 
 _NODES = NodeRecord.__table__  # type: ignore[attr-defined]

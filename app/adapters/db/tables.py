@@ -17,6 +17,7 @@ them back without a zone (``as_utc`` puts it back).
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
@@ -103,6 +104,20 @@ class AdmissionRecord(SQLModel, table=True):
     created_at: datetime = Field(
         default_factory=utc_now, sa_column=sa.Column(sa.DateTime(timezone=True), nullable=False)
     )
+
+    def decision(self) -> dict[str, Any]:
+        """What the row records, by field name: the submission, the action, the pod and the
+        kubelet's verdict (the log views add ids, times and links of their own)."""
+        return {
+            "batch": self.batch,
+            "action": self.action,
+            "namespace": self.namespace,
+            "name": self.name,
+            "uid": self.uid,
+            "admitted": self.admitted,
+            "reason": self.reason,
+            "message": self.message,
+        }
 
 
 __all__ = [

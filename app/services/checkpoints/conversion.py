@@ -36,6 +36,7 @@ from app.domain.checkpoint import (
     ConversionError,
     ConversionResult,
     Reader,
+    VersionInfo,
     convert,
     detect_version,
     parse_reader,
@@ -62,21 +63,18 @@ class ConvertOutcome:
     unchanged: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        r = self.result
+        result = self.result.to_dict()
+        content = result.pop("content")
         return {
             "source": str(self.source),
             "out": str(self.out),
             "backup": str(self.backup) if self.backup is not None else None,
             "sameFile": self.same_file,
             "unchanged": self.unchanged,
-            "manager": r.manager,
-            "from": r.source.to_dict(),
-            "toVersion": r.to_version,
-            "target": r.target.to_dict() if r.target is not None else None,
-            "lost": list(r.lost),
-            "notes": list(r.notes),
-            "verdict": r.verdict.to_dict() if r.verdict is not None else None,
-            "bytes": len(r.content.encode("utf-8")),
+            "manager": result.pop("manager"),
+            "from": result.pop("source"),
+            **result,  # toVersion, target, lost, notes, verdict
+            "bytes": len(content.encode("utf-8")),
         }
 
 
@@ -135,12 +133,7 @@ def convert_file(
     src, dst = Path(source), Path(out)
     if to_version is None and release is None:
         raise CheckpointUsageError("give --to VERSION or --release RELEASE (or both)", "to")
-    target: Reader | None = None
-    if release is not None:
-        try:
-            target = parse_reader(release)
-        except CheckpointError as exc:
-            raise CheckpointUsageError(exc.message, "release") from None
+    target = _target(release)
     content, too_large = read_source(src)
     if content is None:
         raise ConversionRefusedError(
@@ -151,18 +144,7 @@ def convert_file(
         info = detect_version(content, hint)
     except CheckpointError as exc:
         raise ConversionRefusedError(f"cannot convert {src}: {exc.message}") from None
-    version: str | None = None
-    if to_version is not None:
-        text = to_version.strip().upper()
-        version = text if text.startswith("V") else "V" + text
-        allowed = CPU_VERSIONS if info.manager == "cpu" else MEMORY_VERSIONS
-        if version not in allowed:
-            raise CheckpointUsageError(
-                f"{info.file_name} has no version {to_version!r}; expected one of "
-                f"{', '.join(allowed)} (memory versions are numbered separately: memory V3 is "
-                f"the {releases.STATE_FILE_WRITERS[('memory', 'V3')]} format)",
-                "to",
-            )
+    version = _version(info, to_version) if to_version is not None else None
     if (
         target is not None
         and info.manager == "memory"
@@ -175,6 +157,39 @@ def convert_file(
         result = convert(content, version, target, force, manager=info.manager)
     except ConversionError as exc:
         raise ConversionRefusedError(exc.message.replace("(use force", "(use --force")) from None
+    return _write(src, dst, result, clock)
+
+
+def _target(release: str | None) -> Reader | None:
+    """The kubelet ``--release`` names, which will read the converted file."""
+    if release is None:
+        return None
+    try:
+        return parse_reader(release)
+    except CheckpointError as exc:
+        raise CheckpointUsageError(exc.message, "release") from None
+
+
+def _version(info: VersionInfo, to_version: str) -> str:
+    """``--to`` as a version of the file's manager (``v2``, ``2`` and ``V2`` alike)."""
+    text = to_version.strip().upper()
+    version = text if text.startswith("V") else "V" + text
+    allowed = CPU_VERSIONS if info.manager == "cpu" else MEMORY_VERSIONS
+    if version not in allowed:
+        raise CheckpointUsageError(
+            f"{info.file_name} has no version {to_version!r}; expected one of "
+            f"{', '.join(allowed)} (memory versions are numbered separately: memory V3 is "
+            f"the {releases.STATE_FILE_WRITERS[('memory', 'V3')]} format)",
+            "to",
+        )
+    return version
+
+
+def _write(
+    src: Path, dst: Path, result: ConversionResult, clock: Callable[[], str]
+) -> ConvertOutcome:
+    """Put the converted file at ``dst``, first keeping what ``dst`` held as a backup; nothing
+    is written when ``dst`` already holds exactly the result."""
     current = _check_out(dst)
     same = dst.exists() and src.exists() and os.path.samefile(src, dst)
     new_bytes = result.content.encode("utf-8")

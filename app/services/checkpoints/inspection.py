@@ -183,27 +183,26 @@ MAX_INSPECT_MEMBERS = 25_000
 TOO_MANY_MEMBERS = "too-many-members"
 
 
-def _too_large_report(size: int, manager: str | None) -> InspectionReport:
-    message = CheckpointTooLargeError(size).message
+def _unread_report(data: bytes, size: int, manager: str | None) -> InspectionReport | None:
+    """The report of a file too large to read (by its size, or its object members, which
+    bound the work of every release reader), or ``None`` when it may be read."""
+    if size > MAX_FILE_BYTES:
+        code, message = "too-large", CheckpointTooLargeError(size).message
+    # A colon per object member (a real state file has none inside its strings; a hostile one
+    # only counts higher), counted in C.
+    elif (members := data.count(b":")) > MAX_INSPECT_MEMBERS:
+        code = TOO_MANY_MEMBERS
+        message = (
+            f"the file has {members} JSON object members; the inspector reads at most "
+            f"{MAX_INSPECT_MEMBERS} (a kubelet with a thousand containers writes a few thousand)"
+        )
+    else:
+        return None
     return InspectionReport(
         readable=False,
         size=size,
         manager=manager,
-        issues=(Issue("too-large", "error", message),),
-        error=message,
-    )
-
-
-def _too_many_members_report(members: int, size: int, manager: str | None) -> InspectionReport:
-    message = (
-        f"the file has {members} JSON object members; the inspector reads at most "
-        f"{MAX_INSPECT_MEMBERS} (a kubelet with a thousand containers writes a few thousand)"
-    )
-    return InspectionReport(
-        readable=False,
-        size=size,
-        manager=manager,
-        issues=(Issue(TOO_MANY_MEMBERS, "error", message),),
+        issues=(Issue(code, "error", message),),
         error=message,
     )
 
@@ -227,17 +226,10 @@ def inspect_content(
     ``live_pod_uids`` (the pods the node knows) adds ``stale-entry`` issues."""
     targets = tuple(targets)
     data = content.encode("utf-8", "surrogatepass") if isinstance(content, str) else content
-    real_size = size if size is not None else len(data)
     hint = manager if manager is not None else manager_for_name(source)
-    if real_size > MAX_FILE_BYTES:
-        return InspectionView(source, _too_large_report(real_size, hint), (), policy, targets)
-    # Every release reader decodes the whole file: bound the work before any of it. A colon
-    # per object member (a real state file has none inside its strings; a hostile one only
-    # counts higher), counted in C.
-    members = data.count(b":")
-    if members > MAX_INSPECT_MEMBERS:
-        report = _too_many_members_report(members, real_size, hint)
-        return InspectionView(source, report, (), policy, targets)
+    unread = _unread_report(data, size if size is not None else len(data), hint)
+    if unread is not None:
+        return InspectionView(source, unread, (), policy, targets)
     extra: dict[str, Any] = {"state_dir": state_dir} if state_dir is not None else {}
     if pod_names:
         extra["pod_names"] = pod_names
@@ -245,28 +237,46 @@ def inspect_content(
     if not report.readable and manager is None and hint is not None:
         # A truncated or hostile file has no keys to tell the manager: its name does.
         report = inspect(data, hint, configured_policy=policy, targets=targets, **extra)
-    consistency: tuple[Issue, ...] = ()
-    tables: tuple[Table, ...] = ()
+    view = InspectionView(source, report, (), policy, targets)
     if report.readable and report.manager is not None:
-        found = (
-            check_consistency(cpu=data, live_pod_uids=live_pod_uids)
-            if report.manager == "cpu"
-            else check_consistency(memory=data, live_pod_uids=live_pod_uids)
+        view = replace(
+            view,
+            consistency=_consistency(data, report.manager, live_pod_uids),
+            tables=content_tables(report.state) if report.state is not None else (),
         )
-        consistency = tuple(i for i in found if i.code not in DUPLICATE_CODES)
-        if report.state is not None:
-            tables = content_tables(report.state)
-    view = InspectionView(source, report, consistency, policy, targets, tables)
     if report.manager is None or report.version is None:
         return view
+    return replace(view, rescues=_rescues(view, data, report.manager, targets, policy))
+
+
+def _consistency(
+    data: bytes, manager: str, live_pod_uids: Sequence[str] | None
+) -> tuple[Issue, ...]:
+    """The file's consistency findings the report does not already make."""
+    found = (
+        check_consistency(cpu=data, live_pod_uids=live_pod_uids)
+        if manager == "cpu"
+        else check_consistency(memory=data, live_pod_uids=live_pod_uids)
+    )
+    return tuple(i for i in found if i.code not in DUPLICATE_CODES)
+
+
+def _rescues(
+    view: InspectionView,
+    data: bytes,
+    manager: str,
+    targets: tuple[Reader, ...],
+    policy: str | None,
+) -> dict[str, tuple[Rescue, ...]]:
+    """The conversions that rescue the file, for each release that fails on it or loses
+    something."""
     rescued: dict[str, tuple[Rescue, ...]] = {}
-    for verdict, target in zip(report.verdicts, targets, strict=True):
+    for verdict, target in zip(view.report.verdicts, targets, strict=True):
         if verdict.verdict in (WILL_FAIL, COMPATIBLE_WITH_LOSS):
-            reader = target.with_policy(policy)
-            rescues = rescues_for(source, data, report.manager, reader, view)
+            rescues = rescues_for(view.source, data, manager, target.with_policy(policy), view)
             if rescues:
                 rescued[verdict.target] = rescues
-    return replace(view, rescues=rescued)
+    return rescued
 
 
 def read_source(path: str | Path) -> tuple[bytes | None, int | None]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.domain.snapshot import NodeSnapshot
-from app.domain.topology import hugepage_resource_name
+from app.domain.snapshot import NodeSnapshot, PodAllocation
+from app.domain.topology import NUMANodeMemory, hugepage_resource_name
 from app.services.node_views.models import (
     POOLS,
     CpuSetView,
@@ -29,72 +29,15 @@ from app.services.topologies import CpuMap, build_cpu_map
 def memory_views(
     snapshot: NodeSnapshot, owners: Owners, node: str
 ) -> dict[int, NodeNumaMemoryView]:
-    topo = snapshot.topology
-    out: dict[int, NodeNumaMemoryView] = {}
+    """Memory and hugepages per NUMA node; with the memory manager's state, what each pod
+    holds of them."""
     if not snapshot.memory:
-        for mem in topo.memory:
-            resources = [
-                MemoryResourceView(
-                    resource="memory",
-                    total=mem.regular_memory_bytes(),
-                    system_reserved=0,
-                    allocatable=mem.regular_memory_bytes(),
-                    reserved=0,
-                    free=mem.regular_memory_bytes(),
-                )
-            ]
-            for size, pages in sorted(mem.hugepages.items()):
-                resources.append(
-                    MemoryResourceView(
-                        resource=hugepage_resource_name(size),
-                        total=size * pages,
-                        system_reserved=0,
-                        allocatable=size * pages,
-                        reserved=0,
-                        free=size * pages,
-                    )
-                )
-            out[mem.numa_id] = NodeNumaMemoryView(
-                numa_node=mem.numa_id, accounted=False, resources=resources
-            )
-        return out
-
-    # Per pod, per (NUMA node, resource): charge blocks in ascending node order.
-    reserved_left: dict[tuple[int, str], int] = {}
-    for m in snapshot.memory:
-        for name, t in m.memory_map.items():
-            reserved_left[(m.numa_id, name)] = t.reserved
-    use: dict[tuple[int, str], list[MemoryUse]] = {}
-    for p in snapshot.pods:
-        key = f"{p.namespace}/{p.name}"
-        charged: dict[tuple[int, str], int] = {}
-        for block in pod_memory_blocks(p):
-            nodes = sorted(set(block.numa_affinity))
-            left = block.size
-            for i, n in enumerate(nodes):
-                slot = (n, block.type)
-                room = max(reserved_left.get(slot, 0), 0)
-                take = left if i == len(nodes) - 1 else min(left, room)
-                if take:
-                    charged[slot] = charged.get(slot, 0) + take
-                    reserved_left[slot] = reserved_left.get(slot, 0) - take
-                left -= take
-                if not left:
-                    break
-        for slot, size in charged.items():
-            use.setdefault(slot, []).append(
-                MemoryUse(
-                    pod=key,
-                    tag=owners.pod_tags[key],
-                    colour=owners.pod_colours[key],
-                    bytes=size,
-                    url=pod_url(node, p.namespace, p.name),
-                )
-            )
+        return {mem.numa_id: _unaccounted(mem) for mem in snapshot.topology.memory}
+    use = _memory_use(snapshot, owners, node)
+    out: dict[int, NodeNumaMemoryView] = {}
     for m in snapshot.memory:
         resources = []
-        names = sorted(m.memory_map, key=resource_order)
-        for name in names:
+        for name in sorted(m.memory_map, key=resource_order):
             t = m.memory_map[name]
             resources.append(
                 MemoryResourceView(
@@ -111,6 +54,66 @@ def memory_views(
             numa_node=m.numa_id, accounted=True, resources=resources
         )
     return out
+
+
+def _unaccounted(mem: NUMANodeMemory) -> NodeNumaMemoryView:
+    """A NUMA node's memory and hugepages when no memory manager accounts them: all free."""
+    sizes = [("memory", mem.regular_memory_bytes())]
+    sizes += [(hugepage_resource_name(size), size * n) for size, n in sorted(mem.hugepages.items())]
+    resources = [
+        MemoryResourceView(
+            resource=name, total=b, system_reserved=0, allocatable=b, reserved=0, free=b
+        )
+        for name, b in sizes
+    ]
+    return NodeNumaMemoryView(numa_node=mem.numa_id, accounted=False, resources=resources)
+
+
+def _memory_use(
+    snapshot: NodeSnapshot, owners: Owners, node: str
+) -> dict[tuple[int, str], list[MemoryUse]]:
+    """Per (NUMA node, resource), what each pod holds there."""
+    reserved_left: dict[tuple[int, str], int] = {}
+    for m in snapshot.memory:
+        for name, t in m.memory_map.items():
+            reserved_left[(m.numa_id, name)] = t.reserved
+    use: dict[tuple[int, str], list[MemoryUse]] = {}
+    for p in snapshot.pods:
+        key = f"{p.namespace}/{p.name}"
+        for slot, size in _charge(p, reserved_left).items():
+            use.setdefault(slot, []).append(
+                MemoryUse(
+                    pod=key,
+                    tag=owners.pod_tags[key],
+                    colour=owners.pod_colours[key],
+                    bytes=size,
+                    url=pod_url(node, p.namespace, p.name),
+                )
+            )
+    return use
+
+
+def _charge(
+    pod: PodAllocation, reserved_left: dict[tuple[int, str], int]
+) -> dict[tuple[int, str], int]:
+    """Charge the pod's memory blocks to (NUMA node, resource) slots in ascending node order,
+    each node up to what is left of its reservation, the last node the rest;
+    ``reserved_left`` goes down by what is charged."""
+    charged: dict[tuple[int, str], int] = {}
+    for block in pod_memory_blocks(pod):
+        nodes = sorted(set(block.numa_affinity))
+        left = block.size
+        for i, n in enumerate(nodes):
+            slot = (n, block.type)
+            room = max(reserved_left.get(slot, 0), 0)
+            take = left if i == len(nodes) - 1 else min(left, room)
+            if take:
+                charged[slot] = charged.get(slot, 0) + take
+                reserved_left[slot] = reserved_left.get(slot, 0) - take
+            left -= take
+            if not left:
+                break
+    return charged
 
 
 def resource_order(name: str) -> tuple[int, str]:

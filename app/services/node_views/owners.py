@@ -155,6 +155,19 @@ class Owners:
                 title=f"CPU id {cpu} · reserved (kubelet reservedSystemCPUs / system) · {where}",
             )
         assert pod is not None
+        return self._pod_cell(cpu, where, pool, owner, pod, container, isolation)
+
+    def _pod_cell(
+        self,
+        cpu: int,
+        where: str,
+        pool: Pool,
+        owner: str,
+        pod: str,
+        container: str | None,
+        isolation: str | None,
+    ) -> CpuCell:
+        """A CPU of a pod: in its shared pool, or exclusive to one of its containers."""
         ns, _, name = pod.partition("/")
         url = pod_url(self.node, ns, name)
         if pool == "pod-shared":
@@ -213,9 +226,21 @@ class Owners:
     def legend(
         self, focus: str | None = None, focus_pools: Sequence[Pool] = ()
     ) -> list[LegendEntry]:
+        """An entry per owner of CPUs: the node-wide pools, then each pod's shared pool and
+        exclusive containers; ``focus`` (a pod key) keeps that pod and the node-wide pools
+        of ``focus_pools``, which its containers run on."""
         by_owner: dict[str, int] = {}
         for cpu, (_pool, owner, *_rest) in self.owner_of.items():
             by_owner[owner] = by_owner.get(owner, 0) | (1 << cpu)
+        entries = self._node_pool_entries(by_owner, focus, focus_pools)
+        for p in self.snapshot.pods:
+            if focus is None or f"{p.namespace}/{p.name}" == focus:
+                entries.extend(self._pod_entries(p, by_owner))
+        return entries
+
+    def _node_pool_entries(
+        self, by_owner: dict[str, int], focus: str | None, focus_pools: Sequence[Pool]
+    ) -> list[LegendEntry]:
         entries: list[LegendEntry] = []
         reserved = CPUSet.from_mask(by_owner.get(OWNER_RESERVED, 0))
         node_shared = self.cpus_of("node-shared")
@@ -236,51 +261,49 @@ class Owners:
             entries.append(
                 _pool_entry(OWNER_NODE_SHARED, "node-shared", "", shared_label, node_shared)
             )
-        for p in self.snapshot.pods:
-            key = f"{p.namespace}/{p.name}"
-            if focus is not None and key != focus:
-                continue
-            url = pod_url(self.node, p.namespace, p.name)
-            shared = CPUSet.from_mask(by_owner.get(key, 0))
-            if shared:
-                entries.append(
-                    LegendEntry(
-                        owner=key,
-                        pool="pod-shared",
-                        tag=self.pod_tags[key],
-                        label=f"{key} · pod shared pool",
-                        colour=self.pod_colours[key],
-                        cpus=str(shared),
-                        count=shared.size(),
-                        isolation="pod",
-                        url=url,
-                    )
-                )
-            for c in p.containers:
-                tag = self.container_tags.get((key, c.name))
-                if tag is None:
-                    continue
-                owner = f"{key}/{c.name}"
-                cpus = CPUSet.from_mask(by_owner.get(owner, 0))
-                if not cpus:
-                    continue
-                label = f"{key} · {c.name}"
-                if c.kind == "init":
-                    label += " (init; CPUs reused by later containers)"
-                entries.append(
-                    LegendEntry(
-                        owner=owner,
-                        pool="exclusive",
-                        tag=tag,
-                        label=label,
-                        colour=self.pod_colours[key],
-                        cpus=str(cpus),
-                        count=cpus.size(),
-                        isolation=c.isolation,
-                        url=f"{url}#container-{quote(c.name, safe='')}",
-                    )
-                )
         return entries
+
+    def _pod_entries(self, p: PodAllocation, by_owner: dict[str, int]) -> list[LegendEntry]:
+        """The pod's shared pool (when it has CPUs), then its containers with exclusive CPUs."""
+        key = f"{p.namespace}/{p.name}"
+        url = pod_url(self.node, p.namespace, p.name)
+        shared = CPUSet.from_mask(by_owner.get(key, 0))
+        entries = [self._pod_shared_entry(key, url, shared)] if shared else []
+        for c in p.containers:
+            tag = self.container_tags.get((key, c.name))
+            cpus = CPUSet.from_mask(by_owner.get(f"{key}/{c.name}", 0))
+            if tag is None or not cpus:
+                continue
+            label = f"{key} · {c.name}"
+            if c.kind == "init":
+                label += " (init; CPUs reused by later containers)"
+            entries.append(
+                LegendEntry(
+                    owner=f"{key}/{c.name}",
+                    pool="exclusive",
+                    tag=tag,
+                    label=label,
+                    colour=self.pod_colours[key],
+                    cpus=str(cpus),
+                    count=cpus.size(),
+                    isolation=c.isolation,
+                    url=f"{url}#container-{quote(c.name, safe='')}",
+                )
+            )
+        return entries
+
+    def _pod_shared_entry(self, key: str, url: str, shared: CPUSet) -> LegendEntry:
+        return LegendEntry(
+            owner=key,
+            pool="pod-shared",
+            tag=self.pod_tags[key],
+            label=f"{key} · pod shared pool",
+            colour=self.pod_colours[key],
+            cpus=str(shared),
+            count=shared.size(),
+            isolation="pod",
+            url=url,
+        )
 
 
 def _pool_entry(owner: str, pool: Pool, tag: str, label: str, cpus: CPUSet) -> LegendEntry:

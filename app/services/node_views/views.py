@@ -8,7 +8,7 @@ from typing import Any
 
 from app.domain.observed import UID_ONLY_NAMESPACE
 from app.domain.pools import Pools, pools_from_snapshot
-from app.domain.snapshot import NodeSnapshot
+from app.domain.snapshot import NodeSnapshot, PodAllocation
 from app.domain.topology import CPUTopology
 from app.services.encoded_json import EncodedMemo
 from app.services.node_views.cpu_map import (
@@ -100,20 +100,7 @@ class NodeViews:
         self.cpu_map = build_cpu_map(snapshot.topology)
         self.memory = memory_views(snapshot, self.owners, node)
         self.map = build_map(snapshot, self.owners, node, cpu_map=self.cpu_map, memory=self.memory)
-        self.pods = [
-            build_pod_row(snapshot, self.owners, node, p, pod_memory_requests.get(p.uid, {}))
-            for p in snapshot.pods
-        ]
-        if stale_uids or any(p.namespace == UID_ONLY_NAMESPACE for p in snapshot.pods):
-            self.pods = [
-                row.model_copy(
-                    update={
-                        "stale": row.uid in stale_uids,
-                        "uid_only": row.namespace == UID_ONLY_NAMESPACE,
-                    }
-                )
-                for row in self.pods
-            ]
+        self.pods = self._pod_rows(pod_memory_requests, stale_uids)
         self.topology = topology
         self.created_at = created_at
         self.kubelet_config_text = kubelet_config_text
@@ -123,6 +110,28 @@ class NodeViews:
         self.encoded = EncodedMemo()
         self._pools: dict[str, Any] | None = None if pools is None else pools.to_dict()
         self._numa_pools: list[NumaPoolRow] | None = None
+
+    def _pod_rows(
+        self, pod_memory_requests: dict[str, dict[str, int]], stale_uids: frozenset[str]
+    ) -> list[PodRow]:
+        """A row per pod; an observed node flags the pods its kubelet no longer runs and
+        those known by uid only."""
+        snapshot = self.snapshot
+        rows = [
+            build_pod_row(snapshot, self.owners, self.node, p, pod_memory_requests.get(p.uid, {}))
+            for p in snapshot.pods
+        ]
+        if not stale_uids and all(p.namespace != UID_ONLY_NAMESPACE for p in snapshot.pods):
+            return rows
+        return [
+            row.model_copy(
+                update={
+                    "stale": row.uid in stale_uids,
+                    "uid_only": row.namespace == UID_ONLY_NAMESPACE,
+                }
+            )
+            for row in rows
+        ]
 
     @property
     def pools(self) -> dict[str, Any]:
@@ -176,11 +185,47 @@ class NodeViews:
         return None
 
     def pod_view(self, summary: NodeSummary, row: PodRow, podresources: dict[str, Any]) -> PodView:
+        """One pod's page: the parts of its budget (exclusive slices, pod shared pool, node
+        shared pool) and the map of the NUMA nodes it uses."""
         p = self.snapshot.pod(row.namespace, row.name)
         assert p is not None
+        parts = self._exclusive_parts(p, row.key)
+        if p.has_pod_entry:
+            parts.append(
+                BudgetPart(
+                    part="pod-shared",
+                    label="pod shared pool",
+                    tag=row.tag,
+                    containers=[c.name for c in p.containers if c.isolation == "pod"],
+                    cpus=CpuSetView.of(p.shared_pool()),
+                    memory=row.budget.pod_shared_memory if row.budget else {},
+                )
+            )
+        focus_pools = self._node_shared_part(p, parts)
+        pod_map = build_map(
+            self.snapshot,
+            self.owners,
+            self.node,
+            cpu_map=self.cpu_map,
+            memory=self.memory,
+            focus=row.key,
+            numa_nodes=row.numa_nodes or self.snapshot.topology.numa_node_ids(),
+            focus_pools=focus_pools,
+        )
+        return PodView(
+            node=summary,
+            observed_at=iso(self.snapshot.observed_at),
+            pod=row,
+            parts=parts,
+            map=pod_map,
+            podresources=podresources,
+        )
+
+    def _exclusive_parts(self, p: PodAllocation, key: str) -> list[BudgetPart]:
+        """The exclusive slice of each container that has one, with its memory by type."""
         parts: list[BudgetPart] = []
         for c in p.containers:
-            tag = self.owners.container_tags.get((row.key, c.name))
+            tag = self.owners.container_tags.get((key, c.name))
             if tag is None:
                 continue
             mem: dict[str, int] = {}
@@ -196,63 +241,39 @@ class NodeViews:
                     memory=mem,
                 )
             )
-        pod_shared = [c.name for c in p.containers if c.isolation == "pod"]
-        shared_cpus = p.shared_pool()
-        shared_mem = row.budget.pod_shared_memory if row.budget else {}
-        if p.has_pod_entry:
-            parts.append(
-                BudgetPart(
-                    part="pod-shared",
-                    label="pod shared pool",
-                    tag=row.tag,
-                    containers=pod_shared,
-                    cpus=CpuSetView.of(shared_cpus),
-                    memory=shared_mem,
-                )
-            )
+        return parts
+
+    def _node_shared_part(self, p: PodAllocation, parts: list[BudgetPart]) -> list[Pool]:
+        """Add the node shared pool to ``parts`` when some container runs there; the node-wide
+        pools the pod's map shows."""
         node_shared = [c.name for c in p.containers if c.isolation == "host"]
-        focus_pools: list[Pool] = []
+        if not node_shared:
+            return []
         # One meaning of "node shared pool" everywhere (the node page's set); the reserved
         # CPUs a host container also runs on are named as such.
         reserved_too = self.snapshot.default_cpuset & self.snapshot.reserved_cpus
-        if node_shared:
-            focus_pools.append("node-shared")
-            if reserved_too:
-                focus_pools.append("reserved")
-            parts.append(
-                BudgetPart(
-                    part="node-shared",
-                    label="node shared pool",
-                    tag="",
-                    containers=node_shared,
-                    cpus=CpuSetView.of(self.owners.cpus_of("node-shared")),
-                    memory={},
-                    also_reserved=CpuSetView.of(reserved_too) if reserved_too else None,
-                )
+        parts.append(
+            BudgetPart(
+                part="node-shared",
+                label="node shared pool",
+                tag="",
+                containers=node_shared,
+                cpus=CpuSetView.of(self.owners.cpus_of("node-shared")),
+                memory={},
+                also_reserved=CpuSetView.of(reserved_too) if reserved_too else None,
             )
-        numa = row.numa_nodes or self.snapshot.topology.numa_node_ids()
-        pod_map = build_map(
-            self.snapshot,
-            self.owners,
-            self.node,
-            cpu_map=self.cpu_map,
-            memory=self.memory,
-            focus=row.key,
-            numa_nodes=numa,
-            focus_pools=focus_pools,
         )
-        return PodView(
-            node=summary,
-            observed_at=iso(self.snapshot.observed_at),
-            pod=row,
-            parts=parts,
-            map=pod_map,
-            podresources=podresources,
-        )
+        return ["node-shared", "reserved"] if reserved_too else ["node-shared"]
 
     def metric_samples(self) -> Iterable[tuple[str, dict[str, str], float]]:
         """``(series, labels, value)`` of users.md §5.4 for this node (``node`` label first)."""
-        node = self.node
+        yield from self._cpu_samples()
+        for p in self.snapshot.pods:
+            yield from self._pod_samples(p)
+        yield from self._memory_samples()
+
+    def _cpu_samples(self) -> Iterable[tuple[str, dict[str, str], float]]:
+        """CPUs per NUMA node and pool."""
         topo = self.snapshot.topology
         by_pool = {pool: self.owners.cpus_of(pool) for pool in POOLS}
         for n in topo.numa_node_ids():
@@ -260,34 +281,40 @@ class NodeViews:
             for pool in POOLS:
                 yield (
                     "cpus",
-                    {"node": node, "numa_node": str(n), "pool": pool.replace("-", "_")},
+                    {"node": self.node, "numa_node": str(n), "pool": pool.replace("-", "_")},
                     float((by_pool[pool] & cpus).size()),
                 )
-        for p in self.snapshot.pods:
-            key = f"{p.namespace}/{p.name}"
-            for c in p.containers:
-                if (key, c.name) not in self.owners.container_tags:
-                    continue
-                for n in topo.numa_nodes_of(c.cpuset):
-                    yield (
-                        "container_exclusive_cpus",
-                        {
-                            "node": node,
-                            "namespace": p.namespace,
-                            "pod": p.name,
-                            "container": c.name,
-                            "numa_node": str(n),
-                        },
-                        float((c.cpuset & topo.cpus_of_numa_node(n)).size()),
-                    )
-            if p.pod_cpuset is not None:
-                exclusive = p.exclusive_cpus() & p.pod_cpuset
-                for part, cpus in (("exclusive", exclusive), ("pod_shared", p.shared_pool())):
-                    yield (
-                        "pod_budget_cpus",
-                        {"node": node, "namespace": p.namespace, "pod": p.name, "part": part},
-                        float(cpus.size()),
-                    )
+
+    def _pod_samples(self, p: PodAllocation) -> Iterable[tuple[str, dict[str, str], float]]:
+        """A pod's exclusive CPUs per container and NUMA node, and its budget's parts."""
+        topo = self.snapshot.topology
+        key = f"{p.namespace}/{p.name}"
+        for c in p.containers:
+            if (key, c.name) not in self.owners.container_tags:
+                continue
+            for n in topo.numa_nodes_of(c.cpuset):
+                yield (
+                    "container_exclusive_cpus",
+                    {
+                        "node": self.node,
+                        "namespace": p.namespace,
+                        "pod": p.name,
+                        "container": c.name,
+                        "numa_node": str(n),
+                    },
+                    float((c.cpuset & topo.cpus_of_numa_node(n)).size()),
+                )
+        if p.pod_cpuset is not None:
+            exclusive = p.exclusive_cpus() & p.pod_cpuset
+            for part, cpus in (("exclusive", exclusive), ("pod_shared", p.shared_pool())):
+                yield (
+                    "pod_budget_cpus",
+                    {"node": self.node, "namespace": p.namespace, "pod": p.name, "part": part},
+                    float(cpus.size()),
+                )
+
+    def _memory_samples(self) -> Iterable[tuple[str, dict[str, str], float]]:
+        """Memory and hugepages per NUMA node and state, where the memory manager accounts."""
         for mem in self.memory.values():
             if not mem.accounted:
                 continue
@@ -302,7 +329,7 @@ class NodeViews:
                     yield (
                         "numa_memory_bytes",
                         {
-                            "node": node,
+                            "node": self.node,
                             "numa_node": str(mem.numa_node),
                             "resource": r.resource,
                             "state": state,

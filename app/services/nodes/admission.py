@@ -1,5 +1,5 @@
 """Admission helpers of the simulated-node service: the hint-search budget
-(``app.domain.hint_budget``) and the log rows of one submission. Conflicts, dry runs and
+(``app.domain.hint_budget``) and the log rows of one submission or removal. Conflicts, dry runs and
 admissions themselves are ``app.services.nodes.judge``.
 """
 
@@ -9,7 +9,13 @@ import functools
 import json
 from collections.abc import Sequence
 
-from app.adapters.db.tables import ACTION_ADMIT, ACTION_DRY_RUN, AdmissionRecord, utc_now
+from app.adapters.db.tables import (
+    ACTION_ADMIT,
+    ACTION_DRY_RUN,
+    ACTION_REMOVE,
+    AdmissionRecord,
+    utc_now,
+)
 from app.domain import hint_budget
 from app.domain.node import AdmissionResult
 from app.domain.node_pods import pod_to_manifest
@@ -66,3 +72,19 @@ def log_records(
         )
         for p, r in zip(pods, results, strict=True)
     ]
+
+
+def removal_record(live: Live, batch: str, pod: Pod) -> AdmissionRecord:
+    """The log row of ``pod`` leaving the node (removed, or rejected by a restarted kubelet),
+    with its manifest so that an undo can admit it again."""
+    return AdmissionRecord(
+        node_id=live.record_id,
+        batch=batch,
+        action=ACTION_REMOVE,
+        namespace=pod.namespace,
+        name=pod.name,
+        uid=pod.uid,
+        admitted=True,
+        manifest=json.dumps(pod_to_manifest(pod), sort_keys=True),
+        created_at=utc_now(),
+    )

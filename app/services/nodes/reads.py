@@ -87,14 +87,7 @@ class NodeReads(ABC):
         return AdmissionLogEntry(
             id=r.id,
             seq=r.seq,
-            batch=r.batch,
-            action=r.action,
-            namespace=r.namespace,
-            name=r.name,
-            uid=r.uid,
-            admitted=r.admitted,
-            reason=r.reason,
-            message=r.message,
+            **r.decision(),
             at=iso(as_utc(r.created_at)),
             pod_url=url,
         )

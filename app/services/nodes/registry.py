@@ -159,20 +159,24 @@ class NodeRegistry(NodeReads):
                         events.append(("created", record.name))
             changed = [n for n, live in self._nodes.items() if current[n].version != live.version]
             if changed:
-                # A restart through another worker may have changed the release too.
-                records = {r.name: r for r in node_repo.definitions(self.engine, changed)}
-                for name in changed:
-                    live, redefined = self._nodes[name], records.get(name)
-                    if redefined is not None and (
-                        redefined.release != live.definition.release
-                        or redefined.kubelet_config != live.definition.kubelet_config
-                    ):
-                        del self._nodes[name]
-                        self._add(redefined)
-                    else:
-                        self._reload(live)
+                self._follow(changed)
         for event, name in events:
             self._notify(event, name)
+
+    def _follow(self, changed: list[str]) -> None:
+        """Take the changes other workers made to these nodes: a node whose release or
+        configuration changed (a restart) is built again, any other is reloaded."""
+        records = {r.name: r for r in node_repo.definitions(self.engine, changed)}
+        for name in changed:
+            live, redefined = self._nodes[name], records.get(name)
+            if redefined is not None and (
+                redefined.release != live.definition.release
+                or redefined.kubelet_config != live.definition.kubelet_config
+            ):
+                del self._nodes[name]
+                self._add(redefined)
+            else:
+                self._reload(live)
 
     def _add(self, record: NodeRecord) -> bool:
         definition = definition_of(record)

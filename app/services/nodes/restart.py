@@ -28,13 +28,12 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from app.adapters.db import node_repo
-from app.adapters.db.tables import ACTION_REMOVE, ACTION_RESTART, AdmissionRecord, utc_now
+from app.adapters.db.tables import ACTION_RESTART, AdmissionRecord, utc_now
 from app.contracts.base import checked
 from app.contracts.restart import RestartReport
 from app.domain import releases
 from app.domain.kubelet_config import RELEASES, KubeletConfig, KubeletConfigError
 from app.domain.node import Node
-from app.domain.node_pods import pod_to_manifest
 from app.domain.node_state_files import GATE
 from app.domain.restart import (
     REJECTED,
@@ -45,6 +44,7 @@ from app.domain.restart import (
     restart_for,
 )
 from app.services.node_views import NodeMapView, NodeViews, node_topology_view
+from app.services.nodes.admission import removal_record
 from app.services.nodes.errors import NodeInputError, NodeUnavailableError
 from app.services.nodes.inputs import parse_config, pod_memory_requests
 from app.services.nodes.store import Live, NodeStore
@@ -265,17 +265,7 @@ class NodeRestarts(ABC):
         batch = str(uuid.uuid4())
         rows = [restart_row(live, batch, config, text)]
         rows += [
-            AdmissionRecord(
-                node_id=live.record_id,
-                batch=batch,
-                action=ACTION_REMOVE,
-                namespace=p.namespace,
-                name=p.name,
-                uid=p.uid,
-                admitted=True,
-                manifest=json.dumps(pod_to_manifest(pod), sort_keys=True),
-                created_at=utc_now(),
-            )
+            removal_record(live, batch, pod)
             for p in result.pods
             if p.outcome == REJECTED and (pod := live.node.pods.get(p.uid)) is not None
         ]

@@ -27,7 +27,6 @@ from outside (``start(seed=…)``).
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Callable
 
@@ -35,11 +34,9 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from app.adapters import statefiles
 from app.adapters.db import node_repo
-from app.adapters.db.tables import ACTION_REMOVE, AdmissionRecord, utc_now
 from app.domain.kubelet_config import DEFAULT_RELEASE
-from app.domain.node_pods import pod_to_manifest
 from app.services.node_views import AdmissionLogEntry
-from app.services.nodes.admission import check_hint_budget, log_records
+from app.services.nodes.admission import check_hint_budget, log_records, removal_record
 from app.services.nodes.errors import (
     NodeExistsError,
     NodeInputError,
@@ -165,17 +162,7 @@ class NodeService(NodeRegistry, NodeRestarts):
                 if pod is None:
                     raise UnknownPodError(name, namespace, pod_name)
                 live.node.remove(pod.uid)
-                record = AdmissionRecord(
-                    node_id=live.record_id,
-                    batch=str(uuid.uuid4()),
-                    action=ACTION_REMOVE,
-                    namespace=pod.namespace,
-                    name=pod.name,
-                    uid=pod.uid,
-                    admitted=True,
-                    manifest=json.dumps(pod_to_manifest(pod), sort_keys=True),
-                    created_at=utc_now(),
-                )
+                record = removal_record(live, str(uuid.uuid4()), pod)
                 tx.add([record])
                 self.store.commit(live, tx)
             return self._log_entry(live, record)

@@ -29,6 +29,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import Engine
@@ -60,46 +61,23 @@ log = logging.getLogger(__name__)
 STATE_FILES = (CPU_FILE_NAME, MEMORY_FILE_NAME, PODS_FILE_NAME)
 
 
+@dataclass(slots=True, eq=False)
 class Live:
     """A node of the registry: its definition, engine, committed files and cached views."""
 
-    __slots__ = (
-        "broken",
-        "config",
-        "definition",
-        "files",
-        "fragments",
-        "load_error",
-        "node",
-        "record_id",
-        "rejected",
-        "topology",
-        "version",
-        "views",
-        "views_version",
-    )
-
-    def __init__(
-        self,
-        definition: NodeDefinition,
-        record_id: int,
-        node: Node,
-        topology: CPUTopology,
-        config: KubeletConfig,
-    ) -> None:
-        self.definition = definition
-        self.record_id = record_id
-        self.node = node
-        self.topology = topology
-        self.config = config
-        self.version = 0  # the database version this engine reflects
-        self.views: NodeViews | None = None
-        self.views_version = -1
-        self.rejected = 0
-        self.load_error: str | None = None
-        self.broken: str | None = None  # why changes are refused (unrestorable files)
-        self.files: dict[str, str] | None = None  # the committed state files
-        self.fragments: dict[str, str] = {}  # uid -> the pod's entry in pods.json
+    definition: NodeDefinition
+    record_id: int
+    node: Node
+    topology: CPUTopology
+    config: KubeletConfig
+    version: int = 0  # the database version this engine reflects
+    views: NodeViews | None = None
+    views_version: int = -1
+    rejected: int = 0
+    load_error: str | None = None
+    broken: str | None = None  # why changes are refused (unrestorable files)
+    files: dict[str, str] | None = None  # the committed state files
+    fragments: dict[str, str] = field(default_factory=dict)  # uid -> its entry in pods.json
 
 
 _PODS_MARK = "\x00pods\x00"

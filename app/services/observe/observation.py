@@ -25,6 +25,7 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from app.adapters.grpc.client import DEFAULT_TIMEOUT, PodResourcesClient, PodResourcesClientError
 from app.adapters.kubelet import KubeletDirError, KubeletRootDir
@@ -129,30 +130,35 @@ def _read_config(
         )
     if text is None:
         return None, None, None, SourceStatus(SOURCE_CONFIG, now, True, "no configuration file")
-    notes: tuple[str, ...] = ()
     try:
-        config = parse_kubelet_config_text(text, release)
+        config, notes = _parse_running_config(text, release, path)
     except KubeletConfigError as exc:
-        config = None
-        if exc.field.startswith("featureGates."):
-            # The kubelet runs with these gates, so it accepted them: the gate table of this
-            # release is behind it, or the node runs another release. Read on, but say so.
-            try:
-                config = parse_kubelet_config_text(text, release, check_gates=False)
-            except KubeletConfigError:
-                config = None
-            notes = (
-                f"{path}: {exc} (a kubelet {release} would refuse this; the running kubelet "
-                "accepted it, so its release or Numascope's gate table differs)",
-            )
-        if config is None:
-            return (
-                None,
-                str(path),
-                text,
-                SourceStatus(SOURCE_CONFIG, now, False, str(path), (f"{path}: {exc}",)),
-            )
+        status = SourceStatus(SOURCE_CONFIG, now, False, str(path), (f"{path}: {exc}",))
+        return None, str(path), text, status
     return config, str(path), text, SourceStatus(SOURCE_CONFIG, now, True, str(path), notes)
+
+
+def _parse_running_config(
+    text: str, release: str, path: Path
+) -> tuple[KubeletConfig, tuple[str, ...]]:
+    """The running kubelet's configuration, with notes. The kubelet runs with its feature
+    gates, so it accepted them: a gate this release's table refuses means the table is behind
+    or the node runs another release. Read on without the gate check, and say so."""
+    try:
+        return parse_kubelet_config_text(text, release), ()
+    except KubeletConfigError as exc:
+        if not exc.field.startswith("featureGates."):
+            raise
+        gate_error = exc
+    try:
+        config = parse_kubelet_config_text(text, release, check_gates=False)
+    except KubeletConfigError:
+        raise gate_error from None
+    note = (
+        f"{path}: {gate_error} (a kubelet {release} would refuse this; the running kubelet "
+        "accepted it, so its release or Numascope's gate table differs)"
+    )
+    return config, (note,)
 
 
 def _read_podresources(

@@ -86,6 +86,29 @@ def build_views(observed: ObservedNode, sysfs_root: str | Path) -> ObservedViews
     return ObservedViews(observed, views, views.summary(rejected=0, load_error=errors))
 
 
+# What the node list shows of a node that could not be observed: nothing known.
+_UNKNOWN_TOPOLOGY = {
+    "name": "unknown",
+    "kind": "sysfs",
+    "sockets": 0,
+    "numaNodes": 0,
+    "cores": 0,
+    "cpus": 0,
+    "cpusPerCore": 0,
+    "memoryBytes": 0,
+    "url": None,
+}
+_UNKNOWN_POLICIES = {
+    "cpuManagerPolicy": "",
+    "cpuManagerPolicyOptions": {},
+    "memoryManagerPolicy": "",
+    "topologyManagerPolicy": "",
+    "topologyManagerScope": "",
+    "podLevelResources": False,
+    "podLevelResourceManagers": False,
+}
+
+
 def _unobserved_summary(
     observed: ObservedNode, sysfs_root: str | Path, errors: str | None
 ) -> NodeSummary:
@@ -97,27 +120,8 @@ def _unobserved_summary(
             "simulated": False,
             "source": "observed",
             "release": "",
-            "topology": {
-                "name": "unknown",
-                "argument": str(sysfs_root),
-                "kind": "sysfs",
-                "sockets": 0,
-                "numaNodes": 0,
-                "cores": 0,
-                "cpus": 0,
-                "cpusPerCore": 0,
-                "memoryBytes": 0,
-                "url": None,
-            },
-            "policies": {
-                "cpuManagerPolicy": "",
-                "cpuManagerPolicyOptions": {},
-                "memoryManagerPolicy": "",
-                "topologyManagerPolicy": "",
-                "topologyManagerScope": "",
-                "podLevelResources": False,
-                "podLevelResourceManagers": False,
-            },
+            "topology": {**_UNKNOWN_TOPOLOGY, "argument": str(sysfs_root)},
+            "policies": _UNKNOWN_POLICIES,
             "cpus": {},
             "pods": 0,
             "rejected": 0,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Depends, Path, Query
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
@@ -26,9 +26,19 @@ PageSize = Annotated[
 ]
 
 
-def _load(service: NodeServiceDep, node: str, batch: str, page: int, size: int) -> BatchVerdicts:
+def _load(
+    service: NodeServiceDep,
+    node: NodeName,
+    batch: Batch,
+    page: Page = 1,
+    page_size: PageSize = PAGE_SIZE,
+) -> BatchVerdicts:
+    """The page of verdicts the request asks for: the loader of the page and its JSON twin."""
     service.definition(node)  # 404 for an unknown node (and 409-free: observed nodes log none)
-    return batch_verdicts(service, node, batch, page, size)
+    return batch_verdicts(service, node, batch, page, page_size)
+
+
+BatchVerdictsDep = Annotated[BatchVerdicts, Depends(_load)]
 
 
 @pages.get(
@@ -36,26 +46,14 @@ def _load(service: NodeServiceDep, node: str, batch: str, page: int, size: int) 
     name="batch_json",
     summary="One submission's verdicts: totals by reason, then a page of them",
 )
-def batch_json(
-    service: NodeServiceDep,
-    node: NodeName,
-    batch: Batch,
-    page: Page = 1,
-    page_size: PageSize = PAGE_SIZE,
-) -> BatchVerdicts:
-    return _load(service, node, batch, page, page_size)
+def batch_json(verdicts: BatchVerdictsDep) -> BatchVerdicts:
+    return verdicts
 
 
 @pages.get("/nodes/{node}/batches/{batch}", name="batch", include_in_schema=False)
 def batch_page(
-    request: Request,
-    service: NodeServiceDep,
-    node: NodeName,
-    batch: Batch,
-    page: Page = 1,
-    page_size: PageSize = PAGE_SIZE,
+    request: Request, service: NodeServiceDep, node: NodeName, verdicts: BatchVerdictsDep
 ) -> HTMLResponse:
-    verdicts = _load(service, node, batch, page, page_size)
     context = {
         "batch_verdicts": verdicts,
         "placements": placements(service, node, verdicts.entries),

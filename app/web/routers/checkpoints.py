@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -196,6 +196,19 @@ def checkpoints_page(
     return _render_page(request, InspectorPage(kubelet, result, None, form))
 
 
+# The inspector's options, as the page's JSON twin and the upload API take them.
+PolicyQuery = Annotated[str | None, Query(description="configured policy to compare with")]
+TargetQuery = Annotated[
+    str | None,
+    Query(
+        description=(
+            f"comma-separated releases ({releases.OLDEST}, {releases.GATE_SINCE}-gate-on...); "
+            "default all"
+        ),
+    ),
+]
+
+
 @pages.get(
     "/checkpoints.json",
     name="checkpoints_json",
@@ -207,14 +220,8 @@ def checkpoints_json(
     file: str | None = Query(
         default=None, description="a state file of the kubelet root dir to inspect"
     ),
-    policy: str | None = Query(default=None, description="configured policy to compare with"),
-    target: str | None = Query(
-        default=None,
-        description=(
-            f"comma-separated releases ({releases.OLDEST}, {releases.GATE_SINCE}-gate-on...); "
-            "default all"
-        ),
-    ),
+    policy: PolicyQuery = None,
+    target: TargetQuery = None,
 ) -> Response:
     kubelet = kubelet_files(settings.kubelet_root)
     try:
@@ -277,14 +284,8 @@ _UPLOAD_BODY = {
 async def api_checkpoints_inspect(
     request: Request,
     manager: str | None = Query(default=None, description="cpu, memory or auto (default)"),
-    policy: str | None = Query(default=None, description="configured policy to compare with"),
-    target: str | None = Query(
-        default=None,
-        description=(
-            f"comma-separated releases ({releases.OLDEST}, {releases.GATE_SINCE}-gate-on...); "
-            "default all"
-        ),
-    ),
+    policy: PolicyQuery = None,
+    target: TargetQuery = None,
 ) -> Response:
     try:
         upload = await read_upload(request)

@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from app.domain.kubelet_config import RELEASES
+from app.domain.restart import RestartResult
 from app.services import undo
 from app.services.node_views import node_url
 from app.services.nodes.errors import NodeInputError
@@ -59,23 +60,7 @@ def confirm_restart(
     with budgeted(request, "the restart"):
         rehearsal = source.rehearse(release, _gate(gate))
     r = rehearsal.result
-    now = source.summary().release
-    if not r.started:
-        consequences = (
-            f"A {release} kubelet does not start on this node's files ({r.error}); "
-            "the restart would change nothing. Rehearse it in the restart panel for the "
-            "recovery steps."
-        )
-    else:
-        counts = ", ".join(f"{n} {k}" for k, n in r.counts().items() if n) or "no pods"
-        consequences = (
-            f"The node runs kubelet {now} now. A {release} kubelet starts on its files "
-            f"(rehearsed: {counts}); its state files are rewritten in {release}'s formats"
-            + ("; pods it rejects are removed" if r.counts().get("rejected") else "")
-            + (f"; its reader loses {len(r.lost)} field(s)" if r.lost else "")
-            + ". The restart is recorded in the node's history, and can be undone from the node "
-            "page while nothing else is logged there (where the files allow it)."
-        )
+    consequences = _consequences(r, release, source.summary().release)
     context = {
         "title": f"Restart the kubelet of {node}?",
         "question": f"Restart the kubelet of node {node} as {release}?",
@@ -88,6 +73,25 @@ def confirm_restart(
         "can_act": r.started,
     }
     return render(request, "pages/confirm.html", None, context=context)
+
+
+def _consequences(r: RestartResult, release: str, now: str) -> str:
+    """What the confirmation page says a restart as ``release`` would do, from its rehearsal."""
+    if not r.started:
+        return (
+            f"A {release} kubelet does not start on this node's files ({r.error}); "
+            "the restart would change nothing. Rehearse it in the restart panel for the "
+            "recovery steps."
+        )
+    counts = ", ".join(f"{n} {k}" for k, n in r.counts().items() if n) or "no pods"
+    return (
+        f"The node runs kubelet {now} now. A {release} kubelet starts on its files "
+        f"(rehearsed: {counts}); its state files are rewritten in {release}'s formats"
+        + ("; pods it rejects are removed" if r.counts().get("rejected") else "")
+        + (f"; its reader loses {len(r.lost)} field(s)" if r.lost else "")
+        + ". The restart is recorded in the node's history, and can be undone from the node "
+        "page while nothing else is logged there (where the files allow it)."
+    )
 
 
 @pages.post("/nodes/{node}/undo-restart", name="undo_restart_form", include_in_schema=False)

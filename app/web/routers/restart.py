@@ -92,6 +92,16 @@ def _gate_choice(value: str) -> bool | None:
     )
 
 
+def _to_confirmation(request: Request, node: str, release: str, gate: str) -> Response:
+    """An apply not yet confirmed goes to the confirmation page (htmx: the whole page)."""
+    query = urlencode({"release": release, "gate": gate})
+    target = str(request.app.url_path_for("confirm_restart", node=node)) + "?" + query
+    if wants_fragment(request):
+        root = request.scope.get("root_path", "").rstrip("/")
+        return Response(status_code=204, headers={"HX-Redirect": root + target})
+    return see_other(request, target)
+
+
 @pages.post("/nodes/{node}/restart", name="restart_form", include_in_schema=False)
 def restart_form(
     request: Request,
@@ -104,12 +114,7 @@ def restart_form(
     confirm: Annotated[str, Form()] = "",
 ) -> Response:
     if action == "apply" and confirm != "yes":
-        query = urlencode({"release": release, "gate": gate})
-        target = str(request.app.url_path_for("confirm_restart", node=node)) + "?" + query
-        if wants_fragment(request):  # htmx: the whole page goes to the confirmation
-            root = request.scope.get("root_path", "").rstrip("/")
-            return Response(status_code=204, headers={"HX-Redirect": root + target})
-        return see_other(request, target)
+        return _to_confirmation(request, node, release, gate)
     rehearsal: Rehearsal | None = None
     error: NodeInputError | None = None
     try:

@@ -14,23 +14,29 @@ pages = APIRouter(tags=["topologies"])
 api = APIRouter(prefix="/api/v1", tags=["topologies"])
 
 
+# The JSON twins and the API answer the same view: one function each, under both paths.
+
+
 @pages.get("/", name="index", include_in_schema=False)
-def index_page(request: Request, view: TopologyIndexViewDep) -> HTMLResponse:
-    return render(request, "pages/index.html", view, fragment="fragments/_topology_table.html")
-
-
 @pages.get("/topologies", name="topologies", include_in_schema=False)
 def topologies_page(request: Request, view: TopologyIndexViewDep) -> HTMLResponse:
     return render(request, "pages/index.html", view, fragment="fragments/_topology_table.html")
 
 
 @pages.get("/topologies.json", name="topologies_json", summary="All topologies (JSON twin)")
+@api.get("/topologies", name="api_topologies", summary="The host and every preset topology")
 def topologies_json(view: TopologyIndexViewDep) -> TopologyIndexView:
     return view
 
 
 # Declared before /topologies/{name}, which would otherwise match "x.json".
 @pages.get("/topologies/{name}.json", name="topology_json", summary="One topology (JSON twin)")
+@api.get(
+    "/topologies/{name}",
+    name="api_topology",
+    summary="One topology: 'host' (discovered from sysfs) or a preset",
+    responses={404: {"description": "No topology has this name"}},
+)
 def topology_json(view: TopologyViewDep) -> TopologyView:
     return view
 
@@ -38,18 +44,3 @@ def topology_json(view: TopologyViewDep) -> TopologyView:
 @pages.get("/topologies/{name}", name="topology", include_in_schema=False)
 def topology_page(request: Request, view: TopologyViewDep) -> HTMLResponse:
     return render(request, "pages/topology.html", view, fragment="fragments/_topology_map.html")
-
-
-@api.get("/topologies", name="api_topologies", summary="The host and every preset topology")
-def api_topologies(view: TopologyIndexViewDep) -> TopologyIndexView:
-    return view
-
-
-@api.get(
-    "/topologies/{name}",
-    name="api_topology",
-    summary="One topology: 'host' (discovered from sysfs) or a preset",
-    responses={404: {"description": "No topology has this name"}},
-)
-def api_topology(view: TopologyViewDep) -> TopologyView:
-    return view

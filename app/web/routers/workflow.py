@@ -17,6 +17,7 @@ Pages (each with its JSON twin, same path + ``.json``, from one loader):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Path, Query
@@ -26,9 +27,10 @@ from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Re
 from app.services import downloads, history_views, rejections, undo
 from app.services.history_views import DiffView, HistoryPointView, HistoryView
 from app.services.node_views import node_url, pod_url
+from app.services.nodes.catalog import NodeCatalog
 from app.services.rejections import RejectionView
 from app.web.deps import CatalogDep, Namespace, NodeName, NodeServiceDep, NodeSourceDep, PodName
-from app.web.rendering import STATIC_DIR, render
+from app.web.rendering import STATIC_DIR, render, see_other
 
 pages = APIRouter(tags=["workflow"])
 api = APIRouter(prefix="/api/v1", tags=["workflow"])
@@ -38,11 +40,6 @@ Entry = Annotated[
     Path(description="Entry number in the node's own log, 1, 2, 3… (0: the node as created)", ge=0),
 ]
 CONFIRM = "yes"
-
-
-def _see_other(request: Request, path: str) -> RedirectResponse:
-    root = request.scope.get("root_path", "").rstrip("/")
-    return RedirectResponse(root + path, status_code=303)
 
 
 # -- words and icon ------------------------------------------------------------------------
@@ -152,47 +149,49 @@ def diff_page(
 # -- downloads -----------------------------------------------------------------------------
 
 
-def _attachment(body: bytes | str, media_type: str, filename: str) -> Response:
-    return Response(
-        body,
-        media_type=media_type,
-        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
-    )
-
-
-@pages.get(
-    "/nodes/{node}/state-files.zip",
-    name="download_state_files",
-    summary="The node's state directory as its kubelet would have written it (zip)",
-    response_class=Response,
+# Each download: the name after ``/nodes/{node}/`` (and after ``<node>-`` in the saved file's
+# name), its route's name, its media type, what it holds, and the service that builds it.
+_DOWNLOADS: tuple[tuple[str, str, str, str, Callable[[NodeCatalog, str], bytes | str]], ...] = (
+    (
+        "state-files.zip",
+        "download_state_files",
+        "application/zip",
+        "The node's state directory as its kubelet would have written it (zip)",
+        downloads.state_files_zip,
+    ),
+    (
+        "pods.yaml",
+        "download_pods",
+        "application/yaml; charset=utf-8",
+        "The node's pods as v1 Pod manifests (multi-document YAML)",
+        downloads.pods_yaml,
+    ),
+    (
+        "pools.csv",
+        "download_pools",
+        "text/csv; charset=utf-8",
+        "The node's CPU pools per NUMA node (CSV)",
+        downloads.pools_csv,
+    ),
 )
-def download_state_files(catalog: CatalogDep, node: NodeName) -> Response:
-    return _attachment(
-        downloads.state_files_zip(catalog, node), "application/zip", f"{node}-state-files.zip"
-    )
 
 
-@pages.get(
-    "/nodes/{node}/pods.yaml",
-    name="download_pods",
-    summary="The node's pods as v1 Pod manifests (multi-document YAML)",
-    response_class=Response,
-)
-def download_pods(catalog: CatalogDep, node: NodeName) -> Response:
-    return _attachment(
-        downloads.pods_yaml(catalog, node), "application/yaml; charset=utf-8", f"{node}-pods.yaml"
-    )
+def _download(
+    file: str, media_type: str, build: Callable[[NodeCatalog, str], bytes | str]
+) -> Callable[[NodeCatalog, str], Response]:
+    def download(catalog: CatalogDep, node: NodeName) -> Response:
+        return Response(
+            build(catalog, node),
+            media_type=media_type,
+            headers={"Content-Disposition": f'attachment; filename="{node}-{file}"'},
+        )
+
+    return download
 
 
-@pages.get(
-    "/nodes/{node}/pools.csv",
-    name="download_pools",
-    summary="The node's CPU pools per NUMA node (CSV)",
-    response_class=Response,
-)
-def download_pools(catalog: CatalogDep, node: NodeName) -> Response:
-    return _attachment(
-        downloads.pools_csv(catalog, node), "text/csv; charset=utf-8", f"{node}-pools.csv"
+for _file, _name, _media_type, _summary, _build in _DOWNLOADS:
+    pages.get(f"/nodes/{{node}}/{_file}", name=_name, summary=_summary, response_class=Response)(
+        _download(_file, _media_type, _build)
     )
 
 
@@ -270,7 +269,7 @@ def confirm_remove_pod(
 @pages.post("/nodes/{node}/undo", name="undo_form", include_in_schema=False)
 def undo_form(request: Request, service: NodeServiceDep, node: NodeName) -> Response:
     batch = undo.undo_last_removal(service, node)
-    return _see_other(request, f"{node_url(node)}?batch={batch.batch}#admit")
+    return see_other(request, f"{node_url(node)}?batch={batch.batch}#admit")
 
 
 @api.post(
@@ -304,9 +303,9 @@ def restore_demo_form(
     request: Request, service: NodeServiceDep, confirm: Annotated[str, Form()] = ""
 ) -> Response:
     if confirm != CONFIRM:
-        return _see_other(request, "/demo/restore")
+        return see_other(request, "/demo/restore")
     undo.restore_demo_nodes(service)
-    return _see_other(request, "/nodes")
+    return see_other(request, "/nodes")
 
 
 @api.post(
