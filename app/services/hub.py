@@ -71,6 +71,7 @@ from app.adapters.dns import DNSLookupError, agent_url, make_resolver, resolve_a
 from app.contracts.summary import Finding, NodeSummaryV1, SummaryWatchEventV1
 from app.services.agent_summary import Encoded, SummaryCache, encode, encode_json, encoded_bytes
 from app.services.fleet_rows import fleet_node
+from app.services.fleet_workers import FleetWorkers
 from app.services.hub_agents import (
     LAST_SEEN_STEP,
     OK,
@@ -133,6 +134,13 @@ class Hub(FleetFanOut):
         self.dns_error: str | None = None
         self._dns_at = -DNS_INTERVAL
         self.fleet = fleet if fleet is not None else DemoFleet(settings.demo_fleet)
+        self.workers = (
+            FleetWorkers(self.fleet.count, self.fleet.seed, settings.hub_fleet_workers or None)
+            if self.fleet.count
+            else None
+        )
+        self._jobs = {}
+        self._job_tasks = set()
         self.summaries = SummaryCache()
         self.generation = 0
         self._doc: tuple[int, int, dict[str, Any]] | None = None
@@ -174,12 +182,19 @@ class Hub(FleetFanOut):
 
     async def start(self) -> None:
         self.fleet.start()
+        if self.workers is not None:
+            self.workers.start()
         self._task = asyncio.create_task(self._run(), name="hub-poller")
 
     async def stop(self) -> None:
         tasks = [
             t
-            for t in (self._task, *self._in_flight.values(), *self._streams.values())
+            for t in (
+                self._task,
+                *self._in_flight.values(),
+                *self._streams.values(),
+                *self._job_tasks,
+            )
             if t is not None
         ]
         for task in tasks:
@@ -189,6 +204,8 @@ class Hub(FleetFanOut):
                 await task
         if self._client is not None:
             await self._client.aclose()
+        if self.workers is not None:
+            self.workers.close()
 
     async def _run(self) -> None:
         """Each due agent is polled in a task of its own, so a slow or dead agent delays

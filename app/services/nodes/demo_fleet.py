@@ -21,6 +21,7 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -316,28 +317,61 @@ def node_name(index: int) -> str:
     return f"sim-{index:04d}"
 
 
-def build_node(rng: random.Random, index: int) -> SimulatedNode:
+@dataclass(frozen=True, slots=True)
+class NodePlan:
+    """What the seed decides about one node (everything but its engine): replaying the
+    seed's draws is cheap, so a worker process can build only its share of the fleet and
+    still get exactly the nodes the hub has (``app.services.fleet_workers``)."""
+
+    index: int
+    preset: str
+    release: str
+    config_text: str
+    manifests: tuple[str, ...]
+
+
+_USABLE: dict[tuple[str, str, str], str] = {}
+
+
+def _usable_config(preset: str, kind: str, release: str) -> str:
+    """The configuration text of ``kind`` for ``release``, or a plain node's when this
+    machine cannot take it (decided once per preset, kind and release)."""
+    key = (preset, kind, release)
+    if key not in _USABLE:
+        text = _config(kind, release)
+        try:
+            build_engine_node("probe", get_preset(preset), _config_of(text, release), time.time)
+        except NodeServiceError:
+            text = _config("none", release)
+        _USABLE[key] = text
+    return _USABLE[key]
+
+
+def plan_node(rng: random.Random, index: int) -> NodePlan:
+    """The next node the seed's ``rng`` draws (the draws of ``build_node``, in its order)."""
     preset = rng.choice(PRESETS)
     release = rng.choice(RELEASES)
-    kind = rng.choice(KINDS)
-    name = node_name(index)
-    topology = get_preset(preset)
-    try:
-        text = _config(kind, release)
-        config = _config_of(text, release)
-        engine = build_engine_node(name, topology, config, time.time)
-    except NodeServiceError:  # a configuration this machine cannot take: a plain node
-        kind = "none"
-        text = _config(kind, release)
-        config = _config_of(text, release)
-        engine = build_engine_node(name, topology, config, time.time)
+    text = _usable_config(preset, rng.choice(KINDS), release)
+    pod_level = _config_of(text, release).pod_level_resource_managers
+    cpus = get_preset(preset).all_cpus.size()
+    return NodePlan(index, preset, release, text, tuple(_workload(rng, pod_level, cpus)))
+
+
+def build_planned(plan: NodePlan) -> SimulatedNode:
+    """The node of ``plan``: its engine, with the workload admitted one pod at a time."""
+    name = node_name(plan.index)
+    config = _config_of(plan.config_text, plan.release)
+    engine = build_engine_node(name, get_preset(plan.preset), config, time.time)
     rejected = 0
-    pod_level = config.pod_level_resource_managers
-    for manifest in _workload(rng, pod_level, topology.all_cpus.size()):
+    for manifest in plan.manifests:
         for pod in _pods_of(manifest, config):
             if not engine.admit(pod).admitted:
                 rejected += 1
-    return SimulatedNode(name, preset, text, release, engine, rejected)
+    return SimulatedNode(name, plan.preset, plan.config_text, plan.release, engine, rejected)
+
+
+def build_node(rng: random.Random, index: int) -> SimulatedNode:
+    return build_planned(plan_node(rng, index))
 
 
 class DemoFleet:
@@ -352,11 +386,15 @@ class DemoFleet:
         if count == 0:
             self.ready.set()
 
-    def build(self) -> None:
+    def build(self, shard: int = 0, shards: int = 1) -> None:
+        """Build the nodes (``shards`` > 1: only those whose index is ``shard`` modulo
+        ``shards``; the others' draws are replayed, not built)."""
         rng = random.Random(self.seed)
         for i in range(self.count):
-            node = build_node(rng, i)
-            self.nodes[node.name] = node  # a dict assignment: readers see whole nodes only
+            plan = plan_node(rng, i)
+            if i % shards == shard:
+                node = build_planned(plan)
+                self.nodes[node.name] = node  # a dict assignment: readers see whole nodes only
         self.ready.set()
 
     def start(self) -> None:

@@ -287,6 +287,11 @@ async def api_fleet_upgrade(
     return JSONResponse(await run_upgrade(hub, release, gate))
 
 
+def _upgrade_job(hub: Hub, release: str, gate_text: str | None) -> dict[str, Any]:
+    """The fleet's upgrade check as far as it got (started if needed): pending nodes listed."""
+    return hub.upgrade_job(check_release(release), parse_gate(gate_text)).answer()
+
+
 @pages.get("/fleet/upgrade", name="fleet_upgrade", include_in_schema=False)
 async def fleet_upgrade_page(
     request: Request,
@@ -294,26 +299,30 @@ async def fleet_upgrade_page(
     release: Annotated[str, Query()] = "",
     gate: GateQuery = None,
 ) -> HTMLResponse:
-    result = await run_upgrade(hub, release, gate) if release else None
+    # Answers at once with what is checked so far; while the check runs, the plan polls.
+    result = _upgrade_job(hub, release, gate) if release else None
     view = {
         "releases": list(RELEASES),
         "release": release,
         "gate": gate or "",
         "plan": upgrade_view(result) if result is not None else None,
     }
-    return render(request, "pages/fleet_upgrade.html", view)
+    return render(
+        request, "pages/fleet_upgrade.html", view, fragment="fragments/_fleet_upgrade_plan.html"
+    )
 
 
 @pages.get(
     "/fleet/upgrade.json",
     name="fleet_upgrade_json",
-    summary="The upgrade page's data: every node's verdict as a drain plan (grouped by cause)",
+    summary="The upgrade page's data: every node's verdict as a drain plan (grouped by cause), "
+    "as far as the check got (progress; nodes not checked yet listed, never as failing)",
     responses={422: {"description": "Bad release or gate"}},
 )
 async def fleet_upgrade_json(
     hub: HubDep, release: ReleaseQuery, gate: GateQuery = None
 ) -> dict[str, Any]:
-    return upgrade_view(await run_upgrade(hub, release, gate))
+    return upgrade_view(_upgrade_job(hub, release, gate))
 
 
 @pages.get(
