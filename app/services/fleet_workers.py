@@ -69,6 +69,8 @@ def _start(count: int, seed: int, shard: int, shards: int) -> None:
     fleet = DemoFleet(count, seed)
     fleet.build(shard, shards)
     _fleet = fleet
+    for name in fleet.nodes:  # the scores read them: built once, not in the first fit
+        _summary_of(name, None)
 
 
 def _shard() -> DemoFleet:
@@ -79,7 +81,8 @@ def _shard() -> DemoFleet:
 def _summary_of(node: str, agent: str | None) -> NodeSummaryV1 | None:
     summary = _summaries.get(node)
     if summary is None:
-        sim = _shard().nodes.get(node)
+        assert _fleet is not None
+        sim = _fleet.nodes.get(node)
         if sim is None:
             return None
         summary = _summaries[node] = sim.agent_summary(SummaryCache())
@@ -138,6 +141,7 @@ class FleetWorkers:
         self.seed = seed
         self.shards = max(1, min(shards or worker_count(), max(count, 1)))
         self._pools: list[ProcessPoolExecutor] = []
+        self._built: list[Future[int]] = []
         self._fits: OrderedDict[tuple[str, str], list[dict[str, Any]]] = OrderedDict()
         #: CPU seconds the workers spent on the last fit (figures for the benches).
         self.last_fit_cpu = 0.0
@@ -155,13 +159,24 @@ class FleetWorkers:
             )
             for k in range(self.shards)
         ]
-        for pool in self._pools:
-            pool.submit(_ping)  # start building now, not at the first question
+        # Start building now, not at the first question.
+        self._built = [pool.submit(_ping) for pool in self._pools]
+
+    def problem(self) -> str | None:
+        """Why the workers cannot answer yet (``None``: every shard is built)."""
+        done = [f for f in self._built if f.done()]
+        for f in done:
+            if f.exception() is not None:
+                return f"fleet workers: a worker failed: {f.exception()!r}"
+        if not self._built or len(done) < len(self._built):
+            return f"fleet workers: {len(done)} of {self.shards} shards built"
+        return None
 
     def close(self) -> None:
         for pool in self._pools:
             pool.shutdown(wait=False, cancel_futures=True)
         self._pools = []
+        self._built = []
 
     def names(self) -> list[str]:
         """Every node the workers answer for, in seed order."""

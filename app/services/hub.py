@@ -70,6 +70,7 @@ from app.adapters.agents import AgentClient, AgentError, WatchUnsupportedError
 from app.adapters.dns import DNSLookupError, agent_url, make_resolver, resolve_addresses
 from app.contracts.summary import Finding, NodeSummaryV1, SummaryWatchEventV1
 from app.services.agent_summary import Encoded, SummaryCache, encode, encode_json, encoded_bytes
+from app.services.fleet_heatmap import Heatmap, heatmap
 from app.services.fleet_rows import fleet_node
 from app.services.fleet_workers import FleetWorkers
 from app.services.hub_agents import (
@@ -150,6 +151,7 @@ class Hub(FleetFanOut):
         self._in_flight: dict[str, asyncio.Task[None]] = {}
         self._streams: dict[str, asyncio.Task[None]] = {}
         self._encoded: tuple[int, int, Encoded] | None = None
+        self._heatmap: tuple[tuple[int, int], Heatmap, Encoded] | None = None
         # Per node row (agent, node): what it was built from, the row and its JSON.
         self._rows: dict[
             tuple[str | None, str],
@@ -536,6 +538,15 @@ class Hub(FleetFanOut):
             return self._sim_summary(sim) if sim is not None else None
         state = self.agents.get(agent)
         return next((s for s in state.nodes if s.node == node), None) if state else None
+
+    def heatmap(self) -> tuple[Heatmap, Encoded]:
+        """The fleet heatmap and its SVG as bytes with an ETag, drawn once per document."""
+        key, doc = self._document()
+        cached = self._heatmap
+        if cached is None or cached[0] != key:
+            drawn = heatmap(doc["nodes"])
+            cached = self._heatmap = (key, drawn, encoded_bytes(drawn.svg.encode()))
+        return cached[1], cached[2]
 
     def encoded(self) -> Encoded:
         """The document as bytes with its ETag (for 304s), encoded once per generation."""

