@@ -17,6 +17,7 @@ The three gauges are kept per release by ``app.domain.cpumanager.gauges``.
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from dataclasses import dataclass, field, fields
 from typing import Self
@@ -46,8 +47,12 @@ class ResourceManagerCounters:
         """An independent copy (a dry run keeps the counters it found): the counters hold
         only ints under immutable keys, so copying each container is a deep copy, at a
         fraction of ``copy.deepcopy``'s cost (it was 44% of a fleet fit's dry run)."""
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
-        return type(self)(**{k: v.copy() if isinstance(v, dict) else v for k, v in values.items()})
+        out = copy.copy(self)
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, dict):
+                setattr(out, f.name, value.copy())
+        return out
 
     def allocations(self, resource: str, source: str) -> int:
         return self.allocations_total[(resource, source)]
