@@ -11,6 +11,7 @@ from a thread of the bench) and the tree's summed RSS.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import subprocess
@@ -18,7 +19,7 @@ import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -146,13 +147,20 @@ def measure(hub: Server, method: str, path: str, **kw: object) -> Measured:
 
 
 @contextlib.contextmanager
-def hub_process(tmp: Path, nodes: int, src: Path | None) -> Iterator[Server]:
+def hub_process(nodes: int, src: Path | None) -> Iterator[Server]:
     """A ready hub with ``--demo-fleet nodes`` running the code of ``src`` (``None``: this
-    checkout)."""
-    env = server_env(tmp, hub="true", demo_fleet=str(nodes))
-    if src is not None:
-        env["PYTHONPATH"] = str(src)
-    hub = Server(tmp, env=env)
+    checkout), in a temporary directory of its own."""
+    with tempfile.TemporaryDirectory(prefix="bench-hub-") as tmp:
+        env = server_env(Path(tmp), hub="true", demo_fleet=str(nodes))
+        if src is not None:
+            env["PYTHONPATH"] = str(src)
+        hub = Server(Path(tmp), env=env)
+        with _running(hub):
+            yield hub
+
+
+@contextlib.contextmanager
+def _running(hub: Server) -> Iterator[None]:
     hub.start()
     try:
         hub.wait_for(
@@ -161,13 +169,31 @@ def hub_process(tmp: Path, nodes: int, src: Path | None) -> Iterator[Server]:
             READY_TIMEOUT,
         )
         time.sleep(1.0)
-        yield hub
+        yield
     finally:
         hub.close()
 
 
 def versions(ref: str) -> Iterator[tuple[str, Path | None]]:
-    """(label, source tree) of the reference, then of this checkout."""
-    with reference_tree(ref) as tree:
-        yield ref, tree
+    """(label, source tree) of the reference (none for ``none``), then of this checkout."""
+    if ref != "none":
+        with reference_tree(ref) as tree:
+            yield ref, tree
     yield "this", None
+
+
+def compare(title: str, run: Callable[[int, Path | None], dict[str, str]]) -> None:
+    """The benches' command line (``--nodes``, ``--ref``) and their table: per fleet size,
+    ``run``'s cells for the reference and this checkout side by side."""
+    parser = argparse.ArgumentParser(description=title)
+    parser.add_argument("--nodes", type=int, nargs="+", default=[1000, 5000])
+    parser.add_argument("--ref", default="main", help="git ref to compare with (none: skip)")
+    args = parser.parse_args()
+    for nodes in args.nodes:
+        columns = {label: run(nodes, src) for label, src in versions(args.ref)}
+        labels = list(columns)
+        width = max(len(k) for k in columns[labels[-1]]) + 2
+        print(f"\n{title}, hub --demo-fleet {nodes}")
+        print(f"  {'':<{width}}" + "".join(f"{x:>12}" for x in labels))
+        for key in columns[labels[-1]]:
+            print(f"  {key:<{width}}" + "".join(f"{columns[x].get(key, '-'):>12}" for x in labels))

@@ -12,11 +12,9 @@ agree). Prints figures only.
 
 from __future__ import annotations
 
-import argparse
-import tempfile
 from pathlib import Path
 
-from _hub import Measured, hub_process, measure, tree_rss_mib, versions
+from _hub import Measured, compare, hub_process, measure, tree_rss_mib
 
 from app.services.demo import bubble_pod, classic_pod
 
@@ -45,10 +43,7 @@ YAML = {"Content-Type": "application/yaml"}
 def run(nodes: int, src: Path | None) -> dict[str, str]:
     """One version's figures at ``nodes`` nodes, as printed cells."""
     cells: dict[str, str] = {}
-    with (
-        tempfile.TemporaryDirectory(prefix="bench-fit-") as tmp,
-        hub_process(Path(tmp), nodes, src) as hub,
-    ):
+    with hub_process(nodes, src) as hub:
         assert hub.proc is not None
         cells["hub RSS once ready (MiB)"] = f"{tree_rss_mib(hub.proc.pid):.0f}"
         for label, pod in SHAPES:
@@ -68,20 +63,6 @@ def run(nodes: int, src: Path | None) -> dict[str, str]:
     return cells
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, nargs="+", default=[1000, 5000])
-    parser.add_argument("--ref", default="main", help="git ref to compare with")
-    args = parser.parse_args()
-    print(f"goals: fit <= {GOAL_S:g} s, /healthz p99 <= {GOAL_HEALTHZ_MS:g} ms during it")
-    for nodes in args.nodes:
-        columns = {label: run(nodes, src) for label, src in versions(args.ref)}
-        labels = list(columns)
-        print(f"\nfleet fit, hub --demo-fleet {nodes}")
-        print(f"  {'':<44}" + "".join(f"{x:>12}" for x in labels))
-        for key in columns[labels[-1]]:
-            print(f"  {key:<44}" + "".join(f"{columns[x].get(key, '-'):>12}" for x in labels))
-
-
 if __name__ == "__main__":
-    main()
+    print(f"goals: fit <= {GOAL_S:g} s, /healthz p99 <= {GOAL_HEALTHZ_MS:g} ms during it")
+    compare("fleet fit", run)

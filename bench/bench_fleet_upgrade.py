@@ -12,22 +12,18 @@ the hub's RSS after. Prints figures only.
 
 from __future__ import annotations
 
-import argparse
-import tempfile
 from pathlib import Path
 
-from _hub import hub_process, measure, tree_rss_mib, versions
+from _hub import compare, hub_process, measure, tree_rss_mib
 
 GOAL_S = 5.0
 RELEASE = "1.38"
+STARTS = ("compatible", "compatible-with-loss")
 
 
 def run(nodes: int, src: Path | None) -> dict[str, str]:
     cells: dict[str, str] = {}
-    with (
-        tempfile.TemporaryDirectory(prefix="bench-upgrade-") as tmp,
-        hub_process(Path(tmp), nodes, src) as hub,
-    ):
+    with hub_process(nodes, src) as hub:
         assert hub.proc is not None
         for call in ("first", "again"):
             m = measure(hub, "GET", "/api/v1/fleet/upgrade", params={"release": RELEASE})
@@ -44,23 +40,6 @@ def run(nodes: int, src: Path | None) -> dict[str, str]:
     return cells
 
 
-STARTS = ("compatible", "compatible-with-loss")
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, nargs="+", default=[1000, 5000])
-    parser.add_argument("--ref", default="main", help="git ref to compare with")
-    args = parser.parse_args()
-    print(f"goal: every node checked in one call, <= {GOAL_S:g} s the first time")
-    for nodes in args.nodes:
-        columns = {label: run(nodes, src) for label, src in versions(args.ref)}
-        labels = list(columns)
-        print(f"\nupgrade readiness to {RELEASE}, hub --demo-fleet {nodes}")
-        print(f"  {'':<34}" + "".join(f"{x:>12}" for x in labels))
-        for key in columns[labels[-1]]:
-            print(f"  {key:<34}" + "".join(f"{columns[x].get(key, '-'):>12}" for x in labels))
-
-
 if __name__ == "__main__":
-    main()
+    print(f"goal: every node checked in one call, <= {GOAL_S:g} s the first time")
+    compare(f"upgrade readiness to {RELEASE}", run)
