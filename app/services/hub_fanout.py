@@ -15,6 +15,7 @@ and the semaphore.
 from __future__ import annotations
 
 import asyncio
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -31,6 +32,8 @@ from app.services.hub_agents import OK, AgentState
 from app.services.nodes.demo_fleet import DemoFleet, SimulatedNode
 from app.services.nodes.errors import NodeInputError
 from app.settings import Settings
+
+log = logging.getLogger(__name__)
 
 #: The whole fan-out of one question ends after this many answer deadlines.
 FANOUT_DEADLINES = 3
@@ -179,8 +182,8 @@ class FleetFanOut(ABC):
             job.finish()
         except Exception as exc:  # a worker died: what was answered stays, the rest says why
             remote_task.cancel()
+            log.exception("fleet upgrade check %s stopped", job.release)
             job.finish(stopped=f"the check stopped: {exc.__class__.__name__}: {exc}")
-            raise
 
     def _unreachable(self) -> list[dict[str, Any]]:
         return [a.to_dict() for a in self.agents.values() if a.status != OK]
