@@ -36,7 +36,7 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import BrokenExecutor, Future, ProcessPoolExecutor
 from typing import Any
 
 from app.contracts.summary import NodeSummaryV1
@@ -196,9 +196,18 @@ class FleetWorkers:
             return cached
         self.start()
         loop = asyncio.get_running_loop()
-        answers = await asyncio.gather(
-            *(loop.run_in_executor(p, _fit, manifest, pod, strategy, budget) for p in self._pools)
-        )
+        try:
+            answers = await asyncio.gather(
+                *(
+                    loop.run_in_executor(p, _fit, manifest, pod, strategy, budget)
+                    for p in self._pools
+                )
+            )
+        except BrokenExecutor as exc:  # a worker died (killed, out of memory): start afresh
+            self.close()
+            self.start()
+            why = f"not checked: a fleet worker stopped ({exc}); it is being restarted"
+            return [{**fit_error(n, why, asked=False), "agent": None} for n in self.names()]
         rows = [r for shard_rows, _ in answers for r in shard_rows]
         self.last_fit_cpu = sum(cpu for _, cpu in answers)
         if all(r.get("checked", True) for r in rows):  # a fit cut by the budget is not kept
@@ -211,6 +220,16 @@ class FleetWorkers:
         """One future per chunk of ``UPGRADE_CHUNK`` nodes of a shard (each shard's worker
         answers its chunks in order, the shards side by side)."""
         self.start()
+        try:
+            return self._upgrade_chunks(release, gate)
+        except BrokenExecutor:  # a worker died since the last question: start afresh
+            self.close()
+            self.start()
+            return self._upgrade_chunks(release, gate)
+
+    def _upgrade_chunks(
+        self, release: str, gate: bool | None
+    ) -> list[Future[tuple[list[Any], float]]]:
         return [
             pool.submit(_upgrade, release, gate, names[i : i + UPGRADE_CHUNK])
             for pool, names in zip(

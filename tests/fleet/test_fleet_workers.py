@@ -8,6 +8,8 @@ Not timed beyond generous bounds: the figures are the benches' (``bench/bench_fl
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -26,7 +28,7 @@ from app.services.fleet_rows import fit_result, upgrade_result
 from app.services.fleet_score import rank_fits
 from app.services.nodes.demo_fleet import DemoFleet
 from app.services.nodes.inputs import parse_manifests
-from tests.processes import Server, server_env
+from tests.processes import Server, children, server_env
 
 COUNT = 40
 YAML = {"Content-Type": "application/yaml"}
@@ -226,3 +228,22 @@ def test_a_shard_of_the_fleet_is_the_same_nodes_as_the_whole() -> None:
         mine, theirs = node.state_files(), other.state_files()
         for name in ("cpu_manager_state", "memory_manager_state"):
             assert mine[name] == theirs[name]
+
+
+def test_a_dead_worker_costs_one_answer_not_the_hub(hub: Server) -> None:
+    """A worker killed (as the OOM killer would): the next fit answers 200 with the demo nodes
+    listed as not checked (never as refusals), the workers start afresh, and the fit after
+    that is whole again. Last in this module: it restarts the workers."""
+    workers = children(hub.proc.pid) if hub.proc is not None else []
+    assert len(workers) == 2, workers
+    os.kill(workers[0], signal.SIGKILL)
+    manifest = classic_pod("fit-after-kill", "default", "1", "1Gi")
+    r = hub.client.post("/api/v1/fleet/fit", content=manifest, headers=YAML)
+    assert r.status_code == 200, r.text
+    rows = r.json()["results"]
+    assert len(rows) == COUNT and all(not x["checked"] and not x["admitted"] for x in rows)
+    assert all("fleet worker stopped" in x["error"] for x in rows)
+    hub.wait_for(lambda: hub.client.get("/readyz").status_code == 200, "/readyz", 300.0)
+    again = hub.client.post("/api/v1/fleet/fit", content=manifest, headers=YAML).json()
+    assert all(x["checked"] for x in again["results"])
+    assert any(x["admitted"] for x in again["results"])
