@@ -29,7 +29,7 @@ from app.services.fleet_rows import fit_error, fit_result, upgrade_error, upgrad
 from app.services.fleet_score import fit_order, rank_fits
 from app.services.fleet_workers import FleetWorkers
 from app.services.hub_agents import OK, AgentState
-from app.services.nodes.demo_fleet import DemoFleet, SimulatedNode
+from app.services.nodes.demo_fleet import DemoFleet
 from app.services.nodes.errors import NodeInputError
 from app.settings import Settings
 
@@ -65,9 +65,9 @@ class FleetFanOut(ABC):
     @abstractmethod
     def summary_of(self, node: str, agent: str | None) -> NodeSummaryV1 | None: ...
 
-    def _targets(self) -> tuple[list[tuple[AgentState, str]], list[SimulatedNode]]:
-        remote = [(a, n.node) for a in self.agents.values() if a.status == OK for n in a.nodes]
-        return remote, list(self.fleet.list())
+    def _targets(self) -> list[tuple[AgentState, str]]:
+        """The agents' nodes a question goes to (the demo fleet's: ``self.workers``)."""
+        return [(a, n.node) for a in self.agents.values() if a.status == OK for n in a.nodes]
 
     async def _fan_out(
         self,
@@ -114,7 +114,7 @@ class FleetFanOut(ABC):
         """Every node's dry run of the manifest ``text`` (``pod``: its first pod, as parsed by
         the route), ranked by the scheduler plugin's ``strategy`` (``app.services.fleet_score``):
         the demo fleet's in its worker processes, the agents' nodes through their agents."""
-        remote, _ = self._targets()
+        remote = self._targets()
 
         async def call(agent: AgentState, node: str) -> dict[str, Any]:
             answer = await self.client().dry_run(agent.url, node, body, content_type)
@@ -137,7 +137,7 @@ class FleetFanOut(ABC):
         job = self._jobs.get(key)
         if job is not None and job.failure is None:
             return job
-        remote, _ = self._targets()
+        remote = self._targets()
         demo = self.workers.names() if self.workers else []
         targets = [(n, None) for n in demo] + [(n, a.url) for a, n in remote]
         job = self._jobs[key] = UpgradeJob(release, gate, targets)
