@@ -208,6 +208,13 @@ class Settings(BaseSettings):
         le=100_000,
         description="Agent requests one fleet fit or upgrade check may make (the rest: not asked).",
     )
+    hub_fleet_workers: int = Field(
+        default=0,
+        ge=0,
+        le=8,
+        description="Worker processes answering the demo fleet's fits and upgrade checks "
+        "(0: one per CPU).",
+    )
     demo_fleet: int = Field(
         default=0, ge=0, le=5000, description="Simulated nodes of the hub's own (fixed seed)."
     )

@@ -1,27 +1,25 @@
-"""Fleet fit over the hub's 1,000 simulated nodes (issue 8: goal <= 1 s): every node's own
-dry run of one pod, as ``POST /api/v1/fleet/fit`` answers it.
+"""Fleet fit over the hub's demo fleet (issue 20: a fit over 5,000 nodes within 1 s, ``/healthz``
+within 100 ms meanwhile), this checkout side by side with a reference (``--ref``, default
+``main``), each as a real ``numascope serve --hub --demo-fleet N`` process (``bench/_hub.py``).
 
-Run: .venv/bin/python bench/bench_fleet_fit.py [--nodes N] [--runs N]
-Builds a hub app with ``--demo-fleet N`` (fixed seed), then through Starlette's TestClient
-posts pods of several shapes (a Guaranteed pod of 2 and of 8 CPUs, a pod-level pod, a
-Burstable pod) and prints per shape how many nodes admit it and the median / best time of the
-whole request (manifest checks, N dry runs, the answer's JSON); with ``--upgrade`` also the
-first and the cached ``GET /api/v1/fleet/upgrade?release=1.38``. Prints figures only.
+Run: .venv/bin/python bench/bench_fleet_fit.py [--nodes 1000 5000] [--ref main]
+Per fleet size and version: the hub's RSS once ready (the hub and its worker processes), then
+per pod shape (a Guaranteed pod of 2 and of 8 CPUs, a pod-level pod, a Burstable pod) the first
+``POST /api/v1/fleet/fit`` and the same fit again: wall time, CPU time of the hub's process
+tree, ``/healthz`` p99 during the call, and how many nodes admit the pod (both versions must
+agree). Prints figures only.
 """
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import time
+from pathlib import Path
 
-from _common import tmp_settings
-from fastapi.testclient import TestClient
+from _hub import Measured, compare, hub_process, measure, tree_rss_mib
 
 from app.services.demo import bubble_pod, classic_pod
-from app.web.app import create_app
 
 GOAL_S = 1.0
+GOAL_HEALTHZ_MS = 100.0
 BURSTABLE = """\
 apiVersion: v1
 kind: Pod
@@ -39,60 +37,32 @@ SHAPES = (
     ("pod-level 4 CPUs", bubble_pod("fit-bubble", "default", 4, {"app": 2}, ("side",))),
     ("burstable", BURSTABLE),
 )
+YAML = {"Content-Type": "application/yaml"}
 
 
-def bench(nodes: int, runs: int, upgrade: bool) -> None:
-    with tmp_settings(hub=True, demo_fleet=nodes, allowed_hosts=("testserver",)) as settings:
-        app = create_app(settings)
-        with TestClient(app) as client:
-            app.state.hub.fleet.ready.wait()
-            print(f"fleet fit over {nodes} simulated nodes (hub --demo-fleet {nodes})")
-            worst = 0.0
-            for label, pod in SHAPES:
-                samples = []
-                admitted = 0
-                for _ in range(runs):
-                    t0 = time.perf_counter()
-                    r = client.post(
-                        "/api/v1/fleet/fit",
-                        content=pod.encode(),
-                        headers={"Content-Type": "application/yaml"},
-                    )
-                    samples.append(time.perf_counter() - t0)
-                    if r.status_code != 200:
-                        raise SystemExit(f"fit: HTTP {r.status_code}: {r.text[:300]}")
-                    results = r.json()["results"]
-                    admitted = sum(1 for x in results if x["admitted"])
-                median = statistics.median(samples)
-                worst = max(worst, median)
-                print(
-                    f"  {label:<18} fits {admitted:4d}/{len(results)}  "
-                    f"median {median * 1000:7.1f} ms  min {min(samples) * 1000:7.1f} ms"
+def run(nodes: int, src: Path | None) -> dict[str, str]:
+    """One version's figures at ``nodes`` nodes, as printed cells."""
+    cells: dict[str, str] = {}
+    with hub_process(nodes, src) as hub:
+        assert hub.proc is not None
+        cells["hub RSS once ready (MiB)"] = f"{tree_rss_mib(hub.proc.pid):.0f}"
+        for label, pod in SHAPES:
+            for call in ("first", "again"):
+                m: Measured = measure(
+                    hub, "POST", "/api/v1/fleet/fit", content=pod.encode(), headers=YAML
                 )
-            verdict = "met" if worst <= GOAL_S else "NOT met"
-            print(f"goal: <= {GOAL_S:.0f} s per fit: slowest median {worst:.2f} s -> {verdict}")
-            if upgrade:
-                for label in ("first", "cached"):
-                    t0 = time.perf_counter()
-                    r = client.get("/api/v1/fleet/upgrade", params={"release": "1.38"})
-                    took = time.perf_counter() - t0
-                    bad = sum(1 for x in r.json()["results"] if x["verdict"] == "will-fail")
-                    print(
-                        f"  upgrade to 1.38 ({label} call): {took:.2f} s, {bad} nodes will fail "
-                        "(no goal; the inspector on every node's files)"
-                    )
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=1000)
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument(
-        "--upgrade", action="store_true", help="also time GET /api/v1/fleet/upgrade once"
-    )
-    args = parser.parse_args()
-    bench(args.nodes, args.runs, args.upgrade)
+                results = m.body["results"]
+                assert isinstance(results, list)
+                fits = sum(1 for r in results if r["admitted"])
+                key = f"{label}, {call}"
+                cells[f"{key}: wall s"] = f"{m.wall:.2f}"
+                cells[f"{key}: CPU s"] = f"{m.cpu:.2f}"
+                cells[f"{key}: healthz p99 ms"] = f"{m.healthz_p99_ms:.0f}"
+                cells[f"{key}: fits"] = f"{fits}/{len(results)}"
+        cells["hub RSS after the fits (MiB)"] = f"{tree_rss_mib(hub.proc.pid):.0f}"
+    return cells
 
 
 if __name__ == "__main__":
-    main()
+    print(f"goals: fit <= {GOAL_S:g} s, /healthz p99 <= {GOAL_HEALTHZ_MS:g} ms during it")
+    compare("fleet fit", run)

@@ -5,8 +5,9 @@ Run: .venv/bin/python bench/bench_fleet_pages.py [--nodes N] [--runs N]
 Builds a hub app with N simulated nodes of its own (``app.services.nodes.demo_fleet``, fixed
 seed), waits until they are built, then through Starlette's TestClient (routing, loader, rendering,
 middleware; no network) prints for ``/fleet`` (first page, as a browser opens it), the htmx
-fragment of a filtered view, ``/fleet.json`` and ``GET /api/v1/fleet`` (and its 304): size
-uncompressed, median / p90 / best of warm requests. Prints figures only.
+fragment of a filtered view, ``/fleet.json``, ``GET /api/v1/fleet`` (and its 304) and the
+heatmap ``/fleet/heatmap.svg``: size uncompressed, median / p90 / best of warm requests; and
+the heatmap's size gzipped and the CPU time of drawing it. Prints figures only.
 """
 
 from __future__ import annotations
@@ -34,11 +35,24 @@ def bench(nodes: int, runs: int) -> None:
             page = client.get("/fleet")
             shown = page.text.count("<tr class=")
             print(f"  /fleet shows {shown} rows per page (of {nodes}), paged with a Next link")
+            hub = app.state.hub
+            client.get("/fleet")  # the document built
+            cpu = time.process_time()
+            hub._heatmap = None  # draw it again, timed
+            drawn, svg = hub.heatmap()
+            cpu = time.process_time() - cpu
+            gz = client.get("/fleet/heatmap.svg", headers={"Accept-Encoding": "gzip"})
+            print(
+                f"  heatmap of {drawn.nodes} nodes: {len(svg.body) / 1024:.0f} KiB SVG "
+                f"({gz.num_bytes_downloaded / 1024:.0f} KiB as sent gzipped), drawn in "
+                f"{cpu * 1000:.0f} ms CPU once per fleet change"
+            )
             cases = [
                 ("/fleet", "/fleet", {}),
                 ("fragment", "/fleet?sort=free&minFree=4", {"HX-Request": "true"}),
                 ("/fleet.json", "/fleet.json", {}),
                 ("/api/v1/fleet", "/api/v1/fleet", {}),
+                ("heatmap.svg", "/fleet/heatmap.svg", {}),
             ]
             for label, path, headers in cases:
                 size = len(client.get(path, headers=headers).content)

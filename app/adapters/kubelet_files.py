@@ -6,6 +6,7 @@ decodes it. It never writes: observed kubelet directories are read-only for Numa
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,25 @@ from app.domain.limits import InputLimitError
 MAX_CONFIG_BYTES = 1024 * 1024
 
 
+#: Texts up to this size are parsed once (fleets repeat a few configurations; YAML parsing is
+#: most of an upgrade check's cost): a ``KubeletConfig`` is an immutable value.
+MEMO_BYTES = 16 * 1024
+
+
 def parse_kubelet_config_text(
     text: str, release: str = DEFAULT_RELEASE, *, check_gates: bool = True
 ) -> KubeletConfig:
+    if len(text) <= MEMO_BYTES:
+        return _parse_memo(text, release, check_gates)
+    return _parse(text, release, check_gates)
+
+
+@functools.lru_cache(maxsize=128)
+def _parse_memo(text: str, release: str, check_gates: bool) -> KubeletConfig:
+    return _parse(text, release, check_gates)  # an error is raised again each time, not kept
+
+
+def _parse(text: str, release: str, check_gates: bool) -> KubeletConfig:
     try:
         obj: Any = load_yaml(text, "KubeletConfiguration") if text.strip() else {}
     except InputLimitError as exc:

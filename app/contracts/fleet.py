@@ -91,8 +91,8 @@ class FitRow(Contract):
     node: NodeName
     agent: URL | None = None
     admitted: bool
-    reason: Text | None = ""
-    message: Text | None = ""
+    reason: Text | None = None
+    message: Text | None = None
     allocation: Allocation | None = None
     numa_nodes: Annotated[list[NumaId], Field(max_length=1024)] = []
     error: Text | None = None

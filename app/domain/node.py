@@ -297,9 +297,10 @@ class Node:
         return (self.cpu_state.copy(), reuse, mem_state, mem_reuse)
 
     def _save_metrics(self) -> tuple[object, object]:
-        cpu = copy.deepcopy(self.cpu_policy.metrics) if self.cpu_policy else None
+        cpu = self.cpu_policy.metrics.copy() if self.cpu_policy else None
         policy = self.memory.policy if self.memory is not None else None
-        mem = copy.deepcopy(getattr(policy, "metrics", None))
+        metrics = getattr(policy, "metrics", None)
+        mem = metrics.copy() if metrics is not None else None
         return (cpu, mem)
 
     def _restore_metrics(self, saved: tuple[object, object]) -> None:

@@ -51,7 +51,8 @@ def _checked(model: type[M], row: dict[str, Any], what: str) -> M | str:
 
 def fit_result(node: str, answer: dict[str, Any]) -> dict[str, Any]:
     """One node's fit (``FitRow``): its dry-run answer as the node gave it (``reason``/
-    ``message`` of the first rejection at the top, as admission answers), with the first pod's
+    ``message`` of the first rejection at the top, as admission answers; none where the
+    node's answer has none), with the first pod's
     ``allocation`` and the NUMA nodes of its hints lifted to the top (an error answer:
     ``admitted`` false with the error's reason and message; an answer that breaks the
     contract: an error row naming the field)."""
@@ -71,8 +72,6 @@ def fit_result(node: str, answer: dict[str, Any]) -> dict[str, Any]:
         row = dict(answer)  # field for field the node's own dry-run answer
         row["node"] = node
         row["admitted"] = answer.get("admitted") is True
-        row.setdefault("reason", "")
-        row.setdefault("message", "")
         results = answer.get("results")
         first = results[0] if isinstance(results, list) and results else {}
         first = first if isinstance(first, dict) else {}

@@ -173,7 +173,9 @@ def placement_flags(row: Mapping[str, Any]) -> list[str]:
     return flags
 
 
-def _order(row: Mapping[str, Any]) -> tuple[int, int, int, str, str]:
+def fit_order(row: Mapping[str, Any]) -> tuple[int, int, int, str, str]:
+    """The rank of a fit row: fits by score (then fewer flags, then name), refusals, errors,
+    nodes not asked."""
     if row["admitted"]:
         group = 0
     elif not row.get("checked", True):
@@ -207,5 +209,5 @@ def rank_fits(
             score = node_score(strategy, pod, summary) if summary is not None else 0
             row = {**row, "score": score, "flags": placement_flags(row)}
         out.append(row)
-    out.sort(key=_order)
+    out.sort(key=fit_order)
     return out

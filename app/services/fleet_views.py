@@ -289,6 +289,9 @@ def upgrade_view(result: dict[str, Any]) -> dict[str, Any]:
             for r in no_verdict
         ],
         "unreachable": result["unreachable"],
+        # How far the check got ("3,120 of 5,000 checked"; ``complete`` once every node answered).
+        "progress": result.get("progress")
+        or {"checked": len(rows), "total": len(rows), "complete": True},
         "results": rows,
     }
 

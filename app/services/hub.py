@@ -70,7 +70,9 @@ from app.adapters.agents import AgentClient, AgentError, WatchUnsupportedError
 from app.adapters.dns import DNSLookupError, agent_url, make_resolver, resolve_addresses
 from app.contracts.summary import Finding, NodeSummaryV1, SummaryWatchEventV1
 from app.services.agent_summary import Encoded, SummaryCache, encode, encode_json, encoded_bytes
+from app.services.fleet_heatmap import Heatmap, heatmap
 from app.services.fleet_rows import fleet_node
+from app.services.fleet_workers import FleetWorkers
 from app.services.hub_agents import (
     LAST_SEEN_STEP,
     OK,
@@ -133,6 +135,13 @@ class Hub(FleetFanOut):
         self.dns_error: str | None = None
         self._dns_at = -DNS_INTERVAL
         self.fleet = fleet if fleet is not None else DemoFleet(settings.demo_fleet)
+        self.workers = (
+            FleetWorkers(self.fleet.count, self.fleet.seed, settings.hub_fleet_workers or None)
+            if self.fleet.count
+            else None
+        )
+        self._jobs = {}
+        self._job_tasks = set()
         self.summaries = SummaryCache()
         self.generation = 0
         self._doc: tuple[int, int, dict[str, Any]] | None = None
@@ -142,6 +151,7 @@ class Hub(FleetFanOut):
         self._in_flight: dict[str, asyncio.Task[None]] = {}
         self._streams: dict[str, asyncio.Task[None]] = {}
         self._encoded: tuple[int, int, Encoded] | None = None
+        self._heatmap: tuple[tuple[int, int], Heatmap, Encoded] | None = None
         # Per node row (agent, node): what it was built from, the row and its JSON.
         self._rows: dict[
             tuple[str | None, str],
@@ -174,12 +184,19 @@ class Hub(FleetFanOut):
 
     async def start(self) -> None:
         self.fleet.start()
+        if self.workers is not None:
+            self.workers.start()
         self._task = asyncio.create_task(self._run(), name="hub-poller")
 
     async def stop(self) -> None:
         tasks = [
             t
-            for t in (self._task, *self._in_flight.values(), *self._streams.values())
+            for t in (
+                self._task,
+                *self._in_flight.values(),
+                *self._streams.values(),
+                *self._job_tasks,
+            )
             if t is not None
         ]
         for task in tasks:
@@ -189,6 +206,8 @@ class Hub(FleetFanOut):
                 await task
         if self._client is not None:
             await self._client.aclose()
+        if self.workers is not None:
+            self.workers.close()
 
     async def _run(self) -> None:
         """Each due agent is polled in a task of its own, so a slow or dead agent delays
@@ -519,6 +538,15 @@ class Hub(FleetFanOut):
             return self._sim_summary(sim) if sim is not None else None
         state = self.agents.get(agent)
         return next((s for s in state.nodes if s.node == node), None) if state else None
+
+    def heatmap(self) -> tuple[Heatmap, Encoded]:
+        """The fleet heatmap and its SVG as bytes with an ETag, drawn once per document."""
+        key, doc = self._document()
+        cached = self._heatmap
+        if cached is None or cached[0] != key:
+            drawn = heatmap(doc["nodes"])
+            cached = self._heatmap = (key, drawn, encoded_bytes(drawn.svg.encode()))
+        return cached[1], cached[2]
 
     def encoded(self) -> Encoded:
         """The document as bytes with its ETag (for 304s), encoded once per generation."""

@@ -4,8 +4,9 @@ nodes are asked through their agents (``app.adapters.agents``), bounded by the h
 concurrency, one deadline per answer and one deadline for the whole fan-out, and at most
 ``hub_max_fanout`` requests per question (the nodes past it are listed as not asked, never as
 failing): a slow or failing agent gives an ``error`` result for its nodes, never an HTTP error
-of the hub. The demo fleet's nodes (``app.services.nodes.demo_fleet``) answer in the hub's
-process, in a worker thread, within the CPU time budget.
+of the hub. The demo fleet's nodes (``app.services.nodes.demo_fleet``) answer in worker
+processes (``app.services.fleet_workers``); an upgrade check is a job that fills in as answers
+arrive (``app.services.fleet_jobs``).
 
 ``FleetFanOut`` is a base of ``app.services.hub.Hub``, which provides the agents, the client
 and the semaphore.
@@ -14,7 +15,7 @@ and the semaphore.
 from __future__ import annotations
 
 import asyncio
-import time
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -22,16 +23,22 @@ from urllib.parse import urlencode
 
 from app.adapters.agents import AgentClient, AgentError
 from app.contracts.summary import NodeSummaryV1
-from app.domain import deadline
 from app.domain.pod import Pod
+from app.services.fleet_jobs import UpgradeJob
 from app.services.fleet_rows import fit_error, fit_result, upgrade_error, upgrade_result
-from app.services.fleet_score import rank_fits
+from app.services.fleet_score import fit_order, rank_fits
+from app.services.fleet_workers import FleetWorkers
 from app.services.hub_agents import OK, AgentState
-from app.services.nodes.demo_fleet import DemoFleet, SimulatedNode
+from app.services.nodes.demo_fleet import DemoFleet
+from app.services.nodes.errors import NodeInputError
 from app.settings import Settings
+
+log = logging.getLogger(__name__)
 
 #: The whole fan-out of one question ends after this many answer deadlines.
 FANOUT_DEADLINES = 3
+#: Upgrade-readiness jobs kept (release × gate × fleet generation); the oldest goes first.
+MAX_JOBS = 8
 
 
 class Failed(Protocol):
@@ -46,6 +53,10 @@ class FleetFanOut(ABC):
     settings: Settings
     agents: dict[str, AgentState]
     fleet: DemoFleet
+    generation: int
+    workers: FleetWorkers | None
+    _jobs: dict[tuple[str, bool | None, int], UpgradeJob]
+    _job_tasks: set[asyncio.Task[None]]
 
     @abstractmethod
     def client(self) -> AgentClient: ...
@@ -54,9 +65,9 @@ class FleetFanOut(ABC):
     @abstractmethod
     def summary_of(self, node: str, agent: str | None) -> NodeSummaryV1 | None: ...
 
-    def _targets(self) -> tuple[list[tuple[AgentState, str]], list[SimulatedNode]]:
-        remote = [(a, n.node) for a in self.agents.values() if a.status == OK for n in a.nodes]
-        return remote, list(self.fleet.list())
+    def _targets(self) -> list[tuple[AgentState, str]]:
+        """The agents' nodes a question goes to (the demo fleet's: ``self.workers``)."""
+        return [(a, n.node) for a in self.agents.values() if a.status == OK for n in a.nodes]
 
     async def _fan_out(
         self,
@@ -101,60 +112,82 @@ class FleetFanOut(ABC):
         self, body: bytes, content_type: str, text: str, pod: Pod, strategy: str
     ) -> dict[str, Any]:
         """Every node's dry run of the manifest ``text`` (``pod``: its first pod, as parsed by
-        the route), ranked by the scheduler plugin's ``strategy`` (``app.services.fleet_score``)."""
-        remote, _ = self._targets()
+        the route), ranked by the scheduler plugin's ``strategy`` (``app.services.fleet_score``):
+        the demo fleet's in its worker processes, the agents' nodes through their agents."""
+        remote = self._targets()
 
         async def call(agent: AgentState, node: str) -> dict[str, Any]:
             answer = await self.client().dry_run(agent.url, node, body, content_type)
             return fit_result(node, answer.doc or {})
 
-        def local() -> list[dict[str, Any]]:
-            with deadline.within(self.settings.cpu_time_budget, "the fleet fit"):
-                return [
-                    {**fit_result(name, doc), "agent": None}
-                    for name, doc in self.fleet.dry_run_all(text)
-                ]
-
-        local_task = asyncio.to_thread(local)
+        budget = self.settings.cpu_time_budget
+        local = self.workers.fit(text, pod, strategy, budget) if self.workers else _nothing()
         remote_results, local_results = await asyncio.gather(
-            self._fan_out(remote, call, fit_error), local_task
+            self._fan_out(remote, call, fit_error), local
         )
-        results = rank_fits([*local_results, *remote_results], pod, strategy, self.summary_of)
+        ranked = rank_fits(remote_results, pod, strategy, self.summary_of)
+        results = sorted([*local_results, *ranked], key=fit_order)
         return {"strategy": strategy, "results": results, "unreachable": self._unreachable()}
 
+    def upgrade_job(self, release: str, gate: bool | None) -> UpgradeJob:
+        """The upgrade-readiness check of (``release``, ``gate``) for the fleet as it is now
+        (a change of any node's data starts a new one; the demo nodes keep their verdicts),
+        started if needed."""
+        key = (release, gate, self.generation)
+        job = self._jobs.get(key)
+        if job is not None and job.failure is None:
+            return job
+        remote = self._targets()
+        demo = self.workers.names() if self.workers else []
+        targets = [(n, None) for n in demo] + [(n, a.url) for a, n in remote]
+        job = self._jobs[key] = UpgradeJob(release, gate, targets)
+        while len(self._jobs) > MAX_JOBS:
+            del self._jobs[next(iter(self._jobs))]
+        task = asyncio.create_task(self._run_upgrade(job, remote), name=f"upgrade {release}")
+        self._job_tasks.add(task)
+        task.add_done_callback(self._job_tasks.discard)
+        return job
+
     async def upgrade(self, release: str, gate: bool | None) -> dict[str, Any]:
-        remote, sims = self._targets()
-        params: dict[str, str] = {"release": release}
-        if gate is not None:
-            params["podLevelResourceManagers"] = "true" if gate else "false"
+        """Every node's verdict for a kubelet of ``release``, complete (one call)."""
+        job = self.upgrade_job(release, gate)
+        await job.wait()
+        return job.answer()
+
+    async def _run_upgrade(self, job: UpgradeJob, remote: list[tuple[AgentState, str]]) -> None:
+        params: dict[str, str] = {"release": job.release}
+        if job.gate is not None:
+            params["podLevelResourceManagers"] = "true" if job.gate else "false"
         query = urlencode(params)
 
         async def call(agent: AgentState, node: str) -> dict[str, Any]:
             answer = await self.client().upgrade(agent.url, node, query)
             return upgrade_result(node, answer.doc or {})
 
-        budget = self.settings.cpu_time_budget
-
-        def local() -> list[dict[str, Any]]:
-            # Nodes not reached within the budget say so; the checked ones are cached, so a
-            # retry goes on where this one stopped.
-            started = time.monotonic()
-            out: list[dict[str, Any]] = []
-            for n in sims:
-                if time.monotonic() - started > budget:
-                    message = f"not checked within the {budget:g} s time budget: ask again"
-                    out.append({**upgrade_error(n.name, message, asked=False), "agent": None})
-                else:
-                    out.append({**upgrade_result(n.name, n.upgrade(release, gate)), "agent": None})
-            return out
-
-        remote_results, local_results = await asyncio.gather(
-            self._fan_out(remote, call, upgrade_error), asyncio.to_thread(local)
-        )
-        results = sorted(
-            [*local_results, *remote_results], key=lambda r: (r["node"], r.get("agent") or "")
-        )
-        return {"release": release, "results": results, "unreachable": self._unreachable()}
+        remote_task = asyncio.ensure_future(self._fan_out(remote, call, upgrade_error))
+        futures = self.workers.upgrade(job.release, job.gate) if self.workers else []
+        try:
+            for answer in asyncio.as_completed([asyncio.wrap_future(f) for f in futures]):
+                rows, cpu = await answer
+                if rows and isinstance(rows[0], tuple):  # the question itself is refused
+                    _, message, field = rows[0]
+                    for f in futures:
+                        f.cancel()
+                    remote_task.cancel()
+                    job.finish(failure=NodeInputError(message, field))
+                    return
+                job.add(rows, cpu)
+            job.add(await remote_task)
+            job.unreachable = self._unreachable()
+            job.finish()
+        except Exception as exc:  # a worker died: what was answered stays, the rest says why
+            remote_task.cancel()
+            log.exception("fleet upgrade check %s stopped", job.release)
+            job.finish(stopped=f"the check stopped: {exc.__class__.__name__}: {exc}")
 
     def _unreachable(self) -> list[dict[str, Any]]:
         return [a.to_dict() for a in self.agents.values() if a.status != OK]
+
+
+async def _nothing() -> list[dict[str, Any]]:
+    return []

@@ -33,6 +33,7 @@ from app.services.nodes.errors import NodeInputError
 from app.services.nodes.restart import restart_config
 
 KUBELET_ROOT = "/var/lib/kubelet"
+SHM = "/dev/shm"
 _ORDER = {COMPATIBLE: 0, "missing": 0, COMPATIBLE_WITH_LOSS: 1, POLICY_MISMATCH: 2, WILL_FAIL: 3}
 
 
@@ -201,9 +202,16 @@ def _why(doc: dict[str, Any]) -> str | None:
     return None
 
 
+def _scratch() -> str | None:
+    """Where scratch root dirs go: memory (``/dev/shm``) where there is one, since a fleet
+    check makes and removes thousands (on a disk, removing them cost more CPU than the check);
+    else the system's temporary directory."""
+    return SHM if os.path.isdir(SHM) and os.access(SHM, os.W_OK) else None
+
+
 def _inspect_files(node: NodeFiles, release: str, gate: bool) -> dict[str, Any]:
     """The inspector's verdict on a scratch kubelet root dir holding the node's files."""
-    with tempfile.TemporaryDirectory(prefix="numascope-upgrade-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="numascope-upgrade-", dir=_scratch()) as tmp:
         root = Path(tmp)
         for name, content in node.files.items():
             if content is not None:

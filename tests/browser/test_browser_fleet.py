@@ -236,7 +236,9 @@ def test_fleet_upgrade_names_the_nodes_to_drain(
     page.goto(fleet.hub.url + "/fleet/upgrade")
     page.select_option("select[name=release]", release)
     page.click("button:has-text('Check the fleet')")
-    # The nodes to drain, then (collapsed) the nodes that start: two tables.
+    # The plan fills in as the nodes answer (the page polls); then the nodes to drain and
+    # (collapsed) the nodes that start: two tables.
+    page.locator("#upgrade-plan:not([aria-busy])").wait_for(timeout=120_000)
     page.locator("table.upgrade-results").first.wait_for()
     api = httpx.get(
         f"{fleet.hub.url}/api/v1/fleet/upgrade", params={"release": release}, timeout=120
@@ -278,6 +280,7 @@ def test_fleet_upgrade_links_each_lost_pod_to_its_page(
     from playwright.sync_api import expect
 
     page.goto(fleet.hub.url + "/fleet/upgrade?release=1.36")
+    page.locator("#upgrade-plan:not([aria-busy])").wait_for(timeout=120_000)
     pod = page.locator("table.upgrade-results a.pod-name").first
     expect(pod).to_be_visible()
     name = pod.inner_text()
@@ -286,6 +289,55 @@ def test_fleet_upgrade_links_each_lost_pod_to_its_page(
     pod.click()
     page.wait_for_url(f"**/pods/{name}")
     expect(page.locator("h1")).to_contain_text(name)
+    assert page_errors == []
+
+
+def test_fleet_upgrade_shows_its_progress_then_fills_in(
+    page: Any, page_errors: list[str], fleet: Fleet, screenshot: Screenshots
+) -> None:
+    """A question not asked before answers at once with its progress ("0 of N checked", never
+    a node counted as failing), then the page polls and the plan replaces the progress."""
+    query = "release=1.37&podLevelResourceManagers=false"
+    total = DEMO_FLEET + len(fleet.agent_nodes)
+    page.goto(f"{fleet.hub.url}/fleet/upgrade?{query}")
+    status = page.locator("#upgrade-plan h2[role=status]")
+    assert status.inner_text() == f"Checking the fleet: 0 of {total} checked"
+    assert page.locator("#upgrade-plan progress").get_attribute("max") == str(total)
+    assert page.locator("text=must be drained first").count() == 0
+    screenshot(page, "fleet-upgrade-progress")
+    page.locator("#upgrade-plan:not([aria-busy])").wait_for(timeout=120_000)
+    api = httpx.get(f"{fleet.hub.url}/fleet/upgrade.json?{query}", timeout=120).json()
+    assert api["progress"]["complete"] and api["progress"]["checked"] == total
+    heading = page.locator("#upgrade-plan h2").first.inner_text()
+    if api["drain"]["count"]:
+        assert heading == f"{api['drain']['count']} of {total} nodes must be drained first"
+    else:
+        assert heading == f"All {total} nodes start with kubelet 1.37"
+    assert page.locator("#upgrade-plan[hx-trigger]").count() == 0  # polling stopped
+    screenshot(page, "fleet-upgrade-filled-in")
+    assert page_errors == []
+
+
+def test_fleet_heatmap_shows_free_cpus_per_numa_node(
+    page: Any, page_errors: list[str], fleet: Fleet, screenshot: Screenshots
+) -> None:
+    """The heatmap is drawn (an SVG image), described (alt text and legend with counts that
+    add up to every NUMA node of the fleet) and links to the same data as a table."""
+    doc = fleet.api()
+    numa = sum(len(n["numa"]) for n in doc["nodes"])
+    page.goto(fleet.hub.url + "/fleet")
+    image = page.locator("img.heatmap-img")
+    assert page.evaluate("document.querySelector('img.heatmap-img').naturalWidth") > 0
+    assert (image.get_attribute("alt") or "").startswith(f"Heatmap of {len(doc['nodes'])} nodes")
+    counts = page.eval_on_selector_all(
+        ".heatmap-legend li", "lis => lis.map(li => +li.textContent.split(': ').pop())"
+    )
+    assert sum(counts) == numa
+    screenshot(page.locator("section.heatmap"), "fleet-heatmap")
+    page.click("text=The same as a table, largest free block first")
+    page.locator("table.fleet").wait_for()
+    free = [int(r["free"]) for r in rows(page)]
+    assert free == sorted(free, reverse=True)
     assert page_errors == []
 
 
@@ -339,6 +391,9 @@ def test_fleet_pages_fit_a_phone(
         page.wait_for_load_state("networkidle")
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= 390, f"{path} is {width}px wide"
+        if path == "/fleet":  # the heatmap is scaled down to the phone's width
+            box = page.locator("img.heatmap-img").bounding_box()
+            assert box is not None and 0 < box["width"] <= 390
         # No header is narrower than its longest word (letter-by-letter breaking).
         broken = page.evaluate(
             """() => [...document.querySelectorAll('table th')].filter(th => {

@@ -17,10 +17,12 @@ The three gauges are kept per release by ``app.domain.cpumanager.gauges``.
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Self
 
 RESOURCE_CPU = "cpu"
 RESOURCE_MEMORY = "memory"
@@ -42,6 +44,17 @@ class ResourceManagerCounters:
     allocations_total: Counter[tuple[str, str]] = field(default_factory=Counter)
     allocation_errors_total: Counter[tuple[str, str]] = field(default_factory=Counter)
     container_assignments: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    def copy(self) -> Self:
+        """An independent copy (a dry run keeps the counters it found): the counters hold
+        only ints under immutable keys, so copying each container is a deep copy, at a
+        fraction of ``copy.deepcopy``'s cost (it was 44% of a fleet fit's dry run)."""
+        out = copy.copy(self)
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, dict):
+                setattr(out, f.name, value.copy())
+        return out
 
     def allocations(self, resource: str, source: str) -> int:
         return self.allocations_total[(resource, source)]

@@ -21,6 +21,7 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -92,7 +93,9 @@ class SimulatedNode:
         self.created_at = datetime.now(UTC)
         self.lock = threading.Lock()
         self._upgrades: dict[tuple[str, bool | None], dict[str, Any]] = {}
-        self._views = self._views_of(engine, config_text)
+        # Built when first asked for (a node's page): a fleet of thousands keeps only the
+        # engines and their summaries (the views were 85 of every 95 MiB per 1,000 nodes).
+        self._views: node_views.NodeViews | None = None
         self._digest = LastDigest()
 
     def _views_of(self, engine: Node, config_text: str) -> node_views.NodeViews:
@@ -108,36 +111,47 @@ class SimulatedNode:
 
     # -- views ---------------------------------------------------------------------------------
     def views(self) -> node_views.NodeViews:
-        return self._views
+        views = self._views
+        if views is None:
+            with self.lock:
+                views = self._views
+                if views is None:
+                    views = self._views = self._views_of(self.engine, self.config_text)
+        return views
 
     def summary(self) -> node_views.NodeSummary:
-        return self._views.summary(rejected=self.rejected, load_error=None)
+        return self.views().summary(rejected=self.rejected, load_error=None)
 
     def agent_summary(self, cache: SummaryCache) -> NodeSummaryV1:
         """The node's summary as its agent would publish it (``numascope.summary/v1``)."""
-        return cache.versioned(build_summary(self.summary(), self._views))
+        views = self._views
+        if views is None:  # drawn for the summary only, not kept
+            with self.lock:
+                views = self._views_of(self.engine, self.config_text)
+        summary = views.summary(rejected=self.rejected, load_error=None)
+        return cache.versioned(build_summary(summary, views))
 
     def node_view(self, *, batch: str | None = None) -> node_views.NodeView:
-        return self._views.node_view(self.summary())
+        return self.views().node_view(self.summary())
 
     def node_view_json(self, *, batch: str | None = None) -> EncodedJSON:
-        return self._views.encoded.get(("node",), self.node_view)
+        return self.views().encoded.get(("node",), self.node_view)
 
     def node_detail(self) -> node_views.NodeDetail:
         return node_views.NodeDetail.of(self.node_view())
 
     def node_detail_json(self) -> EncodedJSON:
-        return self._views.encoded.get(("detail",), self.node_detail)
+        return self.views().encoded.get(("detail",), self.node_detail)
 
     def pod_view(self, namespace: str, name: str) -> node_views.PodView:
-        row = self._views.pod_row(namespace, name)
+        row = self.views().pod_row(namespace, name)
         if row is None:
             raise UnknownPodError(self.name, namespace, name)
-        podresources = get_pod_json(self._views.snapshot, namespace, name)
-        return self._views.pod_view(self.summary(), row, podresources)
+        podresources = get_pod_json(self.views().snapshot, namespace, name)
+        return self.views().pod_view(self.summary(), row, podresources)
 
     def pod_view_json(self, namespace: str, name: str) -> EncodedJSON:
-        return self._views.encoded.get(
+        return self.views().encoded.get(
             ("pod", namespace, name), lambda: self.pod_view(namespace, name)
         )
 
@@ -151,17 +165,17 @@ class SimulatedNode:
             return state_files_of(self.engine)
 
     def watch_token(self) -> tuple[str, str]:
-        return SOURCE_FLEET, f"f-{self._digest.of(self._views, self.node_view)}"
+        return SOURCE_FLEET, f"f-{self._digest.of(self.views(), self.node_view)}"
 
     # -- PodResources ------------------------------------------------------------------------
     def podresources_list_json(self) -> EncodedJSON:
-        snapshot = self._views.snapshot
-        return self._views.encoded.get(("podresources",), lambda: list_response_json(snapshot))
+        snapshot = self.views().snapshot
+        return self.views().encoded.get(("podresources",), lambda: list_response_json(snapshot))
 
     def podresources_get_json(self, namespace: str, name: str) -> EncodedJSON:
-        snapshot = self._views.snapshot
+        snapshot = self.views().snapshot
         try:
-            return self._views.encoded.get(
+            return self.views().encoded.get(
                 ("podresources", namespace, name),
                 lambda: get_pod_json(snapshot, namespace, name),
             )
@@ -169,8 +183,8 @@ class SimulatedNode:
             raise UnknownPodError(self.name, namespace, name) from None
 
     def allocatable_json(self) -> EncodedJSON:
-        snapshot = self._views.snapshot
-        return self._views.encoded.get(("allocatable",), lambda: allocatable_json(snapshot))
+        snapshot = self.views().snapshot
+        return self.views().encoded.get(("allocatable",), lambda: allocatable_json(snapshot))
 
     # -- questions -------------------------------------------------------------------------------
     def dry_run(self, manifest: str, pods: Sequence[Pod] | None = None) -> AdmissionBatch:
@@ -228,7 +242,7 @@ class SimulatedNode:
         except KubeletConfigError as err:
             raise NodeInputError(f"kubeletConfig.{err.field}: {err.message}", err.field) from None
         after = None if result.node is None else self._views_of(result.node, text).map
-        return Rehearsal(self.name, result, True, False, self._views.map, after)
+        return Rehearsal(self.name, result, True, False, self.views().map, after)
 
 
 def _workload(rng: random.Random, pod_level: bool, cpus: int) -> list[str]:
@@ -278,28 +292,61 @@ def node_name(index: int) -> str:
     return f"sim-{index:04d}"
 
 
-def build_node(rng: random.Random, index: int) -> SimulatedNode:
+@dataclass(frozen=True, slots=True)
+class NodePlan:
+    """What the seed decides about one node (everything but its engine): replaying the
+    seed's draws is cheap, so a worker process can build only its share of the fleet and
+    still get exactly the nodes the hub has (``app.services.fleet_workers``)."""
+
+    index: int
+    preset: str
+    release: str
+    config_text: str
+    manifests: tuple[str, ...]
+
+
+_USABLE: dict[tuple[str, str, str], str] = {}
+
+
+def _usable_config(preset: str, kind: str, release: str) -> str:
+    """The configuration text of ``kind`` for ``release``, or a plain node's when this
+    machine cannot take it (decided once per preset, kind and release)."""
+    key = (preset, kind, release)
+    if key not in _USABLE:
+        text = _config(kind, release)
+        try:
+            build_engine_node("probe", get_preset(preset), _config_of(text, release), time.time)
+        except NodeServiceError:
+            text = _config("none", release)
+        _USABLE[key] = text
+    return _USABLE[key]
+
+
+def plan_node(rng: random.Random, index: int) -> NodePlan:
+    """The next node the seed's ``rng`` draws (the draws of ``build_node``, in its order)."""
     preset = rng.choice(PRESETS)
     release = rng.choice(RELEASES)
-    kind = rng.choice(KINDS)
-    name = node_name(index)
-    topology = get_preset(preset)
-    try:
-        text = _config(kind, release)
-        config = _config_of(text, release)
-        engine = build_engine_node(name, topology, config, time.time)
-    except NodeServiceError:  # a configuration this machine cannot take: a plain node
-        kind = "none"
-        text = _config(kind, release)
-        config = _config_of(text, release)
-        engine = build_engine_node(name, topology, config, time.time)
+    text = _usable_config(preset, rng.choice(KINDS), release)
+    pod_level = _config_of(text, release).pod_level_resource_managers
+    cpus = get_preset(preset).all_cpus.size()
+    return NodePlan(index, preset, release, text, tuple(_workload(rng, pod_level, cpus)))
+
+
+def build_planned(plan: NodePlan) -> SimulatedNode:
+    """The node of ``plan``: its engine, with the workload admitted one pod at a time."""
+    name = node_name(plan.index)
+    config = _config_of(plan.config_text, plan.release)
+    engine = build_engine_node(name, get_preset(plan.preset), config, time.time)
     rejected = 0
-    pod_level = config.pod_level_resource_managers
-    for manifest in _workload(rng, pod_level, topology.all_cpus.size()):
+    for manifest in plan.manifests:
         for pod in _pods_of(manifest, config):
             if not engine.admit(pod).admitted:
                 rejected += 1
-    return SimulatedNode(name, preset, text, release, engine, rejected)
+    return SimulatedNode(name, plan.preset, plan.config_text, plan.release, engine, rejected)
+
+
+def build_node(rng: random.Random, index: int) -> SimulatedNode:
+    return build_planned(plan_node(rng, index))
 
 
 class DemoFleet:
@@ -314,11 +361,15 @@ class DemoFleet:
         if count == 0:
             self.ready.set()
 
-    def build(self) -> None:
+    def build(self, shard: int = 0, shards: int = 1) -> None:
+        """Build the nodes (``shards`` > 1: only those whose index is ``shard`` modulo
+        ``shards``; the others' draws are replayed, not built)."""
         rng = random.Random(self.seed)
         for i in range(self.count):
-            node = build_node(rng, i)
-            self.nodes[node.name] = node  # a dict assignment: readers see whole nodes only
+            plan = plan_node(rng, i)
+            if i % shards == shard:
+                node = build_planned(plan)
+                self.nodes[node.name] = node  # a dict assignment: readers see whole nodes only
         self.ready.set()
 
     def start(self) -> None:

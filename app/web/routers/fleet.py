@@ -26,6 +26,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from app.contracts.fleet import FitAnswer, FleetDocument, FleetView, UpgradeAnswer
 from app.domain.kubelet_config import DEFAULT_RELEASE, RELEASES, KubeletConfig
 from app.domain.pod import Pod
+from app.services.agent_summary import etag_matches
 from app.services.fleet_score import LEAST_ALLOCATED, STRATEGIES
 from app.services.fleet_views import (
     FIT_LIMIT,
@@ -110,13 +111,34 @@ def fleet_json(hub: HubDep, query: FleetQueryDep) -> dict[str, Any]:
 @pages.get("/fleet", name="fleet", include_in_schema=False)
 def fleet_page(request: Request, hub: HubDep, query: FleetQueryDep) -> HTMLResponse:
     view = fleet_view(hub.document(), query)
+    drawn, encoded = hub.heatmap()
     return render(
         request,
         "pages/fleet.html",
         view,
         fragment="fragments/_fleet_table.html",
-        context={"fleet_query": query, "demo_pending": not hub.fleet.ready.is_set()},
+        context={
+            "fleet_query": query,
+            "demo_pending": not hub.fleet.ready.is_set(),
+            "heatmap": drawn,
+            "heatmap_etag": encoded.etag.strip('"')[:12],
+        },
     )
+
+
+@pages.get(
+    "/fleet/heatmap.svg",
+    name="fleet_heatmap",
+    summary="The fleet heatmap: nodes × NUMA nodes coloured by free exclusive CPUs (SVG)",
+    response_class=Response,
+    responses={200: {"content": {"image/svg+xml": {}}}, 304: {"description": "Not modified"}},
+)
+def fleet_heatmap(request: Request, hub: HubDep) -> Response:
+    _, encoded = hub.heatmap()
+    headers = {"ETag": encoded.etag, "Cache-Control": "no-cache"}
+    if etag_matches(request.headers.get("if-none-match"), encoded.etag):
+        return Response(status_code=304, headers=headers)
+    return Response(encoded.body, media_type="image/svg+xml", headers=headers)
 
 
 # -- fit ------------------------------------------------------------------------------------
@@ -287,6 +309,11 @@ async def api_fleet_upgrade(
     return JSONResponse(await run_upgrade(hub, release, gate))
 
 
+def _upgrade_job(hub: Hub, release: str, gate_text: str | None) -> dict[str, Any]:
+    """The fleet's upgrade check as far as it got (started if needed): pending nodes listed."""
+    return hub.upgrade_job(check_release(release), parse_gate(gate_text)).answer()
+
+
 @pages.get("/fleet/upgrade", name="fleet_upgrade", include_in_schema=False)
 async def fleet_upgrade_page(
     request: Request,
@@ -294,26 +321,30 @@ async def fleet_upgrade_page(
     release: Annotated[str, Query()] = "",
     gate: GateQuery = None,
 ) -> HTMLResponse:
-    result = await run_upgrade(hub, release, gate) if release else None
+    # Answers at once with what is checked so far; while the check runs, the plan polls.
+    result = _upgrade_job(hub, release, gate) if release else None
     view = {
         "releases": list(RELEASES),
         "release": release,
         "gate": gate or "",
         "plan": upgrade_view(result) if result is not None else None,
     }
-    return render(request, "pages/fleet_upgrade.html", view)
+    return render(
+        request, "pages/fleet_upgrade.html", view, fragment="fragments/_fleet_upgrade_plan.html"
+    )
 
 
 @pages.get(
     "/fleet/upgrade.json",
     name="fleet_upgrade_json",
-    summary="The upgrade page's data: every node's verdict as a drain plan (grouped by cause)",
+    summary="The upgrade page's data: every node's verdict as a drain plan (grouped by cause), "
+    "as far as the check got (progress; nodes not checked yet listed, never as failing)",
     responses={422: {"description": "Bad release or gate"}},
 )
 async def fleet_upgrade_json(
     hub: HubDep, release: ReleaseQuery, gate: GateQuery = None
 ) -> dict[str, Any]:
-    return upgrade_view(await run_upgrade(hub, release, gate))
+    return upgrade_view(_upgrade_job(hub, release, gate))
 
 
 @pages.get(

@@ -120,6 +120,11 @@ def readyz(request: Request) -> JSONResponse:
         checks["demoFleet"] = "ok" if built else "building"
         if not built:
             problems.append(f"demo fleet: {len(fleet.nodes)} of {fleet.count} nodes built")
+        # The workers that answer the demo fleet's fits and upgrade checks hold it too.
+        workers = hub.workers.problem() if hub.workers is not None else None
+        checks["fleetWorkers"] = "ok" if workers is None else "building"
+        if workers:
+            problems.append(workers)
     observer: NodeObserver | None = getattr(request.app.state, "observer", None)
     if observer is not None:
         observation_problem = _check_observation(observer)

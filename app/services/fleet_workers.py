@@ -1,0 +1,239 @@
+"""The demo fleet's fleet-wide questions (fit, upgrade readiness) answered in worker processes,
+so that the hub's event loop and its threads stay free for ``/healthz`` and the pages while
+thousands of dry runs and start-up checks run (issue 20: a fit over 5,000 nodes in 1 s, the
+upgrade readiness of 5,000 nodes in one call, ``/healthz`` within 100 ms meanwhile).
+
+**One process per shard.** ``FleetWorkers`` starts one single-process executor per shard
+(``shards``: the CPUs this process may run on, ``os.sched_getaffinity``); shard ``k`` holds the
+demo-fleet nodes whose index is ``k`` modulo the number of shards, so every question is split
+evenly and each node lives in exactly one worker. A plain ``ProcessPoolExecutor`` of N
+processes could send any node's work to any process, and each would end up holding the whole
+fleet.
+
+**The nodes are rebuilt from the seed, not shipped.** A worker replays the seed's draws for
+every node (cheap: ``demo_fleet.plan_node``) and builds the engines of its shard only
+(``DemoFleet.build(shard, shards)``), giving exactly the hub's nodes (the fleet is a function
+of its seed and size) without pickling thousands of engines through a pipe or forking a
+process that runs an event loop and threads. The workers start with ``spawn`` and lower their
+scheduling priority (``WORKER_NICE``) so the hub's event loop wins the CPU when both want it.
+
+Each node answers through its ``NodeSource`` methods (``dry_run`` via ``DemoFleet.dry_run_all``,
+``upgrade``), so the rows are the ones the node's own page and API give; the fit rows are scored
+in the worker too (``app.services.fleet_score``). The fleet never changes once built, so a fit
+of the same manifest and strategy is answered from ``FIT_CACHE`` entries, and each node keeps
+its upgrade verdicts per release and gate (``SimulatedNode.upgrade``).
+
+Time budgets count CPU time: a worker's fit runs under ``deadline.within`` (the thread's CPU
+time); nodes it does not reach are rows with ``checked`` false, never refusals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from concurrent.futures import BrokenExecutor, Future, ProcessPoolExecutor
+from typing import Any
+
+from app.contracts.summary import NodeSummaryV1
+from app.domain import deadline
+from app.domain.pod import Pod
+from app.services.agent_summary import SummaryCache
+from app.services.fleet_rows import fit_error, fit_result, upgrade_result
+from app.services.fleet_score import rank_fits
+from app.services.nodes.demo_fleet import DemoFleet, node_name
+from app.services.nodes.errors import NodeServiceError
+
+#: Fits kept per (manifest, strategy): the demo fleet never changes once built.
+FIT_CACHE = 16
+#: Nodes per upgrade task: answers arrive (and the page fills in) this many at a time.
+UPGRADE_CHUNK = 100
+WORKER_NICE = 5
+MAX_WORKERS = 8
+
+# -- in the worker process ------------------------------------------------------------------
+
+_fleet: DemoFleet | None = None
+_summaries: dict[str, NodeSummaryV1] = {}
+
+
+def _start(count: int, seed: int, shard: int, shards: int) -> None:
+    """The worker's initializer: build its shard of the fleet."""
+    global _fleet
+    with contextlib.suppress(OSError):  # not allowed here: run at the hub's priority
+        os.nice(WORKER_NICE)
+    fleet = DemoFleet(count, seed)
+    fleet.build(shard, shards)
+    _fleet = fleet
+    for name in fleet.nodes:  # the scores read them: built once, not in the first fit
+        _summary_of(name, None)
+
+
+def _shard() -> DemoFleet:
+    assert _fleet is not None, "the worker was started without its shard"
+    return _fleet
+
+
+def _summary_of(node: str, agent: str | None) -> NodeSummaryV1 | None:
+    summary = _summaries.get(node)
+    if summary is None:
+        assert _fleet is not None
+        sim = _fleet.nodes.get(node)
+        if sim is None:
+            return None
+        summary = _summaries[node] = sim.agent_summary(SummaryCache())
+    return summary
+
+
+def _fit(manifest: str, pod: Pod, strategy: str, budget: float) -> tuple[list[Any], float]:
+    """The shard's fit rows, scored (and the CPU seconds they took)."""
+    started = time.process_time()
+    fleet = _shard()
+    try:
+        with deadline.within(budget, "the fleet fit"):
+            rows = [fit_result(name, doc) for name, doc in fleet.dry_run_all(manifest)]
+            rows = rank_fits(rows, pod, strategy, _summary_of)
+    except deadline.DeadlineExceededError as exc:
+        rows = [fit_error(n.name, f"not checked: {exc.message}", asked=False) for n in fleet.list()]
+    return [{**r, "agent": None} for r in rows], time.process_time() - started
+
+
+def _upgrade(release: str, gate: bool | None, names: Sequence[str]) -> tuple[list[Any], float]:
+    """The upgrade rows of ``names`` (nodes of this shard), and the CPU seconds they took;
+    an input the check refuses (a release or gate) is ``("error", message, field)``."""
+    started = time.process_time()
+    fleet = _shard()
+    rows: list[Any] = []
+    for name in names:
+        try:
+            verdict = fleet.nodes[name].upgrade(release, gate)
+        except NodeServiceError as exc:  # the same for every node: the question is wrong
+            return [("error", exc.message, getattr(exc, "field", None))], 0.0
+        rows.append({**upgrade_result(name, verdict), "agent": None})
+    return rows, time.process_time() - started
+
+
+def _ping() -> int:
+    return len(_shard().nodes)
+
+
+# -- in the hub ---------------------------------------------------------------------------------
+
+
+def worker_count() -> int:
+    """One worker per CPU this process may run on (at most ``MAX_WORKERS``)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, MAX_WORKERS))
+
+
+class FleetWorkers:
+    """The worker processes of one demo fleet of ``count`` nodes (see the module docstring)."""
+
+    def __init__(self, count: int, seed: int, shards: int | None = None) -> None:
+        self.count = count
+        self.seed = seed
+        self.shards = max(1, min(shards or worker_count(), max(count, 1)))
+        self._pools: list[ProcessPoolExecutor] = []
+        self._built: list[Future[int]] = []
+        self._fits: OrderedDict[tuple[str, str], list[dict[str, Any]]] = OrderedDict()
+        #: CPU seconds the workers spent on the last fit (figures for the benches).
+        self.last_fit_cpu = 0.0
+
+    def start(self) -> None:
+        if self._pools or not self.count:
+            return
+        context = multiprocessing.get_context("spawn")
+        self._pools = [
+            ProcessPoolExecutor(
+                1,
+                mp_context=context,
+                initializer=_start,
+                initargs=(self.count, self.seed, k, self.shards),
+            )
+            for k in range(self.shards)
+        ]
+        # Start building now, not at the first question.
+        self._built = [pool.submit(_ping) for pool in self._pools]
+
+    def problem(self) -> str | None:
+        """Why the workers cannot answer yet (``None``: every shard is built)."""
+        done = [f for f in self._built if f.done()]
+        for f in done:
+            if f.exception() is not None:
+                return f"fleet workers: a worker failed: {f.exception()!r}"
+        if not self._built or len(done) < len(self._built):
+            return f"fleet workers: {len(done)} of {self.shards} shards built"
+        return None
+
+    def close(self) -> None:
+        for pool in self._pools:
+            pool.shutdown(wait=False, cancel_futures=True)
+        self._pools = []
+        self._built = []
+
+    def names(self) -> list[str]:
+        """Every node the workers answer for, in seed order."""
+        return [node_name(i) for i in range(self.count)]
+
+    def shard_names(self, shard: int) -> list[str]:
+        return [node_name(i) for i in range(shard, self.count, self.shards)]
+
+    async def fit(
+        self, manifest: str, pod: Pod, strategy: str, budget: float
+    ) -> list[dict[str, Any]]:
+        """Every demo node's fit row, scored (order: shard by shard, each ranked)."""
+        key = (manifest, strategy)
+        cached = self._fits.get(key)
+        if cached is not None:
+            self._fits.move_to_end(key)
+            return cached
+        self.start()
+        loop = asyncio.get_running_loop()
+        try:
+            answers = await asyncio.gather(
+                *(
+                    loop.run_in_executor(p, _fit, manifest, pod, strategy, budget)
+                    for p in self._pools
+                )
+            )
+        except BrokenExecutor as exc:  # a worker died (killed, out of memory): start afresh
+            self.close()
+            self.start()
+            why = f"not checked: a fleet worker stopped ({exc}); it is being restarted"
+            return [{**fit_error(n, why, asked=False), "agent": None} for n in self.names()]
+        rows = [r for shard_rows, _ in answers for r in shard_rows]
+        self.last_fit_cpu = sum(cpu for _, cpu in answers)
+        if all(r.get("checked", True) for r in rows):  # a fit cut by the budget is not kept
+            self._fits[key] = rows
+            while len(self._fits) > FIT_CACHE:
+                self._fits.popitem(last=False)
+        return rows
+
+    def upgrade(self, release: str, gate: bool | None) -> list[Future[tuple[list[Any], float]]]:
+        """One future per chunk of ``UPGRADE_CHUNK`` nodes of a shard (each shard's worker
+        answers its chunks in order, the shards side by side)."""
+        self.start()
+        try:
+            return self._upgrade_chunks(release, gate)
+        except BrokenExecutor:  # a worker died since the last question: start afresh
+            self.close()
+            self.start()
+            return self._upgrade_chunks(release, gate)
+
+    def _upgrade_chunks(
+        self, release: str, gate: bool | None
+    ) -> list[Future[tuple[list[Any], float]]]:
+        return [
+            pool.submit(_upgrade, release, gate, names[i : i + UPGRADE_CHUNK])
+            for pool, names in zip(
+                self._pools, (self.shard_names(k) for k in range(self.shards)), strict=True
+            )
+            for i in range(0, len(names), UPGRADE_CHUNK)
+        ]
