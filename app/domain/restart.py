@@ -166,6 +166,8 @@ def with_node_names(step: str, nodes: list[str]) -> str:
     names = " ".join(nodes)
     for command in ("kubectl drain", "kubectl uncordon"):
         step = step.replace(f"{command} {NODE_PLACEHOLDER}", f"{command} {names}")
+    if len(nodes) > 1:  # one step for several nodes speaks of them all
+        step = step.replace("the node (", "the nodes (").replace("the node's", "each node's")
     return step
 
 

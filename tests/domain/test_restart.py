@@ -246,3 +246,6 @@ def test_recovery_steps_name_the_node_or_say_where_its_name_goes() -> None:
     both = with_node_names(steps, ["a", "b"])
     assert "kubectl drain a b --ignore-daemonsets" in both and "kubectl uncordon a b)" in both
     assert NODE_PLACEHOLDER not in both
+    # One step for several nodes speaks of them all.
+    assert "drain the nodes (kubectl drain a b" in both and "uncordon the nodes (" in both
+    assert "admits each node's pods afresh" in both and "the node " not in both
