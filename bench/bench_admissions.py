@@ -5,7 +5,10 @@ Starts ``numascope serve`` (a real uvicorn process, SQLite file, state files in 
 folder), creates a node on ``server-2s-8numa-512t`` with the demo-512 configuration and posts
 ``--pods`` single-pod admissions over HTTP (httpx, one connection), timing each request from
 send to the full answer. Prints the median and mean of the first 25 and the last 25 admissions
-and their ratio (issue 10: last 25 at most 1.5 x the first 25). Prints figures only.
+and their ratio (issue 10: last 25 at most 1.5 x the first 25), and beside them the server's
+CPU time per admission over the same 25 (``/proc/<pid>/stat`` user + system ticks, read before
+and after each block of 25: independent of the load on the machine, which wall time is not).
+With ``--workers 1`` the server is one process. Prints figures only.
 """
 
 from __future__ import annotations
@@ -68,6 +71,12 @@ def wait_ready(base: str, proc: subprocess.Popen[bytes]) -> None:
     raise SystemExit("server did not start")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def summary(label: str, times: list[float]) -> str:
     return (
         f"  {label:<9} median {statistics.median(times):6.2f} ms  "
@@ -108,7 +117,11 @@ def main() -> int:
                     raise SystemExit(f"create: HTTP {r.status_code}: {r.text}")
                 times: list[float] = []
                 admitted = 0
-                for manifest in pod_manifests(args.pods):
+                manifests = pod_manifests(args.pods)
+                cpu: dict[str, float] = {}
+                for i, manifest in enumerate(manifests):
+                    if i in (0, len(manifests) - 25):
+                        cpu["first" if i == 0 else "last"] = -cpu_seconds(proc.pid)
                     started = time.perf_counter()
                     r = client.post(
                         f"/api/v1/nodes/{NODE}/pods",
@@ -119,6 +132,8 @@ def main() -> int:
                     if r.status_code not in (200, 201):
                         raise SystemExit(f"admit: HTTP {r.status_code}: {r.text}")
                     admitted += bool(r.json()["admitted"])
+                    if i in (24, len(manifests) - 1):
+                        cpu["first" if i == 24 else "last"] += cpu_seconds(proc.pid)
         finally:
             proc.terminate()
             proc.wait(timeout=30)
@@ -131,6 +146,11 @@ def main() -> int:
     print(summary("last 25", last))
     ratio = statistics.median(last) / statistics.median(first)
     print(f"  ratio     {ratio:.2f} x (median last 25 / median first 25; target <= 1.5)")
+    per = {k: v / 25 * 1000 for k, v in cpu.items()}
+    print(
+        f"  server CPU per admission: first 25 {per['first']:.1f} ms, last 25 {per['last']:.1f} ms,"
+        f" ratio {per['last'] / per['first']:.2f} x"
+    )
     return 0
 
 

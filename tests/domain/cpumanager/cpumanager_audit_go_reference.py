@@ -26,6 +26,15 @@ class NotEnoughError(Exception):
     pass
 
 
+class HangError(NotEnoughError):
+    """A 1.35-1.37 kubelet loops forever here (kubernetes#140730): a remainder subset passes
+    the raw CPU-sum check but its whole groups cannot hold the remainder."""
+
+    def __init__(self, remainder: int) -> None:
+        super().__init__(f"hang with {remainder} CPUs left")
+        self.remainder = remainder
+
+
 def go_div(a: int, b: int) -> int:
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b > 0) else -q
@@ -116,8 +125,16 @@ def cpus_per_uncore(topo: CPUTopology) -> int:
 class Acc:
     """``cpuAccumulator``."""
 
-    def __init__(self, topo: CPUTopology, available: Iterable[int], n: int, strategy: str) -> None:
+    def __init__(
+        self,
+        topo: CPUTopology,
+        available: Iterable[int],
+        n: int,
+        strategy: str,
+        spread_by_topology: bool = False,
+    ) -> None:
         self.topo = topo
+        self.spread_by_topology = spread_by_topology
         self.all = details_of(topo)
         self.details = self.all.keep_only(available)
         self.need = n
@@ -175,6 +192,14 @@ class Acc:
         if self.strategy == "packed":
             for c in self.sort_cores():
                 out += sorted(d.cpus_in_cores(c))
+        elif self.spread_by_topology:  # 1.38, kubernetes#140766: round-robin over the cores
+            for s in self.sort_sockets():
+                per_core = [
+                    sorted(d.cpus_in_cores(c))
+                    for c in self.sort(d.cores_in_sockets(s), d.cpus_in_cores)
+                ]
+                for i in range(max((len(x) for x in per_core), default=0)):
+                    out += [x[i] for x in per_core if i < len(x)]
         else:
             for s in self.sort_sockets():
                 out += sorted(d.cpus_in_sockets(s))
@@ -273,9 +298,16 @@ def _not_enough(n: int, available: set[int]) -> NotEnoughError:
     )
 
 
-def packed(topo: CPUTopology, available: set[int], n: int, strategy: str, uncore: bool) -> set[int]:
+def packed(
+    topo: CPUTopology,
+    available: set[int],
+    n: int,
+    strategy: str,
+    uncore: bool,
+    spread_by_topology: bool = False,
+) -> set[int]:
     """``takeByTopologyNUMAPacked``."""
-    acc = Acc(topo, available, n, strategy)
+    acc = Acc(topo, available, n, strategy, spread_by_topology)
     if acc.satisfied():
         return acc.result
     if acc.failed():
@@ -364,8 +396,12 @@ def choose_combo(
     n: int,
     g: int,
     align_by_socket: bool,
+    release: str | None = None,
+    copy_best: bool = False,
 ) -> dict[str, object]:
-    """One ``k`` of the combination search: the best combination (a Go slice, read late)."""
+    """One ``k`` of the combination search: the best combination (a Go slice, read late;
+    a copy with ``copy_best``, 1.38). ``release``: a 1.35-1.37 kubelet (raw-sum checks, a
+    remainder subset whose groups cannot hold the remainder hangs)."""
     best: dict[str, object] = {
         "balance": MAX_FLOAT64,
         "remainder": None,
@@ -382,7 +418,7 @@ def choose_combo(
         groups = 0
         for numa in combo:
             groups += len(d.cpus_in_numa_nodes(numa)) // g
-        if groups * g < n:
+        if release is None and groups * g < n:
             return CONTINUE
         distribution = n // len(combo) // g * g
         if align_by_socket:
@@ -408,7 +444,11 @@ def choose_combo(
                 subset = subset_slice.read()
                 rem = remainder
                 aa = dict(after)
+                if release is not None and sum(aa[x] for x in subset) < rem:
+                    return CONTINUE
                 if sum(aa[x] // g for x in subset) * g < rem:
+                    if release is not None:
+                        raise HangError(rem)
                     return CONTINUE
                 while rem > 0:
                     before = rem
@@ -426,7 +466,7 @@ def choose_combo(
                 bal = stddev(list(aa.values()))
                 if bal < local["balance"]:  # type: ignore[operator]
                     local["balance"] = bal
-                    local["subset"] = subset_slice
+                    local["subset"] = Slice(subset, len(subset)) if copy_best else subset_slice
                 return CONTINUE
 
             iterate_combinations(remainder_combo, kk, visit_subset)
@@ -438,7 +478,7 @@ def choose_combo(
         if better:
             best["balance"] = local["balance"]
             best["remainder"] = local["subset"]
-            best["combo"] = combo_slice
+            best["combo"] = Slice(combo, len(combo)) if copy_best else combo_slice
             if align_by_socket:
                 best["one_socket"] = same
         return CONTINUE
@@ -454,21 +494,33 @@ def distributed(
     g: int,
     strategy: str,
     align_by_socket: bool,
+    *,
+    release: str | None = None,
+    copy_best: bool = False,
+    min_numas_from_hint: int = 0,
+    spread_by_topology: bool = False,
 ) -> set[int]:
     """``takeByTopologyNUMADistributed`` (newest code line: align-by-socket, group-rounded
-    remainder check, distribution capped by what each chosen NUMA node still has)."""
+    remainder check, distribution capped by what each chosen NUMA node still has).
+
+    ``release`` (a 1.35-1.37 kubelet): raw CPU-sum checks and ``HangError`` where it would
+    loop; ``copy_best`` (1.38, kubernetes#141238); ``min_numas_from_hint`` (1.38,
+    kubernetes#139456); ``spread_by_topology`` (1.38, kubernetes#140766)."""
+    sbt = spread_by_topology
     if n % g != 0:
-        return packed(topo, available, n, strategy, False)
-    acc = Acc(topo, available, n, strategy)
+        return packed(topo, available, n, strategy, False, sbt)
+    acc = Acc(topo, available, n, strategy, sbt)
     if acc.satisfied():
         return acc.result
     if acc.failed():
         raise _not_enough(n, available)
     numas = acc.sort_numa()
     lo, hi = acc.range_numa(g)
+    if lo < min_numas_from_hint <= hi:
+        lo = min_numas_from_hint
     d = acc.details
     for k in range(lo, hi + 1):
-        best = choose_combo(topo, d, numas, k, n, g, align_by_socket)
+        best = choose_combo(topo, d, numas, k, n, g, align_by_socket, release, copy_best)
         if best["combo"] is None:
             continue
         combo = best["combo"].read()  # type: ignore[union-attr]
@@ -478,7 +530,7 @@ def distributed(
         for numa in combo:
             try:
                 cpus = packed(
-                    topo, acc.details.cpus_in_numa_nodes(numa), distribution, strategy, False
+                    topo, acc.details.cpus_in_numa_nodes(numa), distribution, strategy, False, sbt
                 )
             except NotEnoughError:
                 cpus = set()
@@ -494,7 +546,9 @@ def distributed(
                 if len(acc.details.cpus_in_numa_nodes(numa)) < g:
                     continue
                 try:
-                    cpus = packed(topo, acc.details.cpus_in_numa_nodes(numa), g, strategy, False)
+                    cpus = packed(
+                        topo, acc.details.cpus_in_numa_nodes(numa), g, strategy, False, sbt
+                    )
                 except NotEnoughError:
                     cpus = set()
                 acc.take(cpus)
@@ -510,7 +564,7 @@ def distributed(
                 f"accounting error, too many CPUs allocated, remaining: {acc.need}"
             )
         return acc.result
-    return packed(topo, available, n, strategy, False)
+    return packed(topo, available, n, strategy, False, sbt)
 
 
 # -- staticPolicy (policy_static.go), over plain sets ------------------------------------------

@@ -12,7 +12,10 @@ import itertools
 import pytest
 
 from app.domain.cpumanager.cpu_assignment.distributed import take_by_topology_numa_distributed
-from app.domain.cpumanager.cpu_assignment.go_slices import go_iterate_combinations
+from app.domain.cpumanager.cpu_assignment.go_slices import (
+    go_iterate_combinations,
+    kept_combination,
+)
 from app.domain.presets import get_preset
 
 
@@ -56,3 +59,24 @@ def test_distributed_take_uses_the_rewritten_best_combination() -> None:
     # 1.38 (kubernetes#141238) copies the best combination when it is found.
     copied = take_by_topology_numa_distributed(topo, topo.all_cpus, 128, 1, copy_best=True)
     assert topo.numa_nodes_of(copied) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("n", [1, 4, 6, 9])
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 6, 7, 8])
+def test_kept_combination_reads_what_the_go_slice_reads(n: int, k: int) -> None:
+    """For every kept combination and the points the iteration may stop at (the kept one, the
+    next few, a later prefix, or its end), the formula reads what the modelled Go slice reads."""
+    items = [100 + i for i in range(n)]
+    positions = list(itertools.combinations(range(n), k))
+    for a, kept in enumerate(positions):
+        later = {a, a + 1, a + 2, a + 3, (a + len(positions)) // 2, len(positions) - 1}
+        for b in sorted(x for x in later if x < len(positions)):
+            slices = go_iterate_combinations(items, k)
+            kept_slice = None
+            for i, s in enumerate(slices):
+                if i == a:
+                    kept_slice = s
+                if i == b:
+                    break  # the iteration stops having generated positions[b]
+            assert kept_slice is not None
+            assert kept_combination(items, kept, positions[b]) == kept_slice.values()

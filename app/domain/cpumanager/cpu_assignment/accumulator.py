@@ -27,7 +27,8 @@ Each accumulator caches its orderings until the next ``take``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+from collections.abc import Iterable, Iterator
 
 from app.domain.cpumanager.cpu_assignment.common import (
     CPUAssignmentInputError,
@@ -235,23 +236,25 @@ class CPUAccumulator:
         """Uncore caches with an available CPU, per NUMA node in NUMA order, by count."""
         return list(self._uncore_order())
 
-    def sort_available_cpus_packed(self) -> list[int]:
-        """Every available CPU: core by core in core order, ascending within a core."""
+    def _iter_cpus_packed(self) -> Iterator[int]:
         av = self.avail_mask
         cm = self.ix.core_mask
-        out: list[int] = []
         for c in self._core_order():
-            out.extend(_bits(cm[c] & av))
-        return out
+            yield from _bits(cm[c] & av)
+
+    def _iter_cpus_spread(self) -> Iterator[int]:
+        av = self.avail_mask
+        sm = self.ix.socket_mask
+        for s in self._socket_order():
+            yield from _bits(sm[s] & av)
+
+    def sort_available_cpus_packed(self) -> list[int]:
+        """Every available CPU: core by core in core order, ascending within a core."""
+        return list(self._iter_cpus_packed())
 
     def sort_available_cpus_spread(self) -> list[int]:
         """Every available CPU: socket by socket in socket order, ascending within a socket."""
-        av = self.avail_mask
-        sm = self.ix.socket_mask
-        out: list[int] = []
-        for s in self._socket_order():
-            out.extend(_bits(sm[s] & av))
-        return out
+        return list(self._iter_cpus_spread())
 
     def sort_available_cpus_spread_by_topology(self) -> list[int]:
         """1.38 (kubernetes#140766): socket by socket in socket order; within a socket the
@@ -288,7 +291,25 @@ class CPUAccumulator:
 
     def free_cores(self) -> list[int]:
         """Cores with ``CPUsPerCore()`` available CPUs, in core order."""
-        return self._free(self._core_order(), _CORE, self.ix.cpus_per_core)
+        return list(self._iter_free_cores())
+
+    def _iter_free_cores(self) -> Iterator[int]:
+        """``free_cores`` read lazily, without sorting every core: the free cores of a parent
+        all have the same count (``CPUsPerCore()``), so their (count, id) order is the id order
+        of the parent's list. The state is read at the first element."""
+        ix = self.ix
+        av = self.avail_mask
+        cpc = ix.cpus_per_core
+        if cpc < 1:
+            return
+        if ix.numa_first:
+            parents, pairs = self._socket_order(), ix.cores_in_socket
+        else:
+            parents, pairs = self._numa_order(), ix.cores_in_numa
+        for p in parents:
+            for c, inside, whole in pairs.get(p, ()):
+                if (whole & av).bit_count() == cpc and (inside is whole or inside & av):
+                    yield c
 
     def free_uncore_caches(self) -> list[int]:
         """Fully available uncore caches, in uncore order."""
@@ -296,14 +317,17 @@ class CPUAccumulator:
 
     def free_cpus(self) -> list[int]:
         """Available CPUs in the order of the accumulator's sorting strategy."""
+        return list(self._iter_free_cpus())
+
+    def _iter_free_cpus(self) -> Iterator[int]:
         if self.cpu_sorting_strategy is CPUSortingStrategy.PACKED:
-            return self.sort_available_cpus_packed()
+            return self._iter_cpus_packed()
         if self.spread_by_topology:
-            return self.sort_available_cpus_spread_by_topology()
-        return self.sort_available_cpus_spread()
+            return iter(self.sort_available_cpus_spread_by_topology())
+        return self._iter_cpus_spread()
 
     # -- taking steps -----------------------------------------------------------------------------
-    def _take_whole(self, ids: list[int], masks: dict[int, int], sizes: dict[int, int]) -> None:
+    def _take_whole(self, ids: Iterable[int], masks: dict[int, int], sizes: dict[int, int]) -> None:
         """Take each listed element (all its CPUs in the topology) while it fits the need."""
         for i in ids:
             if self.num_cpus_needed < 1:
@@ -372,13 +396,16 @@ class CPUAccumulator:
 
     def take_full_cores(self) -> None:
         ix = self.ix
-        self._take_whole(self.free_cores(), ix.core_mask, ix.size["core"])
+        self._take_whole(self._iter_free_cores(), ix.core_mask, ix.size["core"])
 
     def take_remaining_cpus(self) -> None:
-        for cpu in self.free_cpus():
-            self.take_mask(1 << cpu)
-            if self.is_satisfied():
-                return
+        """Single CPUs in strategy order until satisfied. Upstream takes them one by one from
+        the order computed once; each take lowers the need by one, so that is the first
+        ``need`` CPUs of the order (all of them when fewer), read lazily and taken at once."""
+        mask = 0
+        for cpu in itertools.islice(self._iter_free_cpus(), max(self.num_cpus_needed, 0)):
+            mask |= 1 << cpu
+        self.take_mask(mask)
 
     # -- distributed helpers ------------------------------------------------------------------
     def range_numa_nodes_needed_to_satisfy(self, cpu_group_size: int) -> tuple[int, int]:

@@ -27,12 +27,34 @@ Per release (``app.domain.releases``):
   says so) and everything else is decided identically.
 * Where the final remainder loop could still not progress (it cannot after the checks), this
   module stops and reports the kubelet's ``accounting error`` instead of spinning.
+
+Search space, time and memory. The search is upstream's, pruned:
+
+* The k-combinations are generated lazily, depth first in Go's order (``_candidate_combos``);
+  a combination is left out only when it fails Go's own capacity or distribution check, or
+  when its floor (``BalanceFloor``: no remainder split of it scores below it) is at or above
+  the balance it would have to beat - then Go would compute it and discard it. A whole
+  subtree of prefixes is left out on the same two grounds (``_hopeless``). The search stops
+  where Go's does (a perfect balance), so it visits a subset of Go's combinations, in Go's
+  order: it never visits more combinations than Go.
+* Remainder subsets: per first ``q`` positions only the first subset in Go's order is scored
+  (``_subsets_to_score``, a closed form, no set of seen prefixes).
+* Memory, for N entries in the NUMA order (at most NUMA nodes x sockets) and k <= N: at most
+  ``_LOOKAHEAD`` (16) candidates of O(k) each, one walk path (k positions, recursion depth
+  k), the suffix table of the k - 1 largest counts ((N + 1) x k integers), one remainder
+  subset at a time and ``BalanceFloor``'s memo of at most 4,096 sums: O(N^2) integers plus a
+  constant, whatever the input. (The first fast version listed every candidate: 4+ GiB on a
+  NUMA order of 32 entries, combinations of 8 among 32.)
 """
 
 from __future__ import annotations
 
+import bisect
+import heapq
+import itertools
+import math
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from app.domain import releases
@@ -46,8 +68,8 @@ from app.domain.cpumanager.cpu_assignment.common import (
     not_enough,
     parse_strategy,
 )
-from app.domain.cpumanager.cpu_assignment.go_slices import GoSlice, go_iterate_combinations
-from app.domain.cpumanager.cpu_assignment.gomath import standard_deviation
+from app.domain.cpumanager.cpu_assignment.go_slices import kept_combination
+from app.domain.cpumanager.cpu_assignment.gomath import BalanceFloor, standard_deviation
 from app.domain.cpumanager.cpu_assignment.packed import (
     packed_or_empty,
     take_by_topology_numa_packed,
@@ -59,6 +81,9 @@ from app.domain.topology import CPUTopology
 __all__ = ["take_by_topology_numa_distributed"]
 
 _MAX_FLOAT64 = sys.float_info.max
+# Candidates read ahead to pick the one scored first (its balance then bounds the search); the
+# most candidates a combination search holds at once.
+_LOOKAHEAD = 16
 
 
 @dataclass(slots=True)
@@ -89,57 +114,438 @@ def _hang(remainder: int, g: int, release: str) -> DistributedAllocationHangErro
     )
 
 
+class _Scores:
+    """The balance of candidates of one combination size: the per-NUMA counts, their integer
+    sums and the floor that lets a candidate be skipped; ``distinct`` when the NUMA order
+    holds no node twice (the remainder shortcuts that count nodes need it). Only balances are
+    skipped, never checks with an outcome (the 1.35-1.37 hang)."""
+
+    __slots__ = ("avail_of", "distinct", "floor", "squares", "total")
+
+    def __init__(self, avail_of: dict[int, int], distinct: bool) -> None:
+        self.avail_of = avail_of
+        self.distinct = distinct
+        self.total = sum(avail_of.values())
+        self.squares = sum(v * v for v in avail_of.values())
+        self.floor = BalanceFloor(len(avail_of))
+
+    def at_least(self, total: int, squares: int) -> float:
+        """The floor of a list of every NUMA node's CPUs with these sums."""
+        return self.floor.at_least(total, squares)
+
+    def cannot_beat(self, total: int, squares: int, bound: float) -> bool:
+        """No list with these sums scores strictly below ``bound``."""
+        return self.floor.at_least(total, squares) >= bound
+
+    def exact(self, changed: dict[int, int]) -> float:
+        """The kubelet's balance: every NUMA node in order, ``changed`` ones replaced."""
+        return standard_deviation([changed.get(n, v) for n, v in self.avail_of.items()])
+
+
+def _hands_out_fully(left: dict[int, int], subset: Sequence[int], remainder: int, g: int) -> int:
+    """Hand ``remainder`` out in groups of ``g`` round-robin over ``subset`` (``left`` holds
+    every listed node's CPUs and is updated); what could not be handed out is returned."""
+    rem = remainder
+    while rem > 0:
+        before = rem
+        for n in subset:
+            if rem == 0:
+                break
+            if left[n] < g:
+                continue
+            left[n] -= g
+            rem -= g
+        if rem == before:  # cannot happen after the group check; never spin
+            break
+    return rem
+
+
+def _most_squares_removed(values: list[int], groups: int, g: int) -> int | None:
+    """The most the sum of squares of ``values`` can drop when ``groups`` groups of ``g`` are
+    taken from them (each from a value of at least ``g``): greedily from the largest value,
+    which is optimal because the drop ``2*g*x - g*g`` of a take shrinks as ``x`` does. Any
+    round-robin hand-out is one such sequence, so its sum of squares is at least the result's.
+    ``None``: no sequence exists (no subset can take the remainder)."""
+    heap = [-v for v in values]
+    heapq.heapify(heap)
+    removed = 0
+    for _ in range(groups):
+        if not heap or -heap[0] < g:
+            return None
+        x = -heapq.heappop(heap)
+        removed += 2 * g * x - g * g
+        heapq.heappush(heap, -(x - g))
+    return removed
+
+
+def _check_hang(
+    remainder_combo: Sequence[int], after: dict[int, int], remainder: int, g: int, release: str
+) -> None:
+    """Raise what a 1.35-1.37 kubelet does on this combination's remainder subsets without
+    scoring them: a subset whose raw CPUs reach the remainder but whose whole groups do not.
+    Every node listed has at least one group, so only subsets of fewer than ``remainder / g``
+    nodes can be such a subset (and none can when ``g`` is 1)."""
+    if g == 1:
+        return
+    for kk in range(min(len(remainder_combo), remainder // g - 1), 0, -1):
+        for subset in itertools.combinations(remainder_combo, kk):
+            if sum(after[n] for n in subset) < remainder:
+                continue
+            if sum(after[n] // g for n in subset) * g < remainder:
+                raise _hang(remainder, g, release)
+
+
 def _best_remainder_split(
+    scores: _Scores,
     remainder: int,
     remainder_combo: Sequence[int],
-    after: dict[int, int],
+    changed: dict[int, int],
     g: int,
     release: str | None,
     copy_best: bool,
+    bound: float,
+    base_total: int,
+    base_squares: int,
 ) -> tuple[float, tuple[int, ...] | None]:
-    """Best balance when handing ``remainder`` out in groups of ``g`` over a subset.
+    """Best balance when handing ``remainder`` out in groups of ``g`` over a subset of
+    ``remainder_combo`` (every subset, largest first, in Go's order; the first best wins).
 
-    ``release`` set: a kubelet without the whole-group check of kubernetes#140730, which
-    checks a subset's raw CPU sum and then spins on a subset whose groups cannot hold the
-    remainder; that is reported as ``DistributedAllocationHangError``.
+    ``changed`` holds the combination's NUMA nodes after the even distribution, ``base_total``
+    and ``base_squares`` the sums over every NUMA node then. ``release``
+    set: a kubelet without the whole-group check of kubernetes#140730, which checks a subset's
+    raw CPU sum and then spins on a subset whose groups cannot hold the remainder; that is
+    reported as ``DistributedAllocationHangError``.
+
+    Shortcuts that cannot change the answer: a subset is scored only when ``BalanceFloor``
+    says it could score below both the best subset so far (a tie keeps the earlier one) and
+    ``bound`` (the caller's best combination, which a combination only replaces when it scores
+    strictly below it - a result at or above it is discarded whatever it is). The kept subset
+    is read as Go reads its slice (``kept_combination``; the iteration runs to its end).
     """
     best_balance = _MAX_FLOAT64
-    best_subset: GoSlice | None = None
-    k = len(remainder_combo)
-    while remainder > 0 and k >= 1:
-        for subset_slice in go_iterate_combinations(remainder_combo, k):
-            subset = subset_slice.values()
-            if release is not None and sum(after[n] for n in subset) < remainder:
+    best_pos: tuple[int, ...] | None = None
+    values = [changed[n] for n in remainder_combo]  # every listed node has a group or more
+    groups = [v // g for v in values]
+    drop = [(v - g) ** 2 - v * v for v in values]
+    q = remainder // g  # the remainder is a whole number of groups
+    distinct = scores.distinct
+    m = len(remainder_combo)
+    largest_first = sorted(values, reverse=True)
+    for kk in range(m, 0, -1):
+        if distinct and kk < q and (release is None or g == 1):
+            # Every subset of kk nodes hands its q groups to at most kk nodes; no such hand-out
+            # leaves a smaller sum of squares than the best one over the kk largest values
+            # (taking from a larger value always lowers it more), so when even that cannot beat
+            # the best so far the whole size is skipped (no hang can be raised there).
+            removed = _most_squares_removed(largest_first[:kk], q, g)
+            if removed is None or scores.cannot_beat(
+                base_total - remainder, base_squares - removed, min(bound, best_balance)
+            ):
                 continue
-            if sum(after[n] // g for n in subset) * g < remainder:
-                if release is not None:
+        for pos in _subsets_to_score(m, kk, q if distinct else m + 1):
+            if release is not None:
+                if sum(values[i] for i in pos) < remainder:
+                    continue
+                if sum(groups[i] for i in pos) * g < remainder:
                     raise _hang(remainder, g, release)
+            elif sum(groups[i] for i in pos) * g < remainder:
                 continue
-            left = dict(after)
-            rem = remainder
-            while rem > 0:
-                before = rem
-                for n in subset:
-                    if rem == 0:
-                        break
-                    if left[n] < g:
-                        continue
-                    left[n] -= g
-                    rem -= g
-                if rem == before:  # cannot happen after the group check; never spin
-                    break
-            balance = standard_deviation(list(left.values()))
+            if distinct and kk >= q:
+                # One round hands the remainder out: the first q nodes give a group each
+                # (``_subsets_to_score`` yields each such first q once).
+                first = pos[:q]
+                total = base_total - remainder
+                squares = base_squares + sum(drop[i] for i in first)
+                if scores.cannot_beat(total, squares, min(bound, best_balance)):
+                    continue
+                left = {remainder_combo[i]: values[i] - g for i in first}
+            elif distinct and min(values[i] for i in pos) >= g * (q // kk + 1):
+                # Every node can give a group in every round: the first q % kk nodes give
+                # q // kk + 1 groups, the others q // kk.
+                rounds, extra = divmod(q, kk)
+                taken = [(i, (rounds + (j < extra)) * g) for j, i in enumerate(pos)]
+                total = base_total - remainder
+                squares = base_squares + sum(t * t - 2 * t * values[i] for i, t in taken)
+                if scores.cannot_beat(total, squares, min(bound, best_balance)):
+                    continue
+                left = {remainder_combo[i]: values[i] - t for i, t in taken}
+            else:
+                subset = [remainder_combo[i] for i in pos]
+                left = {n: changed[n] for n in subset}
+                rem = _hands_out_fully(left, subset, remainder, g)
+                total = base_total - (remainder - rem)
+                squares = base_squares + sum(v * v - changed[n] ** 2 for n, v in left.items())
+                if scores.cannot_beat(total, squares, min(bound, best_balance)):
+                    continue
+            balance = scores.exact({**changed, **left})
             if balance < best_balance:
                 best_balance = balance
-                # A reference, as in Go before kubernetes#141238; a copy from 1.38.
-                best_subset = _copy(subset_slice) if copy_best else subset_slice
-        k -= 1
-    return best_balance, None if best_subset is None else best_subset.values()
+                best_pos = pos
+    if best_pos is None:
+        return best_balance, None
+    if copy_best:  # kubernetes#141238 (1.38): a copy
+        return best_balance, tuple(remainder_combo[i] for i in best_pos)
+    last = tuple(range(m - len(best_pos), m))
+    return best_balance, kept_combination(remainder_combo, best_pos, last)
 
 
-def _copy(s: GoSlice) -> GoSlice:
-    values = list(s.values())
-    return GoSlice(values, len(values))
+def _subsets_to_score(m: int, kk: int, q: int) -> Iterator[tuple[int, ...]]:
+    """The kk-subsets (positions out of ``m``, Go's order) a remainder of ``q`` groups is
+    scored on, the sizes visited from ``m`` down.
+
+    Below ``q`` (or with ``q > m``) every subset. From ``q`` on, one round hands the
+    remainder out over the first ``q`` nodes of a subset, so every subset with the same first
+    ``q`` positions ends the same and only the first of them in Go's order can win (a tie keeps
+    the earlier one). In that order, first ``p`` (ascending, last element ``p[-1]``) is met at
+    the largest size it can be completed to, ``q + (m - 1 - p[-1])``, completed by every
+    position after ``p[-1]``. So size kk scores exactly the subsets whose ``q``-th position is
+    ``m - 1 - (kk - q)``, followed by all later positions: no set of seen prefixes is kept.
+    """
+    if kk < q or q > m:
+        yield from itertools.combinations(range(m), kk)
+        return
+    j = m - 1 - (kk - q)
+    tail = (j, *range(j + 1, m))
+    for head in itertools.combinations(range(j), q - 1):
+        yield head + tail
+
+
+def _candidate_combos(
+    counts: Sequence[int],
+    usable: Sequence[bool],
+    k: int,
+    need: int,
+    hopeless: Callable[[int], bool] | None = None,
+) -> Iterator[tuple[int, ...]]:
+    """The k-combinations (ascending positions, Go's order) that can pass the capacity and
+    distribution checks: a position whose node cannot take the even distribution is left out
+    (``usable``), and a prefix is abandoned when even its best completion - the largest counts
+    still to come - holds fewer than ``need`` CPUs (a count sum is at least the CPUs of the
+    union, so nothing abandoned could have passed the capacity check), or when ``hopeless``
+    says no combination whose counts sum to at most that completion can be chosen."""
+    n = len(counts)
+    if k < 1:
+        return
+    # top[start][r]: the sum of the r largest usable counts from ``start`` on (r < k)
+    top: list[list[int]] = [[0] for _ in range(n + 1)]
+    largest: list[int] = []  # ascending, at most k - 1 of them
+    for start in range(n - 1, -1, -1):
+        if k > 1 and usable[start]:
+            bisect.insort(largest, counts[start])
+            if len(largest) > k - 1:
+                del largest[0]
+        sums = [0]
+        for v in reversed(largest):
+            sums.append(sums[-1] + v)
+        top[start] = sums
+    path: list[int] = []
+
+    def walk(start: int, left: int, have: int) -> Iterator[tuple[int, ...]]:
+        for i in range(start, n - left + 1):
+            if not usable[i]:
+                continue
+            rest = top[i + 1]
+            if len(rest) < left:
+                break  # too few usable nodes after i, and fewer after any later i
+            most = have + counts[i] + rest[left - 1]
+            if most < need or (hopeless is not None and hopeless(most)):
+                continue
+            path.append(i)
+            if left == 1:
+                yield tuple(path)
+            else:
+                yield from walk(i + 1, left - 1, have + counts[i])
+            path.pop()
+
+    yield from walk(0, k, 0)
+
+
+def _following_combination(pos: tuple[int, ...], n: int) -> tuple[int, ...] | None:
+    """The combination Go generates after ``pos`` (positions out of ``n``), if any."""
+    k = len(pos)
+    for i in range(k - 1, -1, -1):
+        if pos[i] < n - k + i:
+            first = pos[i] + 1
+            return pos[:i] + tuple(range(first, first + k - i))
+    return None
+
+
+class _Candidate:
+    """A combination that passed Go's checks, evenly distributed, with its sums; what the
+    distribution leaves per NUMA node is worked out only for a combination that is scored."""
+
+    __slots__ = (
+        "_changed",
+        "avail_of",
+        "combo",
+        "distribution",
+        "floor",
+        "g",
+        "pos",
+        "remainder",
+        "squares",
+        "total",
+    )
+
+    def __init__(
+        self,
+        pos: tuple[int, ...],
+        combo: tuple[int, ...],
+        avail_of: dict[int, int],
+        distribution: int,
+        g: int,
+        remainder: int,
+        total: int,
+        squares: int,
+        floor: float,
+    ) -> None:
+        self.pos = pos
+        self.combo = combo
+        self.avail_of = avail_of
+        self.distribution = distribution
+        self.g = g
+        self.remainder = remainder
+        self.total = total  # sum and sum of squares of every NUMA node's CPUs afterwards
+        self.squares = squares
+        self.floor = floor  # no remainder subset of it scores below this (0.0 when unknown)
+        self._changed: dict[int, int] | None = None
+
+    @property
+    def changed(self) -> dict[int, int]:
+        """The combination's NUMA nodes after the even distribution (a node listed twice
+        gives twice)."""
+        if self._changed is None:
+            changed: dict[int, int] = {}
+            for n in self.combo:
+                changed[n] = changed.get(n, self.avail_of[n]) - self.distribution
+            self._changed = changed
+        return self._changed
+
+    @property
+    def remainder_combo(self) -> list[int]:
+        """The combination's nodes that can still give a group, in combination order."""
+        changed = self.changed
+        return [n for n in self.combo if changed[n] >= self.g]
+
+
+def _floor_with_remainder(
+    scores: _Scores, cand: _Candidate, changed: dict[int, int], g: int
+) -> float:
+    """A candidate's floor from its exact sums (a NUMA order with a node twice): every
+    hand-out of the remainder is a sequence of group takes from the distinct nodes that can
+    give one, so it removes at most what ``_most_squares_removed`` says from the squares."""
+    if cand.remainder == 0:
+        return scores.at_least(cand.total, cand.squares)
+    values = [changed[n] for n in dict.fromkeys(cand.combo) if changed[n] >= g]
+    removed = _most_squares_removed(values, cand.remainder // g, g)
+    if removed is None:
+        return _MAX_FLOAT64
+    return scores.at_least(cand.total - cand.remainder, cand.squares - removed)
+
+
+class _Bound:
+    """The balance a candidate must score strictly below to matter (only ever lowered)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = _MAX_FLOAT64
+
+
+def _hopeless(
+    scores: _Scores, bound: _Bound, k: int, d: int, remainder: int, g: int, most: int
+) -> Callable[[int], bool]:
+    """Whether no k-combination whose counts sum to at most ``s`` has a floor below
+    ``bound``, every node giving ``d`` and the ``remainder`` handed out afterwards.
+
+    Why: a node listed m times leaves ``a - m*d``, so the squares change by
+    ``m*m*d*d - 2*m*d*a >= m*d*d - 2*m*d*a``; summed, the squares after the distribution are
+    at least ``squares + k*d*d - 2*d*s``. Each of the ``remainder / g`` group takes then
+    removes ``2*g*x - g*g`` with ``x <= most - d``. The total is fixed (``total - d*k -
+    remainder``), and for a fixed total the floor never decreases as the squares grow.
+    """
+    q = remainder // g
+    removed = q * max(0, 2 * g * (most - d) - g * g)
+    total = scores.total - d * k - remainder
+    base = scores.squares + k * d * d - removed
+
+    def hopeless(s: int) -> bool:
+        squares = base - 2 * d * s
+        return squares >= 0 and scores.at_least(total, squares) >= bound.value
+
+    return hopeless
+
+
+def _candidates(
+    acc: CPUAccumulator,
+    numas: Sequence[int],
+    scores: _Scores,
+    k: int,
+    num_cpus: int,
+    g: int,
+    align_by_socket: bool,
+    release: str | None,
+    bound: _Bound | None = None,
+) -> Iterator[_Candidate]:
+    """The k-combinations that pass Go's capacity, group and distribution checks, in Go's
+    order (``_candidate_combos`` leaves out only combinations that fail them), less those
+    whose floor is at or above ``bound`` (when given: only where no skipped combination
+    could raise the 1.35-1.37 hang and the distribution is the same for every combination)."""
+    ix = acc.ix
+    avail_of = scores.avail_of
+    distinct = scores.distinct
+    counts = [avail_of[n] for n in numas]
+    even = num_cpus // k // g * g
+    # Without align-by-socket a node with fewer CPUs than the even share fails the check.
+    usable = [align_by_socket or c >= even for c in counts]
+    whole = [c // g for c in counts]
+    hopeless = None
+    if bound is not None and not align_by_socket and (release is None or g == 1):
+        hopeless = _hopeless(scores, bound, k, even, num_cpus - even * k, g, max(counts))
+    for pos in _candidate_combos(counts, usable, k, num_cpus, hopeless):
+        combo = tuple(numas[i] for i in pos)
+        if distinct:
+            have = sum(counts[i] for i in pos)
+        else:
+            union = 0
+            for n in combo:
+                union |= ix.numa_mask[n]
+            have = (union & acc.avail_mask).bit_count()
+        if have < num_cpus:
+            continue
+        if release is None and sum(whole[i] for i in pos) * g < num_cpus:
+            continue
+        distribution = even
+        if align_by_socket:
+            distribution = min(distribution, min(whole[i] for i in pos) * g)
+        # Go's next check (a node with fewer CPUs than the distribution) cannot fail here: the
+        # distribution is capped by every node's CPUs with align-by-socket, and without it the
+        # nodes below the even share are not ``usable``.
+        remainder = num_cpus - distribution * k
+        cand = _Candidate(pos, combo, avail_of, distribution, g, remainder, 0, 0, 0.0)
+        if distinct:
+            cand.total = scores.total - distribution * k
+            cand.squares = (
+                scores.squares + k * distribution * distribution - 2 * distribution * have
+            )
+            if remainder == 0:
+                cand.floor = scores.at_least(cand.total, cand.squares)
+            else:
+                left = [v for i in pos if (v := counts[i] - distribution) >= g]
+                removed = _most_squares_removed(left, remainder // g, g)
+                cand.floor = (
+                    _MAX_FLOAT64
+                    if removed is None
+                    else scores.at_least(cand.total - remainder, cand.squares - removed)
+                )
+        else:
+            changed = cand.changed
+            cand.total = scores.total + sum(v - avail_of[n] for n, v in changed.items())
+            cand.squares = scores.squares + sum(
+                v * v - avail_of[n] ** 2 for n, v in changed.items()
+            )
+            cand.floor = _floor_with_remainder(scores, cand, changed, g)
+        yield cand
 
 
 def _choose_combo(
@@ -152,60 +558,122 @@ def _choose_combo(
     release: str | None,
     copy_best: bool,
 ) -> _Choice:
+    """The best k-combination of ``numas`` (Go's iteration and checks, first best wins).
+
+    Shortcuts that cannot change the answer:
+
+    * combinations that cannot pass the capacity or distribution checks are not generated
+      (``_candidate_combos``);
+    * a combination is not scored when its floor (``BalanceFloor`` of the best any remainder
+      subset could do) is at or above the best balance so far - Go replaces the best only on a
+      strictly lower balance - unless the single-socket preference decides instead of the
+      balance;
+    * without align-by-socket, and where no hang can be raised (1.38, or groups of one), the
+      candidate with the lowest floor among the first ``_LOOKAHEAD`` is scored first: its
+      balance ``U`` is achieved, so the final best scores at most ``U`` (or Go stopped earlier
+      at a perfect 0), and a combination whose floor is strictly above ``U`` can never be the
+      final best (it may only be a passing best that a later one replaces, and it cannot end
+      the search: that needs a balance of 0). It is skipped;
+    * the 1.35-1.37 hang is checked on every combination the kubelet would score, in order.
+
+    The break once a perfect balance is found happens where Go's happens, and the kept
+    combination is read as Go reads its slice (``kept_combination``).
+
+    The candidates are generated lazily in Go's order and at most ``_LOOKAHEAD`` are held, so
+    the search visits a subset of the combinations Go visits, in the same order, and never
+    holds more than ``_LOOKAHEAD`` of them (see the module docstring for the memory bound).
+    """
     ix = acc.ix
     avail_of = {n: acc.numa_count(n) for n in numas}
+    scores = _Scores(avail_of, distinct=len(avail_of) == len(numas))
+    cut = _Bound()
+    stream = _candidates(acc, numas, scores, k, num_cpus, g, align_by_socket, release, cut)
+    ahead = list(itertools.islice(stream, _LOOKAHEAD))
+    ceiling = _MAX_FLOAT64
+    lowest: _Candidate | None = None
+    first_scored: tuple[float, tuple[int, ...] | None] = (_MAX_FLOAT64, None)
+    if ahead and not align_by_socket and (release is None or g == 1):
+        lowest = min(ahead, key=lambda c: c.floor)
+        first_scored = _score_combo(scores, lowest, g, None, copy_best, _MAX_FLOAT64, skip=False)
+        if first_scored[0] < _MAX_FLOAT64:
+            # "floor > U" as "floor >= ceiling"
+            ceiling = math.nextafter(first_scored[0], math.inf)
+            cut.value = ceiling
+
     best = _Choice()
-    best_slice: GoSlice | None = None
-    for combo_slice in go_iterate_combinations(numas, k):
-        combo = combo_slice.values()
-        if best.balance == 0 and (not align_by_socket or best.in_one_socket):
-            break
-
-        union = 0
-        for n in combo:
-            union |= ix.numa_mask[n]
-        if (union & acc.avail_mask).bit_count() < num_cpus:
-            continue
-        if release is None and sum(avail_of[n] // g for n in combo) * g < num_cpus:
-            continue
-
-        distribution = num_cpus // len(combo) // g * g
-        if align_by_socket:
-            for n in combo:
-                distribution = min(distribution, avail_of[n] // g * g)
-        if any(avail_of[n] < distribution for n in combo):
-            continue
-
-        after = dict(avail_of)
-        for n in combo:
-            after[n] -= distribution
-        remainder = num_cpus - distribution * len(combo)
-        remainder_combo = [n for n in combo if after[n] >= g]
-
-        local_balance = _MAX_FLOAT64
-        local_remainder: tuple[int, ...] | None = None
-        if remainder == 0:
-            local_balance = standard_deviation(list(after.values()))
+    best_pos: tuple[int, ...] | None = None
+    last = tuple(range(len(numas) - k, len(numas)))  # where Go's iteration ends
+    for cand in itertools.chain(ahead, stream):
+        in_same_socket = align_by_socket and _numas_in_same_socket(ix, cand.combo)
+        decided_by_socket = align_by_socket and in_same_socket != best.in_one_socket
+        bound = _MAX_FLOAT64 if decided_by_socket else min(best.balance, ceiling)
+        if cand is lowest:  # scored in full above; a full score decides as a pruned one would
+            local_balance, local_remainder = first_scored
         else:
-            local_balance, local_remainder = _best_remainder_split(
-                remainder, remainder_combo, after, g, release, copy_best
+            local_balance, local_remainder = _score_combo(
+                scores,
+                cand,
+                g,
+                release,
+                copy_best,
+                bound,
+                skip=(decided_by_socket and not in_same_socket) or cand.floor >= bound,
             )
 
-        in_same_socket = align_by_socket and _numas_in_same_socket(ix, combo)
         is_better = local_balance < best.balance
-        if align_by_socket and in_same_socket != best.in_one_socket:
+        if decided_by_socket:
             is_better = in_same_socket
         if is_better:
             best.balance = local_balance
             best.remainder = local_remainder
-            # A reference, as in Go before kubernetes#141238 (later siblings may rewrite it);
-            # a copy from 1.38.
-            best_slice = _copy(combo_slice) if copy_best else combo_slice
+            best_pos = cand.pos
+            cut.value = min(best.balance, ceiling)
             if align_by_socket:
                 best.in_one_socket = in_same_socket
-    if best_slice is not None:
-        best.combo = best_slice.values()
+            if best.balance == 0 and (not align_by_socket or best.in_one_socket):
+                # Go generates the next combination, sees the perfect balance and breaks.
+                last = _following_combination(cand.pos, len(numas)) or cand.pos
+                break
+    if best_pos is not None:
+        if copy_best:  # kubernetes#141238 (1.38): a copy
+            best.combo = tuple(numas[i] for i in best_pos)
+        else:  # a Go slice, read after later combinations may have rewritten it
+            best.combo = kept_combination(numas, best_pos, last)
     return best
+
+
+def _score_combo(
+    scores: _Scores,
+    cand: _Candidate,
+    g: int,
+    release: str | None,
+    copy_best: bool,
+    bound: float,
+    *,
+    skip: bool,
+) -> tuple[float, tuple[int, ...] | None]:
+    """A combination's balance and remainder subset, or ``(MAX, None)`` when ``skip`` (it
+    provably cannot score below ``bound``, or it loses on the socket preference) - the caller
+    then discards it. The 1.35-1.37 hang is checked either way."""
+    if skip:
+        if release is not None and cand.remainder > 0:
+            after = {n: cand.changed.get(n, v) for n, v in scores.avail_of.items()}
+            _check_hang(cand.remainder_combo, after, cand.remainder, g, release)
+        return _MAX_FLOAT64, None
+    if cand.remainder == 0:
+        return scores.exact(cand.changed), None
+    return _best_remainder_split(
+        scores,
+        cand.remainder,
+        cand.remainder_combo,
+        cand.changed,
+        g,
+        release,
+        copy_best,
+        bound,
+        cand.total,
+        cand.squares,
+    )
 
 
 def take_by_topology_numa_distributed(

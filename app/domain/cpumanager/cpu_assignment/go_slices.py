@@ -11,6 +11,11 @@ combination), is merged on master: a 1.38 kubelet keeps copies (``distributed.co
 Go's append growth (capacity 0, 1, 2, 4, 8, ...) and the chosen combination is read when Go
 reads it, so the kubelet's decision - including the accounting error it can end in - is the
 one reproduced. It only matters on machines with more than four NUMA nodes.
+
+``kept_combination`` says what such a kept slice reads without generating the combinations in
+between: the distributed take prunes its search (it visits only the combinations that can fit)
+and asks it for the one it keeps. ``go_iterate_combinations`` is the slice-by-slice model it is
+tested against.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 
-__all__ = ["GoSlice", "go_iterate_combinations", "iterate_combinations"]
+__all__ = ["GoSlice", "go_iterate_combinations", "iterate_combinations", "kept_combination"]
 
 
 def iterate_combinations(items: Sequence[int], k: int) -> Iterator[tuple[int, ...]]:
@@ -70,3 +75,38 @@ def go_iterate_combinations(items: Sequence[int], k: int) -> Iterator[GoSlice]:
             yield from helper(k - 1, i + 1, _go_append(accum, items[i]))
 
     yield from helper(k, 0, GoSlice([], 0))
+
+
+def _array_depth(k: int) -> int:
+    """The depth whose ``append`` allocated the backing array of a k-element combination.
+
+    Arrays are allocated where the parent is full: at depths 1, 2, 3, 5, 9, 17, ... (capacity
+    1, 2, 4, 8, 16, ...); deeper appends write into the array in place.
+    """
+    depth = 1
+    while True:
+        following = 2 if depth == 1 else 2 * (depth - 1) + 1
+        if following > k:
+            return depth
+        depth = following
+
+
+def kept_combination(
+    items: Sequence[int], kept: tuple[int, ...], last: tuple[int, ...]
+) -> tuple[int, ...]:
+    """What a kept k-combination slice reads once ``iterateCombinations`` has generated
+    ``last`` (both given as ascending positions in ``items``; ``last`` is the final
+    combination when the iteration ran to its end, else the one it broke at).
+
+    The first ``c`` elements (``c`` = the depth that allocated the slice's array) are the kept
+    combination's own. The later positions hold what the last combination generated from the
+    same depth-``c`` prefix wrote: ``last``'s own elements when ``last`` shares the prefix,
+    otherwise the final combination of that prefix, which ends with the last ``k - c`` items.
+    """
+    k = len(kept)
+    c = _array_depth(k)
+    if last[:c] == kept[:c]:
+        tail: Sequence[int] = last[c:]
+    else:
+        tail = range(len(items) - (k - c), len(items))
+    return tuple(items[i] for i in kept[:c]) + tuple(items[i] for i in tail)

@@ -2,6 +2,10 @@
 v1.37 and master as 1.38): Go's ``math.Round`` (half away from zero), Go's truncating integer
 division, and the standard deviation upstream scores NUMA balance by (mean and result rounded to
 three decimals, exactly as the kubelet rounds them, so ties break the same way).
+
+``BalanceFloor`` bounds that standard deviation from below using two integers (the sum and the
+sum of squares of the list), so the distributed take can skip a candidate that provably cannot
+score strictly better than the best one so far without summing its list in floats.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from collections.abc import Sequence
 
 from app.domain.cpumanager.cpu_assignment.common import CPUAssignmentInputError
 
-__all__ = ["go_div", "standard_deviation"]
+__all__ = ["BalanceFloor", "go_div", "standard_deviation"]
 
 
 def _go_round(x: float) -> float:
@@ -45,3 +49,57 @@ def go_div(a: int, b: int) -> int:
     """Go's integer division (truncates toward zero)."""
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b > 0) else -q
+
+
+class BalanceFloor:
+    """A lower bound of ``standard_deviation`` over lists of ``count`` non-negative integers,
+    from their sum ``total`` and sum of squares ``squares``.
+
+    Why it is a bound: ``standard_deviation`` first rounds the mean to ``m``; the mean of
+    integers is summed exactly in floats (the sums stay far below 2**53), so ``m`` depends on
+    ``total`` only. The exact value of the sum it then computes is
+    ``E = squares - 2*m*total + count*m*m`` (``m`` taken as the exact value of the float).
+    Here ``E`` is evaluated in floats - five roundings, each off by at most 2**-53 of
+    ``M = squares + 2*|m|*total + count*m*m``, so ``16 * 2**-53 * M`` below the result is
+    below ``E``. The kubelet's float sum rounds ``count + 2`` times per term chain (a
+    subtraction, a product, the additions, all of non-negative terms), so it is at least
+    ``E * (1 - (count + 2) * 2**-53)``; the bound is scaled down by ``8 * (count + 8) *
+    2**-53``, more than that plus its own rounding. The remaining steps (divide by ``count``,
+    square root, times 1000, Go's round, divide by 1000) are each non-decreasing, so the bound's
+    result never exceeds the kubelet's.
+
+    Its memo keeps at most ``MEMO`` sums (then starts over), so a long search cannot grow it.
+    """
+
+    MEMO = 4096
+
+    __slots__ = ("_count", "_known", "_means", "_slack")
+
+    def __init__(self, count: int) -> None:
+        if count < 1:
+            raise CPUAssignmentInputError("standard deviation of an empty list")
+        self._count = count
+        self._slack = 1.0 - (count + 8) * 2.0**-50
+        self._means: dict[int, float] = {}
+        self._known: dict[tuple[int, int], float] = {}
+
+    def at_least(self, total: int, squares: int) -> float:
+        known = self._known.get((total, squares))
+        if known is not None:
+            return known
+        n = self._count
+        m = self._means.get(total)
+        if m is None:
+            m = _go_round(float(total) / float(n) * 1000) / 1000
+            self._means[total] = m
+        sq = float(squares)
+        cross = 2 * m * float(total)
+        tail = n * m * m
+        near = sq - cross + tail
+        low = max(0.0, (near - (sq + abs(cross) + tail) * 2.0**-49) * self._slack)
+        result = _go_round(math.sqrt(low / float(n)) * 1000) / 1000
+        if len(self._known) >= self.MEMO:
+            self._known.clear()
+            self._means.clear()
+        self._known[(total, squares)] = result
+        return result
