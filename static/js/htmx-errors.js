@@ -40,6 +40,9 @@
       d.serverResponse = box(xhr.status, reason,
         "the server refused the request (HTTP " + xhr.status + ")").outerHTML;
     }
+    // A target holding its form and its result (data-error-slot) keeps the form.
+    var slot = d.target && d.target.querySelector("[data-error-slot]");
+    if (slot) d.target = slot;
     d.shouldSwap = true;
     d.isError = false; // shown, so not also logged as an htmx error
     d.swapOverride = "innerHTML";

@@ -204,6 +204,12 @@ def versions(engine: Engine) -> dict[str, NodeVersion]:
         finally:
             cursor.close()
         conn.rollback()  # PostgreSQL opened a transaction for the SELECT; end it
+    except engine.dialect.loaded_dbapi.Error as err:
+        # A plain DBAPI statement bypasses SQLAlchemy's disconnect handling: drop the
+        # connection here, or the pool's rollback on return fails on a lost server and logs
+        # a traceback for what the outage handler already answers as a 503.
+        conn.invalidate(err)
+        raise
     finally:
         conn.close()
     found = {name: NodeVersion(int(i), name, int(v)) for i, name, v in rows if i is not None}
