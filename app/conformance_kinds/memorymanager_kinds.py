@@ -155,9 +155,9 @@ def _machine_nodes(raw: Mapping[str, Any]) -> tuple[NUMANodeInfo, ...]:
     return tuple(nodes)
 
 
-def mm_start(case: Case) -> list[str]:
-    inputs = case.inputs
-    state = MemoryManagerState(
+def _state_with_pod_entries(inputs: Mapping[str, Any]) -> MemoryManagerState:
+    """The memory manager state a case starts from, pod-level entries included."""
+    return MemoryManagerState(
         machine_state_from_dict(inputs.get("machine_state") or {}),
         dict(assignments_from_dict(inputs.get("assignments") or {})),
         {
@@ -165,6 +165,11 @@ def mm_start(case: Case) -> list[str]:
             for pod, blocks in (inputs.get("pod_entries") or {}).items()
         },
     )
+
+
+def mm_start(case: Case) -> list[str]:
+    inputs = case.inputs
+    state = _state_with_pod_entries(inputs)
     error = ""
     try:
         policy = _policy(case, _machine_nodes(inputs.get("machine_info") or {}))
@@ -186,14 +191,7 @@ def mm_start(case: Case) -> list[str]:
 
 def mm_pod_topology_hints(case: Case) -> list[str]:
     inputs = case.inputs
-    state = MemoryManagerState(
-        machine_state_from_dict(inputs.get("machine_state") or {}),
-        dict(assignments_from_dict(inputs.get("assignments") or {})),
-        {
-            pod: tuple(block_from_dict(b) for b in blocks)
-            for pod, blocks in (inputs.get("pod_entries") or {}).items()
-        },
-    )
+    state = _state_with_pod_entries(inputs)
     pod = pod_from_conformance(inputs["pod"])
     hints = _policy(case).get_pod_topology_hints(state, pod)
     actual = (

@@ -48,19 +48,22 @@ MAX_ITEMS = 100_000
 MAX_FREE_DEPTH = 32
 
 
+#: The model settings of every document another process reads (contracts and the node view
+#: contract): camelCase on the wire (Python names accepted too), finite numbers, frozen.
+WIRE_CONFIG = ConfigDict(
+    alias_generator=to_camel,
+    populate_by_name=True,
+    serialize_by_alias=True,
+    allow_inf_nan=False,
+    frozen=True,
+)
+
+
 class Contract(BaseModel):
     """The base of every contract: camelCase on the wire, strict types, finite numbers,
     unknown fields dropped, frozen."""
 
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        serialize_by_alias=True,
-        strict=True,
-        allow_inf_nan=False,
-        extra="ignore",
-        frozen=True,
-    )
+    model_config = WIRE_CONFIG | ConfigDict(strict=True, extra="ignore")
 
 
 Count = Annotated[int, Field(ge=0, le=MAX_INT)]

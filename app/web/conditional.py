@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from starlette.requests import Request
 from starlette.responses import Response
 
+from app.services.agent_summary import etag_matches
 from app.services.encoded_json import GZIP_MINIMUM, EncodedJSON
 from app.web.compression import accepts_gzip
 
@@ -43,3 +44,14 @@ def encoded_response(
         out["Vary"] = "Accept-Encoding"
         return Response(encoded.gzipped(), status_code, out, media_type=JSON_MEDIA_TYPE)
     return Response(encoded.body, status_code, out, media_type=JSON_MEDIA_TYPE)
+
+
+def tagged_response(
+    request: Request, body: bytes, etag: str, media_type: str = JSON_MEDIA_TYPE
+) -> Response:
+    """``body`` under its strong ``etag``, uncompressed: ``304`` (no body) when the request's
+    ``If-None-Match`` names it (the agent summary, the hub's fleet document and heatmap)."""
+    headers = {"ETag": etag, "Cache-Control": "no-cache"}
+    if etag_matches(request.headers.get("if-none-match"), etag):
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type=media_type, headers=headers)

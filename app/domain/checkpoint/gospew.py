@@ -19,7 +19,7 @@ field loses its ``(type)`` prefix. The renderer reproduces that quirk.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from app.domain.checkpoint.gotypes import CPUSET_ELEMS_NAME, GoType, Kind, type_compiler
@@ -56,6 +56,14 @@ _Formatter = Callable[[list[str], Any, _State], None]
 
 def _prefix(t: GoType) -> str:
     return "(" + t.name + ")"
+
+
+def _type_once(out: list[str], prefix: str, st: _State) -> None:
+    """A value's ``(type)`` prefix, unless the value holding it printed it already (spew's
+    ``ignoreNextType``); either way the flag is cleared for what follows."""
+    if not st.ignore:
+        out.append(prefix)
+    st.ignore = False
 
 
 def _compile_ptr(t: GoType) -> _Formatter:
@@ -97,9 +105,7 @@ def _compile_struct(t: GoType) -> _Formatter:
     prefix = _prefix(t)
 
     def fmt_struct(out: list[str], v: Any, st: _State) -> None:
-        if not st.ignore:
-            out.append(prefix)
-        st.ignore = False
+        _type_once(out, prefix, st)
         out.append("{")
         first = True
         for name, label, fmt in fields:
@@ -114,6 +120,19 @@ def _compile_struct(t: GoType) -> _Formatter:
     return fmt_struct
 
 
+def _untyped_items(
+    out: list[str], items: Iterable[tuple[str, Any]], fmt: _Formatter, st: _State
+) -> None:
+    """A map's or slice's items, one space apart: each its label (``key:`` or nothing), then
+    its value without the ``(type)`` prefix (spew sets ``ignoreNextType`` for each)."""
+    sep = ""
+    for label, value in items:
+        out.append(sep + label)
+        sep = " "
+        st.ignore = True
+        fmt(out, value, st)
+
+
 def _compile_map(t: GoType) -> _Formatter:
     """``map[k:v k:v]`` with sorted keys, values without their type; nil is ``<nil>``."""
     elem = t.elem
@@ -123,9 +142,7 @@ def _compile_map(t: GoType) -> _Formatter:
     prefix = _prefix(t)
 
     def fmt_map(out: list[str], v: Any, st: _State) -> None:
-        if not st.ignore:
-            out.append(prefix)
-        st.ignore = False
+        _type_once(out, prefix, st)
         if v is None:
             out.append("<nil>")
         elif simple:
@@ -133,15 +150,7 @@ def _compile_map(t: GoType) -> _Formatter:
             out.append("map[" + " ".join(f"{key}:{v[key]}" for key in sorted(v)) + "]")
         else:
             out.append("map[")
-            first = True
-            for key in sorted(v):
-                if first:
-                    first = False
-                    out.append(f"{key}:")
-                else:
-                    out.append(f" {key}:")
-                st.ignore = True
-                elem_fmt(out, v[key], st)
+            _untyped_items(out, ((f"{key}:", v[key]) for key in sorted(v)), elem_fmt, st)
             out.append("]")
 
     return fmt_map
@@ -156,23 +165,14 @@ def _compile_slice(t: GoType) -> _Formatter:
     prefix = _prefix(t)
 
     def fmt_slice(out: list[str], v: Any, st: _State) -> None:
-        if not st.ignore:
-            out.append(prefix)
-        st.ignore = False
+        _type_once(out, prefix, st)
         if v is None:
             out.append("<nil>")
         elif numbers:
             out.append("[" + " ".join(map(str, v)) + "]")
         else:
             out.append("[")
-            first = True
-            for item in v:
-                if first:
-                    first = False
-                else:
-                    out.append(" ")
-                st.ignore = True
-                elem_fmt(out, item, st)
+            _untyped_items(out, (("", item) for item in v), elem_fmt, st)
             out.append("]")
 
     return fmt_slice
@@ -194,9 +194,7 @@ def _compile_cpuset(t: GoType) -> _Formatter:
     prefix = _prefix(t)
 
     def fmt_cpuset(out: list[str], v: Any, st: _State) -> None:
-        if not st.ignore:
-            out.append(prefix)
-        st.ignore = False
+        _type_once(out, prefix, st)
         out.append("{elems:(" + CPUSET_ELEMS_NAME + ")")
         if v is None:
             out.append("<nil>}")

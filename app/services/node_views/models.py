@@ -13,9 +13,8 @@ import functools
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
-from pydantic.alias_generators import to_camel
 
-from app.contracts.base import MAX_ITEMS, MAX_NAME, MAX_STRING, FreeForm, Int
+from app.contracts.base import MAX_ITEMS, MAX_NAME, MAX_STRING, WIRE_CONFIG, FreeForm, Int
 from app.domain.cpuset import CPUSet
 from app.domain.snapshot import MemoryBlock
 from app.services.topologies import CpuMap
@@ -29,14 +28,7 @@ OWNER_NODE_SHARED = "node-shared"
 
 
 class _View(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        frozen=True,
-        serialize_by_alias=True,
-        allow_inf_nan=False,
-        str_max_length=MAX_STRING,
-    )
+    model_config = WIRE_CONFIG | ConfigDict(str_max_length=MAX_STRING)
 
 
 #: A name or key of a view (``namespace/name/container``: three Kubernetes names).

@@ -33,12 +33,12 @@ from app.services.agent_summary import (
     SummaryFeed,
     build_summary,
     encode,
-    etag_matches,
 )
 from app.services.nodes.catalog import NodeCatalog
 from app.services.nodes.errors import NodeServiceError
 from app.services.nodes.source import NodeSource
 from app.services.observe.observer import ObservedNodeUnavailableError
+from app.web.conditional import tagged_response
 from app.web.deps import CatalogDep, NodeName, NodeSourceDep, SettingsDep
 from app.web.inputs import check_release, parse_gate
 
@@ -69,10 +69,7 @@ def _cache(request: Request) -> SummaryCache:
 def cached_json(request: Request, doc: Any) -> Response:
     """``doc`` as JSON with a strong ETag; 304 when the client has it already."""
     encoded = encode(doc)
-    headers = {"ETag": encoded.etag, "Cache-Control": "no-cache"}
-    if etag_matches(request.headers.get("if-none-match"), encoded.etag):
-        return Response(status_code=304, headers=headers)
-    return Response(encoded.body, media_type="application/json", headers=headers)
+    return tagged_response(request, encoded.body, encoded.etag)
 
 
 @api.get(

@@ -26,7 +26,6 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from app.contracts.fleet import FitAnswer, FleetDocument, FleetView, UpgradeAnswer
 from app.domain.kubelet_config import DEFAULT_RELEASE, RELEASES, KubeletConfig
 from app.domain.pod import Pod
-from app.services.agent_summary import etag_matches
 from app.services.fleet_score import LEAST_ALLOCATED, STRATEGIES
 from app.services.fleet_views import (
     FIT_LIMIT,
@@ -41,6 +40,7 @@ from app.services.fleet_views import (
 from app.services.hub import Hub, HubDisabledError
 from app.services.nodes.errors import NodeInputError
 from app.services.nodes.inputs import parse_manifests
+from app.web.conditional import tagged_response
 from app.web.inputs import MAX_BODY_BYTES, check_release, manifest_text, parse_gate
 from app.web.node_pages import SAMPLE_POD
 from app.web.rendering import render, wants_fragment
@@ -89,11 +89,7 @@ FleetQueryDep = Annotated[FleetQuery, Depends(fleet_query)]
 )
 def api_fleet(request: Request, hub: HubDep) -> Response:
     encoded = hub.encoded()
-    headers = {"ETag": encoded.etag, "Cache-Control": "no-cache"}
-    inm = request.headers.get("if-none-match")
-    if inm and encoded.etag in [t.strip().removeprefix("W/") for t in inm.split(",")]:
-        return Response(status_code=304, headers=headers)
-    return Response(encoded.body, media_type="application/json", headers=headers)
+    return tagged_response(request, encoded.body, encoded.etag)
 
 
 @pages.get(
@@ -135,10 +131,7 @@ def fleet_page(request: Request, hub: HubDep, query: FleetQueryDep) -> HTMLRespo
 )
 def fleet_heatmap(request: Request, hub: HubDep) -> Response:
     _, encoded = hub.heatmap()
-    headers = {"ETag": encoded.etag, "Cache-Control": "no-cache"}
-    if etag_matches(request.headers.get("if-none-match"), encoded.etag):
-        return Response(status_code=304, headers=headers)
-    return Response(encoded.body, media_type="image/svg+xml", headers=headers)
+    return tagged_response(request, encoded.body, encoded.etag, "image/svg+xml")
 
 
 # -- fit ------------------------------------------------------------------------------------

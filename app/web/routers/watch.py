@@ -13,22 +13,13 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from app.services.agent_summary import etag_matches
 from app.services.watch import WatchState, watch_state
 from app.web.deps import NodeSourceDep
 
 api = APIRouter(prefix="/api/v1", tags=["nodes"])
 
 NO_CACHE = "no-cache"
-
-
-def etag_matches(header: str | None, etag: str) -> bool:
-    """RFC 9110 ``If-None-Match``: ``*`` or a list of entity tags, compared weakly."""
-    if not header:
-        return False
-    if header.strip() == "*":
-        return True
-    bare = etag.removeprefix("W/")
-    return any(part.strip().removeprefix("W/") == bare for part in header.split(","))
 
 
 def watch_response(request: Request, state: WatchState) -> Response:
@@ -60,4 +51,4 @@ def api_node_watch(request: Request, source: NodeSourceDep) -> Response:
     return watch_response(request, watch_state(source))
 
 
-__all__ = ["api", "etag_matches", "watch_response"]
+__all__ = ["api", "watch_response"]
