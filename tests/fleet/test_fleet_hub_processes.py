@@ -214,6 +214,10 @@ def test_upgrade_refuses_an_unknown_release_like_the_agent(cluster: Cluster) -> 
     )
     assert hub.status_code == agent.status_code == 422
     assert hub.json() == agent.json()
+    # The JSON answer waits for every node; the page then shows the finished plan at once
+    # (asked first, it answers with its progress and fills in).
+    done = cluster.hub.client.get("/api/v1/fleet/upgrade", params={"release": "1.38"})
+    assert done.status_code == 200 and done.json()["progress"]["complete"]
     page = cluster.hub.client.get("/fleet/upgrade", params={"release": "1.38"})
     assert page.status_code == 200 and "alpha-1" in page.text
 
