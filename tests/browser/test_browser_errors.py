@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from app.domain.topology_spec import parse_topology_spec
+from app.domain.topology.spec import parse_topology_spec
 from app.services.nodes.demo_fleet import SimulatedNode
 from app.services.nodes.inputs import build_engine_node, parse_config
 from tests.fixtures.checkpoints.generate import HERE as FIXTURES
