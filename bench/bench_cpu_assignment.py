@@ -34,7 +34,7 @@ from app.domain.cpumanager.cpu_assignment.distributed import (
 )
 from app.domain.cpumanager.cpu_assignment.packed import take_by_topology_numa_packed as packed
 from app.domain.cpuset import CPUSet
-from app.domain.topology import CPUInfo, CPUTopology
+from app.domain.topology.model import CPUInfo, CPUTopology
 from tests.domain.cpumanager import cpumanager_audit_go_reference as straight
 
 

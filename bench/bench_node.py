@@ -32,12 +32,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.domain.kubelet_config import kubelet_config_from_dict
-from app.domain.node import Node
-from app.domain.pod import Pod
-from app.domain.pod_manifest import pod_from_manifest
+from app.domain.node.model import Node
+from app.domain.pod.manifest import pod_from_manifest
+from app.domain.pod.model import Pod
 from app.domain.presets import get_preset
-from app.domain.topology import CPUTopology
-from app.domain.topology_spec import parse_topology_spec
+from app.domain.topology.model import CPUTopology
+from app.domain.topology.spec import parse_topology_spec
 
 PRESET = "server-2s-8numa-512t"
 

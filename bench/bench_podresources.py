@@ -48,7 +48,7 @@ from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import kubelet_config_from_dict
 from app.domain.podresources import build_list_response
 from app.domain.snapshot import ContainerAllocation, MemoryBlock, NodeSnapshot, PodAllocation
-from app.domain.topology import GIB, NUMANodeMemory, discover
+from app.domain.topology.model import GIB, NUMANodeMemory, discover
 
 TARGET_MS = 5.0
 THREADS = 512

@@ -24,7 +24,7 @@ from _web_node import TOPOLOGY, pod_manifests
 from app.adapters import statefiles
 from app.adapters.kubelet_files import parse_kubelet_config_text
 from app.adapters.manifests import parse_pod_manifests
-from app.domain.node import Node
+from app.domain.node.model import Node
 from app.domain.presets import get_preset
 from app.domain.restart import restart_node
 from app.services.demo import SERVER_CONFIG

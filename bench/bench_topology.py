@@ -16,8 +16,8 @@ from _common import time_calls
 
 from app.adapters.sysfs import discover_host
 from app.domain.presets import build_preset
-from app.domain.topology_spec import parse_topology_spec
-from app.domain.topology_view import render_text, topology_to_dict
+from app.domain.topology.spec import parse_topology_spec
+from app.domain.topology.view import render_text, topology_to_dict
 from tests.fixtures.sysfs import fake_sysfs_from_topology
 
 PRESET = "server-2s-8numa-512t"

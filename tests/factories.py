@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from app.domain.pod import Container, Pod, ResourceRequirements
+from app.domain.pod.model import Container, Pod, ResourceRequirements
 from app.domain.quantity import Quantity
 
 

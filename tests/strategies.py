@@ -21,7 +21,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from app.domain.cpuset import CPUSet
-from app.domain.pod import Container, Pod, ResourceRequirements
+from app.domain.pod.model import Container, Pod, ResourceRequirements
 from app.domain.quantity import BINARY_SI, DECIMAL_EXPONENT, DECIMAL_SI, Quantity
 
 DECIMAL_SUFFIXES = ("n", "u", "m", "", "k", "M", "G", "T", "P", "E")

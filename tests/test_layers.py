@@ -102,7 +102,7 @@ def test_routers_never_import_each_other() -> None:
         (contracts_allowed, "pydantic", True),
         (contracts_allowed, "fastapi", False),
         (adapters_allowed, "app.services.nrt", False),
-        (adapters_allowed, "app.domain.node", True),
+        (adapters_allowed, "app.domain.node.model", True),
         (services_allowed, "app.web.errors", False),
         (services_allowed, "app.adapters.kubelet", True),
     ],

@@ -1,6 +1,6 @@
 """Read pod manifests: YAML or JSON text, one or many documents, pods or v1 ``List``s.
 
-The domain (``app.domain.pod_manifest.pod_from_manifest``) turns one decoded Pod object into a ``Pod``;
+The domain (``app.domain.pod.manifest.pod_from_manifest``) turns one decoded Pod object into a ``Pod``;
 this adapter owns the text formats (PyYAML stays out of the domain):
 
 * JSON text (starting with ``{`` or ``[``) is decoded with ``json`` first, so tab-indented JSON
@@ -23,8 +23,8 @@ import yaml
 
 from app.adapters.safe_yaml import load_yaml_all, loads_json
 from app.domain.limits import MAX_PODS, InputLimitError
-from app.domain.pod import Pod, PodManifestError
-from app.domain.pod_manifest import pod_from_manifest
+from app.domain.pod.manifest import pod_from_manifest
+from app.domain.pod.model import Pod, PodManifestError
 
 _LIST_KINDS = ("List", "PodList")
 

@@ -50,7 +50,7 @@ from functools import lru_cache
 
 from app.adapters import sysfs_files as f
 from app.domain.cpuset import CPUSet
-from app.domain.topology import CPUInfo, CPUTopology, NUMANodeMemory, TopologyError
+from app.domain.topology.model import CPUInfo, CPUTopology, NUMANodeMemory, TopologyError
 
 _CPU_NAME = re.compile(r"cpu([0-9]+)")
 _MEMTOTAL = re.compile(rb"MemTotal:\s*([0-9]+) kB")

@@ -38,8 +38,8 @@ from app.domain.snapshot import NodeSnapshot
 from app.domain.units import binary_quantity
 
 if TYPE_CHECKING:
-    from app.domain.node import Node
-    from app.domain.pod import Pod
+    from app.domain.node.model import Node
+    from app.domain.pod.model import Pod
 
 ENV_SOCKET = "NUMASCOPE_PODRESOURCES_SOCKET"
 
@@ -149,7 +149,7 @@ def cmd_list(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 def _resolve_topology(value: str) -> Any:
     from app.domain.presets import resolve_topology
-    from app.domain.topology import TopologyError
+    from app.domain.topology.model import TopologyError
 
     try:
         if "=" in value:
@@ -169,7 +169,7 @@ def build_snapshot(
 ) -> NodeSnapshot:
     """A simulated node from the command's inputs, with the manifest's pods admitted."""
     from app.adapters.kubelet_files import load_kubelet_config
-    from app.domain.node import Node
+    from app.domain.node.model import Node
 
     topo = _resolve_topology(topology)
     try:
@@ -186,7 +186,7 @@ def build_snapshot(
 def _read_pods(path: str, config: KubeletConfig) -> list[Pod]:
     """The pods of the ``--pods`` manifest file, in order."""
     from app.adapters.manifests import parse_pod_manifests
-    from app.domain.pod import PodManifestError
+    from app.domain.pod.model import PodManifestError
 
     try:
         with open(path, encoding="utf-8") as f:
@@ -204,7 +204,7 @@ def _read_pods(path: str, config: KubeletConfig) -> list[Pod]:
 def _admit_all(node: Node, pods: list[Pod], warn: TextIO) -> None:
     """Admit ``pods`` in order; a rejected or refused pod is reported on ``warn`` and skipped,
     as a kubelet rejects a pod and carries on."""
-    from app.domain.node import NodeError
+    from app.domain.node.model import NodeError
 
     for pod in pods:
         try:

@@ -2,7 +2,7 @@
 
 Without a source flag the host is discovered from sysfs (root from ``--sysfs``, else
 ``NUMASCOPE_SYSFS_ROOT``, else ``/sys``). Output is lstopo-like text, or JSON with ``--json``
-(the shape of ``app.domain.topology_view.topology_to_dict`` plus ``source``, and
+(the shape of ``app.domain.topology.view.topology_to_dict`` plus ``source``, and
 ``observedAt`` for a discovered host). Errors go to stderr with exit code 2.
 """
 
@@ -15,9 +15,9 @@ from typing import Any
 from app.commands import fail, print_answer
 from app.domain.presets import PresetInfo, list_presets
 from app.domain.presets import get_preset as _get_preset
-from app.domain.topology import CPUTopology, TopologyError
-from app.domain.topology_spec import parse_topology_spec
-from app.domain.topology_view import render_text, topology_to_dict
+from app.domain.topology.model import CPUTopology, TopologyError
+from app.domain.topology.spec import parse_topology_spec
+from app.domain.topology.view import render_text, topology_to_dict
 from app.domain.units import format_bytes
 
 PROG = "numascope topology"

@@ -14,7 +14,7 @@ from typing import Any
 
 from app.domain import releases
 from app.domain.cpuset import CPUSet
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 from app.domain.topologymanager.bitmask import mask_of
 from app.domain.topologymanager.hint import TopologyHint
 

@@ -41,9 +41,9 @@ from app.domain.cpumanager.policy_options import CPUManagerPolicyError
 from app.domain.cpumanager.policy_static import StaticPolicy
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
-from app.domain.pod import Container, Pod, ResourceRequirements
-from app.domain.pod_budget import PodBudgetError
-from app.domain.pod_manifest import pod_from_conformance
+from app.domain.pod.budget import PodBudgetError
+from app.domain.pod.manifest import pod_from_conformance
+from app.domain.pod.model import Container, Pod, ResourceRequirements
 from app.domain.quantity import Quantity
 from app.domain.topologymanager.bitmask import mask_of
 from app.domain.topologymanager.hint import TopologyHint

@@ -35,7 +35,7 @@ from app.domain.memorymanager.state import (
     block_from_dict,
     machine_state_from_dict,
 )
-from app.domain.pod_manifest import pod_from_conformance
+from app.domain.pod.manifest import pod_from_conformance
 from app.domain.topologymanager.hint import TopologyHint
 
 

@@ -28,8 +28,8 @@ from app.conformance_kinds.common import (
 )
 from app.domain.checkpoint import inspect
 from app.domain.kubelet_config import KubeletConfig, KubeletConfigError, kubelet_config_from_dict
-from app.domain.node_state_files import render_state_files, state_file_versions
-from app.domain.pod_manifest import pod_from_conformance
+from app.domain.node.state_files import render_state_files, state_file_versions
+from app.domain.pod.manifest import pod_from_conformance
 from app.domain.restart import RestartResult, restart_node
 
 

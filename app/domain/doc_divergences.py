@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 from app.domain import releases
 from app.domain.kubelet_config import KubeletConfig
-from app.domain.pod import Pod
-from app.domain.pod_qos import is_container_equivalent_qos_guaranteed, is_pod_level_resources_set
+from app.domain.pod.model import Pod
+from app.domain.pod.qos import is_container_equivalent_qos_guaranteed, is_pod_level_resources_set
 
 TUTORIAL_URL = (
     "https://kubernetes.io/docs/tutorials/cluster-management/use-pod-level-resource-managers/"

@@ -20,7 +20,7 @@ what the kubelet's managers saw and said, in the order the kubelet asks them
 
 The node passed in is used as a scratch copy: the hint replay allocates on it. Suggestions are
 judged with ``Node.dry_run`` on copies rebuilt from the node's own state files
-(``node_state.restore_node``), so every "would fit" is the engine's verdict, not an estimate.
+(``node.state.restore_node``), so every "would fit" is the engine's verdict, not an estimate.
 """
 
 from __future__ import annotations
@@ -34,12 +34,12 @@ from typing import Any
 from app.domain.admission import AdmissionError
 from app.domain.cpuset import CPUSet
 from app.domain.doc_divergences import Divergence, divergences_for
-from app.domain.node import Node, NodeError
-from app.domain.node_state import restore_node
-from app.domain.node_state_files import NodeStateError, render_state_files
-from app.domain.pod import Pod, PodManifestError
-from app.domain.pod_manifest import pod_from_manifest
-from app.domain.pod_qos import is_pod_level_resources_set, pod_qos_class
+from app.domain.node.model import Node, NodeError
+from app.domain.node.state import restore_node
+from app.domain.node.state_files import NodeStateError, render_state_files
+from app.domain.pod.manifest import pod_from_manifest
+from app.domain.pod.model import Pod, PodManifestError
+from app.domain.pod.qos import is_pod_level_resources_set, pod_qos_class
 from app.domain.quantity import parse_quantity
 from app.domain.topologymanager.hint import ProviderHints, TopologyHint
 from app.domain.topologymanager.scope import ContainerScope, PodScope, all_containers

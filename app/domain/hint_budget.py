@@ -29,12 +29,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from app.domain.pod import Pod, is_hugepage_resource_name
-from app.domain.pod_qos import pod_qos_class
+from app.domain.pod.model import Pod, is_hugepage_resource_name
+from app.domain.pod.qos import pod_qos_class
 from app.domain.topologymanager.scope import NONE_TOPOLOGY_SCOPE, POD_TOPOLOGY_SCOPE
 
 if TYPE_CHECKING:
-    from app.domain.node import Node
+    from app.domain.node.model import Node
 
 GUARANTEED = "Guaranteed"
 

@@ -46,7 +46,7 @@ from app.domain.snapshot import (
     NodeSnapshot,
     PodAllocation,
 )
-from app.domain.topology import hugepage_resource_name
+from app.domain.topology.model import hugepage_resource_name
 
 POD_LEVEL_RELEASE = releases.POD_LEVEL_PODRESOURCES_SINCE
 #: Releases answering by the 1.37 rules (1.38 = upstream master kept them).

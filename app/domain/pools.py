@@ -39,7 +39,7 @@ from app.domain.podresources import (
     cpu_set_of,
 )
 from app.domain.snapshot import NodeSnapshot
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 
 
 def cpuset_view(cpus: CPUSet) -> dict[str, Any]:

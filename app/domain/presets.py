@@ -7,8 +7,8 @@ the ones upstream declares, and every CPU's uncore cache id is 0 as in upstream 
 never set it) except for the ``topoUncore*`` fixtures. They get plausible memory per NUMA
 node (no hugepages) so that simulated nodes built on them can run the memory manager.
 
-The server presets and ``parse_topology_spec`` (``app.domain.topology_spec``) are built by
-``app.domain.topology_synthetic``, which numbers threads the way Linux does on x86 and derives
+The server presets and ``parse_topology_spec`` (``app.domain.topology.spec``) are built by
+``app.domain.topology.synthetic``, which numbers threads the way Linux does on x86 and derives
 uncore (L3) ids as cAdvisor reports them (google/cadvisor utils/sysinfo/sysinfo.go
 ``addCacheInfo``). This module owns the named presets and ``resolve_topology``.
 
@@ -21,9 +21,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from app.domain.topology import GIB, HUGEPAGE_1G, HUGEPAGE_2M, CPUInfo, CPUTopology, TopologyError
-from app.domain.topology_spec import parse_topology_spec
-from app.domain.topology_synthetic import (
+from app.domain.topology.model import (
+    GIB,
+    HUGEPAGE_1G,
+    HUGEPAGE_2M,
+    CPUInfo,
+    CPUTopology,
+    TopologyError,
+)
+from app.domain.topology.spec import parse_topology_spec
+from app.domain.topology.synthetic import (
     TopologySpecError,
     numa_memory_for,
     synthetic_topology,

@@ -6,7 +6,7 @@ cpumanager/cpu_manager.go ``Start``/``Allocate``, memorymanager/memory_manager.g
 ``Start``/``Allocate``, pkg/kubelet/kubelet.go ``HandlePodAdditions``):
 
 1. the CPU manager, then the memory manager, read their file with the release's reader and
-   validate it (``node_state.start_managers``; the release reader models are
+   validate it (``node.state.start_managers``; the release reader models are
    ``app.domain.checkpoint.readers``). A refusal stops the kubelet: ``started`` is false,
    ``error`` the kubelet's text, ``recovery`` the documented way out (kubelet docs "Changing
    the CPU Manager Policy": drain, remove the state files, restart);
@@ -58,16 +58,16 @@ from app.domain.kubelet_config import (
     KubeletConfigError,
     kubelet_config_from_dict,
 )
-from app.domain.node import Node
-from app.domain.node_state import check_pod_list, start_managers
-from app.domain.node_state_files import (
+from app.domain.node.model import Node
+from app.domain.node.state import check_pod_list, start_managers
+from app.domain.node.state_files import (
     GATE,
     NodeStateError,
     render_state_files,
     state_file_versions,
 )
-from app.domain.pod import Pod
-from app.domain.topology import CPUTopology
+from app.domain.pod.model import Pod
+from app.domain.topology.model import CPUTopology
 
 KEPT = "kept"
 RESTORED = "restored"

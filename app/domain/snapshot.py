@@ -15,7 +15,7 @@ from typing import Literal
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfig
 from app.domain.memorymanager.state import Block as MemoryBlock
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 
 __all__ = [
     "ContainerAllocation",

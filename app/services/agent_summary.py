@@ -62,7 +62,7 @@ from app.contracts.summary import (
     TopologyBrief,
     WatchStatus,
 )
-from app.domain.node_state_files import state_file_versions
+from app.domain.node.state_files import state_file_versions
 from app.services.node_views import NodeSummary, NodeViews
 
 log = logging.getLogger(__name__)

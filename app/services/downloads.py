@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from app.domain.node_state_files import PODS_FILE_NAME
+from app.domain.node.state_files import PODS_FILE_NAME
 from app.services.node_views import NodeView, NumaPoolRow
 from app.services.nodes.catalog import NodeCatalog
 from app.services.nodes.errors import ReadOnlyNodeError

@@ -35,8 +35,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from app.contracts.summary import NodeSummaryV1, NumaRow
-from app.domain.pod import Pod
-from app.domain.pod_qos import QOS_GUARANTEED, pod_qos_class
+from app.domain.pod.model import Pod
+from app.domain.pod.qos import QOS_GUARANTEED, pod_qos_class
 from app.domain.quantity import Quantity
 
 LEAST_ALLOCATED, MOST_ALLOCATED, BALANCED_ALLOCATION = (

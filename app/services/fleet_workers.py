@@ -41,7 +41,7 @@ from typing import Any
 
 from app.contracts.summary import NodeSummaryV1
 from app.domain import deadline
-from app.domain.pod import Pod
+from app.domain.pod.model import Pod
 from app.services.agent_summary import SummaryCache
 from app.services.fleet_rows import fit_error, fit_result, upgrade_result
 from app.services.fleet_score import rank_fits

@@ -39,10 +39,10 @@ from app.adapters.db.tables import (
     as_utc,
 )
 from app.domain.kubelet_config import KubeletConfig
-from app.domain.node import Node
-from app.domain.node_state_files import render_state_files
-from app.domain.pod import Pod
-from app.domain.pod_manifest import pod_from_manifest
+from app.domain.node.model import Node
+from app.domain.node.state_files import render_state_files
+from app.domain.pod.manifest import pod_from_manifest
+from app.domain.pod.model import Pod
 from app.domain.restart import restart_node
 from app.services.nodes.errors import NodeServiceError
 from app.services.nodes.inputs import build_engine_node, parse_config, resolve_topology

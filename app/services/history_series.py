@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from app.domain.explain import numa_free
-from app.domain.node import Node
+from app.domain.node.model import Node
 from app.services.history import Builder, log_rows, replayed
 from app.services.node_views import iso
 from app.services.nodes.service import NodeService

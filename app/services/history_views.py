@@ -16,7 +16,7 @@ from pydantic.alias_generators import to_camel
 
 from app.adapters.db.tables import ACTION_ADMIT, ACTION_DRY_RUN, ACTION_REMOVE
 from app.domain.cpuset import CPUSet
-from app.domain.node import Node
+from app.domain.node.model import Node
 from app.services.history import Builder, LogRow, after_entry, log_rows, replay
 from app.services.node_views import (
     NodeMapView,

@@ -23,7 +23,7 @@ from urllib.parse import urlencode
 
 from app.adapters.agents import AgentClient, AgentError
 from app.contracts.summary import NodeSummaryV1
-from app.domain.pod import Pod
+from app.domain.pod.model import Pod
 from app.services.fleet_jobs import UpgradeJob
 from app.services.fleet_rows import fit_error, fit_result, upgrade_error, upgrade_result
 from app.services.fleet_score import fit_order, rank_fits

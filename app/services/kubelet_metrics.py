@@ -21,7 +21,7 @@ from pydantic.alias_generators import to_camel
 from app.adapters.db.tables import ACTION_ADMIT, ACTION_REMOVE
 from app.domain.kubelet_metrics import Family, exposition, kubelet_families
 from app.domain.memorymanager.metrics import MemoryManagerMetrics
-from app.domain.node import Node, NodeError
+from app.domain.node.model import Node, NodeError
 from app.services.history import Builder, LogRow, log_rows
 from app.services.nodes.service import NodeService
 

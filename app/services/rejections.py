@@ -32,10 +32,10 @@ from app.adapters.db.tables import ACTION_DRY_RUN, ACTION_REMOVE
 from app.domain import units
 from app.domain.cpumanager.pod_scope import guaranteed_cpus, validate_pod_scope_resources
 from app.domain.explain import Explanation, explain_rejection
-from app.domain.node import Node
-from app.domain.pod import Container, Pod
-from app.domain.pod_budget import PodBudgetError
-from app.domain.pod_qos import is_container_equivalent_qos_guaranteed
+from app.domain.node.model import Node
+from app.domain.pod.budget import PodBudgetError
+from app.domain.pod.model import Container, Pod
+from app.domain.pod.qos import is_container_equivalent_qos_guaranteed
 from app.domain.topologymanager.hint import TopologyHint
 from app.services.history import (
     Builder,

@@ -35,9 +35,9 @@ from app.domain.kubelet_config import (
     KubeletConfig,
     KubeletConfigError,
 )
-from app.domain.node import Node
-from app.domain.node_pods import pods_from_document
-from app.domain.node_state_files import PODS_FILE_NAME, NodeStateError, state_file_versions
+from app.domain.node.model import Node
+from app.domain.node.pods import pods_from_document
+from app.domain.node.state_files import PODS_FILE_NAME, NodeStateError, state_file_versions
 from app.domain.restart import (
     RestartInputError,
     RestartResult,
@@ -45,8 +45,8 @@ from app.domain.restart import (
     config_for_release,
     restart_for,
 )
-from app.domain.topology import CPUTopology
-from app.domain.topology_record import TopologyRecordError, topology_from_record
+from app.domain.topology.model import CPUTopology
+from app.domain.topology.record import TopologyRecordError, topology_from_record
 from app.services.simulation import SimulationInputError, load_config, state_files_of
 from app.services.simulation_report import CPUPools
 

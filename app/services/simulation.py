@@ -2,8 +2,8 @@
 admit (and remove) pods, keep its state in kubelet state files, and render what happened.
 
 This is the use case behind ``numascope simulate`` (and anything else that wants a simulated
-node with persistent state). It combines the domain engine (``app.domain.node``,
-``app.domain.node_state``) with the adapters for kubelet configuration files, pod manifests
+node with persistent state). It combines the domain engine (``app.domain.node.model``,
+``app.domain.node.state``) with the adapters for kubelet configuration files, pod manifests
 and state files. What a run shows (its JSON document and text report) is
 ``app.services.simulation_report``.
 
@@ -16,7 +16,7 @@ Order of work in ``simulate``:
    objects) — all of them before anything is admitted;
 3. with a state directory: take its lock, read ``cpu_manager_state``, ``memory_manager_state``
    and ``pods.json`` and restore the node through the release's checkpoint readers and the
-   managers' start-up validation (``node_state.restore_node``);
+   managers' start-up validation (``node.state.restore_node``);
 4. remove the pods named by ``remove`` (``namespace/name`` or uid), in order;
 5. admit the pods in order;
 6. unless ``dry_run``: write all three files atomically (``adapters.statefiles``).
@@ -49,21 +49,21 @@ from app.domain import releases
 from app.domain.checkpoint import CPU_FILE_NAME, MEMORY_FILE_NAME
 from app.domain.doc_divergences import Divergence, divergences_for
 from app.domain.kubelet_config import KubeletConfig, KubeletConfigError
-from app.domain.node import AdmissionResult, Node, NodeError
-from app.domain.node_pods import pods_document, pods_from_document
-from app.domain.node_state import restore_node
-from app.domain.node_state_files import (
+from app.domain.node.model import AdmissionResult, Node, NodeError
+from app.domain.node.pods import pods_document, pods_from_document
+from app.domain.node.state import restore_node
+from app.domain.node.state_files import (
     PODS_FILE_NAME,
     NodeStateError,
     StateFileVersions,
     render_state_files,
     state_file_versions,
 )
-from app.domain.pod import Pod, PodManifestError
+from app.domain.pod.model import Pod, PodManifestError
 from app.domain.presets import get_preset
 from app.domain.snapshot import NodeSnapshot
-from app.domain.topology import CPUTopology, TopologyError
-from app.domain.topology_spec import parse_topology_spec
+from app.domain.topology.model import CPUTopology, TopologyError
+from app.domain.topology.spec import parse_topology_spec
 
 DEFAULT_NODE_NAME = "simulated"
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024

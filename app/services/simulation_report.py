@@ -16,7 +16,7 @@ from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfig
 from app.domain.pools import cpuset_view
 from app.domain.snapshot import ContainerAllocation, NodeSnapshot, PodAllocation
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 from app.domain.units import binary_quantity
 from app.services.simulation import SimulatedAdmission, SimulationOutcome
 

@@ -2,7 +2,7 @@
 
 One loader (``TopologyService.load``) builds one view model (``TopologyView``) that serves the
 HTML page, its htmx fragment and the JSON twins. The view carries the JSON-ready topology from
-``app.domain.topology_view.topology_to_dict`` plus the nesting the CPU map draws (lstopo order:
+``app.domain.topology.view.topology_to_dict`` plus the nesting the CPU map draws (lstopo order:
 socket → NUMA node → L3 group → core → hardware thread).
 
 The host topology is discovered once per service (py-cpuinfo is slow) and cached; a failed
@@ -24,8 +24,8 @@ from pydantic.alias_generators import to_camel
 
 from app.adapters import sysfs
 from app.domain import presets
-from app.domain.topology import CPUTopology, hugepage_resource_name
-from app.domain.topology_view import topology_to_dict
+from app.domain.topology.model import CPUTopology, hugepage_resource_name
+from app.domain.topology.view import topology_to_dict
 
 HOST = "host"
 

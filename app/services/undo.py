@@ -26,7 +26,7 @@ from sqlmodel import col, select
 
 from app.adapters.db.engine import session_scope
 from app.adapters.db.tables import ACTION_REMOVE, ACTION_RESTART, AdmissionRecord
-from app.domain.node_state_files import GATE
+from app.domain.node.state_files import GATE
 from app.domain.restart import KEPT, RESTORED
 from app.services.demo import DEMO_NODES, DemoNode, create_demo_nodes
 from app.services.nodes.errors import NodeServiceError

@@ -24,9 +24,9 @@ from typing import Any
 
 from app.domain.checkpoint import COMPATIBLE, COMPATIBLE_WITH_LOSS, POLICY_MISMATCH, WILL_FAIL
 from app.domain.kubelet_config import KubeletConfigError
-from app.domain.node_state_files import GATE
+from app.domain.node.state_files import GATE
 from app.domain.restart import RestartResult, restart_for, with_node_names
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 from app.services.checkpoints import CheckpointServiceError, DirCheck, check_root_dir
 from app.services.node_views import pod_url
 from app.services.nodes.errors import NodeInputError

@@ -1,4 +1,4 @@
-"""PodResources of nodes simulated by the engine (app.domain.node), end to end.
+"""PodResources of nodes simulated by the engine (app.domain.node.model), end to end.
 
 The documentation's pod-level examples are admitted by the real engine; the assertions are
 the reporting rules (which fields are filled, subsets, sizes), not the engine's CPU choice.
@@ -19,10 +19,10 @@ import pytest
 from app.adapters.grpc.client import PodResourcesClient
 from app.adapters.kubelet_files import parse_kubelet_config_text
 from app.adapters.manifests import parse_pod_manifests
-from app.domain.node import Node
+from app.domain.node.model import Node
 from app.domain.podresources import build_list_response
 from app.domain.pools import pools_from_snapshot
-from app.domain.topology_spec import parse_topology_spec
+from app.domain.topology.spec import parse_topology_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPOLOGY = "sockets=2,cores_per_numa=16"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from app.adapters.manifests import ManifestSyntaxError, parse_pod_manifests
-from app.domain.pod import PodManifestError
-from app.domain.pod_qos import (
+from app.domain.pod.model import PodManifestError
+from app.domain.pod.qos import (
     QOS_BEST_EFFORT,
     QOS_BURSTABLE,
     QOS_GUARANTEED,

@@ -15,8 +15,8 @@ from app.domain.checkpoint.gocpuset import GoCPUSetError, parse_go_cpuset
 from app.domain.cpuset import CPUSet, CPUSetError
 from app.domain.kubelet_config import KubeletConfigError
 from app.domain.limits import InputLimitError, check_tree
-from app.domain.topology_spec import parse_topology_spec
-from app.domain.topology_synthetic import TopologySpecError
+from app.domain.topology.spec import parse_topology_spec
+from app.domain.topology.synthetic import TopologySpecError
 
 
 def alias_bomb_pods() -> str:

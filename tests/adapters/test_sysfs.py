@@ -13,7 +13,7 @@ from app.adapters import sysfs as sysfs_mod
 from app.adapters.sysfs import SysfsError, discover_host
 from app.domain.cpuset import CPUSet
 from app.domain.presets import get_preset
-from app.domain.topology import GIB, HUGEPAGE_1G, HUGEPAGE_2M, CPUInfo
+from app.domain.topology.model import GIB, HUGEPAGE_1G, HUGEPAGE_2M, CPUInfo
 from tests.fixtures.sysfs import (
     KB_PER_GIB,
     FakeCPU,

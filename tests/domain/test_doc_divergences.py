@@ -11,8 +11,8 @@ from app.adapters.kubelet_files import parse_kubelet_config_text
 from app.adapters.manifests import parse_pod_manifests
 from app.domain.doc_divergences import TUTORIAL_URL, divergences_for, upstream_url
 from app.domain.kubelet_config import KubeletConfig
-from app.domain.node import Node
-from app.domain.pod import Pod
+from app.domain.node.model import Node
+from app.domain.pod.model import Pod
 from app.domain.presets import get_preset
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -11,10 +11,10 @@ import yaml
 
 from app.domain import deadline, hint_budget
 from app.domain.kubelet_config import kubelet_config_from_dict
-from app.domain.node import Node
-from app.domain.pod import Pod
-from app.domain.pod_manifest import pod_from_manifest
-from app.domain.topology_spec import parse_topology_spec
+from app.domain.node.model import Node
+from app.domain.pod.manifest import pod_from_manifest
+from app.domain.pod.model import Pod
+from app.domain.topology.spec import parse_topology_spec
 from app.domain.topologymanager.hint import TopologyHint
 from app.domain.topologymanager.numa_info import NUMAInfo
 from app.domain.topologymanager.policy import POLICY_BEST_EFFORT, HintMerger

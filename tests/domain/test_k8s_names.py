@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from app.domain import k8s_names as N
-from app.domain.node_pods import pods_from_document
-from app.domain.node_state_files import PODS_FILE_NAME, PODS_FORMAT, NodeStateError
-from app.domain.pod import PodManifestError
-from app.domain.pod_manifest import pod_from_manifest
+from app.domain.node.pods import pods_from_document
+from app.domain.node.state_files import PODS_FILE_NAME, PODS_FORMAT, NodeStateError
+from app.domain.pod.manifest import pod_from_manifest
+from app.domain.pod.model import PodManifestError
 
 SUBDOMAIN = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "

@@ -11,7 +11,7 @@ from app.domain.memorymanager.memory_manager import (
     MemoryManagerConfigError,
     get_system_reserved_memory,
 )
-from app.domain.node import Node
+from app.domain.node.model import Node
 from app.domain.presets import get_preset
 
 

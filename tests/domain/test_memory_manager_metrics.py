@@ -8,10 +8,10 @@ from pathlib import Path
 from app.adapters.kubelet_files import load_kubelet_config, parse_kubelet_config_text
 from app.adapters.manifests import parse_pod_manifests
 from app.domain.memorymanager.metrics import MemoryManagerMetrics
-from app.domain.node import Node
-from app.domain.pod import Pod
+from app.domain.node.model import Node
+from app.domain.pod.model import Pod
 from app.domain.presets import get_preset
-from app.domain.topology_spec import parse_topology_spec
+from app.domain.topology.spec import parse_topology_spec
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MEM = "memory"

@@ -8,9 +8,9 @@ import pytest
 
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfigError, kubelet_config_from_dict
-from app.domain.node import Node, NodeError
-from app.domain.pod import Pod
-from app.domain.pod_manifest import pod_from_manifest
+from app.domain.node.model import Node, NodeError
+from app.domain.pod.manifest import pod_from_manifest
+from app.domain.pod.model import Pod
 from app.domain.presets import get_preset
 
 POD_LEVEL = {

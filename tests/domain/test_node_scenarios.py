@@ -20,11 +20,11 @@ from app.adapters.manifests import parse_pod_manifests
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfig
 from app.domain.memorymanager.state import Block
-from app.domain.node import AdmissionResult, Node
-from app.domain.pod import Pod
+from app.domain.node.model import AdmissionResult, Node
+from app.domain.pod.model import Pod
 from app.domain.presets import get_preset
 from app.domain.snapshot import NodeSnapshot, PodAllocation
-from app.domain.topology_spec import parse_topology_spec
+from app.domain.topology.spec import parse_topology_spec
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PODS = FIXTURES / "pods" / "scenarios"

@@ -50,15 +50,15 @@ from app.domain.cpumanager.hints import generate_cpu_topology_hints, is_hint_soc
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfigError, kubelet_config_from_dict
 from app.domain.memorymanager.policy_static import StaticPolicy
-from app.domain.node import Node
-from app.domain.node_pods import pods_document, pods_from_document
-from app.domain.node_state import restore_node
-from app.domain.node_state_files import NodeStateError, render_state_files
-from app.domain.pod import Pod
-from app.domain.pod_manifest import pod_from_manifest
+from app.domain.node.model import Node
+from app.domain.node.pods import pods_document, pods_from_document
+from app.domain.node.state import restore_node
+from app.domain.node.state_files import NodeStateError, render_state_files
+from app.domain.pod.manifest import pod_from_manifest
+from app.domain.pod.model import Pod
 from app.domain.presets import get_preset
-from app.domain.topology import CPUTopology
-from app.domain.topology_spec import parse_topology_spec
+from app.domain.topology.model import CPUTopology
+from app.domain.topology.spec import parse_topology_spec
 from app.domain.topologymanager.bitmask import bits, iterate_bitmasks
 from app.domain.topologymanager.hint import TopologyHint
 from tests.domain.memorymanager.test_mm_calculate_hints_reference import (

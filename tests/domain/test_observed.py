@@ -23,8 +23,8 @@ from app.domain.checkpoint.memory_state import Block as CheckpointBlock
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfig
 from app.domain.memorymanager.state import Block
-from app.domain.node import Node
-from app.domain.node_state_files import render_state_files
+from app.domain.node.model import Node
+from app.domain.node.state_files import render_state_files
 from app.domain.observed import (
     UID_ONLY_NAMESPACE,
     Observation,
@@ -35,7 +35,7 @@ from app.domain.observed import (
     match_pods,
     read_state_file,
 )
-from app.domain.pod import Container, Pod, ResourceRequirements
+from app.domain.pod.model import Container, Pod, ResourceRequirements
 from app.domain.podresources import (
     ContainerMemory,
     ContainerResources,
@@ -310,7 +310,7 @@ def test_no_topology_means_no_snapshot(pod_scope_node: Node) -> None:
 
 def _with_stale(node: Node, uid: str, cpus: str) -> dict[str, str]:
     """The node's state files plus a CPU entry and a memory entry for ``uid``."""
-    from app.domain.node_state_files import cpu_checkpoint_state, memory_checkpoint_state
+    from app.domain.node.state_files import cpu_checkpoint_state, memory_checkpoint_state
 
     cpu = cpu_checkpoint_state(node)
     taken = CPUSet.parse(cpus)
@@ -544,7 +544,7 @@ def test_truncated_checkpoint_is_refused_by_every_kubelet(pod_scope_node: Node) 
 
 
 def test_older_file_read_as_the_newest_kubelet_reads_it(pod_scope_node: Node) -> None:
-    from app.domain.node_state_files import cpu_checkpoint_state
+    from app.domain.node.state_files import cpu_checkpoint_state
 
     state = cpu_checkpoint_state(pod_scope_node)
     v2 = write_cpu_checkpoint(
@@ -597,7 +597,7 @@ def test_infer_config(
     pod_level: bool,
     release: str,
 ) -> None:
-    from app.domain.node_state_files import cpu_checkpoint_state, memory_checkpoint_state
+    from app.domain.node.state_files import cpu_checkpoint_state, memory_checkpoint_state
 
     cpu = mem = None
     if cpu_version is not None and memory_version is not None:

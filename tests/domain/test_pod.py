@@ -1,4 +1,4 @@
-"""Pods, QoS, pod-level resources and pod parsing (app/domain/pod.py)."""
+"""Pods, QoS, pod-level resources and pod parsing (app/domain/pod/model.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-from app.domain.pod import (
+from app.domain.pod.manifest import pod_from_conformance, pod_from_manifest, synthetic_uid
+from app.domain.pod.model import (
     Container,
     Pod,
     PodManifestError,
@@ -19,8 +20,7 @@ from app.domain.pod import (
     hugepage_size_bytes,
     is_overcommit_allowed,
 )
-from app.domain.pod_manifest import pod_from_conformance, pod_from_manifest, synthetic_uid
-from app.domain.pod_qos import (
+from app.domain.pod.qos import (
     QOS_BEST_EFFORT,
     QOS_BURSTABLE,
     QOS_GUARANTEED,
@@ -32,7 +32,7 @@ from app.domain.pod_qos import (
     pod_qos_class,
     resource_qos,
 )
-from app.domain.pod_requests import (
+from app.domain.pod.requests import (
     aggregate_container_limits,
     aggregate_container_requests,
     pod_requests,

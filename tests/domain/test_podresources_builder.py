@@ -25,7 +25,7 @@ from app.domain.podresources import (
     reports_pod_level,
 )
 from app.domain.snapshot import ContainerAllocation, MemoryBlock, PodAllocation
-from app.domain.topology import GIB
+from app.domain.topology.model import GIB
 from tests.fixtures.podresources import snapshots as S
 
 

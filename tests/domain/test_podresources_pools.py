@@ -26,7 +26,7 @@ from app.domain.podresources import (
 )
 from app.domain.pools import cpuset_view, derive_pools, pools_from_snapshot
 from app.domain.snapshot import ContainerAllocation, PodAllocation
-from app.domain.topology import GIB
+from app.domain.topology.model import GIB
 from tests.fixtures.podresources import snapshots as S
 
 CS = CPUSet.parse

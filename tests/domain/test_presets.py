@@ -20,9 +20,9 @@ from app.domain.presets import (
     list_presets,
     resolve_topology,
 )
-from app.domain.topology import GIB, HUGEPAGE_1G, HUGEPAGE_2M, CPUTopology, TopologyError
-from app.domain.topology_spec import parse_topology_spec
-from app.domain.topology_synthetic import MAX_SPEC_CPUS, TopologySpecError, synthetic_topology
+from app.domain.topology.model import GIB, HUGEPAGE_1G, HUGEPAGE_2M, CPUTopology, TopologyError
+from app.domain.topology.spec import parse_topology_spec
+from app.domain.topology.synthetic import MAX_SPEC_CPUS, TopologySpecError, synthetic_topology
 
 CONFORMANCE = Path(__file__).resolve().parents[1] / "conformance"  # the in-repo corpus
 

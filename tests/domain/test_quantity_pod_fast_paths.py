@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.domain import pod_qos as P
-from app.domain.pod import Container, Pod, ResourceRequirements
-from app.domain.pod_qos import (
+from app.domain.pod.model import Container, Pod, ResourceRequirements
+from app.domain.pod.qos import (
     compute_pod_qos,
     is_container_equivalent_qos_guaranteed,
     is_pod_level_limits_set,

@@ -13,7 +13,7 @@ from app.domain.cpuset import CPUSet
 from app.domain.feature_gate_tables import KNOWN
 from app.domain.kubelet_config import KubeletConfig
 from app.domain.kubelet_metrics import resource_manager_prefix
-from app.domain.pod_manifest import pod_from_conformance
+from app.domain.pod.manifest import pod_from_conformance
 from app.domain.presets import get_preset
 
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from app.adapters.kubelet_files import parse_kubelet_config_text
 from app.adapters.manifests import parse_pod_manifests
 from app.domain.kubelet_config import RELEASES
-from app.domain.node import Node
-from app.domain.node_state_files import render_state_files
+from app.domain.node.model import Node
+from app.domain.node.state_files import render_state_files
 from app.domain.presets import get_preset
 from app.domain.restart import (
     KEPT,
@@ -173,8 +173,8 @@ def _leak_case(
     from app.domain.checkpoint import CPUCheckpointState, write_cpu_checkpoint
     from app.domain.cpuset import CPUSet
     from app.domain.kubelet_config import kubelet_config_from_dict
-    from app.domain.pod_manifest import pod_from_conformance
-    from app.domain.topology import CPUInfo, CPUTopology
+    from app.domain.pod.manifest import pod_from_conformance
+    from app.domain.topology.model import CPUInfo, CPUTopology
 
     topology = CPUTopology([CPUInfo(i, i, 0, 0, 0) for i in range(cpus)], name=f"uniform-{cpus}")
     held = CPUSet().union(*(CPUSet.parse(c) for _, c in pods))

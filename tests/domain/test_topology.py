@@ -1,4 +1,4 @@
-"""CPUTopology (app/domain/topology.py) and its views (app/domain/topology_view.py)."""
+"""CPUTopology (app/domain/topology/model.py) and its views (app/domain/topology/view.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from app.domain.cpuset import CPUSet
 from app.domain.presets import get_preset
-from app.domain.topology import (
+from app.domain.topology.model import (
     GIB,
     HUGEPAGE_1G,
     HUGEPAGE_2M,
@@ -21,8 +21,8 @@ from app.domain.topology import (
     discover,
     hugepage_resource_name,
 )
-from app.domain.topology_spec import parse_topology_spec
-from app.domain.topology_view import format_bytes, render_text, topology_to_dict
+from app.domain.topology.spec import parse_topology_spec
+from app.domain.topology.view import format_bytes, render_text, topology_to_dict
 
 DUAL_HT_FIXTURE = {
     "num_cpus": 12,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.domain.node_state_files import render_state_files
+from app.domain.node.state_files import render_state_files
 from app.services.demo import bubble_pod, classic_pod
 from app.services.fleet_rows import fit_result, upgrade_result
 from app.services.nodes.demo_fleet import DemoFleet

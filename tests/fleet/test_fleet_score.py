@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from app.contracts.summary import NodeSummaryV1
 from app.domain.kubelet_config import DEFAULT_RELEASE, KubeletConfig
-from app.domain.pod import Pod
+from app.domain.pod.model import Pod
 from app.services.demo import classic_pod
 from app.services.fleet_score import (
     BALANCED_ALLOCATION,

@@ -10,8 +10,8 @@ from pathlib import Path
 from app.adapters import statefiles
 from app.adapters.kubelet_files import parse_kubelet_config_text
 from app.adapters.manifests import parse_pod_manifests
-from app.domain.node import Node
-from app.domain.node_state_files import render_state_files
+from app.domain.node.model import Node
+from app.domain.node.state_files import render_state_files
 from app.domain.presets import get_preset
 from app.services import demo
 from tests.fixtures.sysfs import fake_sysfs_from_topology

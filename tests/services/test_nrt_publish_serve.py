@@ -23,8 +23,8 @@ from app.adapters.grpc.server import PodResourcesServer
 from app.adapters.kubelet_files import parse_kubelet_config_text
 from app.adapters.manifests import parse_pod_manifests
 from app.adapters.nrt_publisher import GROUP, PLURAL, VERSION
-from app.domain.node import Node
-from app.domain.node_state_files import render_state_files
+from app.domain.node.model import Node
+from app.domain.node.state_files import render_state_files
 from app.domain.presets import get_preset
 from app.domain.snapshot import NodeSnapshot
 from app.services import demo

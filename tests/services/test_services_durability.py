@@ -23,7 +23,7 @@ from sqlalchemy.exc import OperationalError
 from app.adapters import statejournal
 from app.adapters.db import node_repo
 from app.domain.checkpoint import CPU_FILE_NAME, MEMORY_FILE_NAME
-from app.domain.node_state_files import PODS_FILE_NAME
+from app.domain.node.state_files import PODS_FILE_NAME
 from app.services import simulation
 from app.services.demo import bubble_pod, classic_pod
 from app.services.nodes.errors import NodeUnavailableError, StorageFullError

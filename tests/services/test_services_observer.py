@@ -24,8 +24,8 @@ from app.adapters.podresources_cache import list_response_json
 from app.domain.checkpoint import CPUCheckpointState, write_cpu_checkpoint
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfigError
-from app.domain.node import Node
-from app.domain.node_state_files import cpu_checkpoint_state, render_state_files
+from app.domain.node.model import Node
+from app.domain.node.state_files import cpu_checkpoint_state, render_state_files
 from app.domain.observed import UID_ONLY_NAMESPACE
 from app.domain.presets import get_preset
 from app.domain.snapshot import NodeSnapshot
@@ -709,7 +709,7 @@ def test_a_dry_run_on_the_observed_node_is_its_engines_answer_on_a_copy(
 
 
 def test_the_copy_releases_what_stale_entries_hold(sysfs_host: Host) -> None:
-    from app.domain.node_state import restore_managers
+    from app.domain.node.state import restore_managers
     from app.services.nodes.inputs import build_engine_node
     from app.services.nodes.observed import release_stale
 

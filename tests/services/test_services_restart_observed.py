@@ -13,8 +13,8 @@ from app.adapters import statefiles
 from app.adapters.kubelet_files import parse_kubelet_config_text
 from app.adapters.manifests import parse_pod_manifests
 from app.adapters.sysfs import discover_host
-from app.domain.node import Node
-from app.domain.node_state_files import render_state_files
+from app.domain.node.model import Node
+from app.domain.node.state_files import render_state_files
 from app.services import demo
 from app.web.app import create_app
 from tests.helpers import act_as_browser

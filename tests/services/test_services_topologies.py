@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.domain.presets import get_preset, list_presets
-from app.domain.topology import GIB, HUGEPAGE_2M, CPUInfo, CPUTopology, NUMANodeMemory
-from app.domain.topology_synthetic import synthetic_topology
+from app.domain.topology.model import GIB, HUGEPAGE_2M, CPUInfo, CPUTopology, NUMANodeMemory
+from app.domain.topology.synthetic import synthetic_topology
 from app.services.topologies import (
     HOST,
     HostDiscoveryError,

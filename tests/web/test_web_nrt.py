@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 from app.adapters import statefiles
 from app.adapters.kubelet_files import parse_kubelet_config_text
 from app.adapters.sysfs import discover_host
-from app.domain.node import Node
-from app.domain.node_state_files import render_state_files
+from app.domain.node.model import Node
+from app.domain.node.state_files import render_state_files
 from app.services.demo import classic_pod
 from app.services.nodes.service import NodeService
 from app.web.app import create_app

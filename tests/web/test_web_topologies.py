@@ -9,8 +9,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.domain.presets import get_preset, list_presets
-from app.domain.topology import CPUTopology
-from app.domain.topology_view import topology_to_dict
+from app.domain.topology.model import CPUTopology
+from app.domain.topology.view import topology_to_dict
 from app.settings import Settings
 from app.web.app import create_app
 from tests.helpers import make_settings

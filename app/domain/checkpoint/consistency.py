@@ -33,7 +33,7 @@ from app.domain.checkpoint.findings import ERROR, INFO, WARNING, Issue, checksum
 from app.domain.checkpoint.memory_state import MemoryCheckpointState
 from app.domain.checkpoint.overlaps import cap_repeated
 from app.domain.cpuset import CPUSet
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 
 
 def _load(

@@ -14,7 +14,7 @@ from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.findings import ERROR, WARNING, Issue
 from app.domain.checkpoint.overlaps import left_out_message, overlap_message, shared_cpu_groups
 from app.domain.cpuset import CPUSet
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 
 _Owner = tuple[str, str, CPUSet]  # (pod, container or "", cpuset)
 

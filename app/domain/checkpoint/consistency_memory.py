@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 
 from app.domain.checkpoint.findings import ERROR, WARNING, Issue
 from app.domain.checkpoint.memory_state import Block, MemoryCheckpointState, NUMANodeState
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 
 
 def _assignment_blocks(state: MemoryCheckpointState) -> list[tuple[str, Block]]:

@@ -35,7 +35,7 @@ Without the machine (the inspector of a single file), the machine is what the fi
 CPUs are every CPU the file names (a kubelet's file partitions the machine's CPUs, checked at
 its previous start) and the default machine state is the file's own tables with nothing booked.
 The reserved-CPU check needs the configuration and is left to the node's start-up model
-(``app.domain.node_state``), which runs the same validations on the real topology.
+(``app.domain.node.state``), which runs the same validations on the real topology.
 """
 
 from __future__ import annotations

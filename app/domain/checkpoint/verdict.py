@@ -40,7 +40,7 @@ from app.domain.checkpoint.target_verdict import (
 from app.domain.cpuset import CPUSet
 from app.domain.golang.strconv import go_quote
 from app.domain.kubelet_config import CPU_POLICIES, MEMORY_POLICIES
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,7 @@ from app.domain.cpumanager.metrics import (
 from app.domain.cpumanager.policy_options import GATE_POD_LEVEL_RESOURCE_MANAGERS, gate_enabled
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 
 
 def numa_counts(topology: CPUTopology, cpus: CPUSet) -> list[tuple[int, int]]:

@@ -16,7 +16,7 @@ mask without node 0 (every mask, when the machine has no node 0).
 from __future__ import annotations
 
 from app.domain.cpuset import CPUSet
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 from app.domain.topologymanager.bitmask import bits, iterate_bitmasks
 from app.domain.topologymanager.hint import TopologyHint
 

@@ -36,8 +36,8 @@ from app.domain.cpumanager.pod_restore import (
 )
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
-from app.domain.pod import Container, Pod
-from app.domain.pod_budget import PodBudgetError
+from app.domain.pod.budget import PodBudgetError
+from app.domain.pod.model import Container, Pod
 from app.domain.topologymanager.hint import TopologyHint
 
 __all__ = ["PodAllocationPolicy", "allocate_pod", "partition_bubble"]

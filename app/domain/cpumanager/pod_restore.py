@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
-from app.domain.pod import Container, Pod
+from app.domain.pod.model import Container, Pod
 
 EMPTY = CPUSet()
 

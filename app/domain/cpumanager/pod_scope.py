@@ -17,14 +17,14 @@ from app.domain.cpumanager.policy_options import (
     gate_enabled,
 )
 from app.domain.cpumanager.state import CPUManagerState
-from app.domain.pod import Container, Pod
-from app.domain.pod_budget import (
+from app.domain.pod.budget import (
     BudgetContainer,
     PodBudgetError,
     check_pod_budget,
     cpu_budget_message,
 )
-from app.domain.pod_qos import (
+from app.domain.pod.model import Container, Pod
+from app.domain.pod.qos import (
     is_container_equivalent_qos_guaranteed,
     is_pod_level_resources_set,
     pod_qos_class,
@@ -117,7 +117,7 @@ def _budget_container(pod: Pod, c: Container, gates: Gates) -> BudgetContainer:
 def validate_pod_scope_resources(pod: Pod, gates: Gates = None, *, init_check: bool = True) -> None:
     """``validatePodScopeResources`` (CPU): raise ``PodBudgetError`` with the kubelet's text.
     ``init_check=False``: the master (1.38) rules, without the exclusive init container check
-    (``app.domain.pod_budget``)."""
+    (``app.domain.pod.budget``)."""
     violation = check_pod_budget(
         {RESOURCE_CPU: pod_guaranteed_cpus(pod, gates)},
         [_budget_container(pod, c, gates) for c in pod.init_containers],

@@ -27,9 +27,9 @@ from app.domain.cpumanager.pod_scope import (
 )
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
-from app.domain.pod import Container, Pod
-from app.domain.pod_budget import PodBudgetError
-from app.domain.topology import CPUTopology
+from app.domain.pod.budget import PodBudgetError
+from app.domain.pod.model import Container, Pod
+from app.domain.topology.model import CPUTopology
 from app.domain.topologymanager.hint import ProviderHints, TopologyHint
 
 __all__ = ["container_topology_hints", "pod_topology_hints"]

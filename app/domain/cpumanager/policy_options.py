@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from app.domain.golang.strconv import go_quote, parse_go_bool
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 
 FULL_PCPUS_ONLY_OPTION = "full-pcpus-only"
 DISTRIBUTE_CPUS_ACROSS_NUMA_OPTION = "distribute-cpus-across-numa"

@@ -66,8 +66,8 @@ from app.domain.cpumanager.state_validation import validate_state
 from app.domain.cpumanager.take import aligned_cpus, take_by_topology
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import DEFAULT_RELEASE
-from app.domain.pod import Container, Pod
-from app.domain.topology import CPUTopology
+from app.domain.pod.model import Container, Pod
+from app.domain.topology.model import CPUTopology
 from app.domain.topologymanager.hint import ProviderHints, TopologyHint
 
 POLICY_STATIC = "static"

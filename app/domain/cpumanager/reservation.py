@@ -15,7 +15,7 @@ import math
 from app.domain.cpumanager.policy_options import CPUManagerPolicyError
 from app.domain.cpuset import CPUSet
 from app.domain.quantity import Quantity
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 
 __all__ = [
     "check_reserved_size",

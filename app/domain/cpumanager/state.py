@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from app.domain.cpuset import CPUSet, CPUSetError
-from app.domain.pod import drop_container_entry
+from app.domain.pod.model import drop_container_entry
 
 ContainerCPUAssignments = dict[str, dict[str, CPUSet]]
 PodCPUAssignments = dict[str, CPUSet]

@@ -23,7 +23,7 @@ from app.domain.cpumanager.cpu_assignment.packed import take_by_topology_numa_pa
 from app.domain.cpumanager.errors import CPUAllocationError
 from app.domain.cpumanager.policy_options import StaticPolicyOptions
 from app.domain.cpuset import CPUSet
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 from app.domain.topologymanager.bitmask import bits
 
 __all__ = ["aligned_cpus", "take_by_topology"]

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from app.domain.memorymanager.errors import MemoryManagerError
 from app.domain.memorymanager.machine import are_groups_equal, free_bytes, table_of
 from app.domain.memorymanager.state import Block, NUMANodeMap, NUMANodeState
-from app.domain.pod import RESOURCE_MEMORY
+from app.domain.pod.model import RESOURCE_MEMORY
 from app.domain.topologymanager.bitmask import (
     BitMaskError,
     bits,

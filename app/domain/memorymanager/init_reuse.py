@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from app.domain.memorymanager.hints import is_numa_affinities_equal
 from app.domain.memorymanager.state import Block, MemoryManagerState
-from app.domain.pod import Container, Pod
+from app.domain.pod.model import Container, Pod
 from app.domain.topologymanager.bitmask import mask_of
 
 __all__ = [

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 
 from app.domain.memorymanager.errors import MemoryManagerError
 from app.domain.memorymanager.state import Block, MemoryTable, NUMANodeMap, NUMANodeState
-from app.domain.pod import RESOURCE_MEMORY
+from app.domain.pod.model import RESOURCE_MEMORY
 from app.domain.quantity import BINARY_SI, Quantity, canonicalize
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 
 __all__ = [
     "NUMANodeInfo",

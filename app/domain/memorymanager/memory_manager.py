@@ -25,9 +25,9 @@ from app.domain.memorymanager.errors import MemoryManagerError
 from app.domain.memorymanager.machine import NUMANodeInfo, machine_nodes_from_topology
 from app.domain.memorymanager.policy_static import POLICY_TYPE_STATIC, StaticPolicy
 from app.domain.memorymanager.state import Block, MemoryManagerState
-from app.domain.pod import Container, Pod
+from app.domain.pod.model import Container, Pod
 from app.domain.quantity import BINARY_SI, DECIMAL_SI, Quantity
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 from app.domain.topologymanager.hint import ProviderHints
 from app.domain.topologymanager.scope import Store
 

@@ -4,7 +4,7 @@ follows pkg/kubelet/cm/memorymanager/policy_static.go, v1.37 and master as 1.38,
 It owns:
 
 * ``pod_scope_budget_error`` (``validatePodScopeResources``, memory flavour, §5.3) through the
-  shared rule engine of ``app.domain.pod_budget``;
+  shared rule engine of ``app.domain.pod.budget``;
 * ``partition_pod_budget`` (§5.5): once the pod's NUMA mask is chosen, the pod budget is booked
   once on it and partitioned arithmetically - init containers with requests get their own
   blocks, regular init containers without requests get what the runnable pool holds, app
@@ -27,14 +27,14 @@ from app.domain.cpumanager.metrics import (
 from app.domain.memorymanager.machine import update_machine_state
 from app.domain.memorymanager.metrics import MemoryManagerMetrics
 from app.domain.memorymanager.state import Block, MemoryManagerState
-from app.domain.pod import RESOURCE_MEMORY, Container, Pod
-from app.domain.pod_budget import (
+from app.domain.pod.budget import (
     UINT64,
     BudgetContainer,
     PodBudgetError,
     check_pod_budget,
     memory_budget_message,
 )
+from app.domain.pod.model import RESOURCE_MEMORY, Container, Pod
 from app.domain.topologymanager.bitmask import bits
 
 __all__ = ["ContainerRequests", "partition_pod_budget", "pod_scope_budget_error"]

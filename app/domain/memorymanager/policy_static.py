@@ -78,10 +78,10 @@ from app.domain.memorymanager.state import (
     NUMANodeState,
 )
 from app.domain.memorymanager.state_validation import validate_state
-from app.domain.pod import RESOURCE_MEMORY, Container, Pod
-from app.domain.pod_budget import PodBudgetError
-from app.domain.pod_qos import QOS_GUARANTEED, is_pod_level_resources_set, pod_qos_class
-from app.domain.topology import CPUTopology
+from app.domain.pod.budget import PodBudgetError
+from app.domain.pod.model import RESOURCE_MEMORY, Container, Pod
+from app.domain.pod.qos import QOS_GUARANTEED, is_pod_level_resources_set, pod_qos_class
+from app.domain.topology.model import CPUTopology
 from app.domain.topologymanager.bitmask import bits
 from app.domain.topologymanager.hint import TopologyHint
 from app.domain.topologymanager.scope import Store

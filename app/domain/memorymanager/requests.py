@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from app.domain.memorymanager.errors import MemoryManagerError
-from app.domain.pod import RESOURCE_MEMORY, Container, Pod, is_hugepage_resource_name
-from app.domain.pod_qos import is_container_equivalent_qos_guaranteed
+from app.domain.pod.model import RESOURCE_MEMORY, Container, Pod, is_hugepage_resource_name
+from app.domain.pod.qos import is_container_equivalent_qos_guaranteed
 from app.domain.quantity import Quantity
 
 __all__ = ["container_requested_resources", "pod_requested_resources", "quantity_as_int64"]

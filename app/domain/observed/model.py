@@ -23,7 +23,7 @@ from app.domain.podresources import (
 )
 from app.domain.pools import Pools
 from app.domain.snapshot import NodeSnapshot
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 
 #: Pseudo namespace of a pod known by its UID only (``~`` is not a valid namespace name).
 UID_ONLY_NAMESPACE = "~"

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 from app.domain.topologymanager import bitmask
 
 

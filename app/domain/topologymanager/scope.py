@@ -32,8 +32,8 @@ from typing import Protocol, runtime_checkable
 
 from app.domain.admission import AdmissionError, TopologyAffinityError, UnexpectedAdmissionError
 from app.domain.deadline import DeadlineExceededError
-from app.domain.pod import Container, Pod, drop_container_entry
-from app.domain.pod_qos import is_pod_level_resources_set
+from app.domain.pod.model import Container, Pod, drop_container_entry
+from app.domain.pod.qos import is_pod_level_resources_set
 from app.domain.topologymanager.hint import ProviderHints, TopologyHint
 from app.domain.topologymanager.policy import Policy
 

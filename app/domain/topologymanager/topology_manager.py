@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 from app.domain.errors import FieldError
 from app.domain.golang.strconv import go_quote
-from app.domain.pod import Pod
-from app.domain.topology import CPUTopology
+from app.domain.pod.model import Pod
+from app.domain.topology.model import CPUTopology
 from app.domain.topologymanager.hint import TopologyHint
 from app.domain.topologymanager.numa_info import NUMAInfo, NUMAInfoError
 from app.domain.topologymanager.policy import (

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.domain.snapshot import NodeSnapshot, PodAllocation
-from app.domain.topology import NUMANodeMemory, hugepage_resource_name
+from app.domain.topology.model import NUMANodeMemory, hugepage_resource_name
 from app.services.node_views.models import (
     POOLS,
     CpuSetView,

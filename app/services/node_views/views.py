@@ -9,7 +9,7 @@ from typing import Any
 from app.domain.observed import UID_ONLY_NAMESPACE
 from app.domain.pools import Pools, pools_from_snapshot
 from app.domain.snapshot import NodeSnapshot, PodAllocation
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 from app.services.encoded_json import EncodedMemo
 from app.services.node_views.cpu_map import (
     build_map,

@@ -17,9 +17,9 @@ from app.adapters.db.tables import (
     utc_now,
 )
 from app.domain import hint_budget
-from app.domain.node import AdmissionResult
-from app.domain.node_pods import pod_to_manifest
-from app.domain.pod import Pod
+from app.domain.node.model import AdmissionResult
+from app.domain.node.pods import pod_to_manifest
+from app.domain.pod.model import Pod
 from app.services.nodes.errors import HintSearchTooLargeError
 from app.services.nodes.inputs import at
 from app.services.nodes.store import Live

@@ -30,9 +30,9 @@ from app.adapters.podresources_json import allocatable_json
 from app.contracts.summary import NodeSummaryV1
 from app.domain import releases
 from app.domain.kubelet_config import RELEASES, KubeletConfig, KubeletConfigError
-from app.domain.node import Node
-from app.domain.node_state_files import render_state_files
-from app.domain.pod import Pod
+from app.domain.node.model import Node
+from app.domain.node.state_files import render_state_files
+from app.domain.pod.model import Pod
 from app.domain.podresources import PodNotFoundError
 from app.domain.presets import get_preset
 from app.domain.restart import restart_for

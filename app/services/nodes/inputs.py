@@ -18,11 +18,11 @@ from app.contracts.admission import AdmissionAnswer
 from app.contracts.base import checked
 from app.domain import k8s_names
 from app.domain.kubelet_config import DEFAULT_RELEASE, RELEASES, KubeletConfig, KubeletConfigError
-from app.domain.node import AdmissionResult, Node
-from app.domain.pod import Pod, PodManifestError, is_hugepage_resource_name
+from app.domain.node.model import AdmissionResult, Node
+from app.domain.pod.model import Pod, PodManifestError, is_hugepage_resource_name
 from app.domain.presets import get_preset
-from app.domain.topology import CPUTopology, TopologyError
-from app.domain.topology_spec import parse_topology_spec
+from app.domain.topology.model import CPUTopology, TopologyError
+from app.domain.topology.spec import parse_topology_spec
 from app.services.node_views import AdmissionLogEntry, pod_url
 from app.services.nodes.errors import NodeInputError
 

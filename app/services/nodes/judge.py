@@ -27,10 +27,10 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from app.domain.node import AdmissionResult, Node
-from app.domain.node_state import restore_node
-from app.domain.node_state_files import NodeStateError, render_state_files
-from app.domain.pod import Pod
+from app.domain.node.model import AdmissionResult, Node
+from app.domain.node.state import restore_node
+from app.domain.node.state_files import NodeStateError, render_state_files
+from app.domain.pod.model import Pod
 from app.services.nodes.errors import PodConflictError
 from app.services.nodes.inputs import build_engine_node
 

@@ -9,7 +9,7 @@ its state files (``app.services.nodes.restart.rehearse_observed``). It has no ad
 **Dry runs.** The pod is judged by an engine built from a *copy* of what the
 node's kubelet recorded — its topology (sysfs), its KubeletConfiguration and its state files,
 read and validated the way a starting kubelet of its release reads them
-(``app.domain.node_state.restore_managers``). The kubelet and its files are never touched; the
+(``app.domain.node.state.restore_managers``). The kubelet and its files are never touched; the
 copy is thrown away after the answer. Checkpoint entries of pods the kubelet no longer runs
 (the observation's stale entries) are released first, as that kubelet's ``removeStaleState``
 does at the start of its next admission.
@@ -38,7 +38,7 @@ from app.services.observe.observer import ObservedNodeUnavailableError
 from app.services.watch import SOURCE_OBSERVED, LastDigest
 
 if TYPE_CHECKING:
-    from app.domain.node import Node
+    from app.domain.node.model import Node
     from app.services.nodes.inputs import AdmissionBatch
     from app.services.nodes.restart import Rehearsal
     from app.services.observe.observer import NodeObserver
@@ -54,8 +54,8 @@ def dry_run_observed(
 ) -> AdmissionBatch:
     """Judge every pod of ``manifest`` in order on a scratch copy of observed node ``name``
     (``views``: its latest observation; ``settings``: where its kubelet keeps its files)."""
-    from app.domain.node_state import restore_managers
-    from app.domain.node_state_files import NodeStateError
+    from app.domain.node.state import restore_managers
+    from app.domain.node.state_files import NodeStateError
     from app.services.nodes.inputs import AdmissionBatch, build_engine_node, parse_manifests
     from app.services.nodes.judge import PodsOnNode, check_conflicts, judge
 

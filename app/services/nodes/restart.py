@@ -33,8 +33,8 @@ from app.contracts.base import checked
 from app.contracts.restart import RestartReport
 from app.domain import releases
 from app.domain.kubelet_config import RELEASES, KubeletConfig, KubeletConfigError
-from app.domain.node import Node
-from app.domain.node_state_files import GATE
+from app.domain.node.model import Node
+from app.domain.node.state_files import GATE
 from app.domain.restart import (
     REJECTED,
     RestartInputError,

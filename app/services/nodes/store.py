@@ -39,19 +39,19 @@ from app.adapters.db import node_repo
 from app.domain.checkpoint.cpu import CPU_FILE_NAME
 from app.domain.checkpoint.memory import MEMORY_FILE_NAME
 from app.domain.kubelet_config import KubeletConfig
-from app.domain.node import Node
-from app.domain.node_pods import pod_to_manifest, pods_from_document
-from app.domain.node_state import restore_node
-from app.domain.node_state_files import (
+from app.domain.node.model import Node
+from app.domain.node.pods import pod_to_manifest, pods_from_document
+from app.domain.node.state import restore_node
+from app.domain.node.state_files import (
     PODS_FILE_NAME,
     PODS_FORMAT,
     NodeStateError,
     render_state_files,
 )
-from app.domain.pod import PodManifestError
-from app.domain.pod_manifest import pod_from_manifest
-from app.domain.topology import CPUTopology
-from app.domain.topology_record import topology_to_record
+from app.domain.pod.manifest import pod_from_manifest
+from app.domain.pod.model import PodManifestError
+from app.domain.topology.model import CPUTopology
+from app.domain.topology.record import topology_to_record
 from app.services import simulation
 from app.services.node_views import NodeViews
 from app.services.nodes.inputs import NodeDefinition, build_engine_node

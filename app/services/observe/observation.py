@@ -46,7 +46,7 @@ from app.domain.observed import (
     read_state_file,
 )
 from app.domain.podresources import AllocatableResourcesResponse, ListPodResourcesResponse
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 from app.settings import Settings
 
 

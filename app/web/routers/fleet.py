@@ -25,7 +25,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from app.contracts.fleet import FitAnswer, FleetDocument, FleetView, UpgradeAnswer
 from app.domain.kubelet_config import DEFAULT_RELEASE, RELEASES, KubeletConfig
-from app.domain.pod import Pod
+from app.domain.pod.model import Pod
 from app.services.fleet_score import LEAST_ALLOCATED, STRATEGIES
 from app.services.fleet_views import (
     FIT_LIMIT,

@@ -12,7 +12,7 @@ from app.domain.checkpoint import (
     write_memory_checkpoint,
 )
 from app.domain.cpuset import CPUSet
-from app.domain.topology import CPUInfo, CPUTopology
+from app.domain.topology.model import CPUInfo, CPUTopology
 
 # 2 NUMA nodes x 4 CPUs: NUMA 0 = 0-3, NUMA 1 = 4-7.
 TOPOLOGY = CPUTopology([CPUInfo(c, c, c // 4, c // 4, c // 4) for c in range(8)])

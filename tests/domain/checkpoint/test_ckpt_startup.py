@@ -9,8 +9,8 @@ import pytest
 from app.adapters.kubelet_files import parse_kubelet_config_text
 from app.adapters.manifests import parse_pod_manifests
 from app.domain.checkpoint import inspect
-from app.domain.node import Node
-from app.domain.node_state_files import render_state_files
+from app.domain.node.model import Node
+from app.domain.node.state_files import render_state_files
 from app.domain.presets import get_preset
 from app.services.demo import bubble_pod
 from tests.helpers import POD_SCOPE, SMALL

@@ -16,7 +16,7 @@ import math
 import sys
 from collections.abc import Callable, Iterable
 
-from app.domain.topology import CPUInfo, CPUTopology
+from app.domain.topology.model import CPUInfo, CPUTopology
 
 MAX_FLOAT64 = sys.float_info.max
 BREAK, CONTINUE = "break", "continue"

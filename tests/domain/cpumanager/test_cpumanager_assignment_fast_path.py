@@ -34,7 +34,7 @@ from app.domain.cpumanager.cpu_assignment.distributed import take_by_topology_nu
 from app.domain.cpumanager.cpu_assignment.gomath import BalanceFloor, standard_deviation
 from app.domain.cpumanager.cpu_assignment.packed import take_by_topology_numa_packed
 from app.domain.cpuset import CPUSet
-from app.domain.topology import CPUInfo, CPUTopology
+from app.domain.topology.model import CPUInfo, CPUTopology
 from tests.domain.cpumanager import cpumanager_audit_go_reference as ref
 
 PROPS = settings(

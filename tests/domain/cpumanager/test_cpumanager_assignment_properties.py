@@ -16,7 +16,7 @@ from app.domain.cpumanager.cpu_assignment.common import TakeByTopologyError
 from app.domain.cpumanager.cpu_assignment.distributed import take_by_topology_numa_distributed
 from app.domain.cpumanager.cpu_assignment.packed import take_by_topology_numa_packed
 from app.domain.cpuset import CPUSet
-from app.domain.topology import CPUInfo, CPUTopology
+from app.domain.topology.model import CPUInfo, CPUTopology
 
 
 @st.composite

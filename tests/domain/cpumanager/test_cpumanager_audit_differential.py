@@ -32,11 +32,11 @@ from app.domain.cpumanager.policy_options import CPUManagerPolicyError
 from app.domain.cpumanager.policy_static import StaticPolicy
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
-from app.domain.pod import Pod
-from app.domain.pod_budget import PodBudgetError
-from app.domain.pod_manifest import pod_from_conformance
+from app.domain.pod.budget import PodBudgetError
+from app.domain.pod.manifest import pod_from_conformance
+from app.domain.pod.model import Pod
 from app.domain.presets import get_preset
-from app.domain.topology import CPUInfo, CPUTopology, TopologyError
+from app.domain.topology.model import CPUInfo, CPUTopology, TopologyError
 from app.domain.topologymanager.hint import TopologyHint
 from tests.domain.cpumanager import cpumanager_audit_go_reference as ref
 

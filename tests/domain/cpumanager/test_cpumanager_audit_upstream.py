@@ -18,9 +18,9 @@ from app.domain.cpumanager.hints import generate_cpu_topology_hints
 from app.domain.cpumanager.policy_static import StaticPolicy
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
-from app.domain.pod_manifest import pod_from_conformance
+from app.domain.pod.manifest import pod_from_conformance
 from app.domain.presets import get_preset
-from app.domain.topology import CPUInfo, CPUTopology
+from app.domain.topology.model import CPUInfo, CPUTopology
 from app.domain.topologymanager.hint import TopologyHint
 
 GATES = {

@@ -24,7 +24,7 @@ from app.domain.cpumanager.cpu_assignment.go_slices import iterate_combinations
 from app.domain.cpumanager.cpu_assignment.gomath import standard_deviation
 from app.domain.cpumanager.cpu_assignment.packed import take_by_topology_numa_packed
 from app.domain.cpuset import CPUSet
-from app.domain.topology import CPUInfo, CPUTopology
+from app.domain.topology.model import CPUInfo, CPUTopology
 
 FIXTURES = Path(__file__).resolve().parents[2] / "conformance" / "allocation.json"  # in-repo corpus
 

@@ -19,7 +19,7 @@ from app.domain.cpumanager.errors import CPUAllocationError
 from app.domain.cpumanager.policy_static import StaticPolicy
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
-from app.domain.pod import Container, Pod, ResourceRequirements
+from app.domain.pod.model import Container, Pod, ResourceRequirements
 from app.domain.presets import get_preset
 from app.domain.quantity import Quantity
 from app.domain.topologymanager.hint import TopologyHint

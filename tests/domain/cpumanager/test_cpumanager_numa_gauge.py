@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from app.domain.cpumanager.policy_static import StaticPolicy
 from app.domain.cpuset import CPUSet
 from app.domain.presets import get_preset
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 
 
 def plain_counts(topology: CPUTopology, cpus: CPUSet) -> dict[int, int]:

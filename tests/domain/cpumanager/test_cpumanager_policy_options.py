@@ -10,7 +10,7 @@ from app.domain.cpumanager.policy_options import (
     new_static_policy_options,
     validate_static_policy_options,
 )
-from app.domain.topology import CPUInfo, CPUTopology
+from app.domain.topology.model import CPUInfo, CPUTopology
 
 ALL_ON = {"CPUManagerPolicyAlphaOptions": True, "CPUManagerPolicyBetaOptions": True}
 

@@ -1,10 +1,10 @@
-"""The generic pod budget rule engine (app/domain/pod_budget.py) and its two message formats."""
+"""The generic pod budget rule engine (app/domain/pod/budget.py) and its two message formats."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.domain.pod_budget import (
+from app.domain.pod.budget import (
     UINT64,
     BudgetContainer,
     BudgetViolation,

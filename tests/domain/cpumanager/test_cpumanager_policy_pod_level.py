@@ -11,8 +11,8 @@ from app.domain.cpumanager.pod_scope import validate_pod_scope_resources
 from app.domain.cpumanager.policy_static import StaticPolicy
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
-from app.domain.pod import Container, Pod, ResourceRequirements
-from app.domain.pod_budget import PodBudgetError
+from app.domain.pod.budget import PodBudgetError
+from app.domain.pod.model import Container, Pod, ResourceRequirements
 from app.domain.presets import get_preset
 from app.domain.quantity import Quantity
 from app.domain.topologymanager.hint import TopologyHint

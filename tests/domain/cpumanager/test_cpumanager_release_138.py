@@ -17,10 +17,10 @@ from app.domain.cpumanager.errors import CPUAllocationError
 from app.domain.cpumanager.policy_static import StaticPolicy
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
-from app.domain.pod import Container, Pod, ResourceRequirements
+from app.domain.pod.model import Container, Pod, ResourceRequirements
 from app.domain.presets import get_preset
 from app.domain.quantity import Quantity
-from app.domain.topology import CPUInfo, CPUTopology
+from app.domain.topology.model import CPUInfo, CPUTopology
 from tests.factories import budget_pod
 
 P = CPUSet.parse

@@ -18,7 +18,7 @@ from app.domain.memorymanager.errors import MemoryManagerError
 from app.domain.memorymanager.machine import NUMANodeInfo
 from app.domain.memorymanager.policy_static import StaticPolicy
 from app.domain.memorymanager.state import Block, MemoryManagerState, MemoryTable, NUMANodeState
-from app.domain.pod import Container, Pod, ResourceRequirements
+from app.domain.pod.model import Container, Pod, ResourceRequirements
 from app.domain.topologymanager.bitmask import mask_of
 from app.domain.topologymanager.hint import TopologyHint
 

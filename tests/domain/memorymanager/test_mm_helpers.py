@@ -5,7 +5,7 @@ from __future__ import annotations
 from app.domain.memorymanager.machine import NUMANodeInfo
 from app.domain.memorymanager.policy_static import StaticPolicy
 from app.domain.memorymanager.state import MemoryManagerState
-from app.domain.pod import Container, Pod, ResourceRequirements
+from app.domain.pod.model import Container, Pod, ResourceRequirements
 
 GI = 1 << 30
 MI = 1 << 20

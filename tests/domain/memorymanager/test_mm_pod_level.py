@@ -13,8 +13,8 @@ from app.domain.memorymanager.memory_manager import (
     new_memory_manager,
 )
 from app.domain.memorymanager.state import Block
-from app.domain.pod import Container, Pod
-from app.domain.topology import CPUInfo, CPUTopology, NUMANodeMemory
+from app.domain.pod.model import Container, Pod
+from app.domain.topology.model import CPUInfo, CPUTopology, NUMANodeMemory
 from app.domain.topologymanager.bitmask import mask_of
 from app.domain.topologymanager.hint import TopologyHint
 from app.domain.topologymanager.topology_manager import (

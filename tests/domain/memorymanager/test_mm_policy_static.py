@@ -10,7 +10,7 @@ from app.domain.memorymanager.machine import NUMANodeInfo, hugepage_resource_nam
 from app.domain.memorymanager.policy_static import StaticPolicy
 from app.domain.memorymanager.requests import quantity_as_int64
 from app.domain.memorymanager.state import Block, MemoryManagerState, MemoryTable
-from app.domain.pod import Container, ResourceRequirements
+from app.domain.pod.model import Container, ResourceRequirements
 from app.domain.quantity import Quantity
 from app.domain.topologymanager.bitmask import mask_of
 from app.domain.topologymanager.hint import TopologyHint

@@ -13,8 +13,8 @@ from app.domain.admission import (
     TopologyAffinityError,
     UnexpectedAdmissionError,
 )
-from app.domain.pod import Container, Pod, ResourceRequirements
-from app.domain.topology import CPUInfo, CPUTopology, NUMANodeMemory
+from app.domain.pod.model import Container, Pod, ResourceRequirements
+from app.domain.topology.model import CPUInfo, CPUTopology, NUMANodeMemory
 from app.domain.topologymanager.bitmask import mask_of
 from app.domain.topologymanager.hint import ProviderHints, TopologyHint
 from app.domain.topologymanager.numa_info import NUMAInfo, NUMAInfoError

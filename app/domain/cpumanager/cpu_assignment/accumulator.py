@@ -40,7 +40,7 @@ from app.domain.cpumanager.cpu_assignment.common import (
 from app.domain.cpumanager.cpu_assignment.gomath import go_div
 from app.domain.cpumanager.cpu_assignment.topology_index import Pairs, index_of
 from app.domain.cpuset import CPUSet
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 
 __all__ = ["CPUAccumulator"]
 

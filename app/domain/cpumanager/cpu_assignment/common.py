@@ -8,7 +8,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from app.domain.cpuset import CPUSet
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 
 __all__ = [
     "CPUAssignmentInputError",

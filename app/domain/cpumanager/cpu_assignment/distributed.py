@@ -76,7 +76,7 @@ from app.domain.cpumanager.cpu_assignment.packed import (
 )
 from app.domain.cpumanager.cpu_assignment.topology_index import TopologyIndex
 from app.domain.cpuset import CPUSet
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 
 __all__ = ["take_by_topology_numa_distributed"]
 

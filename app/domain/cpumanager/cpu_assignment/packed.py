@@ -13,7 +13,7 @@ from app.domain.cpumanager.cpu_assignment.common import (
     parse_strategy,
 )
 from app.domain.cpuset import CPUSet
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 
 __all__ = ["packed_or_empty", "take_by_topology_numa_packed"]
 

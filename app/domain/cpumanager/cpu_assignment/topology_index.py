@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 
 __all__ = ["Pairs", "TopologyIndex", "index_of"]
 

@@ -18,8 +18,8 @@ from app.domain.cpumanager.state import CPUManagerState
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfig
 from app.domain.memorymanager.memory_manager import MemoryManager
-from app.domain.pod import Container, Pod
-from app.domain.pod_qos import is_container_equivalent_qos_guaranteed, pod_qos_class
+from app.domain.pod.model import Container, Pod
+from app.domain.pod.qos import is_container_equivalent_qos_guaranteed, pod_qos_class
 from app.domain.snapshot import (
     ContainerAllocation,
     ContainerKind,
@@ -30,11 +30,11 @@ from app.domain.snapshot import (
     NUMAMemoryState,
     PodAllocation,
 )
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 
 
 class Node(Protocol):
-    """What a snapshot reads of ``app.domain.node.Node`` (a protocol: no import back)."""
+    """What a snapshot reads of ``app.domain.node.model.Node`` (a protocol: no import back)."""
 
     name: str
     topology: CPUTopology

@@ -34,10 +34,10 @@ from app.domain.memorymanager.memory_manager import (
     new_memory_manager,
 )
 from app.domain.memorymanager.state import MemoryManagerState
-from app.domain.node_snapshot import node_snapshot, pod_allocation
-from app.domain.pod import Container, Pod
+from app.domain.node.snapshot import node_snapshot, pod_allocation
+from app.domain.pod.model import Container, Pod
 from app.domain.snapshot import NodeSnapshot, PodAllocation
-from app.domain.topology import CPUTopology
+from app.domain.topology.model import CPUTopology
 from app.domain.topologymanager.hint import ProviderHints, TopologyHint
 from app.domain.topologymanager.topology_manager import (
     TopologyManager,

@@ -27,7 +27,7 @@ from typing import Any
 
 from app.domain import k8s_names
 from app.domain.golang.strconv import go_quote
-from app.domain.pod import (
+from app.domain.pod.model import (
     Container,
     Pod,
     PodManifestError,
@@ -37,8 +37,8 @@ from app.domain.pod import (
     is_overcommit_allowed,
     is_supported_pod_level_resource,
 )
-from app.domain.pod_qos import QOS_CLASSES
-from app.domain.pod_requests import aggregate_container_limits, aggregate_container_requests
+from app.domain.pod.qos import QOS_CLASSES
+from app.domain.pod.requests import aggregate_container_limits, aggregate_container_requests
 from app.domain.quantity import Quantity, QuantityError
 
 MAX_GENERATED_PREFIX = 63 - 5  # maxNameLength - randomLength of the API server's generator

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.domain.cpuset import CPUSet
-from app.domain.topology import CPUTopology, hugepage_resource_name
+from app.domain.topology.model import CPUTopology, hugepage_resource_name
 from app.domain.units import format_bytes
 
 

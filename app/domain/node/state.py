@@ -12,8 +12,8 @@ manager error: <validateState text>`` for a state ``Start`` refuses (memory: ``s
 manager error: ...``). A missing file is a fresh start (the kubelet writes one). The node is
 changed only when everything passed.
 
-Which files a release writes and the state conversions are ``app.domain.node_state_files``; the
-pods kept beside the files are ``app.domain.node_pods``.
+Which files a release writes and the state conversions are ``app.domain.node.state_files``; the
+pods kept beside the files are ``app.domain.node.pods``.
 """
 
 from __future__ import annotations
@@ -40,13 +40,13 @@ from app.domain.cpumanager.errors import CPUManagerStateError
 from app.domain.cpumanager.state import CPUManagerState
 from app.domain.memorymanager.errors import MemoryManagerError
 from app.domain.memorymanager.state import MemoryManagerState
-from app.domain.node import Node
-from app.domain.node_state_files import (
+from app.domain.node.model import Node
+from app.domain.node.state_files import (
     GATE,
     PODS_FILE_NAME,
     NodeStateError,
 )
-from app.domain.pod import Pod
+from app.domain.pod.model import Pod
 
 __all__ = ["check_pod_list", "restore_managers", "restore_node", "start_managers"]
 

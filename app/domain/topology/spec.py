@@ -1,6 +1,6 @@
 """Synthetic topology spec strings (``sockets=2,numa_per_socket=2,cores_per_numa=16,...``),
 as the CLI's ``--topology-spec`` and the web forms take them: parsed, checked key by key (a
-``TopologySpecError`` names the key), and built by ``app.domain.topology_synthetic``.
+``TopologySpecError`` names the key), and built by ``app.domain.topology.synthetic``.
 """
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 
 from app.domain.quantity import Quantity, QuantityError
-from app.domain.topology import HUGEPAGE_1G, HUGEPAGE_2M, CPUTopology
-from app.domain.topology_synthetic import (
+from app.domain.topology.model import HUGEPAGE_1G, HUGEPAGE_2M, CPUTopology
+from app.domain.topology.synthetic import (
     TopologySpecError,
     check_range,
     synthetic_topology,

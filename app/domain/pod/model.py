@@ -8,9 +8,9 @@ helpers (``is_hugepage_resource_name``, ``hugepage_size_bytes``, ...). The value
 answers derived from them (QoS, pod-level checks) are memoised on the objects through
 ``memo_get``/``memo_set`` (``UNSET`` until set). ``PodManifestError`` names a bad field.
 
-Elsewhere: QoS and the pod-level resource checks in ``app.domain.pod_qos``, the sidecar-aware
-request arithmetic in ``app.domain.pod_requests``, building pods from conformance cases and
-manifests in ``app.domain.pod_manifest``.
+Elsewhere: QoS and the pod-level resource checks in ``app.domain.pod.qos``, the sidecar-aware
+request arithmetic in ``app.domain.pod.requests``, building pods from conformance cases and
+manifests in ``app.domain.pod.manifest``.
 
 Only init containers' ``restartPolicy`` is kept from a manifest: ``Always`` there makes a
 sidecar. (A regular container may carry a ``restartPolicy`` under ContainerRestartRules; it

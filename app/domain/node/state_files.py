@@ -22,8 +22,8 @@ nothing, so the CPU file holds policy ``none`` with an *empty* default set (the 
 kubelet writes) and the memory file policy ``None`` with an empty machine state.
 
 The kubelet's files hold pod UIDs and container names only; the pods are kept beside them in
-``PODS_FILE_NAME`` (``app.domain.node_pods``). ``NodeStateError`` is the error of restoring any
-of these files (``app.domain.node_state``).
+``PODS_FILE_NAME`` (``app.domain.node.pods``). ``NodeStateError`` is the error of restoring any
+of these files (``app.domain.node.state``).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from app.domain.memorymanager.state import Block
 
 if TYPE_CHECKING:
     # Only named: the state-file versions a node agent reports need no engine (issue 20 pt 7).
-    from app.domain.node import Node
+    from app.domain.node.model import Node
 
 __all__ = [
     "GATE",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from app.domain.topology import GIB, CPUInfo, CPUTopology, NUMANodeMemory, TopologyError
+from app.domain.topology.model import GIB, CPUInfo, CPUTopology, NUMANodeMemory, TopologyError
 
 __all__ = [
     "LOCAL_DISTANCE",

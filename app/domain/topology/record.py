@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.domain.cpuset import CPUSet, CPUSetError
-from app.domain.topology import CPUInfo, CPUTopology, NUMANodeMemory, TopologyError
+from app.domain.topology.model import CPUInfo, CPUTopology, NUMANodeMemory, TopologyError
 
 
 class TopologyRecordError(ValueError):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from app.domain.pod import (
+from app.domain.pod.model import (
     RESOURCE_CPU,
     RESOURCE_MEMORY,
     UNSET,

@@ -1,7 +1,7 @@
 """The pods kept beside a simulated node's state files (``pods.json``): normalised v1 Pod
 manifests in admission order, with the machine's topology and the kubelet configuration, so
 that a later run knows what it is looking at (the kubelet's own files hold pod UIDs and
-container names only). Manifests are read back with ``app.domain.pod_manifest``, which follows
+container names only). Manifests are read back with ``app.domain.pod.manifest``, which follows
 pkg/apis/core/v1/defaults.go (v1.37), so a written pod reads back equal.
 """
 
@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from app.domain.node import Node
-from app.domain.node_state_files import PODS_FILE_NAME, PODS_FORMAT, NodeStateError
-from app.domain.pod import Container, Pod, PodManifestError
-from app.domain.pod_manifest import pod_from_manifest
-from app.domain.topology_record import topology_to_record
+from app.domain.node.model import Node
+from app.domain.node.state_files import PODS_FILE_NAME, PODS_FORMAT, NodeStateError
+from app.domain.pod.manifest import pod_from_manifest
+from app.domain.pod.model import Container, Pod, PodManifestError
+from app.domain.topology.record import topology_to_record
 
 __all__ = ["pod_to_manifest", "pods_document", "pods_from_document"]
 

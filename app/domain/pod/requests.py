@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from app.domain.pod import Pod, ResourceList, is_supported_pod_level_resource
-from app.domain.pod_qos import is_pod_level_requests_set
+from app.domain.pod.model import Pod, ResourceList, is_supported_pod_level_resource
+from app.domain.pod.qos import is_pod_level_requests_set
 from app.domain.quantity import Quantity
 
 

@@ -1,0 +1,1 @@
+"""Pods as the resource managers see them: the model, manifests, QoS, requests and budgets."""
