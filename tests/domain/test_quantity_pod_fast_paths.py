@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.domain import pod_qos as P
+from app.domain.pod import qos as P
 from app.domain.pod.model import Container, Pod, ResourceRequirements
 from app.domain.pod.qos import (
     compute_pod_qos,
