@@ -44,6 +44,20 @@ def load(url: str, paths: list[str], until: float, counts: list[int]) -> None:
         counts.append(i)
 
 
+def load_for(url: str, paths: list[str], seconds: float, clients: int) -> list[int]:
+    """``clients`` threads asking ``paths`` in turn for ``seconds``: each thread's count."""
+    until = time.monotonic() + seconds
+    counts: list[int] = []
+    threads = [
+        threading.Thread(target=load, args=(url, paths, until, counts)) for _ in range(clients)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return counts
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=200)
@@ -88,16 +102,7 @@ def main() -> None:
                     "/readyz",
                     "/nodes",
                 ]
-                until = time.monotonic() + args.seconds
-                counts: list[int] = []
-                clients = [
-                    threading.Thread(target=load, args=(url, paths, until, counts))
-                    for _ in range(args.clients)
-                ]
-                for c in clients:
-                    c.start()
-                for c in clients:
-                    c.join()
+                counts = load_for(url, paths, args.seconds, args.clients)
                 peak = rss_kib(proc.pid, "VmHWM")
                 after = rss_kib(proc.pid)
             finally:

@@ -30,14 +30,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 from _common import ROOT
-from bench_agent_memory import load
+from bench_agent_memory import load_for
 
 from app.adapters.grpc.server import PodResourcesServer
 from tests.live.agent_host import AGENT_ARGS, NODE, agent_env, build_host, rss_kib
@@ -87,16 +86,7 @@ def run_one(
         start_cpu = cpu_seconds(proc.pid)
         time.sleep(3)
         idle = rss_kib(proc.pid)
-        until = time.monotonic() + args.seconds
-        counts: list[int] = []
-        clients = [
-            threading.Thread(target=load, args=(url, paths, until, counts))
-            for _ in range(args.clients)
-        ]
-        for c in clients:
-            c.start()
-        for c in clients:
-            c.join()
+        counts = load_for(url, paths, args.seconds, args.clients)
         peak = rss_kib(proc.pid, "VmHWM")
     finally:
         proc.terminate()
