@@ -158,7 +158,7 @@ class Settings(BaseSettings):
         le=3600.0,
         description="Seconds between a node page's checks for changes (live refresh).",
     )
-    # -- the cluster (app.services.hub, app.services.nrt) --------------------------------
+    # -- the cluster (app.services.fleet.hub, app.services.nrt) --------------------------------
     hub: bool = Field(default=False, description="Run as the fleet hub: poll agents, /fleet.")
     hub_agents: str = Field(
         default="", description="Agents to poll: comma-separated http(s) URLs (static list)."

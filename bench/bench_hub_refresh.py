@@ -25,7 +25,7 @@ import _common  # noqa: F401  (the repository on sys.path)
 from prometheus_client import CollectorRegistry
 
 from app.services.demo import classic_pod
-from app.services.hub import Hub
+from app.services.fleet.hub import Hub
 from app.settings import Settings
 from tests.helpers import POD_SCOPE, SMALL
 from tests.processes import Server, agent_hosts, free_port, server_env, wait_for

@@ -2,7 +2,7 @@
 answers at ``GET /api/v1/summary`` (``SummaryDocumentV1``) and ``GET /api/v1/nodes/{node}/
 summary`` (``NodeSummaryV1``), and what the hub polls and trusts.
 
-The agent builds its summaries as these models (``app.services.agent_summary``); the hub parses
+The agent builds its summaries as these models (``app.services.fleet.agent_summary``); the hub parses
 every answer with them (``app.adapters.agents``), so a field the hub's pages read is of the type
 and size they expect or the answer is refused, naming the field. Bounds: every count and size
 is a non-negative integer up to ``MAX_INT``; node names are names Kubernetes or a host gives;

@@ -22,7 +22,7 @@ from app.adapters.db.tables import ACTION_ADMIT, ACTION_REMOVE
 from app.domain.kubelet_metrics import Family, exposition, kubelet_families
 from app.domain.memorymanager.metrics import MemoryManagerMetrics
 from app.domain.node.model import Node, NodeError
-from app.services.history import Builder, LogRow, log_rows
+from app.services.history.replay import Builder, LogRow, log_rows
 from app.services.nodes.service import NodeService
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

@@ -1,7 +1,7 @@
 """Where an admitted (or would-be-admitted) attempt placed its pod: the CPUs it holds, the
 NUMA nodes it touches and what each container runs on, for the verdicts of one submission on
 the node page. An admitted pod's placement is read from the node as it is; a dry run's is
-replayed from the admission log (``app.services.history``), since nothing of it was kept.
+replayed from the admission log (``app.services.history.replay``), since nothing of it was kept.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pydantic.alias_generators import to_camel
 
 from app.adapters.db.tables import ACTION_ADMIT, ACTION_DRY_RUN
 from app.domain.cpuset import CPUSet
-from app.services.history import Builder, find_row, log_rows, replay
+from app.services.history.replay import Builder, find_row, log_rows, replay
 from app.services.nodes.service import NodeService
 
 

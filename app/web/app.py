@@ -56,7 +56,7 @@ from app.web.metrics import AppMetrics, MetricsMiddleware, NodesCollector
 from app.web.rendering import STATIC_DIR, templates_of
 
 if TYPE_CHECKING:
-    from app.services.hub import Hub
+    from app.services.fleet.hub import Hub
     from app.services.nodes.service import NodeService
     from app.services.nrt_loop import NRTLoop
     from app.services.sockets import PodResourcesSockets
@@ -152,7 +152,7 @@ def create_app(
     hub: Hub | None = None
     remote = None
     if settings.hub:
-        from app.services.hub import Hub
+        from app.services.fleet.hub import Hub
         from app.services.nodes.demo_fleet import DemoFleet
         from app.services.nodes.remote import RemoteNodes
 

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from starlette.requests import Request
 from starlette.responses import Response
 
-from app.services.agent_summary import etag_matches
 from app.services.encoded_json import GZIP_MINIMUM, EncodedJSON
+from app.services.fleet.agent_summary import etag_matches
 from app.web.compression import accepts_gzip
 
 JSON_MEDIA_TYPE = "application/json"

@@ -87,11 +87,11 @@ ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
 # them. A handler is registered for each that is loaded when the app is built and for its
 # base (``NodeServiceError``), so one loaded later is still answered by ``on_app_error``.
 ERROR_STATUS_BY_NAME: dict[str, tuple[int, str]] = {
-    "app.services.history.UnknownEntryError": (404, "NotFound"),
+    "app.services.history.replay.UnknownEntryError": (404, "NotFound"),
     "app.services.undo.NothingToUndoError": (409, "Conflict"),
     "app.services.undo.UndoRefusedError": (409, "Conflict"),
     "app.services.nodes.observed.ObservedCopyError": (503, "ServiceUnavailable"),
-    "app.services.hub.HubDisabledError": (404, "NotFound"),
+    "app.services.fleet.hub.HubDisabledError": (404, "NotFound"),
 }
 
 # 5xx exceptions that are not bugs: a source (the host's sysfs, the observed node's kubelet)

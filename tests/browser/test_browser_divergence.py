@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from app.domain.doc_divergences import TUTORIAL_URL
-from app.services.history import log_rows
+from app.services.history.replay import log_rows
 from tests.browser.axe import describe, require_axe, violations
 from tests.helpers import SMALL, make_settings
 

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from app.domain.node.state_files import render_state_files
 from app.services.demo import bubble_pod, classic_pod
-from app.services.fleet_rows import fit_result, upgrade_result
+from app.services.fleet.rows import fit_result, upgrade_result
 from app.services.nodes.demo_fleet import DemoFleet
 from app.services.upgrade import check_files
 from app.web.app import create_app

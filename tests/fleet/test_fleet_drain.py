@@ -1,4 +1,4 @@
-"""The upgrade page as a drain plan (``app.services.fleet_views.upgrade_view``): failing nodes
+"""The upgrade page as a drain plan (``app.services.fleet.views.upgrade_view``): failing nodes
 grouped by cause with one recovery per cause, compatible nodes collapsed, a copyable
 ``kubectl drain`` line, a label selector, a CSV, and a JSON twin; a node not checked yet is
 never counted as failing."""
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.services.fleet_views import drain_csv, upgrade_view
+from app.services.fleet.views import drain_csv, upgrade_view
 from app.web.app import create_app
 from tests.helpers import make_settings
 

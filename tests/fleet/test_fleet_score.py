@@ -1,4 +1,4 @@
-"""Fleet fit ranking (``app.services.fleet_score``) against the scheduler plugin's own vectors
+"""Fleet fit ranking (``app.services.fleet.score``) against the scheduler plugin's own vectors
 (kubernetes-sigs/scheduler-plugins pkg/noderesourcetopology/score_test.go: a pod of 2 CPUs and
 20 MiB on the three two-NUMA nodes of ``defaultNUMANodes``, single-numa-node container scope),
 and the ranked fit through the hub's routes."""
@@ -16,7 +16,7 @@ from app.contracts.summary import NodeSummaryV1
 from app.domain.kubelet_config import DEFAULT_RELEASE, KubeletConfig
 from app.domain.pod.model import Pod
 from app.services.demo import classic_pod
-from app.services.fleet_score import (
+from app.services.fleet.score import (
     BALANCED_ALLOCATION,
     LEAST_ALLOCATED,
     MAX_NODE_SCORE,

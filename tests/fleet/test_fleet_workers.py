@@ -21,11 +21,11 @@ import httpx
 import pytest
 
 from app.domain.kubelet_config import KubeletConfig
-from app.services.agent_summary import SummaryCache
 from app.services.demo import bubble_pod, classic_pod
-from app.services.fleet_heatmap import BUCKETS, bucket
-from app.services.fleet_rows import fit_result, upgrade_result
-from app.services.fleet_score import rank_fits
+from app.services.fleet.agent_summary import SummaryCache
+from app.services.fleet.heatmap import BUCKETS, bucket
+from app.services.fleet.rows import fit_result, upgrade_result
+from app.services.fleet.score import rank_fits
 from app.services.nodes.demo_fleet import DemoFleet
 from app.services.nodes.inputs import parse_manifests
 from tests.processes import Server, children, server_env

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from app.contracts.summary import NodeSummaryV1, SummaryWatchEventV1
-from app.services.agent_summary import SummaryFeed
+from app.services.fleet.agent_summary import SummaryFeed
 
 
 def summary(name: str, pods: int) -> NodeSummaryV1:

@@ -1,6 +1,6 @@
 """One submission's verdicts, totals first and a page at a time; dry runs stay out of Recent
 admissions and are one event per submission in History (issue 21 point 5):
-``app.services.batch_verdicts``, ``app.web.routers.batches``, ``app.services.history_views``."""
+``app.services.batch_verdicts``, ``app.web.routers.batches``, ``app.services.history.views``."""
 
 from __future__ import annotations
 

@@ -195,7 +195,7 @@ def test_errors_named_by_module_are_real_and_answered_like_the_others() -> None:
     assert all(c in full.exception_handlers for c in classes)
     agent = create_app(Settings(demo=False, observe=False, simulated=False))
     for cls in classes:
-        if cls.__module__ != "app.services.hub":  # an agent has no /fleet routes
+        if cls.__module__ != "app.services.fleet.hub":  # an agent has no /fleet routes
             assert (
                 issubclass(cls, NodeServiceError) and NodeServiceError in agent.exception_handlers
             )

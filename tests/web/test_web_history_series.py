@@ -1,6 +1,6 @@
 """A node's history as time series (issue 21 "Beyond"): per NUMA node, exclusive, pod shared
 and node shared CPUs and free memory after each change, restarts marked, as CSV and as the
-History page's chart (``app.services.history_series``)."""
+History page's chart (``app.services.history.series``)."""
 
 from __future__ import annotations
 

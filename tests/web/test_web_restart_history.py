@@ -1,6 +1,6 @@
 """An applied kubelet restart is confirmed first, recorded in the node's history with its maps
 before and after, and can be undone where the files allow it (issue 21 point 4):
-``app.web.routers.kubelet_restarts``, ``app.services.history``, ``app.services.undo``."""
+``app.web.routers.kubelet_restarts``, ``app.services.history.replay``, ``app.services.undo``."""
 
 from __future__ import annotations
 

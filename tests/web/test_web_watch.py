@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.services.agent_summary import etag_matches
+from app.services.fleet.agent_summary import etag_matches
 from app.web.app import create_app
 from tests.fixtures.kubelet_host import KubeletHost
 from tests.helpers import act_as_browser, make_settings

@@ -26,7 +26,7 @@ ACTION_ADMIT = "admit"
 ACTION_DRY_RUN = "dry-run"
 ACTION_REMOVE = "remove"
 # A kubelet restart applied to the node (its manifest: the releases and configurations before
-# and after, app.services.nodes.restart); the history replays it (app.services.history).
+# and after, app.services.nodes.restart); the history replays it (app.services.history.replay).
 ACTION_RESTART = "restart"
 ACTIONS = (ACTION_ADMIT, ACTION_DRY_RUN, ACTION_REMOVE, ACTION_RESTART)
 

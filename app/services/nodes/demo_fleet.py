@@ -9,7 +9,7 @@ engine, so some are rejected exactly as that kubelet would).
 Each node is a ``Node`` engine held in memory (no database, no state files: they are the hub's
 demo, not anyone's nodes) and a ``NodeSource`` like any other node (``app.services.nodes.source``):
 its page, JSON, pods, PodResources, dry run (the one judge), upgrade verdict and restart
-rehearsal are served through the catalog; ``app.services.hub`` treats them as nodes of a
+rehearsal are served through the catalog; ``app.services.fleet.hub`` treats them as nodes of a
 built-in agent.
 """
 
@@ -37,9 +37,9 @@ from app.domain.podresources import PodNotFoundError
 from app.domain.presets import get_preset
 from app.domain.restart import restart_for
 from app.services import node_views
-from app.services.agent_summary import SummaryCache, build_summary
 from app.services.demo import bubble_pod, classic_pod, config_text, fleet_data
 from app.services.encoded_json import EncodedJSON
+from app.services.fleet.agent_summary import SummaryCache, build_summary
 from app.services.node_views import node_topology_view
 from app.services.nodes.errors import (
     NodeInputError,
@@ -296,7 +296,7 @@ def node_name(index: int) -> str:
 class NodePlan:
     """What the seed decides about one node (everything but its engine): replaying the
     seed's draws is cheap, so a worker process can build only its share of the fleet and
-    still get exactly the nodes the hub has (``app.services.fleet_workers``)."""
+    still get exactly the nodes the hub has (``app.services.fleet.workers``)."""
 
     index: int
     preset: str

@@ -58,7 +58,7 @@ from app.services.nodes.inputs import AdmissionBatch
 from app.services.nodes.restart import Rehearsal
 
 if TYPE_CHECKING:
-    from app.services.hub import Hub
+    from app.services.fleet.hub import Hub
 
 M = TypeVar("M", bound=BaseModel)
 

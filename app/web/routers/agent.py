@@ -2,7 +2,7 @@
 strong ETags, a node's upgrade readiness, and the node as a ``NodeResourceTopology``.
 
 ``GET /api/v1/summary`` (every node) and ``GET /api/v1/nodes/{node}/summary`` answer the
-cached bytes of ``app.services.agent_summary`` (the contract ``app.contracts.summary``) with an
+cached bytes of ``app.services.fleet.agent_summary`` (the contract ``app.contracts.summary``) with an
 ``ETag``; ``If-None-Match`` with that tag gives a 304 without a body. ``GET /api/v1/summary/
 watch`` streams the summaries' changes (``SummaryFeed``: newline-delimited
 ``SummaryWatchEventV1``, a Kubernetes-style watch with versions, bookmarks and resume), which
@@ -28,7 +28,7 @@ from app.contracts.summary import (
     SummaryWatchEventV1,
 )
 from app.domain.kubelet_config import RELEASES
-from app.services.agent_summary import (
+from app.services.fleet.agent_summary import (
     SummaryCache,
     SummaryFeed,
     build_summary,

@@ -26,8 +26,9 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from app.contracts.fleet import FitAnswer, FleetDocument, FleetView, UpgradeAnswer
 from app.domain.kubelet_config import DEFAULT_RELEASE, RELEASES, KubeletConfig
 from app.domain.pod.model import Pod
-from app.services.fleet_score import LEAST_ALLOCATED, STRATEGIES
-from app.services.fleet_views import (
+from app.services.fleet.hub import Hub, HubDisabledError
+from app.services.fleet.score import LEAST_ALLOCATED, STRATEGIES
+from app.services.fleet.views import (
     FIT_LIMIT,
     FitQuery,
     FleetQuery,
@@ -37,7 +38,6 @@ from app.services.fleet_views import (
     fleet_view,
     upgrade_view,
 )
-from app.services.hub import Hub, HubDisabledError
 from app.services.nodes.errors import NodeInputError
 from app.services.nodes.inputs import parse_manifests
 from app.web.conditional import tagged_response

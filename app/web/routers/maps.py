@@ -6,7 +6,7 @@ point page, written by ``map_svg`` or drawn by ``map_png``; served inline with a
 a link with ``download`` saves ``<node>-map.svg`` (``<node>-map-at-<N>.png``). An unknown node
 or entry is 404, a bad ``at`` 422.
 ``/nodes/{node}/history.csv`` and ``history.svg`` (the chart on the History page): the time
-series of ``app.services.history_series``.
+series of ``app.services.history.series``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Annotated, NamedTuple
 from fastapi import APIRouter, Query
 from starlette.responses import Response
 
-from app.services import history_series, history_views
+from app.services.history import series as history_series
+from app.services.history import views as history_views
 from app.services.node_views.map_svg import render_map_svg
 from app.services.node_views.models import NodeMapView
 from app.services.nodes.service import NodeService

@@ -18,9 +18,9 @@ from fastapi import APIRouter, Depends, Query
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from app.services.history.rejections import latest_rejection
 from app.services.node_views import NodeIndexView, NodeView, PodView, node_url
 from app.services.nodes.errors import UnknownPodError
-from app.services.rejections import latest_rejection
 from app.services.watch import WatchState, watch_state
 from app.web.conditional import encoded_response
 from app.web.deps import (

@@ -13,7 +13,7 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from app.services.agent_summary import etag_matches
+from app.services.fleet.agent_summary import etag_matches
 from app.services.watch import WatchState, watch_state
 from app.web.deps import NodeSourceDep
 

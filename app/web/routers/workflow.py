@@ -24,11 +24,13 @@ from fastapi import APIRouter, Form, Path, Query
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
-from app.services import downloads, history_views, rejections, undo
-from app.services.history_views import DiffView, HistoryPointView, HistoryView
+from app.services import downloads, undo
+from app.services.history import rejections
+from app.services.history import views as history_views
+from app.services.history.rejections import RejectionView
+from app.services.history.views import DiffView, HistoryPointView, HistoryView
 from app.services.node_views import node_url, pod_url
 from app.services.nodes.catalog import NodeCatalog
-from app.services.rejections import RejectionView
 from app.web.deps import CatalogDep, Namespace, NodeName, NodeServiceDep, NodeSourceDep, PodName
 from app.web.rendering import STATIC_DIR, render, see_other
 

@@ -5,10 +5,10 @@ concurrency, one deadline per answer and one deadline for the whole fan-out, and
 ``hub_max_fanout`` requests per question (the nodes past it are listed as not asked, never as
 failing): a slow or failing agent gives an ``error`` result for its nodes, never an HTTP error
 of the hub. The demo fleet's nodes (``app.services.nodes.demo_fleet``) answer in worker
-processes (``app.services.fleet_workers``); an upgrade check is a job that fills in as answers
-arrive (``app.services.fleet_jobs``).
+processes (``app.services.fleet.workers``); an upgrade check is a job that fills in as answers
+arrive (``app.services.fleet.jobs``).
 
-``FleetFanOut`` is a base of ``app.services.hub.Hub``, which provides the agents, the client
+``FleetFanOut`` is a base of ``app.services.fleet.hub.Hub``, which provides the agents, the client
 and the semaphore.
 """
 
@@ -24,11 +24,11 @@ from urllib.parse import urlencode
 from app.adapters.agents import AgentClient, AgentError
 from app.contracts.summary import NodeSummaryV1
 from app.domain.pod.model import Pod
-from app.services.fleet_jobs import UpgradeJob
-from app.services.fleet_rows import fit_error, fit_result, upgrade_error, upgrade_result
-from app.services.fleet_score import fit_order, rank_fits
-from app.services.fleet_workers import FleetWorkers
-from app.services.hub_agents import OK, AgentState
+from app.services.fleet.agents import OK, AgentState
+from app.services.fleet.jobs import UpgradeJob
+from app.services.fleet.rows import fit_error, fit_result, upgrade_error, upgrade_result
+from app.services.fleet.score import fit_order, rank_fits
+from app.services.fleet.workers import FleetWorkers
 from app.services.nodes.demo_fleet import DemoFleet
 from app.services.nodes.errors import NodeInputError
 from app.settings import Settings
@@ -112,7 +112,7 @@ class FleetFanOut(ABC):
         self, body: bytes, content_type: str, text: str, pod: Pod, strategy: str
     ) -> dict[str, Any]:
         """Every node's dry run of the manifest ``text`` (``pod``: its first pod, as parsed by
-        the route), ranked by the scheduler plugin's ``strategy`` (``app.services.fleet_score``):
+        the route), ranked by the scheduler plugin's ``strategy`` (``app.services.fleet.score``):
         the demo fleet's in its worker processes, the agents' nodes through their agents."""
         remote = self._targets()
 

@@ -18,8 +18,8 @@ state files (``app.domain.restart``, the same start-up model) and re-admits its 
 entries before the first restart are replayed under the configuration that ran then.
 
 Entry ``0`` is the node as created (nothing admitted). Built on it: the history pages
-(``app.services.history_views``), where an attempt placed its pod
-(``app.services.placements``), rejection explanations (``app.services.rejections``).
+(``app.services.history.views``), where an attempt placed its pod
+(``app.services.placements``), rejection explanations (``app.services.history.rejections``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A page per rejected admission attempt: the numbers behind the kubelet's verdict.
 
 The node's state at decision time is rebuilt by replaying its admission log up to the
-rejected entry (``app.services.history``), so the explanation survives reloads and restarts
+rejected entry (``app.services.history.replay``), so the explanation survives reloads and restarts
 and needs no snapshot stored with the attempt. ``app.domain.explain`` then computes the free
 CPUs and memory per NUMA node, each hint provider's hints, the merged hint and the smallest
 changes that would have fitted. The replayed verdict is checked against the logged one; a
@@ -37,7 +37,7 @@ from app.domain.pod.budget import PodBudgetError
 from app.domain.pod.model import Container, Pod
 from app.domain.pod.qos import is_container_equivalent_qos_guaranteed
 from app.domain.topologymanager.hint import TopologyHint
-from app.services.history import (
+from app.services.history.replay import (
     Builder,
     LogRow,
     UnknownEntryError,

@@ -3,7 +3,7 @@
 * ``fleet_view``: the hub's nodes filtered (name, release, findings, a free single-NUMA block of
   at least N CPUs), sorted (name, release, largest free single-NUMA block, findings) and paged
   (``/fleet``, ``/fleet.json``);
-* ``fit_view``: a fleet fit, ranked best first (``app.services.fleet_score``), counted, filtered
+* ``fit_view``: a fleet fit, ranked best first (``app.services.fleet.score``), counted, filtered
   (every node, the fits, the fits without flags) and paged (``/fleet/fit``, ``/fleet/fit.json``).
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.domain.restart import with_node_names
-from app.services.fleet_score import STRATEGIES
+from app.services.fleet.score import STRATEGIES
 
 SORTS = ("name", "release", "free", "findings")
 FINDINGS = ("any", "with", "without")

@@ -1,7 +1,7 @@
 """A simulated node's history as time series (issue 21 "Beyond", Grafana-style): per NUMA node,
 the exclusive CPUs, the pods' shared pools, the node shared pool and the free regular memory
 after every change of the node, kubelet restarts marked. One replay pass of the admission log
-(``app.services.history.replayed``); served as CSV (``series_csv``) and drawn as a small SVG
+(``app.services.history.replay.replayed``); served as CSV (``series_csv``) and drawn as a small SVG
 chart on the History page (``series_svg``: one panel per NUMA node, one line per CPU series).
 """
 
@@ -16,7 +16,7 @@ from pydantic.alias_generators import to_camel
 
 from app.domain.explain import numa_free
 from app.domain.node.model import Node
-from app.services.history import Builder, log_rows, replayed
+from app.services.history.replay import Builder, log_rows, replayed
 from app.services.node_views import iso
 from app.services.nodes.service import NodeService
 

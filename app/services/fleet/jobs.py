@@ -1,9 +1,9 @@
 """The fleet's upgrade readiness for one release as a job that fills in as answers arrive
 (issue 20): the demo fleet's workers answer a chunk of nodes at a time
-(``app.services.fleet_workers``) and the agents answer theirs, so the page shows "3,120 of
+(``app.services.fleet.workers``) and the agents answer theirs, so the page shows "3,120 of
 5,000 checked" and polls, while ``GET /api/v1/fleet/upgrade`` waits for the whole answer in
 one call. A node not answered yet is a row with ``checked`` false ("pending"), which the drain
-plan never counts as failing (``app.services.fleet_views.upgrade_view``).
+plan never counts as failing (``app.services.fleet.views.upgrade_view``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from app.services.fleet_rows import upgrade_error
+from app.services.fleet.rows import upgrade_error
 from app.services.nodes.errors import NodeInputError
 
 PENDING = "pending: not checked yet"

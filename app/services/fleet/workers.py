@@ -19,7 +19,7 @@ scheduling priority (``WORKER_NICE``) so the hub's event loop wins the CPU when 
 
 Each node answers through its ``NodeSource`` methods (``dry_run`` via ``DemoFleet.dry_run_all``,
 ``upgrade``), so the rows are the ones the node's own page and API give; the fit rows are scored
-in the worker too (``app.services.fleet_score``). The fleet never changes once built, so a fit
+in the worker too (``app.services.fleet.score``). The fleet never changes once built, so a fit
 of the same manifest and strategy is answered from ``FIT_CACHE`` entries, and each node keeps
 its upgrade verdicts per release and gate (``SimulatedNode.upgrade``).
 
@@ -42,9 +42,9 @@ from typing import Any
 from app.contracts.summary import NodeSummaryV1
 from app.domain import deadline
 from app.domain.pod.model import Pod
-from app.services.agent_summary import SummaryCache
-from app.services.fleet_rows import fit_error, fit_result, upgrade_result
-from app.services.fleet_score import rank_fits
+from app.services.fleet.agent_summary import SummaryCache
+from app.services.fleet.rows import fit_error, fit_result, upgrade_result
+from app.services.fleet.score import rank_fits
 from app.services.nodes.demo_fleet import DemoFleet, node_name
 from app.services.nodes.errors import NodeServiceError
 

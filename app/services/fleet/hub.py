@@ -2,7 +2,7 @@
 whole fleet from what they said.
 
 **Fan-in by watch streams** (issue 20; DESIGN.md §8). The hub keeps one long-lived HTTP stream
-per agent, ``GET /api/v1/summary/watch`` (``app.services.agent_summary.SummaryFeed``), with
+per agent, ``GET /api/v1/summary/watch`` (``app.services.fleet.agent_summary.SummaryFeed``), with
 the semantics of a Kubernetes watch: the agent sends every node once, then only what changes,
 as it changes, and a bookmark every ``hub_watch_bookmark`` seconds; the hub keeps the
 ``resourceVersion`` it reached and, after a reconnect, resumes from it (a ``410`` means the
@@ -40,7 +40,7 @@ before and is shown as the document's ``discovery.error``). An agent is refused
 name of the hub's own demo fleet; a node name two agents claim is listed under both with a
 ``duplicate-node`` finding. Each agent keeps ``status`` (``pending`` until its first answer,
 then ``ok`` or ``unreachable``), the error text and field, and ``lastSeen``
-(``app.services.hub_agents``); its nodes stay listed with the agent's status when it stops
+(``app.services.fleet.agents``); its nodes stay listed with the agent's status when it stops
 answering. The metrics (agents and nodes by status, poll latency by outcome, watch events by
 type) are read from the live state at scrape time.
 
@@ -48,7 +48,7 @@ Pages and JSON read what the agents last said: none waits for an agent. ``/api/v
 served from bytes built once per change of the fleet (``generation``: a node's data, an
 agent's status or error, the agent set; never a bookmark), joined from per-node rows that are
 encoded again only when that node's summary, status or co-claimers changed, so its ETag moves
-only when the fleet does. Fit and upgrade fan out to every node (``app.services.hub_fanout``).
+only when the fleet does. Fit and upgrade fan out to every node (``app.services.fleet.fanout``).
 The demo fleet's nodes (``--demo-fleet``) answer in the hub's process
 (``app.services.nodes.demo_fleet``).
 """
@@ -69,11 +69,14 @@ from prometheus_client import CollectorRegistry
 from app.adapters.agents import AgentClient, AgentError, WatchUnsupportedError
 from app.adapters.dns import DNSLookupError, agent_url, make_resolver, resolve_addresses
 from app.contracts.summary import Finding, NodeSummaryV1, SummaryWatchEventV1
-from app.services.agent_summary import Encoded, SummaryCache, encode, encode_json, encoded_bytes
-from app.services.fleet_heatmap import Heatmap, heatmap
-from app.services.fleet_rows import fleet_node
-from app.services.fleet_workers import FleetWorkers
-from app.services.hub_agents import (
+from app.services.fleet.agent_summary import (
+    Encoded,
+    SummaryCache,
+    encode,
+    encode_json,
+    encoded_bytes,
+)
+from app.services.fleet.agents import (
     LAST_SEEN_STEP,
     OK,
     PENDING,
@@ -83,7 +86,10 @@ from app.services.hub_agents import (
     AgentState,
     HubMetrics,
 )
-from app.services.hub_fanout import FleetFanOut
+from app.services.fleet.fanout import FleetFanOut
+from app.services.fleet.heatmap import Heatmap, heatmap
+from app.services.fleet.rows import fleet_node
+from app.services.fleet.workers import FleetWorkers
 from app.services.nodes.demo_fleet import DemoFleet, SimulatedNode
 from app.settings import Settings, check_dns_target, split_list
 

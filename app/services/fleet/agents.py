@@ -1,6 +1,6 @@
 """What the fleet hub knows of each agent (``AgentState``: its status, last answer, ETag, nodes
 and backoff) and how it is counted (``HubMetrics``: agents and nodes by status, poll latency
-by outcome, watch events by type). ``app.services.hub`` polls the agents and keeps these up to date.
+by outcome, watch events by type). ``app.services.fleet.hub`` polls the agents and keeps these up to date.
 
 An agent is ``pending`` until its first answer, then ``ok`` or ``unreachable``. ``lastSeen``
 of a polled agent is shown to ``LAST_SEEN_STEP`` seconds, so an agent answering 304s does not

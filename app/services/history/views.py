@@ -1,5 +1,5 @@
 """The history pages of a simulated node, replayed from its admission log
-(``app.services.history``): ``timeline`` (one event per entry, what it changed), ``map_at``
+(``app.services.history.replay``): ``timeline`` (one event per entry, what it changed), ``map_at``
 (the CPU map after an entry, the same view model as the node page) and ``diff`` (what moved,
 what was taken and what was freed between two entries). Entry ``0`` is the node as created.
 """
@@ -17,7 +17,7 @@ from pydantic.alias_generators import to_camel
 from app.adapters.db.tables import ACTION_ADMIT, ACTION_DRY_RUN, ACTION_REMOVE
 from app.domain.cpuset import CPUSet
 from app.domain.node.model import Node
-from app.services.history import Builder, LogRow, after_entry, log_rows, replay
+from app.services.history.replay import Builder, LogRow, after_entry, log_rows, replay
 from app.services.node_views import (
     NodeMapView,
     NodeViews,
