@@ -298,39 +298,31 @@ class AgentClient:
             ) from None
         return SummaryAnswer(raw.etag, doc)
 
-    async def dry_run(self, base: str, node: str, body: bytes, content_type: str) -> AgentAnswer:
-        return await self._json(
-            "POST",
-            f"{base}/api/v1/nodes/{quote(node, safe='')}/pods?dryRun=true",
-            headers={"Content-Type": content_type},
-            content=body,
-            ok=(200, 201, 404, 409, 422, 503),  # the node's own answer, errors included
-            deadline=self.timeout * WORK_FACTOR,
-        )
-
-    async def upgrade(self, base: str, node: str, query: str) -> AgentAnswer:
-        return await self._json(
-            "GET",
-            f"{base}/api/v1/nodes/{quote(node, safe='')}/upgrade?{query}",
-            ok=(200, 404, 422, 503),
-            deadline=self.timeout * WORK_FACTOR,
-        )
-
-    async def node_get(self, base: str, node: str, path: str = "") -> AgentAnswer:
+    async def node_get(
+        self, base: str, node: str, path: str = "", *, work: bool = False
+    ) -> AgentAnswer:
         """``GET`` one of node ``node``'s pages' JSON twins or API answers on its agent
         (``path`` after ``/nodes/{node}``, or ``.json`` for the node's own): the hub serves
-        a remote node's pages from them. The agent's error answers are answers too."""
+        a remote node's pages from them. The agent's error answers are answers too. ``work``:
+        the agent computes the answer (an upgrade verdict), so it gets the longer deadline."""
         url = f"{base}/{_node_path(node, path)}"
-        return await self._json("GET", url, ok=(200, 404, 409, 422, 503))
+        deadline = self.timeout * (WORK_FACTOR if work else 1)
+        return await self._json("GET", url, ok=(200, 404, 409, 422, 503), deadline=deadline)
 
     async def node_post(
         self, base: str, node: str, path: str, body: bytes = b"", content_type: str = ""
     ) -> AgentAnswer:
-        """``POST`` to node ``node``'s API on its agent (a dry run, a rehearsal)."""
+        """``POST`` to node ``node``'s API on its agent (a dry run, a rehearsal: work on the
+        agent, with the longer deadline)."""
         headers = {"Content-Type": content_type} if content_type else None
         url = f"{base}/{_node_path(node, path)}"
         return await self._json(
-            "POST", url, headers=headers, content=body, ok=(200, 201, 404, 409, 422, 503)
+            "POST",
+            url,
+            headers=headers,
+            content=body,
+            ok=(200, 201, 404, 409, 422, 503),  # the node's own answer, errors included
+            deadline=self.timeout * WORK_FACTOR,
         )
 
 

@@ -150,21 +150,18 @@ def create_app(
     # by the hub's start); both started and stopped by the lifespan. Imported only for a hub:
     # its fan-out (httpx, dnspython) is no agent's business (issue 20 pt 7).
     hub: Hub | None = None
-    remote = None
     if settings.hub:
         from app.services.fleet.hub import Hub
         from app.services.nodes.demo_fleet import DemoFleet
-        from app.services.nodes.remote import RemoteNodes
 
         hub = Hub(settings, metrics.registry, fleet=DemoFleet(settings.demo_fleet))
-        remote = RemoteNodes(hub)
     app.state.hub = hub
     # Every node by name, whatever its kind: routes, the CLI and the hub ask the catalog.
     catalog = NodeCatalog(
         node_service,
         observer=observer,
         fleet=hub.fleet if hub is not None else None,
-        remote=remote,
+        remote=hub.remote_nodes if hub is not None else None,
     )
     app.state.catalog = catalog
     metrics.registry.register(NodesCollector(catalog.metric_samples))

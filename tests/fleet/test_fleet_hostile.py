@@ -170,6 +170,13 @@ def test_two_agents_claiming_one_node_are_both_listed_with_a_finding(hostile: Ho
         (finding,) = [f for f in row["findings"] if f["code"] == "duplicate-node"]
         other = next(r["agent"] for r in rows if r is not row)
         assert finding["severity"] == "error" and other in finding["message"]
+    # One node, one answer: a fit asks the name once, of the agent its page is served from.
+    pod = classic_pod("probe", "default", "1", "1Gi").encode()
+    fit = hostile.hub.client.post("/api/v1/fleet/fit", content=pod, headers=YAML).json()
+    asked = [r for r in fit["results"] if r["node"] == "real-1"]
+    assert [r["agent"] for r in asked] == [hostile.agent.url]
+    page = hostile.hub.client.get("/api/v1/nodes/real-1")
+    assert page.status_code == 200
 
 
 def test_no_hub_page_or_json_fails_because_of_an_agent(hostile: Hostile) -> None:
@@ -219,7 +226,7 @@ def test_no_hub_page_or_json_fails_because_of_an_agent(hostile: Hostile) -> None
 def test_one_question_asks_at_most_the_fan_out_cap(hostile: Hostile, tmp_path: Path) -> None:
     """A hub whose fan-out cap is 1 asks one agent and lists the other node as not asked."""
     env = server_env(tmp_path, hub_agent_timeout=str(DEADLINE), hub_max_fanout="1")
-    urls = [hostile.agent.url, hostile.urls["duplicate"]]
+    urls = [hostile.agent.url, hostile.urls["badalloc"]]
     hub = Server(tmp_path, env, ["--hub", "--agents", ",".join(urls)], host="127.0.0.34")
     with_hub = hub.start()
     try:
@@ -229,6 +236,7 @@ def test_one_question_asks_at_most_the_fan_out_cap(hostile: Hostile, tmp_path: P
         asked = [r for r in fit["results"] if r["admitted"]]
         capped = [r for r in fit["results"] if "cap of 1" in (r.get("error") or "")]
         assert len(asked) == 1 and len(capped) == 1
+        assert capped[0]["node"] == "badalloc-1" and capped[0]["checked"] is False
     finally:
         hub.close()
 

@@ -45,6 +45,11 @@ class AgentState:
     #: When a polled agent's watch stream is tried again (it may have been upgraded).
     watch_retry: float = 0.0
 
+    @property
+    def ok(self) -> bool:
+        """Whether the agent answers (what it reports is the fleet's)."""
+        return self.status == OK
+
     def to_dict(self) -> dict[str, Any]:
         """The ``FleetAgent`` of ``app.contracts.fleet``."""
         return {

@@ -1,6 +1,7 @@
 """Fit and upgrade across the fleet (``POST /api/v1/fleet/fit``, ``GET /api/v1/fleet/upgrade``
 and their pages): the question goes to every node, and each node's own engine decides. Remote
-nodes are asked through their agents (``app.adapters.agents``), bounded by the hub's
+nodes are asked as the catalog's sources (``app.services.nodes.remote.RemoteNode``, through
+their agents: the same request a node page's dry run or upgrade panel makes), bounded by the hub's
 concurrency, one deadline per answer and one deadline for the whole fan-out, and at most
 ``hub_max_fanout`` requests per question (the nodes past it are listed as not asked, never as
 failing): a slow or failing agent gives an ``error`` result for its nodes, never an HTTP error
@@ -8,8 +9,8 @@ of the hub. The demo fleet's nodes (``app.services.nodes.demo_fleet``) answer in
 processes (``app.services.fleet.workers``); an upgrade check is a job that fills in as answers
 arrive (``app.services.fleet.jobs``).
 
-``FleetFanOut`` is a base of ``app.services.fleet.hub.Hub``, which provides the agents, the client
-and the semaphore.
+``FleetFanOut`` is a base of ``app.services.fleet.hub.Hub``, which provides the agents, their
+nodes (``remote_nodes``) and the semaphore.
 """
 
 from __future__ import annotations
@@ -19,18 +20,17 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
-from urllib.parse import urlencode
 
-from app.adapters.agents import AgentClient, AgentError
 from app.contracts.summary import NodeSummaryV1
 from app.domain.pod.model import Pod
-from app.services.fleet.agents import OK, AgentState
+from app.services.fleet.agents import AgentState
 from app.services.fleet.jobs import UpgradeJob
 from app.services.fleet.rows import fit_error, fit_result, upgrade_error, upgrade_result
 from app.services.fleet.score import fit_order, rank_fits
 from app.services.fleet.workers import FleetWorkers
 from app.services.nodes.demo_fleet import DemoFleet
-from app.services.nodes.errors import NodeInputError
+from app.services.nodes.errors import NodeInputError, NodeUnavailableError
+from app.services.nodes.remote import RemoteAnswer, RemoteNode, RemoteNodes
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -55,24 +55,20 @@ class FleetFanOut(ABC):
     fleet: DemoFleet
     generation: int
     workers: FleetWorkers | None
+    remote_nodes: RemoteNodes
     _jobs: dict[tuple[str, bool | None, int], UpgradeJob]
     _job_tasks: set[asyncio.Task[None]]
 
-    @abstractmethod
-    def client(self) -> AgentClient: ...
     @abstractmethod
     def semaphore(self) -> asyncio.Semaphore: ...
     @abstractmethod
     def summary_of(self, node: str, agent: str | None) -> NodeSummaryV1 | None: ...
 
-    def _targets(self) -> list[tuple[AgentState, str]]:
-        """The agents' nodes a question goes to (the demo fleet's: ``self.workers``)."""
-        return [(a, n.node) for a in self.agents.values() if a.status == OK for n in a.nodes]
-
     async def _fan_out(
         self,
-        remote: list[tuple[AgentState, str]],
-        call: Callable[[AgentState, str], Awaitable[dict[str, Any]]],
+        remote: list[RemoteNode],
+        ask: Callable[[RemoteNode], Awaitable[RemoteAnswer]],
+        row: Callable[[str, dict[str, Any]], dict[str, Any]],
         failed: Failed,
     ) -> list[dict[str, Any]]:
         """Every remote node's answer, in ``remote``'s order: at most ``hub_max_fanout``
@@ -80,14 +76,15 @@ class FleetFanOut(ABC):
         cap = self.settings.hub_max_fanout
         deadline = self.settings.hub_agent_timeout * FANOUT_DEADLINES
 
-        async def one(agent: AgentState, node: str) -> dict[str, Any]:
+        async def one(node: RemoteNode) -> dict[str, Any]:
             async with self.semaphore():
                 try:
-                    return await call(agent, node)  # the client's deadline bounds each answer
-                except AgentError as exc:
-                    return failed(node, exc.message)
+                    answer = await ask(node)  # the client's deadline bounds each answer
+                except NodeUnavailableError as exc:
+                    return failed(node.name, exc.message)
+            return row(node.name, answer.doc)
 
-        tasks = [asyncio.ensure_future(one(a, n)) for a, n in remote[:cap]]
+        tasks = [asyncio.ensure_future(one(n)) for n in remote[:cap]]
         try:
             if tasks:
                 await asyncio.wait(tasks, timeout=deadline)
@@ -96,16 +93,16 @@ class FleetFanOut(ABC):
             for t in late:
                 t.cancel()
         results = []
-        for (agent, node), task in zip(remote[:cap], tasks, strict=True):
+        for node, task in zip(remote[:cap], tasks, strict=True):
             if task in late:
                 message = f"not checked: no answer within the question's {deadline:g} s deadline"
-                result = failed(node, message, asked=False)
+                result = failed(node.name, message, asked=False)
             else:
                 result = task.result()
-            results.append({**result, "agent": agent.url})
-        for agent, node in remote[cap:]:
+            results.append({**result, "agent": node.agent})
+        for node in remote[cap:]:
             message = f"not asked: over the hub's cap of {cap} agent requests per question"
-            results.append({**failed(node, message, asked=False), "agent": agent.url})
+            results.append({**failed(node.name, message, asked=False), "agent": node.agent})
         return results
 
     async def fit(
@@ -114,16 +111,14 @@ class FleetFanOut(ABC):
         """Every node's dry run of the manifest ``text`` (``pod``: its first pod, as parsed by
         the route), ranked by the scheduler plugin's ``strategy`` (``app.services.fleet.score``):
         the demo fleet's in its worker processes, the agents' nodes through their agents."""
-        remote = self._targets()
-
-        async def call(agent: AgentState, node: str) -> dict[str, Any]:
-            answer = await self.client().dry_run(agent.url, node, body, content_type)
-            return fit_result(node, answer.doc or {})
-
+        remote = self.remote_nodes.reachable()
         budget = self.settings.cpu_time_budget
         local = self.workers.fit(text, pod, strategy, budget) if self.workers else _nothing()
         remote_results, local_results = await asyncio.gather(
-            self._fan_out(remote, call, fit_error), local
+            self._fan_out(
+                remote, lambda n: n.ask_dry_run(body, content_type), fit_result, fit_error
+            ),
+            local,
         )
         ranked = rank_fits(remote_results, pod, strategy, self.summary_of)
         results = sorted([*local_results, *ranked], key=fit_order)
@@ -137,9 +132,9 @@ class FleetFanOut(ABC):
         job = self._jobs.get(key)
         if job is not None and job.failure is None:
             return job
-        remote = self._targets()
+        remote = self.remote_nodes.reachable()
         demo = self.workers.names() if self.workers else []
-        targets = [(n, None) for n in demo] + [(n, a.url) for a, n in remote]
+        targets = [(n, None) for n in demo] + [(n.name, n.agent) for n in remote]
         job = self._jobs[key] = UpgradeJob(release, gate, targets)
         while len(self._jobs) > MAX_JOBS:
             del self._jobs[next(iter(self._jobs))]
@@ -154,17 +149,13 @@ class FleetFanOut(ABC):
         await job.wait()
         return job.answer()
 
-    async def _run_upgrade(self, job: UpgradeJob, remote: list[tuple[AgentState, str]]) -> None:
-        params: dict[str, str] = {"release": job.release}
-        if job.gate is not None:
-            params["podLevelResourceManagers"] = "true" if job.gate else "false"
-        query = urlencode(params)
+    async def _run_upgrade(self, job: UpgradeJob, remote: list[RemoteNode]) -> None:
+        def ask(node: RemoteNode) -> Awaitable[RemoteAnswer]:
+            return node.ask_upgrade(job.release, job.gate)
 
-        async def call(agent: AgentState, node: str) -> dict[str, Any]:
-            answer = await self.client().upgrade(agent.url, node, query)
-            return upgrade_result(node, answer.doc or {})
-
-        remote_task = asyncio.ensure_future(self._fan_out(remote, call, upgrade_error))
+        remote_task = asyncio.ensure_future(
+            self._fan_out(remote, ask, upgrade_result, upgrade_error)
+        )
         futures = self.workers.upgrade(job.release, job.gate) if self.workers else []
         try:
             for answer in asyncio.as_completed([asyncio.wrap_future(f) for f in futures]):
@@ -186,7 +177,7 @@ class FleetFanOut(ABC):
             job.finish(stopped=f"the check stopped: {exc.__class__.__name__}: {exc}")
 
     def _unreachable(self) -> list[dict[str, Any]]:
-        return [a.to_dict() for a in self.agents.values() if a.status != OK]
+        return [a.to_dict() for a in self.agents.values() if not a.ok]
 
 
 async def _nothing() -> list[dict[str, Any]]:

@@ -91,6 +91,7 @@ from app.services.fleet.heatmap import Heatmap, heatmap
 from app.services.fleet.rows import fleet_node
 from app.services.fleet.workers import FleetWorkers
 from app.services.nodes.demo_fleet import DemoFleet, SimulatedNode
+from app.services.nodes.remote import RemoteNodes
 from app.settings import Settings, check_dns_target, split_list
 
 log = logging.getLogger(__name__)
@@ -146,6 +147,7 @@ class Hub(FleetFanOut):
             if self.fleet.count
             else None
         )
+        self.remote_nodes = RemoteNodes(self)
         self._jobs = {}
         self._job_tasks = set()
         self.summaries = SummaryCache()

@@ -194,6 +194,15 @@ def restart_result(o: restart_contract.RestartOutcome) -> RestartResult:
     )
 
 
+def _release_params(release: str, gate: bool | None) -> dict[str, str]:
+    """The query of a question about a kubelet of ``release`` (``gate``: the pod-level
+    resource managers gate as set, or as the node's configuration has it)."""
+    params = {"release": release}
+    if gate is not None:
+        params["podLevelResourceManagers"] = "true" if gate else "false"
+    return params
+
+
 class RemoteNode:
     """Node ``name`` of the agent at ``agent`` (see the module docstring)."""
 
@@ -206,24 +215,44 @@ class RemoteNode:
     def name(self) -> str:
         return self._name
 
-    def _call(
+    async def ask(
         self, request: Callable[[AgentClient], Coroutine[Any, Any, AgentAnswer]]
     ) -> RemoteAnswer:
-        """Run the agent request on the app's event loop (where the hub's client lives) from
-        the worker thread a route runs in."""
+        """The agent's answer to ``request`` (no answer: ``NodeUnavailableError`` naming the
+        agent, and the field of its answer that broke the contract, if that was why)."""
         try:
-            answer = anyio.from_thread.run(request, self._client())
+            answer = await request(self._client())
         except AgentError as exc:
             raise NodeUnavailableError(
                 f"node {self._name}: its agent {self.agent} {exc}", exc.field
             ) from None
         return RemoteAnswer(self._name, self.agent, answer)
 
+    def _call(
+        self, request: Callable[[AgentClient], Coroutine[Any, Any, AgentAnswer]]
+    ) -> RemoteAnswer:
+        """``ask`` on the app's event loop (where the hub's client lives), from the worker
+        thread a route runs in."""
+        return anyio.from_thread.run(self.ask, request)
+
     def _get(self, path: str) -> RemoteAnswer:
         return self._call(lambda c: c.node_get(self.agent, self._name, path))
 
     def _post(self, path: str, body: bytes = b"", content_type: str = "") -> RemoteAnswer:
         return self._call(lambda c: c.node_post(self.agent, self._name, path, body, content_type))
+
+    # -- the questions the fleet asks every node (``app.services.fleet.fanout``) --------------
+    async def ask_dry_run(self, body: bytes, content_type: str) -> RemoteAnswer:
+        """The agent's answer to a dry run of the manifest ``body``, errors included."""
+        path = "/api/v1/pods?dryRun=true"
+        return await self.ask(
+            lambda c: c.node_post(self.agent, self._name, path, body, content_type)
+        )
+
+    async def ask_upgrade(self, release: str, gate: bool | None) -> RemoteAnswer:
+        """The agent's upgrade verdict for a kubelet of ``release``, errors included."""
+        path = f"/api/v1/upgrade?{urlencode(_release_params(release, gate))}"
+        return await self.ask(lambda c: c.node_get(self.agent, self._name, path, work=True))
 
     # -- views -------------------------------------------------------------------------------
     def views(self) -> node_views.NodeViews:
@@ -311,24 +340,17 @@ class RemoteNode:
     def dry_run(self, manifest: str) -> AdmissionBatch:
         """The agent's dry run (its node's own judge), answered as the agent wrote it."""
         body = manifest.encode("utf-8")
-        answer = self._post("/api/v1/pods?dryRun=true", body, "application/yaml")
+        answer = anyio.from_thread.run(self.ask_dry_run, body, "application/yaml")
         checked = answer.model(AdmissionAnswer)
         return AgentDryRun(self._name, checked.batch, True, (), (), answer.doc)
 
     def upgrade(self, release: str, gate: bool | None) -> dict[str, Any]:
-        params = {"release": release}
-        if gate is not None:
-            params["podLevelResourceManagers"] = "true" if gate else "false"
-        answer = self._get(f"/api/v1/upgrade?{urlencode(params)}")
-        answer.raise_for_error()
-        return answer.doc
+        return anyio.from_thread.run(self.ask_upgrade, release, gate).document()
 
     def rehearse(self, release: str, gate: bool | None) -> Rehearsal:
         """The agent's rehearsal (its node's files, its release's readers), shown over the
         node's map as the agent draws it now."""
-        params = {"release": release, "dryRun": "true"}
-        if gate is not None:
-            params["podLevelResourceManagers"] = "true" if gate else "false"
+        params = {**_release_params(release, gate), "dryRun": "true"}
         answer = self._post(f"/api/v1/restart?{urlencode(params)}")
         report = answer.model(restart_contract.RestartReport)
         before = self.node_view().map
@@ -346,21 +368,36 @@ class RemoteNode:
 
 
 class RemoteNodes:
-    """The hub's agents' nodes by name (the catalog's ``remote`` lookup), indexed once per
-    change of the hub's fleet document (``Hub.generation``)."""
+    """The hub's agents' nodes by name (the catalog's ``remote`` lookup and the fleet's
+    targets), indexed once per change of the hub's fleet document (``Hub.generation``).
+
+    A name two agents report is answered by one of them: a reachable agent before one that is
+    not, then the first by URL (the hub lists the claim as a finding)."""
 
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
-        self._index: tuple[int, dict[str, str]] = (-1, {})
+        self._index: tuple[int, dict[str, tuple[str, bool]]] = (-1, {})
 
-    def __call__(self, name: str) -> RemoteNode | None:
+    def _current(self) -> dict[str, tuple[str, bool]]:
         generation, index = self._index
         if generation != self.hub.generation:
             generation = self.hub.generation  # read first: a change meanwhile re-indexes
             index = {}
-            for agent in sorted(list(self.hub.agents.values()), key=lambda a: a.url):
+            agents = sorted(list(self.hub.agents.values()), key=lambda a: (not a.ok, a.url))
+            for agent in agents:
                 for n in agent.nodes:
-                    index.setdefault(n.node, agent.url)
+                    index.setdefault(n.node, (agent.url, agent.ok))
             self._index = (generation, index)
-        url = index.get(name)
-        return None if url is None else RemoteNode(name, url, self.hub.client)
+        return index
+
+    def __call__(self, name: str) -> RemoteNode | None:
+        found = self._current().get(name)
+        return None if found is None else RemoteNode(name, found[0], self.hub.client)
+
+    def reachable(self) -> list[RemoteNode]:
+        """Every node a reachable agent answers for: what a fleet question goes to."""
+        return [
+            RemoteNode(name, url, self.hub.client)
+            for name, (url, ok) in self._current().items()
+            if ok
+        ]
