@@ -37,6 +37,7 @@ from app.domain.admission import AdmissionError
 from app.domain.deadline import DeadlineExceededError
 from app.domain.podresources import PodNotFoundError
 from app.services.nodes.errors import (
+    AgentUnreachableError,
     HintSearchTooLargeError,
     NodeExistsError,
     NodeInputError,
@@ -74,6 +75,8 @@ ERROR_STATUS: dict[type[Exception], tuple[int, str]] = {
     NodeInputError: (422, "Invalid"),
     ReadOnlyNodeError: (409, "Conflict"),
     ObservedNodeUnavailableError: (503, "ServiceUnavailable"),
+    # A remote node's agent failed the hub: its answer, not a fault of the hub's (never 5xx).
+    AgentUnreachableError: (424, "AgentUnreachable"),
     # A change that could not be made durable (rolled back): full disk, read-only, database.
     StorageFullError: (507, "InsufficientStorage"),
     NodeUnavailableError: (503, "ServiceUnavailable"),
@@ -117,6 +120,7 @@ HTTP_REASONS: dict[int, str] = {
     413: "RequestEntityTooLarge",
     415: "UnsupportedMediaType",
     422: "Invalid",
+    424: "FailedDependency",
     429: "TooManyRequests",
     500: "InternalError",
     503: "ServiceUnavailable",

@@ -168,6 +168,7 @@ def node_kind(mode: str, rest: str) -> str | None:
         f"api/v1/nodes/{node}/noderesourcetopology": "nrt",
         f"api/v1/nodes/{node}/restart": "restart",
         f"api/v1/nodes/{node}/pods": "dryrun",
+        f"api/v1/nodes/{node}/watch": "watch",
     }.get(rest.split("?")[0])
 
 
@@ -214,6 +215,8 @@ class Handler(BaseHTTPRequestHandler):
             kind = node_kind(mode, rest)
             if kind in ("summary", "view", "detail", "nrt"):
                 self._send(200, node_document(mode, kind))
+            elif kind == "watch":  # a good token: the page's own document decides
+                self._send(200, b'{"token": "t-1"}')
             else:
                 self._send(404, b'{"error": {"reason": "NotFound", "message": "no such thing"}}')
         elif mode == "evilanswers" and rest.startswith("api/v1/nodes/"):

@@ -2,7 +2,8 @@
 hub process, and an agent process (``tests/fleet/hostile_agent.py``, its node modes) whose summary is good
 but whose node answers break their contracts one way each — numbers past every limit, ``NaN``,
 1000-deep nesting, oversized strings, a free-form part too deep, wrong types. The hub refuses
-each such answer naming the field (a JSON error, never a page built from it), while the real
+each such answer naming the field (a 424 ``AgentUnreachable`` JSON error, never a page built
+from it nor a 5xx of the hub's), while the real
 agent's node answers through the hub as the agent answers it: its NodeResourceTopology and its
 restart rehearsal included."""
 
@@ -103,10 +104,19 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
 def test_a_broken_node_answer_is_refused_with_the_field_named(fleet: Fleet, mode: str) -> None:
     kind = NODE_MODES[mode][0]
     r = _ask(fleet.hub, kind, f"{mode}-1")
-    assert r.status_code == 503, (mode, r.status_code, r.text[:300])
+    assert r.status_code == 424, (mode, r.status_code, r.text[:300])
     error = _strict(r.text)["error"]
+    assert error["reason"] == "AgentUnreachable"
     assert error["field"] == REFUSED[mode], (mode, error)
     assert REFUSED[mode] in error["message"] and "127.0.0.42" in error["message"]
+
+
+def test_a_broken_node_page_says_why_without_a_5xx(fleet: Fleet) -> None:
+    """The node page (HTML) of a broken answer is the hub's error page: 424, the agent and the
+    field named."""
+    r = fleet.hub.client.get("/nodes/nodebignum-1")
+    assert r.status_code == 424 and r.headers["content-type"].startswith("text/html")
+    assert "summary.pods" in r.text and "127.0.0.42" in r.text
 
 
 def test_the_good_answers_of_a_broken_agent_still_come_through(fleet: Fleet) -> None:

@@ -29,7 +29,7 @@ from app.services.fleet.rows import fit_error, fit_result, upgrade_error, upgrad
 from app.services.fleet.score import fit_order, rank_fits
 from app.services.fleet.workers import FleetWorkers
 from app.services.nodes.demo_fleet import DemoFleet
-from app.services.nodes.errors import NodeInputError, NodeUnavailableError
+from app.services.nodes.errors import AgentUnreachableError, NodeInputError
 from app.services.nodes.remote import RemoteAnswer, RemoteNode, RemoteNodes
 from app.settings import Settings
 
@@ -80,7 +80,7 @@ class FleetFanOut(ABC):
             async with self.semaphore():
                 try:
                     answer = await ask(node)  # the client's deadline bounds each answer
-                except NodeUnavailableError as exc:
+                except AgentUnreachableError as exc:
                     return failed(node.name, exc.message)
             return row(node.name, answer.doc)
 

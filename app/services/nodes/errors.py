@@ -98,6 +98,13 @@ class ReadOnlyNodeError(NodeServiceError):
         )
 
 
+class AgentUnreachableError(NodeServiceError):
+    """A remote node's agent gave no usable answer: none within its deadline, an error of its
+    own, or a document that breaks its contract (``field``). The hub answers for the agent
+    (424 Failed Dependency, reason ``AgentUnreachable`` as in the fleet's rows), never with a
+    5xx of its own."""
+
+
 class NodeUnavailableError(NodeServiceError):
     """A change could not be made durable (read-only state directory, failing database, state
     files that cannot be restored); nothing of it was kept."""
@@ -135,6 +142,7 @@ def write_failure(err: BaseException, node: str, action: str) -> NodeServiceErro
 
 
 __all__ = [
+    "AgentUnreachableError",
     "DatabaseRefusedError",
     "HintSearchTooLargeError",
     "NoSimulatedNodesError",

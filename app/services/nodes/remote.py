@@ -5,11 +5,13 @@ be reachable from the SRE's machine.
 
 Every answer is the agent's, asked through the hub's agent client (``app.adapters.agents``:
 its timeout, byte cap and connection pool) and **validated** with the same view models the
-agent rendered it with (``NodeView``, ``NodeDetail``, ``PodView``): a malformed answer is a 503
-naming the agent and the field, never a page built from garbage. The pages are rendered by the
+agent rendered it with (``NodeView``, ``NodeDetail``, ``PodView``): a malformed answer is
+refused naming the agent and the field (``AgentUnreachableError``: 424, reason
+``AgentUnreachable``, as the fleet's rows say it), never a page built from garbage and never a
+5xx of the hub's. The pages are rendered by the
 hub from the validated model, so their links stay on the hub. The agent's error answers keep
 their meaning: its 404 is a 404, its 409 a conflict, its 422 names the field, anything else
-(and no answer within the timeout) is a 503 naming the agent.
+(and no answer within the timeout) is ``AgentUnreachableError`` naming the agent.
 
 What only exists in the agent's process (``views()``: the engine's snapshot behind the pods
 table) is not served for a remote node: it answers 503 saying where to ask. The node page, its
@@ -48,6 +50,7 @@ from app.domain.restart import (
 from app.services import node_views
 from app.services.encoded_json import EncodedJSON, encode
 from app.services.nodes.errors import (
+    AgentUnreachableError,
     NodeInputError,
     NodeUnavailableError,
     PodConflictError,
@@ -88,7 +91,7 @@ class RemoteAnswer:
             raise PodConflictError(message, field or "metadata.name")
         if self.status == 422:
             raise NodeInputError(message, field or "manifest")
-        raise NodeUnavailableError(f"node {self.node}: its agent {self.agent}: {message}")
+        raise AgentUnreachableError(f"node {self.node}: its agent {self.agent}: {message}")
 
     def document(self) -> dict[str, Any]:
         """The answer as the agent gave it (bounded by the agent client's JSON limits)."""
@@ -97,13 +100,13 @@ class RemoteAnswer:
 
     def model(self, model: type[M]) -> M:
         """The answer as ``model`` (its contract); one that breaks it is refused naming the
-        field (``NodeUnavailableError``: the agent is not one this hub can use)."""
+        field (``AgentUnreachableError``: the agent is not one this hub can use)."""
         self.raise_for_error()
         try:
             return model.model_validate(self.doc)
         except ValidationError as exc:
             err = contract_error(exc)
-            raise NodeUnavailableError(
+            raise AgentUnreachableError(
                 f"node {self.node}: its agent {self.agent} answered a {model.__name__} whose "
                 f"{err.field or '(document)'} breaks the contract: {err.problem}",
                 err.field or None,
@@ -218,12 +221,12 @@ class RemoteNode:
     async def ask(
         self, request: Callable[[AgentClient], Coroutine[Any, Any, AgentAnswer]]
     ) -> RemoteAnswer:
-        """The agent's answer to ``request`` (no answer: ``NodeUnavailableError`` naming the
+        """The agent's answer to ``request`` (no answer: ``AgentUnreachableError`` naming the
         agent, and the field of its answer that broke the contract, if that was why)."""
         try:
             answer = await request(self._client())
         except AgentError as exc:
-            raise NodeUnavailableError(
+            raise AgentUnreachableError(
                 f"node {self._name}: its agent {self.agent} {exc}", exc.field
             ) from None
         return RemoteAnswer(self._name, self.agent, answer)
@@ -301,7 +304,7 @@ class RemoteNode:
         answer.raise_for_error()
         token = answer.doc.get("token")
         if not isinstance(token, str) or len(token) > 200:
-            raise NodeUnavailableError(
+            raise AgentUnreachableError(
                 f"node {self._name}: its agent {self.agent} answered a watch token that is "
                 "not a short string"
             )
@@ -329,7 +332,7 @@ class RemoteNode:
         hub's: the object is the one its agent would publish)."""
         doc = self._get("/api/v1/noderesourcetopology").document()
         if doc.get("kind") != "NodeResourceTopology":
-            raise NodeUnavailableError(
+            raise AgentUnreachableError(
                 f"node {self._name}: its agent {self.agent} answered a NodeResourceTopology "
                 "whose kind breaks the contract",
                 "kind",
