@@ -9,29 +9,26 @@ of the hub. The demo fleet's nodes (``app.services.nodes.demo_fleet``) answer in
 processes (``app.services.fleet.workers``); an upgrade check is a job that fills in as answers
 arrive (``app.services.fleet.jobs``).
 
-``FleetFanOut`` is a base of ``app.services.fleet.hub.Hub``, which provides the agents, their
-nodes (``remote_nodes``) and the semaphore.
+``FleetQuestions`` is held by ``app.services.fleet.hub.Hub`` (``hub.questions``), which
+provides the agents, their nodes (``remote_nodes``), the workers and the semaphore.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from app.contracts.summary import NodeSummaryV1
 from app.domain.pod.model import Pod
-from app.services.fleet.agents import AgentState
 from app.services.fleet.jobs import UpgradeJob
 from app.services.fleet.rows import fit_error, fit_result, upgrade_error, upgrade_result
 from app.services.fleet.score import fit_order, rank_fits
-from app.services.fleet.workers import FleetWorkers
-from app.services.nodes.demo_fleet import DemoFleet
 from app.services.nodes.errors import AgentUnreachableError, NodeInputError
-from app.services.nodes.remote import RemoteAnswer, RemoteNode, RemoteNodes
-from app.settings import Settings
+from app.services.nodes.remote import RemoteAnswer, RemoteNode
+
+if TYPE_CHECKING:
+    from app.services.fleet.hub import Hub
 
 log = logging.getLogger(__name__)
 
@@ -47,22 +44,15 @@ class Failed(Protocol):
     def __call__(self, node: str, message: str, *, asked: bool = True) -> dict[str, Any]: ...
 
 
-class FleetFanOut(ABC):
-    """The fan-out of ``Hub`` (see the module docstring)."""
+class FleetQuestions:
+    """The questions a hub asks of every node (see the module docstring); the hub holds one
+    (``Hub.questions``) and gives it its agents, nodes, workers and concurrency."""
 
-    settings: Settings
-    agents: dict[str, AgentState]
-    fleet: DemoFleet
-    generation: int
-    workers: FleetWorkers | None
-    remote_nodes: RemoteNodes
-    _jobs: dict[tuple[str, bool | None, int], UpgradeJob]
-    _job_tasks: set[asyncio.Task[None]]
-
-    @abstractmethod
-    def semaphore(self) -> asyncio.Semaphore: ...
-    @abstractmethod
-    def summary_of(self, node: str, agent: str | None) -> NodeSummaryV1 | None: ...
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        self._jobs: dict[tuple[str, bool | None, int], UpgradeJob] = {}
+        #: The running upgrade checks (the hub cancels them when it stops).
+        self.tasks: set[asyncio.Task[None]] = set()
 
     async def _fan_out(
         self,
@@ -73,11 +63,11 @@ class FleetFanOut(ABC):
     ) -> list[dict[str, Any]]:
         """Every remote node's answer, in ``remote``'s order: at most ``hub_max_fanout``
         requests, all of them within ``FANOUT_DEADLINES`` answer deadlines."""
-        cap = self.settings.hub_max_fanout
-        deadline = self.settings.hub_agent_timeout * FANOUT_DEADLINES
+        cap = self.hub.settings.hub_max_fanout
+        deadline = self.hub.settings.hub_agent_timeout * FANOUT_DEADLINES
 
         async def one(node: RemoteNode) -> dict[str, Any]:
-            async with self.semaphore():
+            async with self.hub.semaphore():
                 try:
                     answer = await ask(node)  # the client's deadline bounds each answer
                 except AgentUnreachableError as exc:
@@ -111,16 +101,18 @@ class FleetFanOut(ABC):
         """Every node's dry run of the manifest ``text`` (``pod``: its first pod, as parsed by
         the route), ranked by the scheduler plugin's ``strategy`` (``app.services.fleet.score``):
         the demo fleet's in its worker processes, the agents' nodes through their agents."""
-        remote = self.remote_nodes.reachable()
-        budget = self.settings.cpu_time_budget
-        local = self.workers.fit(text, pod, strategy, budget) if self.workers else _nothing()
+        remote = self.hub.remote_nodes.reachable()
+        budget = self.hub.settings.cpu_time_budget
+        local = (
+            self.hub.workers.fit(text, pod, strategy, budget) if self.hub.workers else _nothing()
+        )
         remote_results, local_results = await asyncio.gather(
             self._fan_out(
                 remote, lambda n: n.ask_dry_run(body, content_type), fit_result, fit_error
             ),
             local,
         )
-        ranked = rank_fits(remote_results, pod, strategy, self.summary_of)
+        ranked = rank_fits(remote_results, pod, strategy, self.hub.summary_of)
         results = sorted([*local_results, *ranked], key=fit_order)
         return {"strategy": strategy, "results": results, "unreachable": self._unreachable()}
 
@@ -128,19 +120,19 @@ class FleetFanOut(ABC):
         """The upgrade-readiness check of (``release``, ``gate``) for the fleet as it is now
         (a change of any node's data starts a new one; the demo nodes keep their verdicts),
         started if needed."""
-        key = (release, gate, self.generation)
+        key = (release, gate, self.hub.generation)
         job = self._jobs.get(key)
         if job is not None and job.failure is None:
             return job
-        remote = self.remote_nodes.reachable()
-        demo = self.workers.names() if self.workers else []
+        remote = self.hub.remote_nodes.reachable()
+        demo = self.hub.workers.names() if self.hub.workers else []
         targets = [(n, None) for n in demo] + [(n.name, n.agent) for n in remote]
         job = self._jobs[key] = UpgradeJob(release, gate, targets)
         while len(self._jobs) > MAX_JOBS:
             del self._jobs[next(iter(self._jobs))]
         task = asyncio.create_task(self._run_upgrade(job, remote), name=f"upgrade {release}")
-        self._job_tasks.add(task)
-        task.add_done_callback(self._job_tasks.discard)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
         return job
 
     async def upgrade(self, release: str, gate: bool | None) -> dict[str, Any]:
@@ -156,7 +148,7 @@ class FleetFanOut(ABC):
         remote_task = asyncio.ensure_future(
             self._fan_out(remote, ask, upgrade_result, upgrade_error)
         )
-        futures = self.workers.upgrade(job.release, job.gate) if self.workers else []
+        futures = self.hub.workers.upgrade(job.release, job.gate) if self.hub.workers else []
         try:
             for answer in asyncio.as_completed([asyncio.wrap_future(f) for f in futures]):
                 rows, cpu = await answer
@@ -177,7 +169,7 @@ class FleetFanOut(ABC):
             job.finish(stopped=f"the check stopped: {exc.__class__.__name__}: {exc}")
 
     def _unreachable(self) -> list[dict[str, Any]]:
-        return [a.to_dict() for a in self.agents.values() if not a.ok]
+        return [a.to_dict() for a in self.hub.agents.values() if not a.ok]
 
 
 async def _nothing() -> list[dict[str, Any]]:

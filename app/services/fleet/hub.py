@@ -48,7 +48,8 @@ Pages and JSON read what the agents last said: none waits for an agent. ``/api/v
 served from bytes built once per change of the fleet (``generation``: a node's data, an
 agent's status or error, the agent set; never a bookmark), joined from per-node rows that are
 encoded again only when that node's summary, status or co-claimers changed, so its ETag moves
-only when the fleet does. Fit and upgrade fan out to every node (``app.services.fleet.fanout``).
+only when the fleet does. Fit and upgrade fan out to every node (``hub.questions``:
+``app.services.fleet.fanout``).
 The demo fleet's nodes (``--demo-fleet``) answer in the hub's process
 (``app.services.nodes.demo_fleet``).
 """
@@ -86,7 +87,7 @@ from app.services.fleet.agents import (
     AgentState,
     HubMetrics,
 )
-from app.services.fleet.fanout import FleetFanOut
+from app.services.fleet.fanout import FleetQuestions
 from app.services.fleet.heatmap import Heatmap, heatmap
 from app.services.fleet.rows import fleet_node
 from app.services.fleet.workers import FleetWorkers
@@ -120,7 +121,7 @@ class HubDisabledError(LookupError):
         super().__init__(self.message)
 
 
-class Hub(FleetFanOut):
+class Hub:
     """The hub of one app: polls the agents, builds the fleet document, fans out."""
 
     def __init__(
@@ -148,8 +149,7 @@ class Hub(FleetFanOut):
             else None
         )
         self.remote_nodes = RemoteNodes(self)
-        self._jobs = {}
-        self._job_tasks = set()
+        self.questions = FleetQuestions(self)
         self.summaries = SummaryCache()
         self.generation = 0
         self._doc: tuple[int, int, dict[str, Any]] | None = None
@@ -203,7 +203,7 @@ class Hub(FleetFanOut):
                 self._task,
                 *self._in_flight.values(),
                 *self._streams.values(),
-                *self._job_tasks,
+                *self.questions.tasks,
             )
             if t is not None
         ]

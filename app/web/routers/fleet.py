@@ -161,7 +161,7 @@ async def run_fit(hub: Hub, text: str, strategy: str = LEAST_ALLOCATED) -> dict[
         FitQuery(strategy).check()
     except FleetQueryError as exc:
         raise NodeInputError(exc.message, exc.field) from None
-    return await hub.fit(text.encode(), "application/yaml", text, pod, strategy)
+    return await hub.questions.fit(text.encode(), "application/yaml", text, pod, strategy)
 
 
 def fit_query(
@@ -277,7 +277,7 @@ async def fleet_fit_form(request: Request, hub: HubDep) -> HTMLResponse:
 
 async def run_upgrade(hub: Hub, release: str, gate_text: str | None) -> dict[str, Any]:
     gate = parse_gate(gate_text)
-    return await hub.upgrade(check_release(release), gate)
+    return await hub.questions.upgrade(check_release(release), gate)
 
 
 ReleaseQuery = Annotated[str, Query(description="Kubelet release: " + ", ".join(RELEASES))]
@@ -304,7 +304,7 @@ async def api_fleet_upgrade(
 
 def _upgrade_job(hub: Hub, release: str, gate_text: str | None) -> dict[str, Any]:
     """The fleet's upgrade check as far as it got (started if needed): pending nodes listed."""
-    return hub.upgrade_job(check_release(release), parse_gate(gate_text)).answer()
+    return hub.questions.upgrade_job(check_release(release), parse_gate(gate_text)).answer()
 
 
 @pages.get("/fleet/upgrade", name="fleet_upgrade", include_in_schema=False)
