@@ -30,7 +30,7 @@ def main() -> int:
     with tmp_settings(demo=True) as settings:
         app = create_app(settings)
         with TestClient(app):
-            view = app.state.nodes.node_view(NODE).map
+            view = app.state.nodes.reads.node_view(NODE).map
     title = f"CPU map of {NODE}"
     picture = lay_out(view, title, "as it is now")
     svg, png = svg_document(picture), png_image(picture)

@@ -62,7 +62,7 @@ def main() -> int:
         admit_ms = (time.perf_counter() - started) * 1000 / max(args.pods, 1)
         client = TestClient(app)
         page = f"/nodes/{NODE}"
-        snapshot = service.snapshot(NODE)
+        snapshot = service.reads.snapshot(NODE)
         some = snapshot.pods[0]
         cases = [
             ("node page", page, {}),

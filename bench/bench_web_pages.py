@@ -79,7 +79,7 @@ def bench(pods: int, containers: int, runs: int) -> None:
         kb = size / 1000
         print(
             f"  {containers} container(s) a pod ({admitted}/{pods} pods, "
-            f"{sum(len(p.containers) for p in service.snapshot(NODE).pods)} containers):"
+            f"{sum(len(p.containers) for p in service.reads.snapshot(NODE).pods)} containers):"
         )
         verdict = "OK" if kb <= PAGE_LIMIT_KB else "OVER"
         print(f"    node page uncompressed   {kb:8.1f} KB   limit {PAGE_LIMIT_KB} KB: {verdict}")

@@ -112,7 +112,7 @@ def _restore(settings: Settings) -> tuple[set[str], list[str]]:
         upgrade_head(engine)  # a fresh database gets its tables, as the server would make them
         service = NodeService(engine, state_dir=settings.state_dir)
         service.start()
-        before = set(service.simulated_names())
+        before = set(service.registry.simulated_names())
         return before, restore_demo_nodes(service)
     except (MigrationError, NodeServiceError, SQLAlchemyError, OSError) as err:
         first = str(err).splitlines()[0] if str(err) else err.__class__.__name__

@@ -67,8 +67,8 @@ def batch_verdicts(
             f"pageSize: must be between 1 and {MAX_PAGE_SIZE}, got {page_size}", "pageSize"
         )
     totals = (
-        node_repo.batch_totals(service.engine, service.log_node_id(node), batch)
-        if node in service.simulated_names()
+        node_repo.batch_totals(service.registry.engine, service.registry.log_node_id(node), batch)
+        if node in service.registry.simulated_names()
         else []
     )
     total = sum(n for _, _, n in totals)
@@ -76,7 +76,9 @@ def batch_verdicts(
     pages = max(1, -(-total // page_size))
     page = min(page, pages)
     offset = (page - 1) * page_size
-    entries = service.admissions(node, batch=batch, limit=page_size, offset=offset) if total else []
+    entries = (
+        service.reads.admissions(node, batch=batch, limit=page_size, offset=offset) if total else []
+    )
     return BatchVerdicts(
         node=node,
         batch=batch,

@@ -235,7 +235,7 @@ TOO_BIG_POD = pod_manifest("too-big")
 
 def create_demo_nodes(service: NodeService, nodes: tuple[DemoNode, ...] = DEMO_NODES) -> None:
     """Create the demo nodes that do not exist yet and admit their pods."""
-    existing = set(service.simulated_names())
+    existing = set(service.registry.simulated_names())
     for demo in nodes:
         if demo.name in existing:
             continue

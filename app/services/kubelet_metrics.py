@@ -125,7 +125,7 @@ class KubeletMetrics:
 
     def _families(self, name: str) -> tuple[str, int, list[Family]]:
         rows = log_rows(self.service, name)  # UnknownNodeError (404) for observed nodes
-        d = self.service.definition(name)
+        d = self.service.registry.definition(name)
         definition = (d.kubelet_config, d.release, d.topology, d.created_at)
         with self._lock:
             done = self._replays.get(name)

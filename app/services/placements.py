@@ -64,10 +64,10 @@ def placements(service: NodeService, node: str, entries: Sequence[Any]) -> dict[
     admitted pod's from the node as it is; a dry run's replayed from the log (nothing of it
     was kept)."""
     wanted = [e for e in entries if e.admitted and e.action in (ACTION_ADMIT, ACTION_DRY_RUN)]
-    if not wanted or node not in service.simulated_names():
+    if not wanted or node not in service.registry.simulated_names():
         return {}
     out: dict[int, PlacementView] = {}
-    snap = service.snapshot(node)
+    snap = service.reads.snapshot(node)
     node_shared = snap.default_cpuset - snap.reserved_cpus
     dry = [e for e in wanted if e.action == ACTION_DRY_RUN]
     for e in wanted:

@@ -55,7 +55,7 @@ class PodResourcesSockets:
         return self.directory / f"{name}{SOCKET_SUFFIX}"
 
     def _provider(self, name: str) -> NodeSnapshot:
-        return self.nodes.snapshot(name)
+        return self.nodes.reads.snapshot(name)
 
     # -- lifetime ---------------------------------------------------------------------------
     def start(self) -> PodResourcesSockets:
@@ -69,7 +69,7 @@ class PodResourcesSockets:
         with self._lock:
             self.running = True
         if not self._listening:
-            self.nodes.add_listener(self._on_event)
+            self.nodes.registry.add_listener(self._on_event)
             self._listening = True
         self.sync()
         return self
@@ -100,7 +100,7 @@ class PodResourcesSockets:
 
     def sync(self) -> None:
         """Serve every simulated node, close sockets of nodes that are gone."""
-        wanted = set(self.nodes.simulated_names())
+        wanted = set(self.nodes.registry.simulated_names())
         with self._lock:
             gone = [n for n in self._servers if n not in wanted]
         for name in gone:

@@ -48,10 +48,10 @@ class UndoRefusedError(NodeServiceError):
 
 
 def _newest(service: NodeService, node: str, action: str) -> AdmissionRecord | None:
-    if node not in service.simulated_names():
+    if node not in service.registry.simulated_names():
         return None
-    node_id = service.log_node_id(node)
-    with session_scope(service.engine) as session:
+    node_id = service.registry.log_node_id(node)
+    with session_scope(service.registry.engine) as session:
         row = session.exec(
             select(AdmissionRecord)
             .where(col(AdmissionRecord.node_id) == node_id)
@@ -83,7 +83,7 @@ def undo_last_removal(service: NodeService, node: str) -> AdmissionBatch:
     """Admit the pod of the node's last removal again (``NothingToUndoError`` if none)."""
     row = last_removal(service, node)
     if row is None:
-        service.definition(node)  # an unknown node is UnknownNodeError, not "nothing"
+        service.registry.definition(node)  # an unknown node is UnknownNodeError, not "nothing"
         raise NothingToUndoError(node)
     # The logged manifest is normalised JSON, which the manifest parser reads as YAML.
     return service.admit(node, json.dumps(json.loads(row.manifest)))
@@ -94,13 +94,15 @@ def undo_last_restart(service: NodeService, node: str) -> Rehearsal:
     files and keeps every pod (``NothingToUndoError``, ``UndoRefusedError`` otherwise)."""
     row = last_restart(service, node)
     if row is None:
-        service.definition(node)
+        service.registry.definition(node)
         raise NothingToUndoError(node, "a kubelet restart")
     before = json.loads(row.manifest)
     release = before["fromRelease"]
     config = parse_config(before["fromConfig"], release)
     gate = config.gate(GATE)
-    result = service.restart(node, release, dry_run=True, pod_level_resource_managers=gate).result
+    result = service.restarts.restart(
+        node, release, dry_run=True, pod_level_resource_managers=gate
+    ).result
     if not result.started:
         raise UndoRefusedError(
             f"cannot undo the restart of node {node!r}: a {release} kubelet does not start on "
@@ -113,18 +115,18 @@ def undo_last_restart(service: NodeService, node: str) -> Rehearsal:
             f"cannot undo the restart of node {node!r}: a {release} kubelet would not keep "
             f"everything ({what}); rehearse it in the restart panel"
         )
-    return service.restart(node, release, pod_level_resource_managers=gate)
+    return service.restarts.restart(node, release, pod_level_resource_managers=gate)
 
 
 def restore_demo_nodes(service: NodeService, nodes: tuple[DemoNode, ...] = DEMO_NODES) -> list[str]:
     """Delete and re-create every demo node; the names restored, in order (a node the user
     made under a demo name is theirs: it is kept, and left out of the answer)."""
-    existing = set(service.simulated_names())
+    existing = set(service.registry.simulated_names())
     kept = set()
     for demo in nodes:
         if demo.name not in existing:
             continue
-        if service.definition(demo.name).demo:
+        if service.registry.definition(demo.name).demo:
             service.delete(demo.name)
         else:
             kept.add(demo.name)

@@ -95,7 +95,7 @@ class CachedJSONFastPath:
             service = getattr(scope["app"].state, "nodes", None)
             if service is None:
                 return None
-            encoded = service.peek_json(params["node"], *fast.key(params))
+            encoded = service.reads.peek_json(params["node"], *fast.key(params))
             if encoded is None:
                 return None
             scope["route"] = fast.route

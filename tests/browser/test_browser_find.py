@@ -57,7 +57,7 @@ def test_find_filters_the_paged_table(
     from playwright.sync_api import expect
 
     service: NodeService = served.app.state.nodes
-    total = len(service.snapshot(NODE).pods)
+    total = len(service.reads.snapshot(NODE).pods)
     page.goto(f"{served.url}/nodes/{NODE}")
     rows = page.locator("#pods tbody tr[data-pod]")
     expect(rows).to_have_count(PAGE_SIZE)
@@ -70,14 +70,14 @@ def test_find_filters_the_paged_table(
     assert keys == ["telco/dpdk-testpmd", "telco/ptp-daemon", "telco/upf-0", "telco/upf-1"]
     screenshot(page.locator("#pods"), "find-telco")
 
-    ptp = service.snapshot(NODE).pod("telco", "ptp-daemon")
+    ptp = service.reads.snapshot(NODE).pod("telco", "ptp-daemon")
     assert ptp is not None
     cpu = min(ptp.exclusive_cpus())
     box.fill(str(cpu))  # a CPU id leads to its owner
     expect(rows).to_have_count(1)
     expect(rows.first).to_have_attribute("data-pod", "telco/ptp-daemon")
 
-    views = service.views(NODE)
+    views = service.reads.views(NODE)
     on_numa_7 = {r.key for r in views.pods if 7 in r.numa_nodes}
     box.fill("numa:7 qos:guaranteed")
     expect(rows).to_have_count(len(on_numa_7))
@@ -104,7 +104,7 @@ def test_rows_and_legend_light_their_cpus_and_a_cpu_leads_to_its_owner(
     from playwright.sync_api import expect
 
     service: NodeService = served.app.state.nodes
-    snap = service.snapshot(NODE)
+    snap = service.reads.snapshot(NODE)
     pod = snap.pod("ai", "inference-0")
     assert pod is not None and pod.pod_cpuset is not None
     bubble = sorted(str(c) for c in pod.pod_cpuset)
@@ -168,7 +168,7 @@ def test_find_beside_the_map_lights_the_matched_cpus_and_a_dry_run_its_placement
     from playwright.sync_api import expect
 
     service: NodeService = served.app.state.nodes
-    snap = service.snapshot(NODE)
+    snap = service.reads.snapshot(NODE)
     upf = snap.pod("telco", "upf-0")
     assert upf is not None
     held = sorted(str(c) for c in (upf.pod_cpuset or upf.exclusive_cpus()) | upf.exclusive_cpus())

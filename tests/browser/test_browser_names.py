@@ -67,7 +67,7 @@ def test_a_markup_pod_name_is_refused_inline_and_shown_escaped(
         "cells => cells.map(c => c.dataset.owner).join(' ')"
     )
     assert after == before
-    assert served.app.state.nodes.snapshot(NODE).pod("shop", PAYLOAD) is None
+    assert served.app.state.nodes.reads.snapshot(NODE).pod("shop", PAYLOAD) is None
     expect(page.locator("#manifest")).to_have_value(MANIFEST)  # what was typed is kept
     error.scroll_into_view_if_needed()
     screenshot(page, "node-bad-pod-name", full_page=False)

@@ -89,7 +89,7 @@ def test_pod_scope_node_map_rejection_admission_and_breakdown(
     expect(page.get_by_role("heading", level=1)).to_contain_text("simulated")
 
     # The database's exclusive container and its pod shared pool, cell by cell.
-    snapshot = service.snapshot(NODE)
+    snapshot = service.reads.snapshot(NODE)
     db = snapshot.pod("databases", "tightly-coupled-database")
     assert db is not None
     database = next(c for c in db.containers if c.name == "database")
@@ -131,7 +131,7 @@ def test_pod_scope_node_map_rejection_admission_and_breakdown(
         "Would be admitted"
     )
     expect(page.locator('#cpu-map [data-cpu][data-owner^="shop/"]')).to_have_count(0)
-    assert service.snapshot(NODE).pod("shop", "checkout") is None
+    assert service.reads.snapshot(NODE).pod("shop", "checkout") is None
 
     # An admissible pod: its CPUs appear in the map without a page load (htmx OOB swap).
     page.locator("#manifest").fill(ADMITTED)
@@ -141,7 +141,7 @@ def test_pod_scope_node_map_rejection_admission_and_breakdown(
     expect(page.locator('#cpu-map [data-cpu][data-owner="shop/checkout/api"]')).to_have_count(4)
     expect(page.locator('#cpu-map [data-cpu][data-owner="shop/checkout"]')).to_have_count(2)
     expect(page.locator('#pods [data-pod="shop/checkout"]')).to_have_count(1)
-    kept = service.snapshot(NODE).pod("shop", "checkout")
+    kept = service.reads.snapshot(NODE).pod("shop", "checkout")
     assert kept is not None
     api = next(c for c in kept.containers if c.name == "api")
     for cpu in api.cpuset:

@@ -104,7 +104,7 @@ def small(service: NodeService) -> NodeService:
 
 
 def test_an_empty_node_is_all_available_but_the_reserved_cpu(small: NodeService) -> None:
-    obj = build_nrt(small.views("small"))
+    obj = build_nrt(small.reads.views("small"))
     check_shape(obj)
     assert obj["metadata"] == {
         "name": "small",
@@ -140,7 +140,7 @@ def test_cpu_available_leaves_out_a_pod_budget_not_only_its_exclusive_slice(
     sidecar on the pod's shared pool (2). An exporter summing container assignments would call
     3 CPUs free; the kubelet can give a new pod 1."""
     assert small.admit("small", DB_POD).admitted == 1
-    views = small.views("small")
+    views = small.reads.views("small")
     obj = build_nrt(views)
     check_shape(obj)
     row = {r.numa_node: r for r in views.numa_pools}[0]
@@ -158,7 +158,7 @@ def test_cpu_available_leaves_out_a_pod_budget_not_only_its_exclusive_slice(
 def test_zones_costs_and_hugepages(service: NodeService) -> None:
     service.create("big", SPEC, POD_SCOPE)
     assert service.admit("big", HUGE_POD).admitted == 1
-    obj = build_nrt(service.views("big"))
+    obj = build_nrt(service.reads.views("big"))
     check_shape(obj)
     z = zones(obj)
     assert list(z) == ["node-0", "node-1", "node-2", "node-3"]
@@ -200,7 +200,7 @@ def test_without_the_memory_manager_memory_is_not_accounted_per_numa(
     config = "cpuManagerPolicy: static\nkubeReserved: {cpu: '1', memory: 1Gi}\n"
     service.create("cpuonly", SMALL, config)
     service.admit("cpuonly", classic_pod("web", "prod", "2", "2Gi"))
-    obj = build_nrt(service.views("cpuonly"))
+    obj = build_nrt(service.reads.views("cpuonly"))
     check_shape(obj)
     for z in obj["zones"]:
         mem = resource(z, "memory")
@@ -234,7 +234,7 @@ def test_topology_policies_name_policy_and_scope(
         f"topologyManagerPolicy: {policy}\ntopologyManagerScope: {scope}\n"
     )
     service.create("tm", SMALL, config)
-    obj = build_nrt(service.views("tm"))
+    obj = build_nrt(service.reads.views("tm"))
     assert obj["topologyPolicies"] == [expected]
     assert obj["attributes"][:2] == [
         {"name": "topologyManagerPolicy", "value": policy},
@@ -260,7 +260,7 @@ def test_property_cpu_available_is_numa_pools_available(
 ) -> None:
     """Whatever was admitted (or refused), every zone's cpu ``available`` is that NUMA node's
     ``numaPools[].available`` and the zones add up to the node's allocatable CPUs."""
-    if "prop" in service.simulated_names():
+    if "prop" in service.registry.simulated_names():
         service.delete("prop")
     service.create("prop", SMALL, POD_SCOPE)
     for i, item in enumerate(workload):
@@ -271,7 +271,7 @@ def test_property_cpu_available_is_numa_pools_available(
             service.admit(
                 "prop", bubble_pod(f"b{i}", "prop", budget, {"main": exclusive}, (), gib_per_cpu=1)
             )
-    views = service.views("prop")
+    views = service.reads.views("prop")
     obj = build_nrt(views)
     check_shape(obj)
     pools = {r.numa_node: r for r in views.numa_pools}
@@ -333,7 +333,7 @@ def test_the_loop_puts_back_an_object_someone_deleted(small: NodeService, tmp_pa
         assert len(api.calls) == 2
         now[0] = 60.0
         assert loop.tick() == "created"  # the resync finds it gone and puts it back
-        assert api.objects["small"]["zones"] == build_nrt(small.views("small"))["zones"]
+        assert api.objects["small"]["zones"] == build_nrt(small.reads.views("small"))["zones"]
         now[0] = 120.0
         assert loop.tick() == "unchanged"  # resync again: read, nothing to write
         assert [c.method for c in api.calls] == ["GET", "POST", "GET", "POST", "GET"]
@@ -352,19 +352,21 @@ def _attribute(obj: dict[str, Any], name: str) -> str:
 
 
 def test_the_pod_fingerprint_follows_the_pod_set(small: NodeService) -> None:
-    empty = build_nrt(small.views("small"))
+    empty = build_nrt(small.reads.views("small"))
     assert _attribute(empty, podfingerprint.ATTRIBUTE) == podfingerprint.sign([])
     assert _attribute(empty, podfingerprint.ATTRIBUTE_METHOD) == "all"
     small.admit("small", classic_pod("web", "prod", "2", "2Gi"))
     small.admit("small", BURSTABLE)
-    both = build_nrt(small.views("small"))
+    both = build_nrt(small.reads.views("small"))
     expected = podfingerprint.sign([("prod", "web"), ("prod", "burst")])
     assert _attribute(both, podfingerprint.ATTRIBUTE) == expected
     assert both["metadata"]["annotations"][podfingerprint.ANNOTATION] == expected
-    exclusive = build_nrt(small.views("small"), podfingerprint.METHOD_WITH_EXCLUSIVE_RESOURCES)
+    exclusive = build_nrt(
+        small.reads.views("small"), podfingerprint.METHOD_WITH_EXCLUSIVE_RESOURCES
+    )
     # only web holds exclusive CPUs; the Burstable pod shares the pool
     assert _attribute(exclusive, podfingerprint.ATTRIBUTE) == podfingerprint.sign([("prod", "web")])
     assert _attribute(exclusive, podfingerprint.ATTRIBUTE_METHOD) == "with-exclusive-resources"
     small.remove_pod("small", "prod", "web")
-    after = build_nrt(small.views("small"))
+    after = build_nrt(small.reads.views("small"))
     assert _attribute(after, podfingerprint.ATTRIBUTE) == podfingerprint.sign([("prod", "burst")])

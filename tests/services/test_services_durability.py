@@ -65,7 +65,7 @@ def mounts(tmp_path: Path) -> Iterator[list[Path]]:
 
 
 def _state(service: NodeService, name: str) -> object:
-    snap = service.snapshot(name)
+    snap = service.reads.snapshot(name)
     return (
         str(snap.default_cpuset),
         [(p.uid, p.pod_cpuset, [(c.name, str(c.cpuset)) for c in p.containers]) for p in snap.pods],
@@ -78,18 +78,18 @@ def _files(directory: Path) -> dict[str, bytes]:
 
 
 def _admissions(service: NodeService, name: str) -> list[tuple[str, str]]:
-    return [(e.action, e.name) for e in service.admissions(name, limit=1000)]
+    return [(e.action, e.name) for e in service.reads.admissions(name, limit=1000)]
 
 
 def test_pods_json_from_cached_fragments_equals_the_simulator_bytes(service: NodeService) -> None:
     service.create("small", SMALL, POD_SCOPE)
-    live = service._nodes["small"]
+    live = service.registry.nodes["small"]
     assert pods_json(live.node, {}) == simulation.state_files_of(live.node)[PODS_FILE_NAME]
     service.admit("small", bubble_pod("db", "prod", 4, {"main": 2}, ("side",)))
     service.admit("small", classic_pod("solo", "batch", "2", "2Gi"))
     service.remove_pod("small", "prod", "db")
     service.admit("small", classic_pod("two", "batch", "1", "1Gi"))
-    on_disk = (service.node_dir("small") / PODS_FILE_NAME).read_text()  # type: ignore[operator]
+    on_disk = (service.registry.node_dir("small") / PODS_FILE_NAME).read_text()  # type: ignore[operator]
     assert on_disk == simulation.state_files_of(live.node)[PODS_FILE_NAME]
     assert set(live.fragments) == set(live.node.pods)
 
@@ -146,7 +146,7 @@ def test_a_full_disk_gives_507_and_keeps_nothing(
     again = NodeService(app.state.engine, state_dir=state_dir)
     again.start()
     assert _state(again, "small") == before[0]
-    assert again.summary("small").load_error is None
+    assert again.reads.summary("small").load_error is None
 
     (state_dir / "filler").unlink()
     assert client.get("/readyz").status_code == 200
@@ -274,10 +274,10 @@ def test_a_crash_between_the_renames_never_moves_cpus(
 
     again = NodeService(engine, state_dir=state_dir)
     again.start()
-    error = again.summary("small").load_error or ""
+    error = again.reads.summary("small").load_error or ""
     files = _files(node_dir)
     assert not any(n.startswith(".") for n in files)  # journal, backups, temp files gone
-    snap = again.snapshot("small")
+    snap = again.reads.snapshot("small")
     if committed:
         # The database has the change: it is completed, every pod where it was.
         assert "completed" in error
@@ -321,9 +321,9 @@ def test_the_log_and_the_state_files_disagreeing_is_reported_not_resolved(
         (node_dir / name).write_bytes(data)
     again = NodeService(engine, state_dir=state_dir)
     again.start()
-    error = again.summary("small").load_error or ""
+    error = again.reads.summary("small").load_error or ""
     assert "pod batch/late" in error and "not in the state files" in error
-    assert [p.name for p in again.snapshot("small").pods] == ["solo"]
+    assert [p.name for p in again.reads.snapshot("small").pods] == ["solo"]
     assert _state(again, "small") != kept  # the files win; nothing was replayed onto them
     assert _files(node_dir) == empty
 
@@ -335,7 +335,7 @@ def test_dry_runs_are_kept_with_a_bounded_retention(
     service.create("small", SMALL, POD_SCOPE)
     for i in range(12):
         service.admit("small", classic_pod(f"try-{i}", "x", "1", "1Gi"), dry_run=True)
-    dry = [e.name for e in service.admissions("small", limit=100) if e.action == "dry-run"]
+    dry = [e.name for e in service.reads.admissions("small", limit=100) if e.action == "dry-run"]
     assert dry == [f"try-{i}" for i in range(11, 6, -1)]
 
 
@@ -348,5 +348,5 @@ def test_an_unwritable_node_refuses_changes_from_another_worker_too(
     other.start()
     with pytest.raises(NodeUnavailableError):
         other.admit("small", classic_pod("a", "x", "1", "1Gi"))
-    assert other.durability_problems()
+    assert other.registry.durability_problems()
     assert not issubclass(NodeUnavailableError, StorageFullError)

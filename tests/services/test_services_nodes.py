@@ -41,7 +41,7 @@ def small(service: NodeService) -> NodeService:
 
 
 def pod_cpus(service: NodeService, node: str, key: str) -> dict[str, str]:
-    snap = service.snapshot(node)
+    snap = service.reads.snapshot(node)
     ns, name = key.split("/")
     p = snap.pod(ns, name)
     assert p is not None
@@ -52,18 +52,18 @@ def pod_cpus(service: NodeService, node: str, key: str) -> dict[str, str]:
 
 
 def test_create_gives_an_empty_node_with_its_reserved_cpus(small: NodeService) -> None:
-    summary = small.summary("small")
+    summary = small.reads.summary("small")
     assert summary.simulated and summary.source == "simulation"
     assert (summary.cpus.total, summary.cpus.reserved, summary.cpus.node_shared) == (12, 1, 11)
     assert summary.pods == summary.rejected == 0
     assert summary.topology.kind == "preset" and summary.topology.url == f"/topologies/{SMALL}"
-    assert small.simulated_names() == ["small"]
-    assert small.definition("small").kubelet_config == POD_SCOPE
+    assert small.registry.simulated_names() == ["small"]
+    assert small.registry.definition("small").kubelet_config == POD_SCOPE
 
 
 def test_create_accepts_a_topology_spec(service: NodeService) -> None:
     service.create("spec", "sockets=1,cores_per_numa=4,threads_per_core=2", POD_SCOPE)
-    summary = service.summary("spec")
+    summary = service.reads.summary("spec")
     assert summary.topology.kind == "spec" and summary.topology.url is None
     assert summary.cpus.total == 8
 
@@ -92,7 +92,7 @@ def test_create_rejects_bad_input_naming_the_field(
         service.create(name, topology, config, release)
     assert err.value.field == field
     assert field in err.value.message or field == "KubeletConfiguration"
-    assert service.simulated_names() == []
+    assert service.registry.simulated_names() == []
 
 
 def test_create_twice_is_a_conflict(small: NodeService) -> None:
@@ -106,7 +106,7 @@ def test_delete_removes_definition_log_and_state_files(
     small.admit("small", classic_pod("a", "default", "2", "1Gi"))
     assert (state_dir / "small" / "cpu_manager_state").is_file()
     small.delete("small")
-    assert small.simulated_names() == []
+    assert small.registry.simulated_names() == []
     assert not (state_dir / "small").exists()
     with engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM nodes")).scalar() == 0
@@ -117,7 +117,7 @@ def test_delete_removes_definition_log_and_state_files(
 
 def test_unknown_node_lists_the_known_ones(small: NodeService) -> None:
     with pytest.raises(UnknownNodeError) as err:
-        small.node_view("nope")
+        small.reads.node_view("nope")
     assert err.value.known == ("small",)
     assert "simulated nodes: small" in err.value.message
 
@@ -135,7 +135,7 @@ def test_admit_keeps_the_pod_logs_it_and_writes_state_files(
         "admit", "prod", "db", True,
     )  # fmt: skip
     assert entry.pod_url == "/nodes/small/pods/prod/db"
-    assert small.summary("small").pods == 1
+    assert small.reads.summary("small").pods == 1
     body = batch.to_dict()
     assert body["admitted"] is True and "reason" not in body
     assert body["results"][0]["url"] == "/nodes/small/pods/prod/db"
@@ -146,7 +146,7 @@ def test_admit_keeps_the_pod_logs_it_and_writes_state_files(
 
 
 def test_a_rejected_pod_is_a_verdict_not_an_error(small: NodeService) -> None:
-    before = small.snapshot("small")
+    before = small.reads.snapshot("small")
     batch = small.admit("small", EMPTY_SHARED_POOL_POD)
     (result,) = batch.results
     assert not result.admitted
@@ -157,10 +157,10 @@ def test_a_rejected_pod_is_a_verdict_not_an_error(small: NodeService) -> None:
     body = batch.to_dict()
     assert (body["admitted"], body["reason"]) == (False, "TopologyAffinityError")
     assert body["summary"] == {"admitted": 0, "rejected": 1}
-    after = small.snapshot("small")
+    after = small.reads.snapshot("small")
     assert after.pods == () and after.default_cpuset == before.default_cpuset
-    assert small.summary("small").rejected == 1
-    (entry,) = small.admissions("small")
+    assert small.reads.summary("small").rejected == 1
+    (entry,) = small.reads.admissions("small")
     assert (entry.admitted, entry.reason, entry.pod_url) == (False, "TopologyAffinityError", None)
 
 
@@ -173,16 +173,16 @@ def test_dry_run_judges_pods_in_order_and_keeps_nothing(small: NodeService) -> N
     both = small.admit("small", six_a + "---\n" + six_b, dry_run=True)
     assert [r.admitted for r in both.results] == [True, False]
     assert both.results[1].reason == "TopologyAffinityError"
-    assert small.snapshot("small").pods == ()
-    assert small.summary("small").rejected == 0  # dry runs do not count
-    assert [e.action for e in small.admissions("small", batch=both.batch)] == ["dry-run"] * 2
+    assert small.reads.snapshot("small").pods == ()
+    assert small.reads.summary("small").rejected == 0  # dry runs do not count
+    assert [e.action for e in small.reads.admissions("small", batch=both.batch)] == ["dry-run"] * 2
 
 
 def test_a_multi_document_manifest_is_admitted_in_order(small: NodeService) -> None:
     text_ = classic_pod("first", "default", "2", "1Gi") + "---\n" + DATABASE_POD
     batch = small.admit("small", text_)
     assert [r.admitted for r in batch.results] == [True, False]  # budget 8 > 6 CPUs per NUMA
-    assert [p.name for p in small.snapshot("small").pods] == ["first"]
+    assert [p.name for p in small.reads.snapshot("small").pods] == ["first"]
 
 
 @pytest.mark.parametrize(
@@ -204,7 +204,7 @@ def test_bad_manifests_name_the_field(small: NodeService, manifest: str, field: 
     if field:
         assert err.value.field == field
         assert field in err.value.message
-    assert small.admissions("small") == []
+    assert small.reads.admissions("small") == []
 
 
 def test_a_pod_already_on_the_node_is_a_conflict(small: NodeService) -> None:
@@ -220,12 +220,12 @@ def test_a_pod_already_on_the_node_is_a_conflict(small: NodeService) -> None:
 
 
 def test_remove_gives_everything_back_and_is_logged(small: NodeService) -> None:
-    empty = small.snapshot("small")
+    empty = small.reads.snapshot("small")
     small.admit("small", bubble_pod("db", "prod", 4, {"main": 2}))
-    assert small.snapshot("small").default_cpuset != empty.default_cpuset
+    assert small.reads.snapshot("small").default_cpuset != empty.default_cpuset
     entry = small.remove_pod("small", "prod", "db")
     assert (entry.action, entry.name) == ("remove", "db")
-    after = small.snapshot("small")
+    after = small.reads.snapshot("small")
     assert after.pods == () and after.default_cpuset == empty.default_cpuset
     assert after.memory == empty.memory
     with pytest.raises(UnknownPodError, match="pod db in namespace prod not found"):
@@ -236,7 +236,7 @@ def test_remove_gives_everything_back_and_is_logged(small: NodeService) -> None:
 
 
 def _state(service: NodeService, node: str) -> tuple[object, ...]:
-    snap = service.snapshot(node)
+    snap = service.reads.snapshot(node)
     return (
         str(snap.default_cpuset),
         [(p.uid, p.admitted_at, p.pod_cpuset, [(c.name, str(c.cpuset)) for c in p.containers])
@@ -259,11 +259,11 @@ def test_a_new_service_restores_nodes_from_the_database_and_state_files(
     _load_some(small)
     again = NodeService(engine, state_dir=state_dir)
     again.start(seed=create_demo_nodes)  # nodes exist: no demo nodes
-    assert again.simulated_names() == ["small"]
+    assert again.registry.simulated_names() == ["small"]
     assert _state(again, "small") == _state(small, "small")
-    summary = again.summary("small")
+    summary = again.reads.summary("small")
     assert (summary.pods, summary.rejected, summary.load_error) == (2, 1, None)
-    assert [e.action for e in again.admissions("small")] == [
+    assert [e.action for e in again.reads.admissions("small")] == [
         "remove", "admit", "admit", "admit", "admit",
     ]  # fmt: skip
 
@@ -277,7 +277,7 @@ def test_without_state_files_the_log_is_replayed(
     again = NodeService(engine, state_dir=state_dir)
     again.start()
     assert _state(again, "small") == _state(small, "small")
-    error = again.summary("small").load_error  # the difference is reported
+    error = again.reads.summary("small").load_error  # the difference is reported
     assert error == "there were no state files; the node was rebuilt from its log"
     assert (state_dir / "small" / "cpu_manager_state").is_file()  # written again
 
@@ -289,7 +289,7 @@ def test_unreadable_state_files_are_reported_and_never_replaced(
     (state_dir / "small" / "cpu_manager_state").write_text("{not json")
     again = NodeService(engine, state_dir=state_dir)
     again.start()
-    error = again.summary("small").load_error
+    error = again.reads.summary("small").load_error
     assert error is not None and "could not be restored" in error
     with pytest.raises(NodeUnavailableError, match="changes are refused"):
         again.admit("small", classic_pod("more", "batch", "1", "1Gi"))
@@ -300,24 +300,24 @@ def test_unreadable_state_files_are_reported_and_never_replaced(
 def test_demo_nodes_are_created_once(engine: Engine, state_dir: Path) -> None:
     s = NodeService(engine, state_dir=state_dir)
     s.start(seed=create_demo_nodes)
-    assert s.simulated_names() == sorted(d.name for d in DEMO_NODES)
-    pod_scope = s.summary("demo-pod-scope")
+    assert s.registry.simulated_names() == sorted(d.name for d in DEMO_NODES)
+    pod_scope = s.reads.summary("demo-pod-scope")
     assert (pod_scope.pods, pod_scope.rejected) == (4, 1)
     assert pod_scope.policies.topology_manager_scope == "pod"
     assert pod_scope.policies.pod_level_resource_managers
     db = pod_cpus(s, "demo-pod-scope", "databases/tightly-coupled-database")
     assert CPUSet.parse(db["database"]).size() == 6
     assert db["metrics-exporter"] == db["backup-agent"]  # the pod shared pool
-    mixed = s.snapshot("demo-container-scope").pod("default", "container-scope-mixed")
+    mixed = s.reads.snapshot("demo-container-scope").pod("default", "container-scope-mixed")
     assert mixed is not None
     assert [(c.name, c.isolation) for c in mixed.containers] == [
         ("infrastructure-sidecar", "container"), ("worker-1", "host"), ("worker-2", "host"),
     ]  # fmt: skip
-    assert s.summary("demo-512").pods >= 10
+    assert s.reads.summary("demo-512").pods >= 10
     again = NodeService(engine, state_dir=state_dir)
     again.start(seed=create_demo_nodes)
-    assert again.simulated_names() == s.simulated_names()
-    assert again.summary("demo-pod-scope").pods == 4
+    assert again.registry.simulated_names() == s.registry.simulated_names()
+    assert again.reads.summary("demo-pod-scope").pods == 4
 
 
 # -- views -------------------------------------------------------------------------------------
@@ -326,9 +326,9 @@ def test_demo_nodes_are_created_once(engine: Engine, state_dir: Path) -> None:
 def test_the_cpu_map_owners_follow_the_state(small: NodeService) -> None:
     small.admit("small", bubble_pod("db", "prod", 4, {"main": 2}, ("side",)))
     small.admit("small", classic_pod("solo", "batch", "2", "2Gi"))
-    view = small.node_view("small")
+    view = small.reads.node_view("small")
     cells = view.map.cells
-    snap = small.snapshot("small")
+    snap = small.reads.snapshot("small")
     db = snap.pod("prod", "db")
     solo = snap.pod("batch", "solo")
     assert db is not None and solo is not None
@@ -356,7 +356,7 @@ def test_the_cpu_map_owners_follow_the_state(small: NodeService) -> None:
 
 def test_pod_view_breaks_the_budget_down(small: NodeService) -> None:
     small.admit("small", bubble_pod("db", "prod", 4, {"main": 2}, ("side",)))
-    view = small.pod_view("small", "prod", "db")
+    view = small.reads.pod_view("small", "prod", "db")
     parts = [(p.part, p.containers, len(p.cpus.cpu_ids)) for p in view.parts]
     assert parts == [("exclusive", ["main"], 2), ("pod-shared", ["side"], 2)]
     assert view.pod.budget is not None and view.pod.budget.cpu == "4"
@@ -366,13 +366,13 @@ def test_pod_view_breaks_the_budget_down(small: NodeService) -> None:
     assert view.podresources["podResources"]["name"] == "db"
     assert [e.action for e in view.admissions] == ["admit"]
     with pytest.raises(UnknownPodError):
-        small.pod_view("small", "prod", "nope")
+        small.reads.pod_view("small", "prod", "nope")
 
 
 def test_memory_by_pod_adds_up_to_the_reserved_memory(small: NodeService) -> None:
     small.admit("small", bubble_pod("db", "prod", 4, {"main": 2}, ("side",)))
     small.admit("small", classic_pod("solo", "batch", "2", "2Gi"))
-    for mem in small.node_view("small").map.memory.values():
+    for mem in small.reads.node_view("small").map.memory.values():
         assert mem.accounted
         for r in mem.resources:
             assert sum(u.bytes for u in r.by_pod) == r.reserved
@@ -381,18 +381,18 @@ def test_memory_by_pod_adds_up_to_the_reserved_memory(small: NodeService) -> Non
 
 def test_podresources_translations(small: NodeService) -> None:
     small.admit("small", bubble_pod("db", "prod", 4, {"main": 2}, ("side",)))
-    listed = small.podresources_list("small")
+    listed = small.reads.podresources_list("small")
     assert [p["name"] for p in listed["podResources"]] == ["db"]
-    got = small.podresources_get("small", "prod", "db")
+    got = small.reads.podresources_get("small", "prod", "db")
     assert got["podResources"] == listed["podResources"][0]
-    assert "cpuIds" in small.allocatable("small")
+    assert "cpuIds" in small.reads.allocatable("small")
     with pytest.raises(UnknownPodError, match=r"^pod x in namespace prod not found$"):
-        small.podresources_get("small", "prod", "x")
+        small.reads.podresources_get("small", "prod", "x")
 
 
 def test_metric_samples_cover_every_cpu_once(small: NodeService) -> None:
     small.admit("small", bubble_pod("db", "prod", 4, {"main": 2}, ("side",)))
-    samples = list(small.metric_samples())
+    samples = list(small.reads.metric_samples())
     cpus = [(lb, v) for name, lb, v in samples if name == "cpus"]
     assert sum(v for _, v in cpus) == 12
     assert {lb["pool"] for lb, _ in cpus} == {"reserved", "node_shared", "pod_shared", "exclusive"}
@@ -445,9 +445,9 @@ def test_owners_partition_the_node_after_any_sequence(
     with migrated_engine("sqlite://") as engine:
         service = NodeService(engine)
         service.create("p", SMALL, POD_SCOPE)
-        empty = service.snapshot("p").default_cpuset
+        empty = service.reads.snapshot("p").default_cpuset
         for i, (remove_first, (shape, n)) in enumerate(steps):
-            pods = service.snapshot("p").pods
+            pods = service.reads.snapshot("p").pods
             if remove_first and pods:
                 service.remove_pod("p", pods[0].namespace, pods[0].name)
             if shape == "bubble":
@@ -460,8 +460,8 @@ def test_owners_partition_the_node_after_any_sequence(
                     "spec: {containers: [{name: c, resources: {requests: {cpu: 100m}}}]}"
                 )
             service.admit("p", manifest)
-            view = service.node_view("p")
-            snap = service.snapshot("p")
+            view = service.reads.node_view("p")
+            snap = service.reads.snapshot("p")
             by_pool: dict[str, set[int]] = {}
             for cpu, cell in view.map.cells.items():
                 by_pool.setdefault(cell.pool, set()).add(cpu)
@@ -474,9 +474,9 @@ def test_owners_partition_the_node_after_any_sequence(
             assert counts.total == (
                 counts.reserved + counts.node_shared + counts.pod_shared + counts.exclusive
             )
-        for p in service.snapshot("p").pods:
+        for p in service.reads.snapshot("p").pods:
             service.remove_pod("p", p.namespace, p.name)
-        assert service.snapshot("p").default_cpuset == empty
+        assert service.reads.snapshot("p").default_cpuset == empty
 
 
 def test_demo_pod_scope_config_is_the_documented_setup() -> None:

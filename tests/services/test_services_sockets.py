@@ -50,7 +50,9 @@ def test_sockets_follow_the_registry(service: NodeService, sock_dir: Path) -> No
         service.admit("alpha", demo.GUARANTEED_TWO_POD)
         assert pods_of(alpha) == ["batch/guaranteed-two"]
         with PodResourcesClient(str(alpha), timeout=5) as client:
-            assert message_to_dict(client.list()) == list_response_json(service.snapshot("alpha"))
+            assert message_to_dict(client.list()) == list_response_json(
+                service.reads.snapshot("alpha")
+            )
             assert client.allocatable().cpu_ids
         # a node created later gets its socket; a deleted node loses it
         service.create("beta", TOPOLOGY, CONFIG)

@@ -28,12 +28,14 @@ def _expected(nodes: NodeService) -> dict[str, object]:
     return {
         "/api/v1/nodes": NodeCatalog(nodes).index().model_dump(mode="json"),
         "/nodes.json": NodeCatalog(nodes).index().model_dump(mode="json"),
-        "/api/v1/nodes/small": nodes.node_detail("small").model_dump(mode="json"),
-        "/nodes/small.json": nodes.node_view("small").model_dump(mode="json"),
-        "/nodes/small/pods/ns/a.json": nodes.pod_view("small", "ns", "a").model_dump(mode="json"),
-        "/api/v1/nodes/small/podresources": nodes.podresources_list("small"),
-        "/api/v1/nodes/small/podresources/ns/b": nodes.podresources_get("small", "ns", "b"),
-        "/api/v1/nodes/small/allocatable": nodes.allocatable("small"),
+        "/api/v1/nodes/small": nodes.reads.node_detail("small").model_dump(mode="json"),
+        "/nodes/small.json": nodes.reads.node_view("small").model_dump(mode="json"),
+        "/nodes/small/pods/ns/a.json": nodes.reads.pod_view("small", "ns", "a").model_dump(
+            mode="json"
+        ),
+        "/api/v1/nodes/small/podresources": nodes.reads.podresources_list("small"),
+        "/api/v1/nodes/small/podresources/ns/b": nodes.reads.podresources_get("small", "ns", "b"),
+        "/api/v1/nodes/small/allocatable": nodes.reads.allocatable("small"),
     }
 
 
@@ -101,12 +103,14 @@ def test_a_change_gives_new_tags(client: TestClient, node: NodeService) -> None:
 
 
 def test_bytes_are_encoded_once_per_version(node: NodeService) -> None:
-    first = node.podresources_list_json("small")
-    assert node.podresources_list_json("small") is first
-    assert node.node_detail_json("small") is node.node_detail_json("small")
-    assert node.pod_view_json("small", "ns", "a") is node.pod_view_json("small", "ns", "a")
+    first = node.reads.podresources_list_json("small")
+    assert node.reads.podresources_list_json("small") is first
+    assert node.reads.node_detail_json("small") is node.reads.node_detail_json("small")
+    assert node.reads.pod_view_json("small", "ns", "a") is node.reads.pod_view_json(
+        "small", "ns", "a"
+    )
     node.remove_pod("small", "ns", "a")
-    assert node.podresources_list_json("small") is not first
+    assert node.reads.podresources_list_json("small") is not first
 
 
 def test_gzip_when_accepted(client: TestClient, node: NodeService) -> None:
@@ -163,17 +167,17 @@ def test_encoded_json_units() -> None:
 
 
 def test_peek_answers_only_bytes_at_hand(node: NodeService) -> None:
-    assert node.peek_json("small", "allocatable") is None  # never encoded yet
-    made = node.allocatable_json("small")
-    assert node.peek_json("small", "allocatable") is made
-    assert node.peek_json("small", "detail") is None
-    assert node.peek_json("small", "detail") is None  # peeking encodes nothing
-    detail = node.node_detail_json("small")
-    assert node.peek_json("small", "detail") is detail
-    assert node.peek_json("nope", "allocatable") is None
+    assert node.reads.peek_json("small", "allocatable") is None  # never encoded yet
+    made = node.reads.allocatable_json("small")
+    assert node.reads.peek_json("small", "allocatable") is made
+    assert node.reads.peek_json("small", "detail") is None
+    assert node.reads.peek_json("small", "detail") is None  # peeking encodes nothing
+    detail = node.reads.node_detail_json("small")
+    assert node.reads.peek_json("small", "detail") is detail
+    assert node.reads.peek_json("nope", "allocatable") is None
     node.remove_pod("small", "ns", "a")  # a new version: the old bytes are not served
-    assert node.peek_json("small", "allocatable") is None
-    assert node.allocatable_json("small") is not made
+    assert node.reads.peek_json("small", "allocatable") is None
+    assert node.reads.allocatable_json("small") is not made
 
 
 def test_answers_without_gzip_say_vary_as_before(client: TestClient, node: NodeService) -> None:

@@ -38,7 +38,7 @@ def test_the_api_refuses_a_search_beyond_the_budget(
     assert "about 4.3e+09 NUMA-mask combinations" in error["message"]
     assert "this server's budget (NUMASCOPE_HINT_SEARCH_BUDGET) of 5,000,000" in error["message"]
     assert "(here the search would take about " in error["message"]
-    assert nodes.snapshot("wide16").pods == ()
+    assert nodes.reads.snapshot("wide16").pods == ()
     assert client.get("/api/v1/nodes/wide16/admissions").json()["admissions"] == []
 
 

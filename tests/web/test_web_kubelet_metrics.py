@@ -84,7 +84,7 @@ def test_replay_equals_the_live_engine_without_dry_runs(
     assert api.post("/api/v1/nodes/small/pods", content=DB_POD, headers=YAML).status_code == 201
     api.post("/api/v1/nodes/small/pods", content=EMPTY_SHARED_POOL_POD, headers=YAML)
     assert api.delete("/api/v1/nodes/small/pods/prod/db").status_code == 200
-    live = families_of(nodes._fresh("small").node)  # the live engine itself
+    live = families_of(nodes.registry.fresh("small").node)  # the live engine itself
     body = api.get("/api/v1/nodes/small/kubelet-metrics").json()
     assert [(f["name"], [s["value"] for s in f["samples"]]) for f in body["series"]] == [
         (f.name, [s.value for s in f.samples]) for f in live

@@ -248,7 +248,7 @@ def test_podresources_list_get_allocatable_are_canonical_json(
     nodes: NodeService, api: TestClient
 ) -> None:
     api.post("/api/v1/nodes/small/pods", content=DB_POD, headers=YAML)
-    snapshot = nodes.snapshot("small")
+    snapshot = nodes.reads.snapshot("small")
     listed = api.get("/api/v1/nodes/small/podresources")
     assert listed.status_code == 200
     assert listed.json() == list_response_json(snapshot)

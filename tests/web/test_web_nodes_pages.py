@@ -158,7 +158,7 @@ def test_node_page_draws_every_cpu_with_its_owner(
     assert r.status_code == 200 and r.headers["vary"] == "HX-Request, Accept-Encoding"
     cells = {c["data-cpu"]: c for c in cpu_cells(r.text)}
     assert len(cells) == 12
-    snap = nodes.snapshot("small")
+    snap = nodes.reads.snapshot("small")
     db = snap.pod("prod", "db")
     assert db is not None
     main = next(c for c in db.containers if c.name == "main")

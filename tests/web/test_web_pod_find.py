@@ -96,7 +96,7 @@ def test_find_by_words(many: TestClient, query: str, expected: set[str]) -> None
 
 
 def test_find_by_cpu_and_numa_node(many: TestClient, nodes: NodeService) -> None:
-    snap = nodes.snapshot("many")
+    snap = nodes.reads.snapshot("many")
     g3 = snap.pod("telco", "g-3")
     assert g3 is not None
     cpu = next(iter(g3.exclusive_cpus()))
@@ -116,7 +116,7 @@ def test_find_by_cpu_and_numa_node(many: TestClient, nodes: NodeService) -> None
         f"CPU {shared} belongs to no pod: it is in the node shared pool or reserved, where "
         "every container without exclusive CPUs or a pod budget runs."
     )
-    rows = nodes.views("many").pods
+    rows = nodes.reads.views("many").pods
     for numa in (0, 1):
         on_it = {r.key for r in rows if numa in r.numa_nodes}
         assert set(_keys(_find(many, f"numa:{numa}", all="1"))) == on_it
@@ -199,5 +199,5 @@ def test_parse_query_units() -> None:
 
 def test_pods_page_of_no_rows(nodes: NodeService) -> None:
     nodes.create("empty", TOPOLOGY, CONFIG)
-    page = pods_page([], nodes.summary("empty"), query="x")
+    page = pods_page([], nodes.reads.summary("empty"), query="x")
     assert (page.total, page.matched, page.pages, page.first, page.rows) == (0, 0, 1, 0, [])

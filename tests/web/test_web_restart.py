@@ -88,10 +88,10 @@ def test_apply_switches_the_release_and_writes_its_formats(
     assert json.loads((d / "pods.json").read_text())["release"] == "1.38"
     assert detect_version((d / "cpu_manager_state").read_text(), "cpu").version == "V4"
     # The database says 1.38 too: a fresh service (another worker) loads the node as 1.38.
-    fresh = NodeService(nodes.engine, state_dir=Path(settings.state_dir or ""))
+    fresh = NodeService(nodes.registry.engine, state_dir=Path(settings.state_dir or ""))
     fresh.start()
-    assert fresh.definition("small").release == "1.38"
-    assert fresh.node_view("small").summary.load_error is None
+    assert fresh.registry.definition("small").release == "1.38"
+    assert fresh.reads.node_view("small").summary.load_error is None
     # Admitting after the restart uses the 1.38 engine.
     r = node.post(
         "/api/v1/nodes/small/pods?dryRun=true",
@@ -109,20 +109,20 @@ def test_apply_removes_the_pods_the_restarted_kubelet_rejects(
     assert node.get("/api/v1/nodes/small").json()["pods"] == []
     log = node.get("/api/v1/nodes/small/admissions").json()
     assert log["admissions"][0]["action"] == "remove" and log["admissions"][0]["name"] == "db"
-    fresh = NodeService(nodes.engine, state_dir=Path(settings.state_dir or ""))
+    fresh = NodeService(nodes.registry.engine, state_dir=Path(settings.state_dir or ""))
     fresh.start()
-    assert fresh.node_view("small").summary.load_error is None  # log and files agree
+    assert fresh.reads.node_view("small").summary.load_error is None  # log and files agree
 
 
 def test_other_worker_picks_up_the_new_release(
     node: TestClient, settings: Settings, nodes: NodeService
 ) -> None:
-    other = NodeService(nodes.engine, state_dir=Path(settings.state_dir or ""))
+    other = NodeService(nodes.registry.engine, state_dir=Path(settings.state_dir or ""))
     other.start()
-    assert other.definition("small").release == "1.37"
+    assert other.registry.definition("small").release == "1.37"
     node.post("/api/v1/nodes/small/restart?release=1.38")
-    assert other.definition("small").release == "1.38"
-    assert other.node_view("small").summary.load_error is None
+    assert other.registry.definition("small").release == "1.38"
+    assert other.reads.node_view("small").summary.load_error is None
 
 
 @pytest.mark.parametrize(
@@ -269,8 +269,8 @@ def test_apply_keeps_the_configuration_text_unless_the_gate_changes(
     node: TestClient, nodes: NodeService
 ) -> None:
     node.post("/api/v1/nodes/small/restart?release=1.38&podLevelResourceManagers=true")
-    assert nodes.definition("small").release == "1.38"
-    assert nodes.definition("small").kubelet_config == POD_SCOPE  # comments and all
+    assert nodes.registry.definition("small").release == "1.38"
+    assert nodes.registry.definition("small").kubelet_config == POD_SCOPE  # comments and all
     target, text = restart_config(POD_SCOPE, "1.38", "1.37", False)
     assert not target.config.gate("PodLevelResourceManagers")
     assert json.loads(text)["featureGates"] == {
@@ -287,12 +287,12 @@ def test_apply_works_on_the_committed_state_of_another_worker(
 ) -> None:
     """A worker whose engine fell behind (it did not refresh) restarts what is committed: the
     pod another worker admitted meanwhile is re-admitted too, nothing of it is lost."""
-    other = NodeService(nodes.engine, state_dir=Path(settings.state_dir or ""))
+    other = NodeService(nodes.registry.engine, state_dir=Path(settings.state_dir or ""))
     other.start()
-    monkeypatch.setattr(other, "_refresh", lambda: None)  # behind from here on
+    monkeypatch.setattr(other.registry, "refresh", lambda: None)  # behind from here on
     second = DB_POD.replace("name: db", "name: db2")
     assert node.post("/api/v1/nodes/small/pods", content=second, headers=YAML).status_code == 201
-    rehearsal = other.restart("small", "1.38")
+    rehearsal = other.restarts.restart("small", "1.38")
     assert rehearsal.applied
     assert sorted(p.key for p in rehearsal.result.pods) == ["prod/db", "prod/db2"]
     assert [p["name"] for p in node.get("/api/v1/nodes/small").json()["pods"]] == ["db", "db2"]

@@ -107,7 +107,7 @@ def log_rows(service: NodeService, node: str) -> list[LogRow]:
             manifest=json.loads(r.manifest),
             at=as_utc(r.created_at),
         )
-        for r in node_repo.history(service.engine, service.log_node_id(node))
+        for r in node_repo.history(service.registry.engine, service.registry.log_node_id(node))
     ]
 
 
@@ -138,12 +138,12 @@ class Builder:
     """Fresh engine nodes of one simulated node's machine (any kubelet configuration)."""
 
     def __init__(self, service: NodeService, node: str) -> None:
-        definition = service.definition(node)
+        definition = service.registry.definition(node)
         self.name = node
         self.definition = definition
         _, self.topology = resolve_topology(definition.topology)
         self.config = parse_config(definition.kubelet_config, definition.release)
-        self.clock = service.clock
+        self.clock = service.registry.clock
 
     def first_config(self, rows: Sequence[LogRow]) -> KubeletConfig:
         """The configuration the node was created with: before its first restart, if any."""

@@ -122,7 +122,7 @@ def timeline(service: NodeService, node: str) -> HistoryView:
     totals, and a link to its verdicts), so it does not bury the node's history."""
     rows = log_rows(service, node)
     base = node_url(node)
-    on_node = {p.uid for p in service.snapshot(node).pods}
+    on_node = {p.uid for p in service.reads.snapshot(node).pods}
     previous = {r.seq: prev.seq for prev, r in pairwise(rows)}
     dry_runs: dict[str, list[LogRow]] = {}
     for r in rows:

@@ -62,8 +62,8 @@ class NodeCatalog:
         self.observed = ObservedSource(observer) if observer is not None else None
         self.fleet = fleet
         self.remote = remote
-        service.taken = self._taken
-        if self.observed is not None and self.observed.name in service.simulated_names():
+        service.registry.taken = self._taken
+        if self.observed is not None and self.observed.name in service.registry.simulated_names():
             log.warning(
                 "the observed node %s has the name of a simulated node; the observed one is shown",
                 self.observed.name,
@@ -102,7 +102,7 @@ class NodeCatalog:
 
     def names(self) -> list[str]:
         """The nodes of the index: the observed one (if any) first, then the simulated ones."""
-        simulated = self.service.simulated_names()
+        simulated = self.service.registry.simulated_names()
         if self.observed is None:
             return simulated
         return [self.observed.name, *(n for n in simulated if n != self.observed.name)]
@@ -122,7 +122,7 @@ class NodeCatalog:
         if self.observed is not None:
             observed = [self.observed.summary()]
             hidden = (self.observed.name,)
-        summaries = observed + self.service.summaries(hidden=hidden)
+        summaries = observed + self.service.reads.summaries(hidden=hidden)
         return NodeIndexView(nodes=summaries, presets=preset_names(), releases=list(RELEASES))
 
     def index_json(self) -> EncodedJSON:
@@ -138,4 +138,4 @@ class NodeCatalog:
                 yield from self.observed.observer.metric_samples()
             except Exception:  # a failing observation must not break the scrape
                 log.exception("observed node %s: no metrics", self.observed.name)
-        yield from self.service.metric_samples(hidden=hidden)
+        yield from self.service.reads.metric_samples(hidden=hidden)

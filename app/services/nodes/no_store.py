@@ -20,6 +20,8 @@ class NoSimulatedNodes:
     def __init__(self) -> None:
         # Set by the catalog, as on NodeService: whether a name belongs to another kind.
         self.taken: Callable[[str], bool] = lambda name: False
+        # NodeService's registry, reads and restarts: none of them holds anything here.
+        self.registry = self.reads = self.restarts = self
 
     def simulated_names(self) -> list[str]:
         return []

@@ -1,9 +1,9 @@
 """The read side of the simulated-node service: the cached views of each node (pages, JSON
 twins, summaries), its admission log, PodResources JSON and Prometheus samples.
 
-``NodeReads`` is the base of ``app.services.nodes.registry.NodeRegistry`` (and so of
-``app.services.nodes.NodeService``); every read first catches up with the database
-(``_refresh``, nodes changed through another worker) and then answers from the node's
+``NodeReads`` reads a ``app.services.nodes.registry.NodeRegistry`` (``NodeService.reads``);
+every read first catches up with the database (``NodeRegistry.refresh``: nodes changed
+through another worker) and then answers from the node's
 ``NodeViews``, rebuilt only when the node's version changed. Only simulated nodes are read here;
 the catalog (``app.services.nodes.catalog``) lists them beside nodes of other kinds.
 """
@@ -11,12 +11,9 @@ the catalog (``app.services.nodes.catalog``) lists them beside nodes of other ki
 from __future__ import annotations
 
 import logging
-import threading
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterable
-from typing import Any
+from collections.abc import Collection, Iterable
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.adapters.db import node_repo
@@ -39,9 +36,12 @@ from app.services.node_views import (
     node_topology_view,
     pod_url,
 )
-from app.services.nodes.errors import UnknownNodeError, UnknownPodError
+from app.services.nodes.errors import UnknownPodError
 from app.services.nodes.inputs import pod_memory_requests
 from app.services.nodes.store import Live
+
+if TYPE_CHECKING:
+    from app.services.nodes.registry import NodeRegistry
 
 log = logging.getLogger(__name__)
 
@@ -49,37 +49,23 @@ log = logging.getLogger(__name__)
 LOG_MEMO_LIMIT = 256
 
 
-class NodeReads(ABC):
-    """Reads of the registry (see the module docstring); state is set by ``NodeRegistry``."""
+class NodeReads:
+    """Reads of a registry's nodes (see the module docstring), with the caches of answers
+    that do not live in a node's views (PodResources of one pod, log pages)."""
 
-    engine: Engine
-    _lock: threading.RLock
-    _nodes: dict[str, Live]
-    _podresources: PodResourcesCache
-    _log_memo: dict[tuple[Any, ...], tuple[int, list[AdmissionLogEntry]]]
-    taken: Callable[[str], bool]
-    started: bool
-
-    @abstractmethod
-    def _refresh(self) -> None:
-        """Catch up with the database (``NodeRegistry._refresh``)."""
-
-    def _fresh(self, name: str) -> Live:
-        self._refresh()
-        with self._lock:
-            live = self._nodes.get(name)
-            if live is None:
-                raise UnknownNodeError(name, sorted(self._nodes))
-            return live
+    def __init__(self, registry: NodeRegistry) -> None:
+        self.registry = registry
+        self._podresources = PodResourcesCache(maxsize=4096)
+        self._log_memo: dict[tuple[Any, ...], tuple[int, list[AdmissionLogEntry]]] = {}
 
     def version_token(self, name: str) -> str:
         """``<record id>-<version>`` of a simulated node: changes with every change to it,
         through any worker (``app.services.watch``)."""
-        live = self._fresh(name)
+        live = self.registry.fresh(name)
         return f"{live.record_id}-{live.version}"
 
     # -- log -------------------------------------------------------------------------------
-    def _log_entry(self, live: Live, r: AdmissionRecord) -> AdmissionLogEntry:
+    def log_entry(self, live: Live, r: AdmissionRecord) -> AdmissionLogEntry:
         url = None
         if r.action != ACTION_REMOVE and r.admitted and r.uid in live.node.pods:
             url = pod_url(live.definition.name, r.namespace, r.name)
@@ -103,20 +89,25 @@ class NodeReads(ABC):
     ) -> list[AdmissionLogEntry]:
         """The node's log, newest first (or one submission's entries, in order, from
         ``offset``); ``dry_runs=False`` leaves dry runs out (the page's Recent admissions)."""
-        live = self._fresh(name)
+        live = self.registry.fresh(name)
         # Pages and JSON twins ask for the same entries on every request: while the
         # database's change counter stays put (no commit by anyone) they are the last answer.
-        probe = probe_for(self.engine)
+        probe = probe_for(self.registry.engine)
         stamp = probe.stamp() if probe is not None else None  # read before the query
         key = (live.record_id, live.version, limit, batch, offset, dry_runs)
         seen = self._log_memo.get(key)
         if seen is not None and stamp is not None and seen[0] == stamp:
             return list(seen[1])
         rows = node_repo.log_rows(
-            self.engine, live.record_id, limit=limit, batch=batch, offset=offset, dry_runs=dry_runs
+            self.registry.engine,
+            live.record_id,
+            limit=limit,
+            batch=batch,
+            offset=offset,
+            dry_runs=dry_runs,
         )
-        with self._lock:
-            entries = [self._log_entry(live, r) for r in rows]
+        with self.registry.lock:
+            entries = [self.log_entry(live, r) for r in rows]
             if stamp is not None:
                 if len(self._log_memo) >= LOG_MEMO_LIMIT:
                     self._log_memo.clear()
@@ -124,7 +115,7 @@ class NodeReads(ABC):
         return list(entries)
 
     # -- views -----------------------------------------------------------------------------
-    def _views(self, live: Live) -> NodeViews:
+    def views_of(self, live: Live) -> NodeViews:
         if live.views is None or live.views_version != live.version:
             snapshot = live.node.snapshot()
             live.views = NodeViews(
@@ -144,32 +135,36 @@ class NodeReads(ABC):
         return live.views
 
     def views(self, name: str) -> NodeViews:
-        live = self._fresh(name)
-        with self._lock:
-            return self._views(live)
+        live = self.registry.fresh(name)
+        with self.registry.lock:
+            return self.views_of(live)
 
     def snapshot(self, name: str) -> NodeSnapshot:
         return self.views(name).snapshot
 
     def _summary(self, live: Live) -> NodeSummary:
-        return self._views(live).summary(rejected=live.rejected, load_error=live.load_error)
+        return self.views_of(live).summary(rejected=live.rejected, load_error=live.load_error)
 
     def summary(self, name: str) -> NodeSummary:
-        live = self._fresh(name)
-        with self._lock:
+        live = self.registry.fresh(name)
+        with self.registry.lock:
             return self._summary(live)
 
     def summaries(self, *, hidden: Collection[str] = ()) -> list[NodeSummary]:
         """Every simulated node's summary by name, but those named in ``hidden`` (a node of
         another kind has their name: ``app.services.nodes.catalog``)."""
-        self._refresh()
-        with self._lock:
-            return [self._summary(self._nodes[n]) for n in sorted(self._nodes) if n not in hidden]
+        self.registry.refresh()
+        with self.registry.lock:
+            return [
+                self._summary(self.registry.nodes[n])
+                for n in sorted(self.registry.nodes)
+                if n not in hidden
+            ]
 
     def node_view(self, name: str, *, batch: str | None = None, log_limit: int = 20) -> NodeView:
-        live = self._fresh(name)
-        with self._lock:
-            views = self._views(live)
+        live = self.registry.fresh(name)
+        with self.registry.lock:
+            views = self.views_of(live)
             summary = self._summary(live)
         view = views.node_view(summary)
         recent = self.admissions(name, limit=log_limit, dry_runs=False)
@@ -179,9 +174,9 @@ class NodeReads(ABC):
         return view.model_copy(update=update)
 
     def node_detail(self, name: str) -> NodeDetail:
-        live = self._fresh(name)
-        with self._lock:
-            views = self._views(live)
+        live = self.registry.fresh(name)
+        with self.registry.lock:
+            views = self.views_of(live)
             summary = self._summary(live)
         return NodeDetail.of(views.node_view(summary))
 
@@ -191,9 +186,9 @@ class NodeReads(ABC):
     def _pod_parts(
         self, name: str, namespace: str, pod_name: str
     ) -> tuple[NodeViews, NodeSummary, PodRow, list[AdmissionLogEntry]]:
-        live = self._fresh(name)
-        with self._lock:
-            views = self._views(live)
+        live = self.registry.fresh(name)
+        with self.registry.lock:
+            views = self.views_of(live)
             summary = self._summary(live)
         row = views.pod_row(namespace, pod_name)
         if row is None:
@@ -224,20 +219,21 @@ class NodeReads(ABC):
         take the thread pool only when it answers ``None``. The version query is its one
         blocking call: on SQLite a local read of microseconds; on PostgreSQL a network round
         trip, which must not hold the loop, so there it always answers ``None``."""
-        if not self.started or self.engine.dialect.name != "sqlite" or self.taken(name):
+        registry = self.registry
+        if not registry.started or registry.engine.dialect.name != "sqlite" or registry.taken(name):
             return None  # (a node of another kind with this name is the catalog's answer)
         try:
-            current = node_repo.versions(self.engine)
+            current = node_repo.versions(registry.engine)
         except SQLAlchemyError:
             return None
-        with self._lock:
-            if current.keys() != self._nodes.keys():
+        with self.registry.lock:
+            if current.keys() != self.registry.nodes.keys():
                 return None
             for n, v in current.items():
-                held = self._nodes[n]
+                held = self.registry.nodes[n]
                 if v.version != held.version or v.id != held.record_id:
                     return None
-            live = self._nodes.get(name)
+            live = self.registry.nodes.get(name)
             if live is None or live.views is None or live.views_version != live.version:
                 return None
             full: tuple[object, ...] = key
@@ -246,9 +242,9 @@ class NodeReads(ABC):
             return live.views.encoded.peek(full)
 
     def node_view_json(self, name: str, *, batch: str | None = None) -> EncodedJSON:
-        live = self._fresh(name)
-        with self._lock:
-            views = self._views(live)
+        live = self.registry.fresh(name)
+        with self.registry.lock:
+            views = self.views_of(live)
             summary = self._summary(live)
         admissions = self.admissions(name, limit=20, dry_runs=False)
         last = self.admissions(name, batch=batch) if batch else []
@@ -261,9 +257,9 @@ class NodeReads(ABC):
         return views.encoded.get(key, build)
 
     def node_detail_json(self, name: str) -> EncodedJSON:
-        live = self._fresh(name)
-        with self._lock:
-            views = self._views(live)
+        live = self.registry.fresh(name)
+        with self.registry.lock:
+            views = self.views_of(live)
             summary = self._summary(live)
         key = ("detail", summary.rejected, summary.load_error)
         return views.encoded.get(key, lambda: NodeDetail.of(views.node_view(summary)))
@@ -313,9 +309,13 @@ class NodeReads(ABC):
     ) -> Iterable[tuple[str, dict[str, str], float]]:
         """Samples of every simulated node but those named in ``hidden``, for the Prometheus
         collector (users.md §5.4)."""
-        self._refresh()
-        with self._lock:
-            views = [self._views(self._nodes[n]) for n in sorted(self._nodes) if n not in hidden]
+        self.registry.refresh()
+        with self.registry.lock:
+            views = [
+                self.views_of(self.registry.nodes[n])
+                for n in sorted(self.registry.nodes)
+                if n not in hidden
+            ]
         for v in views:
             yield from v.metric_samples()
 

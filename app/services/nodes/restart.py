@@ -4,7 +4,7 @@ behind ``POST /api/v1/nodes/{node}/restart`` and the node page's rehearsal panel
 A simulated node's committed state files and pods go through ``app.domain.restart`` under the
 chosen release and gate, on a fresh engine: the node itself is untouched by a rehearsal (dry
 run, or a kubelet that does not start). **Applying** one makes the node run that release from
-then on, as one durable change (``NodeRegistry._change``): the definition's release (and its
+then on, as one durable change (``NodeRegistry.change``): the definition's release (and its
 configuration when the gate was changed) in the database, the restarted engine, its state
 files in the release's formats, a ``restart`` log row (``restart_row``: the releases and
 configurations before and after, which the history replays and undo reverses) and a ``remove``
@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
-from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -47,9 +46,11 @@ from app.services.node_views import NodeMapView, NodeViews, node_topology_view
 from app.services.nodes.admission import removal_record
 from app.services.nodes.errors import NodeInputError, NodeUnavailableError
 from app.services.nodes.inputs import parse_config, pod_memory_requests
-from app.services.nodes.store import Live, NodeStore
+from app.services.nodes.store import Live
 
 if TYPE_CHECKING:
+    from app.services.nodes.reads import NodeReads
+    from app.services.nodes.registry import NodeRegistry
     from app.services.observe.observer import NodeObserver
 
 #: The first release that knows the PodLevelResourceManagers gate.
@@ -149,22 +150,14 @@ OBSERVED_NOTE = (
 )
 
 
-class NodeRestarts(ABC):
-    """The restart use case of ``NodeService`` (``app.services.nodes.registry`` provides the registry)."""
+class NodeRestarts:
+    """Restarts of a registry's nodes under another kubelet release (``NodeService.restarts``);
+    ``reads`` draws the maps before and after."""
 
-    store: NodeStore
-    _lock: Any
-
-    @abstractmethod
-    def _refresh(self) -> None: ...
-    @abstractmethod
-    def _live(self, name: str) -> Live: ...
-    @abstractmethod
-    def _views(self, live: Live) -> NodeViews: ...
-    @abstractmethod
-    def _change(
-        self, live: Live, action: str
-    ) -> contextlib.AbstractContextManager[node_repo.NodeWrite]: ...
+    def __init__(self, registry: NodeRegistry, reads: NodeReads) -> None:
+        self.registry = registry
+        self.reads = reads
+        self.store = registry.store
 
     def restart(
         self,
@@ -177,16 +170,16 @@ class NodeRestarts(ABC):
         """Restart node ``name`` under ``release`` (see the module docstring). Raises
         ``NodeInputError`` (422) for a release or configuration the kubelet would refuse."""
         gate = pod_level_resource_managers
-        self._refresh()
-        with self._lock:
-            live = self._live(name)
+        self.registry.refresh()
+        with self.registry.lock:
+            live = self.registry.live(name)
             if live.broken is not None:
                 raise NodeUnavailableError(f"the restart of node {name!r}: {live.broken}")
             if dry_run:
-                before = self._views(live).map
+                before = self.reads.views_of(live).map
                 result, _, text = self._compute(live, release, gate)
                 return Rehearsal(name, result, True, False, before, self._after(live, result, text))
-            with self._change(live, "the restart") as tx:
+            with self.registry.change(live, "the restart") as tx:
                 # In the write transaction: the engine is the committed one, whatever another
                 # worker did since the refresh (a redefinition is not merged: retry).
                 record = tx.record
@@ -198,7 +191,7 @@ class NodeRestarts(ABC):
                         f"the restart of node {name!r}: the node was redefined through another "
                         "worker meanwhile; try again"
                     )
-                before = self._views(live).map
+                before = self.reads.views_of(live).map
                 result, config, text = self._compute(live, release, gate)
                 applied = result.started and result.node is not None
                 if applied:

@@ -7,11 +7,11 @@ the source of truth: definitions, the admission log and each node's committed ``
 (``app.adapters.db.node_repo``); allocation state lives in kubelet-format state files under
 ``state_dir/<node>`` (``cpu_manager_state``, ``memory_manager_state``, ``pods.json``, the files
 ``numascope simulate --state-dir`` reads). ``app.services.nodes.store`` loads nodes and makes
-each change durable; the read side (pages, JSON, PodResources, metrics) is
-``app.services.nodes.reads``.
+each change durable. ``NodeService`` holds the registry (``registry``), its reads (``reads``:
+pages, JSON, PodResources, metrics) and its restarts (``restarts``).
 
 **Durable or nothing.** A change is computed on the node's engine inside the node's write
-transaction (``NodeRegistry._change``: changes through any worker or replica are serialised, so
+transaction (``NodeRegistry.change``: changes through any worker or replica are serialised, so
 no CPU is given twice); it is acknowledged only after the log rows, the new version and the
 state files are all committed. If anything fails the files and the transaction are rolled back
 and the engine is put back to the last committed state; the caller gets ``StorageFullError``
@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from typing import Unpack
 
+from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from app.adapters import statefiles
@@ -54,24 +56,31 @@ from app.services.nodes.inputs import (
     resolve_topology,
 )
 from app.services.nodes.judge import judge
-from app.services.nodes.registry import NodeRegistry
+from app.services.nodes.reads import NodeReads
+from app.services.nodes.registry import NodeRegistry, RegistryOptions
 from app.services.nodes.restart import NodeRestarts
 from app.services.nodes.store import Live
 
 
-class NodeService(NodeRegistry, NodeRestarts):
-    """The simulated nodes of one process and the changes made to them. Thread-safe. The
-    registry and its synchronisation: ``NodeRegistry``; restarts under another kubelet
-    release: ``NodeRestarts.restart``."""
+class NodeService:
+    """The simulated nodes of one process and the changes made to them. Thread-safe. Holds
+    the registry and its synchronisation (``registry``), the reads (``reads``) and restarts
+    under another kubelet release (``restarts``)."""
+
+    def __init__(self, engine: Engine, **options: Unpack[RegistryOptions]) -> None:
+        self.registry = NodeRegistry(engine, **options)
+        self.reads = NodeReads(self.registry)
+        self.restarts = NodeRestarts(self.registry, self.reads)
 
     # -- start-up ------------------------------------------------------------------------
     def start(self, *, seed: Callable[[NodeService], None] | None = None) -> None:
         """Load every node from the database and its state files (reconciling the two, see
         ``node_store``); then, when there are no nodes, let ``seed`` create some (the demo)."""
-        with self._lock:
-            self.started = True
-            self._refresh()
-            empty = not self._nodes
+        registry = self.registry
+        with registry.lock:
+            registry.started = True
+            registry.refresh()
+            empty = not registry.nodes
         if seed is not None and empty:
             seed(self)
 
@@ -87,57 +96,60 @@ class NodeService(NodeRegistry, NodeRestarts):
     ) -> NodeDefinition:
         """Define a new simulated node (its CPUs all free). Raises ``NodeInputError`` or
         ``NodeExistsError``."""
+        registry = self.registry
         check_node_name(name)
-        if self.taken(name):
+        if registry.taken(name):
             raise NodeExistsError(name)
         kind, topo = resolve_topology(topology)
         if not isinstance(kubelet_config, str):
             raise NodeInputError("kubeletConfig: expected YAML or JSON text", "kubeletConfig")
         config = parse_config(kubelet_config, release)
-        node = build_engine_node(name, topo, config, self.clock)
+        node = build_engine_node(name, topo, config, registry.clock)
         definition = NodeDefinition(name, topology.strip(), kind, kubelet_config, release, demo)
         record = record_of(definition)
-        self._refresh()
-        with self._lock:
-            if name in self._nodes:
+        registry.refresh()
+        with registry.lock:
+            if name in registry.nodes:
                 raise NodeExistsError(name)
             try:
-                with node_repo.create(self.engine, record) as tx:
+                with node_repo.create(registry.engine, record) as tx:
                     assert record.id is not None
                     live = Live(definition, record.id, node, topo, config)
-                    self.store.forget_files(name)  # leftovers of an older node of that name
-                    with self._dir_lock(name):
-                        self.store.commit(live, tx)
+                    registry.store.forget_files(name)  # leftovers of an older node of that name
+                    with registry.dir_lock(name):
+                        registry.store.commit(live, tx)
             except IntegrityError:
                 raise NodeExistsError(name) from None
             except (statefiles.StateFileError, SQLAlchemyError) as err:
                 raise write_failure(err, name, "creating the node") from err
-            self._nodes[name] = live
-        self._notify("created", name)
+            registry.nodes[name] = live
+        registry.notify("created", name)
         return definition
 
     def delete(self, name: str) -> None:
-        self._refresh()
-        with self._lock:
-            live = self._live(name)
+        registry = self.registry
+        registry.refresh()
+        with registry.lock:
+            live = registry.live(name)
             try:
-                node_repo.delete_node(self.engine, live.record_id)
+                node_repo.delete_node(registry.engine, live.record_id)
             except SQLAlchemyError as err:
                 raise write_failure(err, name, "deleting the node") from err
-            del self._nodes[name]
-            self.store.forget_files(name)
-        self._notify("deleted", name)
+            del registry.nodes[name]
+            registry.store.forget_files(name)
+        registry.notify("deleted", name)
 
     # -- pods ------------------------------------------------------------------------------
     def admit(self, name: str, manifest: str, *, dry_run: bool = False) -> AdmissionBatch:
         """Admit (or with ``dry_run`` only judge) every pod of ``manifest`` in order."""
-        self._refresh()
-        with self._lock:
-            live = self._live(name)
+        registry = self.registry
+        registry.refresh()
+        with registry.lock:
+            live = registry.live(name)
             pods = parse_manifests(manifest, live.config)
-            check_hint_budget(live, pods, self.hint_budget)
+            check_hint_budget(live, pods, registry.hint_budget)
             action = "the dry run" if dry_run else "the admission"
-            with self._change(live, action) as tx:
+            with registry.change(live, action) as tx:
                 results = judge(live.node, pods, commit=not dry_run)
                 batch = str(uuid.uuid4())
                 records = log_records(live, batch, pods, results, dry_run)
@@ -147,22 +159,23 @@ class NodeService(NodeRegistry, NodeRestarts):
                     tx.commit()
                 else:
                     admitted = any(r.admitted for r in results)
-                    self.store.commit(live, tx, write_files=admitted)
+                    registry.store.commit(live, tx, write_files=admitted)
                     live.rejected += sum(1 for r in results if not r.admitted)
-            entries = [self._log_entry(live, r) for r in records]
+            entries = [self.reads.log_entry(live, r) for r in records]
             return AdmissionBatch(name, batch, dry_run, tuple(results), tuple(entries))
 
     def remove_pod(self, name: str, namespace: str, pod_name: str) -> AdmissionLogEntry:
         """Remove a pod from the node (all its containers); its CPUs and memory go back."""
-        self._refresh()
-        with self._lock:
-            live = self._live(name)
-            with self._change(live, "the removal") as tx:
+        registry = self.registry
+        registry.refresh()
+        with registry.lock:
+            live = registry.live(name)
+            with registry.change(live, "the removal") as tx:
                 pod = live.node.find_pod(f"{namespace}/{pod_name}")
                 if pod is None:
                     raise UnknownPodError(name, namespace, pod_name)
                 live.node.remove(pod.uid)
                 record = removal_record(live, str(uuid.uuid4()), pod)
                 tx.add([record])
-                self.store.commit(live, tx)
-            return self._log_entry(live, record)
+                registry.store.commit(live, tx)
+            return self.reads.log_entry(live, record)

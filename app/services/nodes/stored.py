@@ -39,48 +39,48 @@ class StoredNode:
         return self._name
 
     def views(self) -> node_views.NodeViews:
-        return self.service.views(self._name)
+        return self.service.reads.views(self._name)
 
     def summary(self) -> node_views.NodeSummary:
-        return self.service.summary(self._name)
+        return self.service.reads.summary(self._name)
 
     def node_view(self, *, batch: str | None = None) -> node_views.NodeView:
-        return self.service.node_view(self._name, batch=batch)
+        return self.service.reads.node_view(self._name, batch=batch)
 
     def node_view_json(self, *, batch: str | None = None) -> EncodedJSON:
-        return self.service.node_view_json(self._name, batch=batch)
+        return self.service.reads.node_view_json(self._name, batch=batch)
 
     def node_detail(self) -> node_views.NodeDetail:
-        return self.service.node_detail(self._name)
+        return self.service.reads.node_detail(self._name)
 
     def node_detail_json(self) -> EncodedJSON:
-        return self.service.node_detail_json(self._name)
+        return self.service.reads.node_detail_json(self._name)
 
     def pod_view(self, namespace: str, name: str) -> node_views.PodView:
-        return self.service.pod_view(self._name, namespace, name)
+        return self.service.reads.pod_view(self._name, namespace, name)
 
     def pod_view_json(self, namespace: str, name: str) -> EncodedJSON:
-        return self.service.pod_view_json(self._name, namespace, name)
+        return self.service.reads.pod_view_json(self._name, namespace, name)
 
     def admissions(
         self, *, limit: int = 100, batch: str | None = None
     ) -> list[node_views.AdmissionLogEntry]:
-        return self.service.admissions(self._name, limit=limit, batch=batch)
+        return self.service.reads.admissions(self._name, limit=limit, batch=batch)
 
     def state_files(self) -> dict[str, str]:
-        return self.service.state_files(self._name)
+        return self.service.registry.state_files(self._name)
 
     def watch_token(self) -> tuple[str, str]:
-        return SOURCE_SIMULATED, f"s-{self.service.version_token(self._name)}"
+        return SOURCE_SIMULATED, f"s-{self.service.reads.version_token(self._name)}"
 
     def podresources_list_json(self) -> EncodedJSON:
-        return self.service.podresources_list_json(self._name)
+        return self.service.reads.podresources_list_json(self._name)
 
     def podresources_get_json(self, namespace: str, name: str) -> EncodedJSON:
-        return self.service.podresources_get_json(self._name, namespace, name)
+        return self.service.reads.podresources_get_json(self._name, namespace, name)
 
     def allocatable_json(self) -> EncodedJSON:
-        return self.service.allocatable_json(self._name)
+        return self.service.reads.allocatable_json(self._name)
 
     def dry_run(self, manifest: str) -> AdmissionBatch:
         return self.service.admit(self._name, manifest, dry_run=True)
@@ -90,8 +90,8 @@ class StoredNode:
         # this module, the checkpoint inspector only the first verdict (issue 20 pt 7).
         from app.services.upgrade import NodeFiles, UpgradeInputError, check_files
 
-        definition = self.service.definition(self._name)
-        directory = self.service.node_dir(self._name)
+        definition = self.service.registry.definition(self._name)
+        directory = self.service.registry.node_dir(self._name)
         files: dict[str, bytes | None] = {}
         for file in STATE_NAMES:
             path = Path(directory) / file if directory is not None else None
@@ -117,7 +117,7 @@ class StoredNode:
         return build_nrt(self.views(), fingerprint_method)
 
     def rehearse(self, release: str, gate: bool | None) -> Rehearsal:
-        return self.service.restart(
+        return self.service.restarts.restart(
             self._name, release, dry_run=True, pod_level_resource_managers=gate
         )
 
@@ -129,7 +129,7 @@ class StoredNode:
         return self.service.remove_pod(self._name, namespace, name)
 
     def restart(self, release: str, gate: bool | None) -> Rehearsal:
-        return self.service.restart(self._name, release, pod_level_resource_managers=gate)
+        return self.service.restarts.restart(self._name, release, pod_level_resource_managers=gate)
 
     def delete(self) -> None:
         """Delete the node, its log and its state files."""

@@ -92,7 +92,7 @@ async def _cached(
 ) -> Response:
     """The answer ``key`` of ``node``: on the event loop when its bytes are at hand
     (``NodeService.peek_json``), else built by the node's source in the thread pool."""
-    cached = service.peek_json(node, *key)
+    cached = service.reads.peek_json(node, *key)
     if cached is None:
         cached = await run_in_threadpool(build)
     return encoded_response(request, cached)

@@ -34,7 +34,9 @@ def _load(
     page_size: PageSize = PAGE_SIZE,
 ) -> BatchVerdicts:
     """The page of verdicts the request asks for: the loader of the page and its JSON twin."""
-    service.definition(node)  # 404 for an unknown node (and 409-free: observed nodes log none)
+    service.registry.definition(
+        node
+    )  # 404 for an unknown node (and 409-free: observed nodes log none)
     return batch_verdicts(service, node, batch, page, page_size)
 
 

@@ -44,9 +44,9 @@ class _Picture(NamedTuple):
 
 def _picture(service: NodeService, node: str, at: int | None) -> _Picture:
     """What the map picture of ``node`` (now, or right after entry ``at``) shows."""
-    summary = service.summary(node)
+    summary = service.reads.summary(node)
     if at is None:
-        view = service.node_view(node).map
+        view = service.reads.node_view(node).map
         title, stem = f"CPU map of {node}", f"{node}-map"
         when = f"as it is now · kubelet {summary.release}"
     else:

@@ -70,7 +70,7 @@ def create_node_form(
 def _check_changeable(catalog: NodeCatalog, node: str, action: str) -> None:
     """Unknown nodes are 404 and read-only ones 409 before any confirmation step."""
     catalog.writable(node, action)
-    catalog.service.definition(node)
+    catalog.service.registry.definition(node)
 
 
 # Destructive forms act only when confirmed; an unconfirmed POST is sent to the confirmation

@@ -56,7 +56,7 @@ def _check_durability(nodes: NodeService | NoSimulatedNodes) -> str | None:
     """``None`` when every simulated node can take a change now (its state directory takes a
     write, its state was loaded), else which cannot and why."""
     try:
-        problems = nodes.durability_problems()
+        problems = nodes.registry.durability_problems()
     except Exception as exc:  # a failing check means: not ready
         return f"durability: {exc.__class__.__name__}: {exc}".splitlines()[0]
     return ("durability: " + "; ".join(problems)) if problems else None

@@ -57,7 +57,7 @@ def test_migrations_and_nodes_survive_a_restart_on_postgres(
     nodes.create("pg-node", SMALL, POD_SCOPE)
     batch = nodes.admit("pg-node", DB_POD)
     assert batch.admitted == 1
-    before = str(nodes.snapshot("pg-node").pods[0].pod_cpuset)
+    before = str(nodes.reads.snapshot("pg-node").pods[0].pod_cpuset)
     engine.dispose()
 
     restarted = create_app(settings).state.nodes
