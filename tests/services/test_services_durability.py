@@ -84,7 +84,9 @@ def _admissions(service: NodeService, name: str) -> list[tuple[str, str]]:
 def test_pods_json_from_cached_fragments_equals_the_simulator_bytes(service: NodeService) -> None:
     service.create("small", SMALL, POD_SCOPE)
     live = service._nodes["small"]
-    assert pods_json(live.node, RenderCache()) == simulation.state_files_of(live.node)[PODS_FILE_NAME]
+    assert (
+        pods_json(live.node, RenderCache()) == simulation.state_files_of(live.node)[PODS_FILE_NAME]
+    )
     service.admit("small", bubble_pod("db", "prod", 4, {"main": 2}, ("side",)))
     service.admit("small", classic_pod("solo", "batch", "2", "2Gi"))
     service.remove_pod("small", "prod", "db")
