@@ -121,3 +121,17 @@ def test_unchanged_pods_are_not_encoded_again() -> None:
     assert writer.render(node) == render_state_files(node)
     now = [item for m in writer._writer._cpu + writer._writer._memory for item in m.current]
     assert len([item for item in now if id(item) not in kept]) == 2  # the new pod's CPU, memory
+
+
+def test_one_writer_follows_a_node_through_releases() -> None:
+    """A restarted node keeps its writer: the kept items serve every format version."""
+    _, topology = resolve_topology("server-2s-8numa-512t")
+    writer = StateFilesWriter()
+    manifests = [_pod(random.Random(9), i) for i in range(12)]
+    for release, text in [*CASES, *reversed(CASES)]:
+        config = parse_config(text, release)
+        node = build_engine_node("inc", topology, config, time.time)
+        for manifest in manifests:
+            for pod in parse_manifests(manifest, config):
+                node.admit(pod)
+        assert writer.render(node) == render_state_files(node), (release, len(text))
