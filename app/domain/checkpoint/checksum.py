@@ -139,8 +139,9 @@ _ONES = sum(1 << (_LANE_BITS * i) for i in range(_LANES))
 _LANE_MASK = 0xFFFFFFFF * _ONES
 _LANE_START = sum(i << (_LANE_BITS * i) for i in range(_LANES))
 _BROADCAST: list[int] = []  # byte value -> that byte in every lane (built on first use)
-# The lanes' bytes read as one native array (else they are taken out one by one).
-_NATIVE_LANES = sys.byteorder == "little" and array("Q").itemsize == 8
+# The lanes' bytes read as one native array of 32-bit words, of which every other one (a lane's
+# low half) is a state; else the lanes are taken out one by one.
+_NATIVE_LANES = sys.byteorder == "little" and array("I").itemsize == 4
 
 
 class HashedText:
@@ -171,9 +172,9 @@ class HashedText:
         for b in data:
             v = ((v ^ lanes[b]) * p) & mask
         if _NATIVE_LANES:
-            table = array("Q", v.to_bytes(_LANES * _LANE_BITS // 8, "little"))
+            table = array("I", v.to_bytes(_LANES * _LANE_BITS // 8, "little"))[::2]
         else:
-            table = array("Q", [(v >> (_LANE_BITS * i)) & 0xFFFFFFFF for i in range(_LANES)])
+            table = array("L", [(v >> (_LANE_BITS * i)) & 0xFFFFFFFF for i in range(_LANES)])
         self._scale = pow(FNV32_PRIME, len(data), 1 << 32)
         self._table = table
         return table
