@@ -12,6 +12,11 @@ before anything is constructed:
 * integers longer than ``MAX_DIGITS`` characters (``int()`` would raise a ``ValueError`` past
   4,300 digits, and sexagesimal ``1:2:3…`` would build huge numbers).
 
+Streams are parsed by libyaml's C parser when PyYAML has it (``CParser``: the events only;
+composing, with the counts above, and constructing stay the Python ones, so the values are the
+same); when that parser refuses a stream it is parsed again in Python, whose error is the one
+reported (the messages differ between the two).
+
 ``loads_json`` scans the text first (``check_json_text``) and refuses long integers while
 decoding. Both raise ``InputLimitError``; YAML syntax errors stay ``yaml.YAMLError``.
 """
@@ -22,8 +27,11 @@ import json
 from typing import Any
 
 import yaml
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
 from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.resolver import Resolver
 
 from app.domain.limits import (
     MAX_DEPTH,
@@ -39,22 +47,22 @@ from app.domain.limits import (
 _INT_TAG = "tag:yaml.org,2002:int"
 
 
-class SafeLimitedLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses documents beyond the limits (see the module doc)."""
+class _Limits:
+    """The counting composer and integer check of the limited loaders (see the module doc)."""
 
     field = "document"
     max_depth = MAX_DEPTH
     max_nodes = MAX_NODES
 
     def __init__(self, stream: str) -> None:
-        super().__init__(stream)
+        super().__init__(stream)  # type: ignore[call-arg]
         self._depth = 0
         self._sizes: dict[int, int] = {}
         self._total = 0
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
-        if self.check_event(AliasEvent):
-            node = super().compose_node(parent, index)
+        if self.check_event(AliasEvent):  # type: ignore[attr-defined]
+            node = super().compose_node(parent, index)  # type: ignore[misc]
             if id(node) not in self._sizes:
                 raise InputLimitError(self.field, "a YAML alias refers to itself")
             return node
@@ -62,7 +70,7 @@ class SafeLimitedLoader(yaml.SafeLoader):
         if self._depth > self.max_depth:
             raise depth_error(self.field, self.max_depth)
         try:
-            node = super().compose_node(parent, index)
+            node = super().compose_node(parent, index)  # type: ignore[misc]
         finally:
             self._depth -= 1
         # The expanded size: an alias child counts its whole subtree each time it is used.
@@ -79,7 +87,7 @@ class SafeLimitedLoader(yaml.SafeLoader):
         return node
 
     def compose_document(self) -> Node | None:
-        node = super().compose_document()
+        node: Node | None = super().compose_document()  # type: ignore[misc]
         if node is not None:
             self._total += self._sizes.get(id(node), 1)
             if self._total > self.max_nodes:
@@ -89,36 +97,74 @@ class SafeLimitedLoader(yaml.SafeLoader):
 
     def construct_yaml_int(self, node: ScalarNode) -> int:
         check_digits(self.field, str(node.value), MAX_DIGITS)
-        value: int = super().construct_yaml_int(node)
+        value: int = super().construct_yaml_int(node)  # type: ignore[misc]
         return value
 
 
-SafeLimitedLoader.add_constructor(_INT_TAG, SafeLimitedLoader.construct_yaml_int)
+class SafeLimitedLoader(_Limits, yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses documents beyond the limits (see the module doc)."""
 
 
-def _loader(field: str) -> type[SafeLimitedLoader]:
-    return type("SafeLimitedLoaderFor", (SafeLimitedLoader,), {"field": field})
+SafeLimitedLoader.add_constructor(_INT_TAG, SafeLimitedLoader.construct_yaml_int)  # type: ignore[type-var]
+
+_FastLimitedLoader: Any = None
+try:
+    from yaml.cyaml import CParser  # type: ignore[attr-defined]
+except ImportError:  # PyYAML built without libyaml: the Python parser only
+    pass
+else:
+
+    class _FastLimitedLoader(_Limits, Composer, CParser, SafeConstructor, Resolver):  # type: ignore[no-redef]
+        """``SafeLimitedLoader`` on libyaml's parser (``Composer`` before it: the Python
+        composer, not libyaml's, builds the nodes)."""
+
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+            Composer.__init__(self)
+            self._depth = 0
+            self._sizes: dict[int, int] = {}
+            self._total = 0
+
+    _FastLimitedLoader.add_constructor(_INT_TAG, _FastLimitedLoader.construct_yaml_int)
+
+
+def _load(text: str, field: str, read: Any) -> Any:
+    """``read(loader)`` with the libyaml loader, or with the Python one when libyaml refuses
+    the text (its error is the one reported)."""
+    if _FastLimitedLoader is not None:
+        fast = None
+        try:
+            fast = type("FastLimitedLoaderFor", (_FastLimitedLoader,), {"field": field})(text)
+            return read(fast)
+        except yaml.YAMLError:
+            pass
+        finally:
+            if fast is not None:
+                fast.dispose()
+    loader = type("SafeLimitedLoaderFor", (SafeLimitedLoader,), {"field": field})(text)
+    try:
+        return read(loader)
+    finally:
+        loader.dispose()
 
 
 def load_yaml(text: str, field: str = "document") -> Any:
     """One YAML document (``None`` for empty text), within the limits."""
-    loader = _loader(field)(text)
-    try:
-        return loader.get_single_data()
-    finally:
-        loader.dispose()
+    return _load(text, field, lambda loader: loader.get_single_data())
 
 
 def load_yaml_all(text: str, field: str = "document") -> list[Any]:
     """Every document of a YAML stream, within the limits (the node count spans them all)."""
-    loader = _loader(field)(text)
-    docs: list[Any] = []
-    try:
+
+    def read(loader: Any) -> list[Any]:
+        docs: list[Any] = []
         while loader.check_data():
             docs.append(loader.get_data())
-    finally:
-        loader.dispose()
-    return docs
+        return docs
+
+    return _load(text, field, read)
 
 
 def _parse_int(field: str) -> Any:

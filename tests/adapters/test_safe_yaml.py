@@ -115,3 +115,54 @@ def test_cpusets_with_huge_ids() -> None:
 def test_topology_spec_with_huge_numbers() -> None:
     with pytest.raises(TopologySpecError, match="out of range"):
         parse_topology_spec(f"sockets={'1' * 5000},cores_per_numa=2")
+
+
+LIBYAML_CASES = [
+    "a: 1\nb: [1, 2.5, -3, 0x1f, 0o17, 1_000]\n",
+    "---\nc: &x {d: 1}\ne: *x\n---\n- null\n- ~\n- true\n- Off\n",
+    "base: &b {x: 1, y: 2}\nmerged:\n  <<: *b\n  y: 3\n",
+    "when: 2024-01-02T03:04:05Z\nday: 2024-01-02\nbin: !!binary aGVsbG8=\n",
+    "s: !!set {a, b}\no: !!omap [{a: 1}, {b: 2}]\np: !!pairs [{a: 1}]\n",
+    "q: 'it''s'\nd: \"tab\\there \\u00e9\"\nblock: |\n  two\n  lines\nfold: >\n  one\n  line\n",
+    "n: " + "9" * 5000 + "\n",
+    "sexagesimal: 1:2:3\nf: .inf\ng: -.nan\nk: ? complex\n",
+    "a: [unclosed\n",
+    "bad: \x07bell\n",
+    "key: value\n\tindented with a tab: x\n",
+    "a: b: c\n",
+    "- &a [*a]\n",
+    "[" * 200 + "]" * 200 + "\n",
+    BOMB,
+    "",
+    "# only a comment\n",
+    "\ufeffbom: yes\n",
+]
+
+
+def _python_only(text: str) -> object:
+    """What the pure-Python limited loader answers (values, or the error's type and text)."""
+    from app.adapters.safe_yaml import SafeLimitedLoader
+
+    try:
+        loader = SafeLimitedLoader(text)
+        docs = []
+        while loader.check_data():
+            docs.append(loader.get_data())
+        return docs
+    except Exception as err:
+        return (type(err), str(err))
+
+
+@pytest.mark.parametrize("text", LIBYAML_CASES)
+def test_libyaml_parsing_answers_as_the_python_parser(text: str) -> None:
+    """The values (or the refusal, with its message) are the pure-Python loader's."""
+    try:
+        answer: object = load_yaml_all(text)
+    except Exception as err:
+        answer = (type(err), str(err))
+    expected = _python_only(text)
+    if isinstance(expected, list) and expected and isinstance(expected[0], dict):
+        # nan is never equal to itself: compare the text of the values
+        assert repr(answer) == repr(expected)
+    else:
+        assert answer == expected or repr(answer) == repr(expected)

@@ -28,7 +28,7 @@ from app.services import simulation
 from app.services.demo import bubble_pod, classic_pod
 from app.services.nodes.errors import NodeUnavailableError, StorageFullError
 from app.services.nodes.service import NodeService
-from app.services.nodes.store import pods_json
+from app.services.nodes.store import RenderCache, pods_json
 from app.web.app import create_app
 from tests.helpers import POD_SCOPE, SMALL, make_settings
 
@@ -84,14 +84,16 @@ def _admissions(service: NodeService, name: str) -> list[tuple[str, str]]:
 def test_pods_json_from_cached_fragments_equals_the_simulator_bytes(service: NodeService) -> None:
     service.create("small", SMALL, POD_SCOPE)
     live = service.registry.nodes["small"]
-    assert pods_json(live.node, {}) == simulation.state_files_of(live.node)[PODS_FILE_NAME]
+    assert (
+        pods_json(live.node, RenderCache()) == simulation.state_files_of(live.node)[PODS_FILE_NAME]
+    )
     service.admit("small", bubble_pod("db", "prod", 4, {"main": 2}, ("side",)))
     service.admit("small", classic_pod("solo", "batch", "2", "2Gi"))
     service.remove_pod("small", "prod", "db")
     service.admit("small", classic_pod("two", "batch", "1", "1Gi"))
     on_disk = (service.registry.node_dir("small") / PODS_FILE_NAME).read_text()  # type: ignore[operator]
     assert on_disk == simulation.state_files_of(live.node)[PODS_FILE_NAME]
-    assert set(live.fragments) == set(live.node.pods)
+    assert set(live.rendered.fragments) == set(live.node.pods)
 
 
 def _fill(directory: Path) -> None:

@@ -7,10 +7,17 @@ Every checksum is FNV-1a 32-bit (offset basis 2166136261, prime 16777619) over U
   name replaced by the legacy name where the version requires it;
 * **string checksum** (``dataChecksum``): the hash of ``dump.ForHash(data)``, i.e. of
   ``"(string)" + data``.
+
+``fnv1a_32_parts`` hashes a text given as parts, some of them ``HashedText``: a part whose
+summary is known costs O(1) whatever its length (the incremental writers hash a 250-pod file
+re-reading only what changed).
 """
 
 from __future__ import annotations
 
+import sys
+from array import array
+from collections.abc import Iterable
 from typing import Any
 
 from app.domain.checkpoint.gospew import sdump_for_hash, sdump_string
@@ -20,17 +27,16 @@ FNV32_OFFSET = 2166136261
 FNV32_PRIME = 16777619
 
 
-def fnv1a_32(data: bytes) -> int:
-    """FNV-1a 32-bit hash of ``data``."""
+def fnv1a_32(data: bytes, h: int = FNV32_OFFSET) -> int:
+    """FNV-1a 32-bit hash of ``data`` (continued from state ``h``)."""
     if len(data) >= _BITSLICE_MIN:
-        return _fnv1a_32_bitsliced(data)
-    return _fnv1a_32_loop(data)
+        return _fnv1a_32_bitsliced(data, h)
+    return _fnv1a_32_loop(data, h)
 
 
-def _fnv1a_32_loop(data: bytes) -> int:
+def _fnv1a_32_loop(data: bytes, h: int = FNV32_OFFSET) -> int:
     # Two bytes per iteration: masking only every second step is exact (the low 32 bits of
     # a product depend only on the low 32 bits of its factors) and halves the loop overhead.
-    h = FNV32_OFFSET
     p = FNV32_PRIME
     m = len(data) & ~1
     for a, b in zip(data[0:m:2], data[1:m:2], strict=False):
@@ -80,7 +86,7 @@ def _prefix_xor(p: int, n: int) -> int:
     return p
 
 
-def _fnv1a_32_bitsliced(data: bytes) -> int:
+def _fnv1a_32_bitsliced(data: bytes, start: int = FNV32_OFFSET) -> int:
     """FNV-1a over all positions at once, one bit plane at a time.
 
     With ``x_i = h_i ^ b_i``, ``h_{i+1} = x_i * prime``. The prime is odd, so bit ``k`` of the
@@ -104,7 +110,7 @@ def _fnv1a_32_bitsliced(data: bytes) -> int:
             g ^= term
         b = inputs[k] if k < 8 else 0
         p = _prefix_xor(b ^ g, n)
-        init = (FNV32_OFFSET >> k) & 1
+        init = (start >> k) & 1
         result |= (init ^ ((p >> (n - 1)) & 1)) << k  # the state after the last byte
         if k == 31:
             break
@@ -118,6 +124,76 @@ def _fnv1a_32_bitsliced(data: bytes) -> int:
             carries[j] = (total & term) | (c & (total ^ term))
             total ^= term ^ c
     return result
+
+
+# -- hashing from cached parts ---------------------------------------------------------------
+#
+# FNV-1a xors a byte into the low 8 bits only: with ``lo = h & 255``, ``h ^ b = h + d`` where
+# ``d = (lo ^ b) - lo`` depends on ``lo`` alone, and the low byte of the next state depends only
+# on ``lo`` and ``b``. So over a text of ``m`` bytes, ``f(h) = P**m * (h - lo) + f(lo)``
+# (mod 2**32): the 256 values ``f(0..255)`` summarise the text for every starting state.
+
+_LANES = 256
+_LANE_BITS = 64  # a 32-bit state times the 25-bit prime stays inside its lane
+_ONES = sum(1 << (_LANE_BITS * i) for i in range(_LANES))
+_LANE_MASK = 0xFFFFFFFF * _ONES
+_LANE_START = sum(i << (_LANE_BITS * i) for i in range(_LANES))
+_BROADCAST: list[int] = []  # byte value -> that byte in every lane (built on first use)
+# The lanes' bytes read as one native array of 32-bit words, of which every other one (a lane's
+# low half) is a state; else the lanes are taken out one by one.
+_NATIVE_LANES = sys.byteorder == "little" and array("I").itemsize == 4
+
+
+class HashedText:
+    """A text with its FNV-1a summary (computed on first use): hashing it from any state
+    costs O(1). Made for parts that recur unchanged in many hashes."""
+
+    __slots__ = ("_scale", "_table", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._table: array[int] | None = None
+        self._scale = 0
+
+    def advance(self, h: int) -> int:
+        """The FNV-1a state after this text, from state ``h``."""
+        table = self._table
+        if table is None:
+            table = self._summarise()
+        lo = h & 255
+        return (self._scale * (h - lo) + table[lo]) & 0xFFFFFFFF
+
+    def _summarise(self) -> array[int]:
+        # All 256 starting low bytes at once, one 64-bit lane each, in Python integers.
+        if not _BROADCAST:
+            _BROADCAST.extend(b * _ONES for b in range(256))
+        data = self.text.encode("utf-8")
+        v, p, lanes, mask = _LANE_START, FNV32_PRIME, _BROADCAST, _LANE_MASK
+        for b in data:
+            v = ((v ^ lanes[b]) * p) & mask
+        if _NATIVE_LANES:
+            table = array("I", v.to_bytes(_LANES * _LANE_BITS // 8, "little"))[::2]
+        else:
+            table = array("L", [(v >> (_LANE_BITS * i)) & 0xFFFFFFFF for i in range(_LANES)])
+        self._scale = pow(FNV32_PRIME, len(data), 1 << 32)
+        self._table = table
+        return table
+
+
+def fnv1a_32_parts(parts: Iterable[str | HashedText]) -> int:
+    """FNV-1a 32 of the UTF-8 bytes of the concatenated ``parts``."""
+    h = FNV32_OFFSET
+    for part in parts:
+        if part.__class__ is HashedText:
+            # ``advance``, inlined: a 250-pod file has about 500 of these.
+            table = part._table
+            if table is None:
+                table = part._summarise()
+            lo = h & 255
+            h = (part._scale * (h - lo) + table[lo]) & 0xFFFFFFFF
+        elif part:
+            h = fnv1a_32(part.encode("utf-8"), h)  # type: ignore[union-attr]
+    return h
 
 
 def text_checksum(text: str) -> int:

@@ -4,7 +4,8 @@
 ``marshal`` writes what ``json.Marshal`` writes: compact, struct fields in declaration order,
 ``omitempty``, map keys sorted by their text, ``<``, ``>``, ``&``, U+2028 and U+2029 escaped,
 ``\\b \\f \\n \\r \\t`` short escapes, other control characters ``\\u00XX``, raw UTF-8 otherwise.
-``encode_fragment`` lets a writer encode a field once and reuse it in two documents.
+``encode_fragment`` lets a writer encode a field once and reuse it in two documents;
+``encode_fragment`` and ``go_escape`` together encode one item of a map (the incremental writers).
 """
 
 from __future__ import annotations
@@ -41,6 +42,12 @@ def marshal(value: Any, t: GoType, *, fragments: Mapping[str, str] | None = None
     encoded again (the checkpoint writers put the same maps in ``data`` and inline).
     """
     text: str = _encoder(t)(value) if not fragments else _encode_struct_with(value, t, fragments)
+    return go_escape(text)
+
+
+def go_escape(text: str) -> str:
+    """The document-wide pass of ``marshal`` (HTML characters, U+2028/9, surrogates): per
+    character, so applying it to the parts of a document is applying it to the document."""
     if text.isascii():
         # The common case, checked in C: no U+2028/U+2029 and no surrogates, so only the
         # HTML characters can need escaping (``in`` is much faster than a regex scan).

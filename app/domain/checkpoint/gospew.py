@@ -44,6 +44,19 @@ def sdump_for_hash(value: Any, t: GoType, header: str | None = None) -> str:
     return "".join(out)
 
 
+def sdump_item(value: Any, t: GoType) -> str:
+    """``value`` of type ``t`` as spew prints it as a map value (no ``(type)`` prefix). A value
+    that leaves spew's ignoreNextType flag set (a nil pointer) changes what follows it, so it
+    cannot be printed on its own: ``ValueError``."""
+    out: list[str] = []
+    st = _State()
+    st.ignore = True
+    _formatter(t)(out, value, st)
+    if st.ignore:
+        raise ValueError(f"a {t.name} value that ends with a nil pointer depends on what follows")
+    return "".join(out)
+
+
 def sdump_string(value: str) -> str:
     """``dump.ForHash(s)`` for a Go string: ``(string)`` followed by the raw text."""
     return "(string)" + value

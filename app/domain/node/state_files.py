@@ -43,6 +43,7 @@ from app.domain.checkpoint import (
 from app.domain.checkpoint import Block as CheckpointBlock
 from app.domain.checkpoint import MemoryTable as CheckpointMemoryTable
 from app.domain.checkpoint import NUMANodeState as CheckpointNUMANodeState
+from app.domain.checkpoint.incremental import CheckpointWriter
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfig
 from app.domain.memorymanager.state import Block
@@ -57,6 +58,7 @@ __all__ = [
     "PODS_FORMAT",
     "NodeStateError",
     "StateFileVersions",
+    "StateFilesWriter",
     "cpu_checkpoint_state",
     "memory_checkpoint_state",
     "render_state_files",
@@ -132,8 +134,28 @@ def _checkpoint_block(b: Block) -> CheckpointBlock:
     return CheckpointBlock(tuple(b.numa_affinity), b.type, b.size)
 
 
-def memory_checkpoint_state(node: Node) -> MemoryCheckpointState:
-    """What the node's memory manager checkpoints."""
+_Blocks = tuple[Block, ...]
+_CheckpointBlocks = tuple[CheckpointBlock, ...]
+
+
+_Kept = dict[int, tuple[_Blocks, _CheckpointBlocks]]
+
+
+def _checkpoint_blocks(blocks: _Blocks, last: _Kept, now: _Kept) -> _CheckpointBlocks:
+    """``blocks`` converted (recorded in ``now``), or the conversion ``last`` holds for the
+    very same immutable tuple: unchanged pods then give the same objects, which compare at
+    once."""
+    hit = last.get(id(blocks))
+    converted = hit[1] if hit is not None and hit[0] is blocks else None
+    if converted is None:
+        converted = tuple(_checkpoint_block(b) for b in blocks)
+    now[id(blocks)] = (blocks, converted)
+    return converted
+
+
+def memory_checkpoint_state(node: Node, kept: _Kept | None = None) -> MemoryCheckpointState:
+    """What the node's memory manager checkpoints (``kept``: conversions of its blocks to
+    reuse, updated to hold this state's)."""
     if node.memory is None or node.config.memory_manager_policy != "Static":
         return MemoryCheckpointState(policy_name="None")
     state = node.memory.state
@@ -150,14 +172,18 @@ def memory_checkpoint_state(node: Node) -> MemoryCheckpointState:
         )
         for numa, s in state.machine_state.items()
     }
+    last = {} if kept is None else dict(kept)
+    now: dict[int, tuple[_Blocks, _CheckpointBlocks]] = {}
     entries = {
-        pod: {name: tuple(_checkpoint_block(b) for b in blocks) for name, blocks in c.items()}
+        pod: {name: _checkpoint_blocks(blocks, last, now) for name, blocks in c.items()}
         for pod, c in state.assignments.items()
     }
     pod_entries = {
-        pod: tuple(_checkpoint_block(b) for b in blocks)
-        for pod, blocks in state.pod_entries.items()
+        pod: _checkpoint_blocks(blocks, last, now) for pod, blocks in state.pod_entries.items()
     }
+    if kept is not None:
+        kept.clear()
+        kept.update(now)
     return MemoryCheckpointState("Static", machine, entries, pod_entries)
 
 
@@ -168,3 +194,21 @@ def render_state_files(node: Node) -> dict[str, str]:
         CPU_FILE_NAME: write_cpu_checkpoint(cpu_checkpoint_state(node), versions.cpu),
         MEMORY_FILE_NAME: write_memory_checkpoint(memory_checkpoint_state(node), versions.memory),
     }
+
+
+class StateFilesWriter:
+    """``render_state_files`` for one node written again and again: keeps what its last
+    render encoded (``app.domain.checkpoint.incremental``) so a render costs what changed.
+    Not thread-safe."""
+
+    def __init__(self) -> None:
+        self._writer = CheckpointWriter()
+        self._blocks: _Kept = {}
+
+    def render(self, node: Node) -> dict[str, str]:
+        versions = state_file_versions(node.config)
+        memory = memory_checkpoint_state(node, self._blocks)
+        return {
+            CPU_FILE_NAME: self._writer.cpu(cpu_checkpoint_state(node), versions.cpu),
+            MEMORY_FILE_NAME: self._writer.memory(memory, versions.memory),
+        }

@@ -327,11 +327,11 @@ def _swapped(live: Live, node: Node, config: KubeletConfig, text: str) -> Iterat
     saved = (live.node, live.config, live.definition)
     live.node, live.config = node, config
     live.definition = replace(live.definition, release=config.release, kubelet_config=text)
-    live.fragments.clear()
+    live.rendered.clear()
     live.views = None
     try:
         yield
     except BaseException:
         live.node, live.config, live.definition = saved
-        live.fragments.clear()
+        live.rendered.clear()
         raise

@@ -19,8 +19,10 @@ its JSON), and no CPU is moved to make them agree. Only a node without any state
 rebuilt by replaying its log (nothing is running that could move); files that cannot be
 restored at all leave the node refusing changes (``NodeUnavailableError``) until it is deleted.
 
-``pods.json`` is rendered from per-pod fragments cached by uid, so a change costs the same
-whatever the number of pods already on the node (the bytes equal ``simulation.state_files_of``).
+A change costs about the same whatever the number of pods already on the node: each node keeps
+what its last render encoded (``RenderCache``): ``pods.json``'s entry of each pod (by uid) and
+the document around them, and the kubelet files' incremental writer
+(``app.domain.node.state_files.StateFilesWriter``). The bytes equal ``simulation.state_files_of``.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from app.domain.node.state_files import (
     PODS_FILE_NAME,
     PODS_FORMAT,
     NodeStateError,
-    render_state_files,
+    StateFilesWriter,
 )
 from app.domain.pod.manifest import pod_from_manifest
 from app.domain.pod.model import PodManifestError
@@ -77,15 +79,54 @@ class Live:
     load_error: str | None = None
     broken: str | None = None  # why changes are refused (unrestorable files)
     files: dict[str, str] | None = None  # the committed state files
+    # What this process knows its directory holds (written by it since the last load): a
+    # change stages only the files whose text differs.
+    on_disk: dict[str, str] | None = None
+    rendered: RenderCache = field(default_factory=lambda: RenderCache())
+
+
+@dataclass(slots=True, eq=False)
+class RenderCache:
+    """What the last render of a node's files encoded, for the next one to reuse."""
+
     fragments: dict[str, str] = field(default_factory=dict)  # uid -> its entry in pods.json
+    # pods.json around the entries, with the configuration and topology it was made from
+    frame: tuple[KubeletConfig, CPUTopology, str, str] | None = None
+    writer: StateFilesWriter = field(default_factory=StateFilesWriter)
+
+    def clear(self) -> None:
+        """Forget ``pods.json``'s parts (the node's engine or configuration was replaced; the
+        kubelet files' writer checks what it reuses)."""
+        self.fragments.clear()
+        self.frame = None
 
 
 _PODS_MARK = "\x00pods\x00"
 
 
-def pods_json(node: Node, fragments: dict[str, str]) -> str:
+def _pods_frame(node: Node, cache: RenderCache) -> tuple[str, str]:
+    """``pods.json`` before and after its list of pods: the rest of the document (machine,
+    configuration) as ``pods_document`` gives it, made once per configuration."""
+    frame = cache.frame
+    if frame is not None and frame[0] is node.config and frame[1] is node.topology:
+        return frame[2], frame[3]
+    doc = {
+        "format": PODS_FORMAT,
+        "node": node.name,
+        "release": node.config.release,
+        "topology": topology_to_record(node.topology),
+        "kubeletConfig": node.config.to_dict(),
+        "pods": _PODS_MARK,
+    }
+    head, _, tail = json.dumps(doc, indent=2).partition(json.dumps(_PODS_MARK))
+    cache.frame = (node.config, node.topology, head, tail + "\n")
+    return head, tail + "\n"
+
+
+def pods_json(node: Node, cache: RenderCache) -> str:
     """``pods.json`` for ``node`` (as ``simulation.state_files_of`` writes it), reusing and
-    updating the cached entry of each pod."""
+    updating the cached parts."""
+    fragments = cache.fragments
     entries = []
     for uid, pod in node.pods.items():
         text = fragments.get(uid)
@@ -96,18 +137,9 @@ def pods_json(node: Node, fragments: dict[str, str]) -> str:
         entries.append(text)
     for uid in [u for u in fragments if u not in node.pods]:
         del fragments[uid]
-    # The rest of the document (machine, configuration) as pods_document gives it, with the
-    # cached pod entries spliced in where its empty list stands.
-    doc = {
-        "format": PODS_FORMAT,
-        "node": node.name,
-        "release": node.config.release,
-        "topology": topology_to_record(node.topology),
-        "kubeletConfig": node.config.to_dict(),
-        "pods": _PODS_MARK,
-    }
+    head, tail = _pods_frame(node, cache)
     body = "[\n" + ",\n".join(entries) + "\n  ]" if entries else "[]"
-    return json.dumps(doc, indent=2).replace(json.dumps(_PODS_MARK), body, 1) + "\n"
+    return head + body + tail
 
 
 class NodeStore:
@@ -122,8 +154,8 @@ class NodeStore:
         return None if self.state_dir is None else self.state_dir / name
 
     def files_of(self, live: Live) -> dict[str, str]:
-        files: dict[str, str] = dict(render_state_files(live.node))
-        files[PODS_FILE_NAME] = pods_json(live.node, live.fragments)
+        files = live.rendered.writer.render(live.node)
+        files[PODS_FILE_NAME] = pods_json(live.node, live.rendered)
         return files
 
     # -- changes ---------------------------------------------------------------------------
@@ -140,15 +172,18 @@ class NodeStore:
             live.version = version
             return
         files = self.files_of(live)
-        staged = statejournal.StagedFiles(directory, files, version).prepare()
+        known = live.on_disk
+        changed = {n: t for n, t in files.items() if known is None or known.get(n) != t}
+        staged = statejournal.StagedFiles(directory, changed, version).prepare()
         try:
             staged.apply()
             tx.commit()
         except BaseException:
             staged.rollback()
+            live.on_disk = None
             raise
         staged.finish()
-        live.files = files
+        live.files = live.on_disk = files
         live.version = version
 
     def restore_committed(self, live: Live) -> None:
@@ -161,7 +196,7 @@ class NodeStore:
         except (NodeStateError, simulation.SimulationInputError) as err:  # our own files: a bug
             log.error("node %s: the committed state cannot be restored: %s", live.node.name, err)
             raise
-        live.fragments.clear()
+        live.rendered.clear()
         live.views = None
 
     def _restore_files(self, node: Node, files: dict[str, str]) -> None:
@@ -189,7 +224,8 @@ class NodeStore:
             present = [n for n in _list_files(directory) if n in STATE_FILES]
             fresh = build_engine_node(live.definition.name, live.topology, live.config, self.clock)
             live.node = fresh
-            live.fragments.clear()
+            live.rendered.clear()
+            live.on_disk = None
             live.views = None
             live.broken = None
             if not present:
@@ -226,7 +262,7 @@ class NodeStore:
         files = self.files_of(live)
         try:
             statefiles.write_files(directory, files)
-            live.files = files
+            live.files = live.on_disk = files
         except statefiles.StateFileError as err:
             notes.append(f"the state files could not be written: {err}")
 

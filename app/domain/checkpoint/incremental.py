@@ -1,0 +1,243 @@
+"""Incremental writing of ``cpu_manager_state`` and ``memory_manager_state``: the bytes of
+``write_cpu_checkpoint`` / ``write_memory_checkpoint`` (what the kubelet writes, see ``cpu`` and
+``memory``), re-encoding only the pods whose entries changed since the last write.
+
+Every text the kubelet writes or hashes (the file, the V4/V3 ``data`` JSON, the go-spew dump
+under the struct checksum) encodes a struct whose ``entries`` and ``podEntries`` maps hold one
+item per pod, sorted by pod UID. ``CheckpointWriter`` keeps each pod's item as JSON and as
+go-spew text, each a ``checksum.HashedText`` whose FNV-1a summary is computed once. A write
+encodes the struct with a marker item in place of each pod map (policy, default set, machine
+state: small), splices the kept items in, and hashes the result part by part: O(1) per
+unchanged pod. CPU V1 (entries keyed by container ID) is written in full.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from app.domain.checkpoint.checksum import HashedText, fnv1a_32_parts
+from app.domain.checkpoint.cpu import (
+    CPU_DATA_T,
+    CPU_V2_T,
+    CPU_V3_T,
+    CPU_V4_T,
+    cpu_data_value,
+    cpu_go_value,
+    normalise_version,
+    write_cpu_checkpoint,
+)
+from app.domain.checkpoint.cpu import LEGACY_HEADER as CPU_HEADER
+from app.domain.checkpoint.cpu_state import CPUCheckpointState
+from app.domain.checkpoint.gojson_encode import encode_fragment, go_escape, marshal
+from app.domain.checkpoint.gospew import sdump_for_hash, sdump_item, sdump_string
+from app.domain.checkpoint.gotypes import STRING_T, GoType
+from app.domain.checkpoint.memory import LEGACY_HEADER as MEMORY_HEADER
+from app.domain.checkpoint.memory import (
+    MEMORY_DATA_T,
+    MEMORY_V1_T,
+    MEMORY_V2_T,
+    MEMORY_V3_T,
+    MEMORY_VERSIONS,
+    memory_data_value,
+    memory_go_value,
+)
+from app.domain.checkpoint.memory_state import MemoryCheckpointState
+from app.domain.cpuset import CPUSet
+
+# Keys no pod UID can be (a NUL): the marker items of the skeleton, and of the data string.
+_ENTRIES = "\x00entries\x00"
+_POD_ENTRIES = "\x00podEntries\x00"
+_DATA = "\x00data\x00"
+
+_Part = str | HashedText
+
+
+def _json_item(key: str, go: Any, elem: GoType) -> str:
+    return go_escape(encode_fragment(key, STRING_T) + ":" + encode_fragment(go, elem))
+
+
+def _spew_item(key: str, go: Any, elem: GoType) -> str:
+    return key + ":" + sdump_item(go, elem)
+
+
+@dataclasses.dataclass(slots=True)
+class _Item:
+    """One pod's item of a map: the state value it encodes, its JSON (after a comma) and its
+    go-spew text (after a space)."""
+
+    value: Any
+    json: HashedText
+    spew: HashedText
+
+
+class _PodMap:
+    """A pod map (``Entries`` or ``PodEntries``) of one manager's documents: its marker, the
+    Go type of its values and its pods' items."""
+
+    def __init__(self, field: str, marker: str, t: GoType) -> None:
+        self.field = field
+        self.marker = marker
+        assert t.elem is not None
+        self.elem = t.elem
+        self.items: dict[str, _Item] = {}
+        self.current: list[_Item] = []
+
+    def refresh(
+        self, entries: Mapping[str, Any], go_values: Callable[[dict[str, Any]], dict[str, Any]]
+    ) -> None:
+        """Set ``current`` to the items of ``entries`` in UID order, encoding again only those
+        whose value changed (``go_values`` gives the Go values of those, by UID)."""
+        items = self.items
+        changed = {}
+        for uid, value in entries.items():
+            item = items.get(uid)
+            if item is None or item.value != value:
+                changed[uid] = value
+        if changed:
+            for uid, go in go_values(changed).items():
+                json = HashedText("," + _json_item(uid, go, self.elem))
+                spew = HashedText(" " + _spew_item(uid, go, self.elem))
+                items[uid] = _Item(changed[uid], json, spew)
+        if len(items) != len(entries):
+            self.items = items = {uid: items[uid] for uid in entries}
+        self.current = [items[uid] for uid in sorted(entries)]
+
+    def splice(self, parts: list[_Part], marker_go: Any, json: bool) -> None:
+        """Replace this map's marker item in the last of ``parts`` by the current items."""
+        if json:
+            marker = _json_item(self.marker, marker_go, self.elem)
+        else:
+            marker = _spew_item(self.marker, marker_go, self.elem)
+        before, found, after = str(parts.pop()).partition(marker)
+        assert found, f"no {self.field} marker"
+        first, *rest = self.current
+        parts.append(before + (first.json if json else first.spew).text[1:])
+        parts.extend(item.json if json else item.spew for item in rest)
+        parts.append(after)
+
+
+def _document(text: str, go: Mapping[str, Any], maps: list[_PodMap], json: bool) -> list[_Part]:
+    """``text`` (a document encoded from ``go`` with marker items) as parts, the kept items
+    spliced in where ``go`` holds a marker."""
+    parts: list[_Part] = [text]
+    for m in maps:
+        value = go.get(m.field)
+        if value and m.marker in value:
+            m.splice(parts, value[m.marker], json)
+    return parts
+
+
+def _joined(parts: list[_Part]) -> str:
+    return "".join(p if isinstance(p, str) else p.text for p in parts)
+
+
+def _single(obj: dict[str, Any], t: GoType, header: str, maps: list[_PodMap]) -> str:
+    """A file with one struct checksum (CPU V2/V3, memory V1/V2)."""
+    obj["Checksum"] = 0
+    obj["Checksum"] = fnv1a_32_parts(_document(sdump_for_hash(obj, t, header), obj, maps, False))
+    return _joined(_document(marshal(obj, t), obj, maps, True))
+
+
+def _with_data(
+    inline: dict[str, Any],
+    data_value: dict[str, Any],
+    types: tuple[GoType, GoType, GoType],
+    header: str,
+    maps: list[_PodMap],
+) -> str:
+    """A file with an inline part (its struct checksum hashed as the older version), ``data``
+    and ``dataChecksum`` (CPU V4, memory V3); ``types``: the hashed, data and file types."""
+    hashed_t, data_t, file_t = types
+    data_parts = _document(marshal(data_value, data_t), data_value, maps, True)
+    data = _joined(data_parts)
+    inline["Checksum"] = 0
+    spew = _document(sdump_for_hash(inline, hashed_t, header), inline, maps, False)
+    inline["Checksum"] = fnv1a_32_parts(spew)
+    inline["DataChecksum"] = fnv1a_32_parts([sdump_string(""), *data_parts])
+    inline["Data"] = _DATA
+    text = marshal(inline, file_t).replace(marshal(_DATA, STRING_T), marshal(data, STRING_T), 1)
+    return _joined(_document(text, inline, maps, True))
+
+
+def _field_t(t: GoType, name: str) -> GoType:
+    return next(f.type for f in t.fields if f.go_name == name)
+
+
+class CheckpointWriter:
+    """Writes one node's ``cpu_manager_state`` and ``memory_manager_state`` again and again,
+    keeping its pods' encoded items in between (see the module docstring). Not thread-safe."""
+
+    def __init__(self) -> None:
+        self._cpu = [
+            _PodMap("Entries", _ENTRIES, _field_t(CPU_V3_T, "Entries")),
+            _PodMap("PodEntries", _POD_ENTRIES, _field_t(CPU_V3_T, "PodEntries")),
+        ]
+        self._memory = [
+            _PodMap("Entries", _ENTRIES, _field_t(MEMORY_V2_T, "Entries")),
+            _PodMap("PodEntries", _POD_ENTRIES, _field_t(MEMORY_V2_T, "PodEntries")),
+        ]
+
+    def cpu(self, state: CPUCheckpointState, version: str | int) -> str:
+        """``write_cpu_checkpoint(state, version)``."""
+        version = normalise_version(version)
+        if version == "V1" or state.container_entries:
+            return write_cpu_checkpoint(state, version)
+        entries, pods = self._cpu
+
+        policy = state.policy_name
+        entries.refresh(
+            state.entries,
+            lambda changed: cpu_go_value(CPUCheckpointState(policy, CPUSet(), changed), "V3")[
+                "Entries"
+            ],
+        )
+        pods.refresh(
+            state.pod_entries or {},
+            lambda changed: cpu_go_value(CPUCheckpointState(policy, CPUSet(), {}, changed), "V3")[
+                "PodEntries"
+            ],
+        )
+        skeleton = dataclasses.replace(
+            state,
+            entries={_ENTRIES: {}} if state.entries else {},
+            pod_entries={_POD_ENTRIES: CPUSet()} if state.pod_entries else state.pod_entries,
+        )
+        if version in ("V2", "V3"):
+            t = CPU_V2_T if version == "V2" else CPU_V3_T
+            return _single(cpu_go_value(skeleton, version), t, CPU_HEADER, self._cpu)
+        types = (CPU_V2_T, CPU_DATA_T, CPU_V4_T)
+        inline = cpu_go_value(skeleton, "V2")
+        return _with_data(inline, cpu_data_value(skeleton), types, CPU_HEADER, self._cpu)
+
+    def memory(self, state: MemoryCheckpointState, version: str | int) -> str:
+        """``write_memory_checkpoint(state, version)``."""
+        version = normalise_version(version, MEMORY_VERSIONS)
+        entries, pods = self._memory
+
+        policy = state.policy_name
+        entries.refresh(
+            state.entries,
+            lambda changed: memory_go_value(MemoryCheckpointState(policy, {}, changed), "V2")[
+                "Entries"
+            ],
+        )
+        pods.refresh(
+            state.pod_entries or {},
+            lambda changed: memory_go_value(MemoryCheckpointState(policy, {}, {}, changed), "V2")[
+                "PodEntries"
+            ],
+        )
+        skeleton = dataclasses.replace(
+            state,
+            entries={_ENTRIES: {}} if state.entries else {},
+            pod_entries={_POD_ENTRIES: ()} if state.pod_entries else state.pod_entries,
+        )
+        if version in ("V1", "V2"):
+            t = MEMORY_V1_T if version == "V1" else MEMORY_V2_T
+            return _single(memory_go_value(skeleton, version), t, MEMORY_HEADER, self._memory)
+        types = (MEMORY_V1_T, MEMORY_DATA_T, MEMORY_V3_T)
+        inline = memory_go_value(skeleton, "V1")
+        data_value = memory_data_value(skeleton)
+        return _with_data(inline, data_value, types, MEMORY_HEADER, self._memory)

@@ -1,0 +1,137 @@
+"""Incremental state-file writing (app.domain.checkpoint.incremental, checksum.HashedText,
+state_files.StateFilesWriter): after every admission and removal, on every release's formats,
+the bytes equal a full render (issue 20 point 8)."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from app.domain.checkpoint.checksum import (
+    FNV32_OFFSET,
+    HashedText,
+    _fnv1a_32_loop,
+    fnv1a_32,
+    fnv1a_32_parts,
+)
+from app.domain.node.state_files import (
+    StateFilesWriter,
+    render_state_files,
+    state_file_versions,
+)
+from app.services.demo import SERVER_CONFIG, bubble_pod, classic_pod
+from app.services.nodes.inputs import (
+    build_engine_node,
+    parse_config,
+    parse_manifests,
+    resolve_topology,
+)
+
+
+def test_hashing_from_parts_equals_hashing_the_whole_text() -> None:
+    rng = random.Random(7)
+    alphabet = "ab{}:,é \x00\u2028\U0001f600"
+    for _ in range(200):
+        parts: list[str | HashedText] = []
+        for _ in range(rng.randrange(7)):
+            size = rng.choice([0, 1, 2, 7, 150, 2100, 5000])
+            text = "".join(rng.choice(alphabet) for _ in range(size))
+            parts.append(HashedText(text) if rng.random() < 0.5 else text)
+        whole = "".join(p.text if isinstance(p, HashedText) else p for p in parts).encode()
+        assert fnv1a_32_parts(parts) == _fnv1a_32_loop(whole)
+
+
+def test_a_summary_continues_from_any_state() -> None:
+    rng = random.Random(8)
+    text = "".join(rng.choice("xyz:{} ") for _ in range(300))
+    piece = HashedText(text)
+    for _ in range(300):
+        h = rng.randrange(1 << 32)
+        assert piece.advance(h) == _fnv1a_32_loop(text.encode(), h) == fnv1a_32(text.encode(), h)
+    assert piece.advance(FNV32_OFFSET) == fnv1a_32(text.encode())
+
+
+def _pod(rng: random.Random, i: int) -> str:
+    kind = rng.randrange(5)
+    if kind == 0:
+        return bubble_pod(f"bubble-{i}", "apps", 2, {"main": 1}, ("proxy",))
+    if kind == 1:
+        return classic_pod(f"classic-{i}", "telco", str(rng.choice([1, 2, 4])), "1Gi")
+    if kind == 2:
+        return bubble_pod(f"db-{i}", "data", 4, {"engine": 2, "cache": 1}, ())
+    if kind == 3:
+        return classic_pod(f"huge-{i}", "batch", "2", f"{rng.choice([2, 40, 90])}Gi")
+    return (
+        f"metadata: {{name: web-{i}, namespace: web}}\n"
+        "spec: {containers: [{name: nginx, resources: {requests: {cpu: 500m}}}]}\n"
+    )
+
+
+NO_MANAGER_GATE = SERVER_CONFIG.replace("  PodLevelResourceManagers: true\n", "")
+CASES = [
+    ("1.37", SERVER_CONFIG),
+    ("1.37", NO_MANAGER_GATE),
+    ("1.36", SERVER_CONFIG),
+    ("1.36", NO_MANAGER_GATE),
+    ("1.35", NO_MANAGER_GATE),
+    (
+        "1.37",
+        NO_MANAGER_GATE.replace("cpuManagerPolicy: static", "cpuManagerPolicy: none").replace(
+            "memoryManagerPolicy: Static", "memoryManagerPolicy: None"
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(("release", "config_text"), CASES)
+def test_incremental_files_equal_a_full_render_after_every_step(
+    release: str, config_text: str
+) -> None:
+    _, topology = resolve_topology("server-2s-8numa-512t")
+    config = parse_config(config_text, release)
+    node = build_engine_node("inc", topology, config, time.time)
+    writer = StateFilesWriter()
+    rng = random.Random(release + str(len(config_text)))
+    versions = state_file_versions(config)
+    assert writer.render(node) == render_state_files(node)
+    for i in range(70):
+        if node.pods and rng.random() < 0.3:
+            node.remove(rng.choice(list(node.pods)))
+        else:
+            for pod in parse_manifests(_pod(rng, i), config):
+                node.admit(pod)
+        assert writer.render(node) == render_state_files(node), (versions, i)
+    assert node.pods
+
+
+def test_unchanged_pods_are_not_encoded_again() -> None:
+    _, topology = resolve_topology("server-2s-8numa-512t")
+    config = parse_config(SERVER_CONFIG, "1.37")
+    node = build_engine_node("inc", topology, config, time.time)
+    for i in range(6):
+        for pod in parse_manifests(classic_pod(f"p{i}", "ns", "2", "1Gi"), config):
+            node.admit(pod)
+    writer = StateFilesWriter()
+    writer.render(node)
+    kept = {id(item) for m in writer._writer._cpu + writer._writer._memory for item in m.current}
+    for pod in parse_manifests(classic_pod("new", "ns", "2", "1Gi"), config):
+        node.admit(pod)
+    assert writer.render(node) == render_state_files(node)
+    now = [item for m in writer._writer._cpu + writer._writer._memory for item in m.current]
+    assert len([item for item in now if id(item) not in kept]) == 2  # the new pod's CPU, memory
+
+
+def test_one_writer_follows_a_node_through_releases() -> None:
+    """A restarted node keeps its writer: the kept items serve every format version."""
+    _, topology = resolve_topology("server-2s-8numa-512t")
+    writer = StateFilesWriter()
+    manifests = [_pod(random.Random(9), i) for i in range(12)]
+    for release, text in [*CASES, *reversed(CASES)]:
+        config = parse_config(text, release)
+        node = build_engine_node("inc", topology, config, time.time)
+        for manifest in manifests:
+            for pod in parse_manifests(manifest, config):
+                node.admit(pod)
+        assert writer.render(node) == render_state_files(node), (release, len(text))
