@@ -15,8 +15,11 @@ Decoding the tree into Go values is ``gojson_decode``.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from app.domain.checkpoint.errors import MAX_NESTING_DEPTH
@@ -35,6 +38,35 @@ class GoNumber(str):
     """A JSON number kept as its literal text."""
 
     __slots__ = ()
+
+
+class TreeMemo:
+    """The last ``size`` answers of a function of a parsed tree (shared by ``parse``) and a
+    few hashable arguments, each kept with its tree so that the tree's id names it. A file is
+    parsed, detected, verified and decoded by every check that reads it; with the tree shared,
+    they share those answers too (the answers must not be changed by their users)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._kept: OrderedDict[tuple[Any, ...], tuple[Any, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, tree: Any, *args: Any) -> tuple[bool, Any]:
+        """``(True, answer)`` when known, else ``(False, None)``."""
+        key = (id(tree), *args)
+        with self._lock:
+            hit = self._kept.get(key)
+            if hit is None or hit[0] is not tree:
+                return False, None
+            self._kept.move_to_end(key)
+            return True, hit[1]
+
+    def put(self, tree: Any, answer: Any, *args: Any) -> Any:
+        with self._lock:
+            self._kept[(id(tree), *args)] = (tree, answer)
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
+        return answer
 
 
 # -- errors ----------------------------------------------------------------------------------
@@ -78,10 +110,19 @@ def _reject_constant(name: str) -> Any:
 
 
 def parse(text: str) -> Any:
-    """Check the syntax like Go's ``checkValid`` and return the generic tree.
+    """Check the syntax like Go's ``checkValid`` and return the generic tree (shared: the
+    same text gives the same tree, which no one may change).
 
     Raises ``GoSyntaxError`` with Go's message.
     """
+    return _parse_once(text)
+
+
+# One file is parsed by every check that reads it (detection, checksums, each reader, the
+# consistency checks, the start-up model): the last few trees are kept. A syntax error is
+# raised again each time (``lru_cache`` keeps only results).
+@functools.lru_cache(maxsize=8)
+def _parse_once(text: str) -> Any:
     if not _SURROGATE_ESCAPE.search(text):
         try:
             return json.loads(
