@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from app.domain.checkpoint.gojson_scan import FORGET
 from app.domain.checkpoint.gospew import sdump_for_hash, sdump_string
 from app.domain.checkpoint.gotypes import GoType
 
@@ -128,6 +129,9 @@ def text_checksum(text: str) -> int:
     Remembered for the last few texts: one file's inspection hashes the same dump for every
     check and reader that verifies it (about 30 times per node in a fleet upgrade check)."""
     return fnv1a_32(text.encode("utf-8"))
+
+
+FORGET.append(text_checksum.cache_clear)
 
 
 def string_checksum(data: str) -> int:

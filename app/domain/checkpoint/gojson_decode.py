@@ -445,21 +445,23 @@ def unmarshal(tree: Any, t: GoType, into: Any) -> GoJSONError | None:
 #: A file's tree is decoded as each version and struct name by every check that reads it
 #: (about 30 decodes per node in a fleet upgrade check, of a few distinct ones).
 _decoded = TreeMemo(32)
+_ONCE = object()
 
 
 def unmarshal_new(
     tree: Any, t: GoType, new: Callable[[], dict[str, Any]]
 ) -> tuple[dict[str, Any], GoJSONError | None]:
     """``unmarshal`` of ``tree`` (a shared tree of ``parse``) into a fresh ``new()`` value:
-    ``(value, error or None)``. The value depends only on the tree and the type, so the last
-    few are kept and each caller gets its own copy."""
+    ``(value, error or None)``. The value depends only on the tree and the type: a decode
+    asked for again is kept (each caller gets its own copy); one asked for once (a single
+    read of a file) costs no copy."""
     known, hit = _decoded.get(tree, t)
-    if not known:
-        obj = new()
-        err = unmarshal(tree, t, obj)
-        hit = _decoded.put(tree, (_clone(obj), err), t)
-        return obj, err
-    return _clone(hit[0]), hit[1]
+    if known and hit is not _ONCE:
+        return _clone(hit[0]), hit[1]
+    obj = new()
+    err = unmarshal(tree, t, obj)
+    _decoded.put(tree, _ONCE if not known else (_clone(obj), err), t)
+    return obj, err
 
 
 def _clone(value: Any) -> Any:

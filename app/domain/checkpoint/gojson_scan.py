@@ -20,6 +20,7 @@ import json
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from app.domain.checkpoint.errors import MAX_NESTING_DEPTH
@@ -40,6 +41,17 @@ class GoNumber(str):
     __slots__ = ()
 
 
+#: How to drop every kept parse and answer (``forget``).
+FORGET: list[Callable[[], object]] = []
+
+
+def forget() -> None:
+    """Drop the trees and answers kept for the last files read (the benches time cold
+    reads this way)."""
+    for clear in FORGET:
+        clear()
+
+
 class TreeMemo:
     """The last ``size`` answers of a function of a parsed tree (shared by ``parse``) and a
     few hashable arguments, each kept with its tree so that the tree's id names it. A file is
@@ -50,6 +62,11 @@ class TreeMemo:
         self.size = size
         self._kept: OrderedDict[tuple[Any, ...], tuple[Any, Any]] = OrderedDict()
         self._lock = threading.Lock()
+        FORGET.append(self.clear)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
 
     def get(self, tree: Any, *args: Any) -> tuple[bool, Any]:
         """``(True, answer)`` when known, else ``(False, None)``."""
@@ -136,6 +153,8 @@ def _parse_once(text: str) -> Any:
             pass
     return _Scanner(text).parse()
 
+
+FORGET.append(_parse_once.cache_clear)
 
 _WS = frozenset(" \t\n\r")
 _SIMPLE_STRING = re.compile(r'[^"\\\x00-\x1f]*')
