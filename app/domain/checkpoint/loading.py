@@ -22,7 +22,7 @@ from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.detect import CPU
 from app.domain.checkpoint.formats import FormatVersions
 from app.domain.checkpoint.gojson_decode import unmarshal_text
-from app.domain.checkpoint.gojson_scan import GoJSONError, GoSyntaxError, parse
+from app.domain.checkpoint.gojson_scan import GoJSONError, GoSyntaxError, TreeMemo, parse
 from app.domain.checkpoint.gotext import go_text
 from app.domain.checkpoint.memory_state import MemoryCheckpointState
 from app.domain.checkpoint.reader import Reader
@@ -267,17 +267,39 @@ def gated_pod_entries(reader: Reader, data: dict[str, Any]) -> dict[str, Any] | 
 Procedure = Callable[[ParsedFile], tuple["State", str]]
 
 
+#: Reads kept per parsed file: one file is read as the same release by the start-up model, the
+#: inspector and the upgrade check of a node (``LoadResult`` and its state are immutable).
+_loaded = TreeMemo(16)
+
+
 def run_procedure(
-    manager: str, reader: Reader, content: str | bytes, state_dir: str, procedure: Procedure
+    manager: str,
+    reader: Reader,
+    content: str | bytes,
+    state_dir: str,
+    procedure: Procedure,
+    *,
+    pure: bool = True,
 ) -> LoadResult:
     """Parse ``content`` once and run ``procedure`` on it (its state and the version it was
-    loaded as, or ``LoadFailure``)."""
+    loaded as, or ``LoadFailure``). ``pure``: the procedure depends only on the file and the
+    reader (not on a container list), so its result for this parsed file is kept."""
     f = ParsedFile(content)
+    keep = pure and f.syntax_error is None
+    if keep:
+        known, result = _loaded.get(f.tree, manager, reader, state_dir)
+        if known:
+            return result
     try:
         state, loaded_as = procedure(f)
+        result = LoadResult(
+            manager, reader, True, state, loaded_as=loaded_as, attempts=tuple(f.attempts)
+        )
     except LoadFailure as fail:
-        return rejected(manager, reader, fail.error, state_dir, f.attempts)
-    return LoadResult(manager, reader, True, state, loaded_as=loaded_as, attempts=tuple(f.attempts))
+        result = rejected(manager, reader, fail.error, state_dir, f.attempts)
+    if keep:
+        _loaded.put(f.tree, result, manager, reader, state_dir)
+    return result
 
 
 def rejected(

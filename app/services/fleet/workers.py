@@ -46,7 +46,7 @@ from app.services.fleet.agent_summary import SummaryCache
 from app.services.fleet.rows import fit_error, fit_result, upgrade_result
 from app.services.fleet.score import rank_fits
 from app.services.nodes.demo_fleet import DemoFleet, node_name
-from app.services.nodes.errors import NodeServiceError
+from app.services.upgrade import SharedChecks, UpgradeInputError
 
 #: Fits kept per (manifest, strategy): the demo fleet never changes once built.
 FIT_CACHE = 16
@@ -59,6 +59,8 @@ MAX_WORKERS = 8
 
 _fleet: DemoFleet | None = None
 _summaries: dict[str, NodeSummaryV1] = {}
+_shared = SharedChecks()
+_verdicts: dict[tuple[str, str, bool | None], dict[str, Any]] = {}
 
 
 def _start(count: int, seed: int, shard: int, shards: int) -> None:
@@ -106,15 +108,24 @@ def _upgrade(release: str, gate: bool | None, names: Sequence[str]) -> tuple[lis
     """The upgrade rows of ``names`` (nodes of this shard), and the CPU seconds they took;
     an input the check refuses (a release or gate) is ``("error", message, field)``."""
     started = time.process_time()
-    fleet = _shard()
     rows: list[Any] = []
     for name in names:
         try:
-            verdict = fleet.nodes[name].upgrade(release, gate)
-        except NodeServiceError as exc:  # the same for every node: the question is wrong
-            return [("error", exc.message, getattr(exc, "field", None))], 0.0
+            verdict = _verdict(name, release, gate)
+        except UpgradeInputError as exc:  # the same for every node: the question is wrong
+            return [("error", exc.message, exc.field)], 0.0
         rows.append({**upgrade_result(name, verdict), "agent": None})
     return rows, time.process_time() - started
+
+
+def _verdict(name: str, release: str, gate: bool | None) -> dict[str, Any]:
+    """A node's upgrade verdict (``SimulatedNode.upgrade``'s), shared with the nodes of the
+    shard that have the same inputs; kept per node."""
+    key = (name, release, gate)
+    verdict = _verdicts.get(key)
+    if verdict is None:
+        verdict = _verdicts[key] = _shared.check(_shard().nodes[name].node_files(), release, gate)
+    return verdict
 
 
 def _ping() -> int:
