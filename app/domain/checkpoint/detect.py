@@ -173,7 +173,7 @@ def detect_version(content: str | bytes, manager: str | None = None) -> VersionI
     return detect_tree(tree, manager)
 
 
-_detected = TreeMemo(16)
+_detected = TreeMemo()
 
 
 def detect_tree(tree: Any, manager: str | None = None) -> VersionInfo:

@@ -152,7 +152,7 @@ def _stored(tree: Any, key: str) -> int:
     return int(obj["Checksum"])
 
 
-_reports = TreeMemo(16)
+_reports = TreeMemo()
 
 
 def checksum_reports(tree: Any, info: VersionInfo) -> tuple[ChecksumReport, ...]:

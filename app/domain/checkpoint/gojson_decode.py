@@ -444,7 +444,7 @@ def unmarshal(tree: Any, t: GoType, into: Any) -> GoJSONError | None:
 
 #: A file's tree is decoded as each version and struct name by every check that reads it
 #: (about 30 decodes per node in a fleet upgrade check, of a few distinct ones).
-_decoded = TreeMemo(32)
+_decoded = TreeMemo()
 _ONCE = object()
 
 

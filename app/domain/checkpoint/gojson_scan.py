@@ -15,7 +15,6 @@ Decoding the tree into Go values is ``gojson_decode``.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import threading
@@ -41,48 +40,93 @@ class GoNumber(str):
     __slots__ = ()
 
 
-#: How to drop every kept parse and answer (``forget``).
-FORGET: list[Callable[[], object]] = []
+# -- kept trees ------------------------------------------------------------------------------
+# One file is parsed by every check that reads it (detection, checksums, each reader, the
+# consistency checks, the start-up model), and a fleet's nodes often have the same file (an
+# empty node's, one workload's): ``parse`` keeps the trees of the last texts, and ``TreeMemo``s
+# keep answers about those trees (decodes, detection, checksums, reads) for as long as the tree
+# is kept. Memory stays bounded by the trees kept: many small texts, a few large ones.
+
+#: Texts up to this length count as small (a state file of a few pods is 0.4-2 KB).
+SMALL_TEXT = 8192
+SMALL_KEPT = 512
+LARGE_KEPT = 4
+
+_lock = threading.RLock()
+_small: OrderedDict[str, Any] = OrderedDict()
+_large: OrderedDict[str, Any] = OrderedDict()
+_held: dict[int, Any] = {}  # id -> tree, for every tree kept
+_memos: list[TreeMemo] = []
+
+
+def _keep(text: str, tree: Any) -> None:
+    kept, limit = (_small, SMALL_KEPT) if len(text) <= SMALL_TEXT else (_large, LARGE_KEPT)
+    with _lock:
+        kept[text] = tree
+        _held[id(tree)] = tree
+        while len(kept) > limit:
+            _, old = kept.popitem(last=False)
+            _held.pop(id(old), None)
+            for memo in _memos:
+                memo.drop(old)
+
+
+def _kept_tree(text: str) -> Any | None:
+    kept = _small if len(text) <= SMALL_TEXT else _large
+    with _lock:
+        tree = kept.get(text)
+        if tree is not None:
+            kept.move_to_end(text)
+        return tree
 
 
 def forget() -> None:
-    """Drop the trees and answers kept for the last files read (the benches time cold
-    reads this way)."""
+    """Drop every kept tree and answer (the benches time cold reads this way)."""
+    with _lock:
+        _small.clear()
+        _large.clear()
+        _held.clear()
+        for memo in _memos:
+            memo.clear()
     for clear in FORGET:
         clear()
 
 
-class TreeMemo:
-    """The last ``size`` answers of a function of a parsed tree (shared by ``parse``) and a
-    few hashable arguments, each kept with its tree so that the tree's id names it. A file is
-    parsed, detected, verified and decoded by every check that reads it; with the tree shared,
-    they share those answers too (the answers must not be changed by their users)."""
+#: Other caches of answers about texts, dropped by ``forget``.
+FORGET: list[Callable[[], object]] = []
 
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._kept: OrderedDict[tuple[Any, ...], tuple[Any, Any]] = OrderedDict()
-        self._lock = threading.Lock()
-        FORGET.append(self.clear)
+
+class TreeMemo:
+    """Answers of a function of a kept parsed tree (shared by ``parse``) and a few hashable
+    arguments, kept as long as the tree is; a tree ``parse`` does not keep gets no memo. The
+    answers are shared between callers: they must not be changed."""
+
+    def __init__(self) -> None:
+        self._kept: dict[int, dict[tuple[Any, ...], Any]] = {}
+        _memos.append(self)
 
     def clear(self) -> None:
-        with self._lock:
+        with _lock:
             self._kept.clear()
+
+    def drop(self, tree: Any) -> None:
+        with _lock:
+            self._kept.pop(id(tree), None)
 
     def get(self, tree: Any, *args: Any) -> tuple[bool, Any]:
         """``(True, answer)`` when known, else ``(False, None)``."""
-        key = (id(tree), *args)
-        with self._lock:
-            hit = self._kept.get(key)
-            if hit is None or hit[0] is not tree:
+        with _lock:
+            if _held.get(id(tree)) is not tree:
                 return False, None
-            self._kept.move_to_end(key)
-            return True, hit[1]
+            answers = self._kept.get(id(tree))
+            if answers is None or args not in answers:
+                return False, None
+            return True, answers[args]
 
     def put(self, tree: Any, answer: Any, *args: Any) -> Any:
-        with self._lock:
-            self._kept[(id(tree), *args)] = (tree, answer)
-            while len(self._kept) > self.size:
-                self._kept.popitem(last=False)
+        with _lock:
+            if _held.get(id(tree)) is tree:
+                self._kept.setdefault(id(tree), {})[args] = answer
         return answer
 
 
@@ -128,18 +172,19 @@ def _reject_constant(name: str) -> Any:
 
 def parse(text: str) -> Any:
     """Check the syntax like Go's ``checkValid`` and return the generic tree (shared: the
-    same text gives the same tree, which no one may change).
+    same text gives the same kept tree, which no one may change).
 
-    Raises ``GoSyntaxError`` with Go's message.
+    Raises ``GoSyntaxError`` with Go's message (each time: errors are not kept).
     """
-    return _parse_once(text)
+    tree = _kept_tree(text)
+    if tree is None:
+        tree = _parse(text)
+        if type(tree) is JObj or type(tree) is list:  # a scalar has nothing to share
+            _keep(text, tree)
+    return tree
 
 
-# One file is parsed by every check that reads it (detection, checksums, each reader, the
-# consistency checks, the start-up model): the last few trees are kept. A syntax error is
-# raised again each time (``lru_cache`` keeps only results).
-@functools.lru_cache(maxsize=8)
-def _parse_once(text: str) -> Any:
+def _parse(text: str) -> Any:
     if not _SURROGATE_ESCAPE.search(text):
         try:
             return json.loads(
@@ -153,8 +198,6 @@ def _parse_once(text: str) -> Any:
             pass
     return _Scanner(text).parse()
 
-
-FORGET.append(_parse_once.cache_clear)
 
 _WS = frozenset(" \t\n\r")
 _SIMPLE_STRING = re.compile(r'[^"\\\x00-\x1f]*')

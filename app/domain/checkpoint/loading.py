@@ -268,8 +268,10 @@ Procedure = Callable[[ParsedFile], tuple["State", str]]
 
 
 #: Reads kept per parsed file: one file is read as the same release by the start-up model, the
-#: inspector and the upgrade check of a node (``LoadResult`` and its state are immutable).
-_loaded = TreeMemo(16)
+#: inspector and the upgrade check of a node, and by the nodes that have the same file
+#: (``LoadResult`` and its state are immutable; a refusal is kept as its error and attempts,
+#: the message naming the caller's state directory).
+_loaded = TreeMemo()
 
 
 def run_procedure(
@@ -283,23 +285,25 @@ def run_procedure(
 ) -> LoadResult:
     """Parse ``content`` once and run ``procedure`` on it (its state and the version it was
     loaded as, or ``LoadFailure``). ``pure``: the procedure depends only on the file and the
-    reader (not on a container list), so its result for this parsed file is kept."""
+    reader (not on a container list), so its outcome for this parsed file is kept."""
     f = ParsedFile(content)
     keep = pure and f.syntax_error is None
-    if keep:
-        known, result = _loaded.get(f.tree, manager, reader, state_dir)
-        if known:
-            return result
-    try:
-        state, loaded_as = procedure(f)
-        result = LoadResult(
-            manager, reader, True, state, loaded_as=loaded_as, attempts=tuple(f.attempts)
-        )
-    except LoadFailure as fail:
-        result = rejected(manager, reader, fail.error, state_dir, f.attempts)
-    if keep:
-        _loaded.put(f.tree, result, manager, reader, state_dir)
-    return result
+    outcome: LoadResult | tuple[str, tuple[Attempt, ...]]
+    known, outcome = _loaded.get(f.tree, manager, reader) if keep else (False, ("", ()))
+    if not known:
+        try:
+            state, loaded_as = procedure(f)
+            outcome = LoadResult(
+                manager, reader, True, state, loaded_as=loaded_as, attempts=tuple(f.attempts)
+            )
+        except LoadFailure as fail:
+            outcome = (fail.error, tuple(f.attempts))
+        if keep:
+            _loaded.put(f.tree, outcome, manager, reader)
+    if isinstance(outcome, LoadResult):
+        return outcome
+    error, attempts = outcome
+    return rejected(manager, reader, error, state_dir, list(attempts))
 
 
 def rejected(
