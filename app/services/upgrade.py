@@ -50,7 +50,7 @@ def node_verdict(node: str, check: DirCheck, *, root: str | None = None) -> dict
     """The fleet's per-node answer from the inspector's ``DirCheck``."""
     doc = check.to_dict()
     if root is not None:
-        doc = _rewrite(doc, check.root, root)
+        doc = rewritten(doc, check.root, root)
     files = doc["files"]
     status = max((f["status"] for f in files), key=lambda s: _ORDER.get(s, 3), default=COMPATIBLE)
     if status == "missing":
@@ -97,13 +97,14 @@ def _version(report: dict[str, Any] | None) -> str | None:
     return v if isinstance(v, str) else None
 
 
-def _rewrite(doc: Any, old: str, new: str) -> Any:
+def rewritten(doc: Any, old: str, new: str) -> Any:
+    """``doc`` (a JSON document) with ``old`` replaced by ``new`` in every string value."""
     if isinstance(doc, str):
         return doc.replace(old, new)
     if isinstance(doc, list):
-        return [_rewrite(x, old, new) for x in doc]
+        return [rewritten(x, old, new) for x in doc]
     if isinstance(doc, dict):
-        return {k: _rewrite(v, old, new) for k, v in doc.items()}
+        return {k: rewritten(v, old, new) for k, v in doc.items()}
     return doc
 
 
@@ -178,7 +179,7 @@ class SharedChecks:
         hit = self._by_inputs.get(key)
         if hit is not None:
             _, name, doc = hit
-            return _rewrite(doc, name, node.name)
+            return rewritten(doc, name, node.name)
         doc = check_files(node, release, gate)
         self._by_inputs[key] = (node.topology, node.name, doc)  # the machine kept: its id is named
         return doc

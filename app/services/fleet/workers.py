@@ -31,9 +31,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import multiprocessing
 import os
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import BrokenExecutor, Future, ProcessPoolExecutor
@@ -41,11 +43,15 @@ from typing import Any
 
 from app.contracts.summary import NodeSummaryV1
 from app.domain import deadline
+from app.domain.checkpoint import CPU_FILE_NAME, MEMORY_FILE_NAME
+from app.domain.node.state_files import render_state_files
 from app.domain.pod.model import Pod
 from app.services.fleet.agent_summary import SummaryCache
 from app.services.fleet.rows import fit_error, fit_result, upgrade_result
 from app.services.fleet.score import rank_fits
-from app.services.nodes.demo_fleet import DemoFleet, node_name
+from app.services.nodes.demo_fleet import DemoFleet, SimulatedNode, node_name
+from app.services.nodes.errors import NodeServiceError
+from app.services.nodes.inputs import parse_manifests
 from app.services.upgrade import SharedChecks, UpgradeInputError
 
 #: Fits kept per (manifest, strategy): the demo fleet never changes once built.
@@ -60,6 +66,7 @@ MAX_WORKERS = 8
 _fleet: DemoFleet | None = None
 _summaries: dict[str, NodeSummaryV1] = {}
 _shared = SharedChecks()
+_states: dict[str, tuple[Any, ...]] = {}
 _verdicts: dict[tuple[str, str, bool | None], dict[str, Any]] = {}
 
 
@@ -71,8 +78,9 @@ def _start(count: int, seed: int, shard: int, shards: int) -> None:
     fleet = DemoFleet(count, seed)
     fleet.build(shard, shards)
     _fleet = fleet
-    for name in fleet.nodes:  # the scores read them: built once, not in the first fit
-        _summary_of(name, None)
+    for name, sim in fleet.nodes.items():  # built once, not in the first fit
+        _summary_of(name, None)  # the scores read them
+        _states[name] = _free_state(sim)
 
 
 def _shard() -> DemoFleet:
@@ -91,14 +99,74 @@ def _summary_of(node: str, agent: str | None) -> NodeSummaryV1 | None:
     return summary
 
 
+def _free_state(sim: SimulatedNode) -> tuple[Any, ...]:
+    """What a dry run of a new pod depends on besides the pod: the machine, the kubelet
+    configuration and release, and what its CPU and memory managers have free (the shared
+    pool, and each NUMA node's memory table, from the state files its engine writes). The
+    other pods matter only by their names (a conflict), which ``_fit_rows`` checks."""
+    engine = sim.engine
+    files = render_state_files(engine)
+    cpu = _data_of(files.get(CPU_FILE_NAME))
+    memory = _data_of(files.get(MEMORY_FILE_NAME))
+    return (
+        id(engine.topology),
+        sim.config_text,
+        sim.release,
+        cpu.get("defaultCpuSet"),
+        json.dumps(memory.get("machineState"), sort_keys=True),
+    )
+
+
+def _data_of(text: str | bytes | None) -> dict[str, Any]:
+    doc = json.loads(text) if text else {}
+    return json.loads(doc["data"]) if isinstance(doc.get("data"), str) else doc
+
+
+def _fit_rows(fleet: DemoFleet, manifest: str, pod: Pod) -> list[dict[str, Any]]:
+    """Every node's fit row (not scored). A single-pod manifest is dry-run once per free
+    state (``_free_state``) and the others in that state get that node's row under their own
+    name (with their own batch id); a node with a pod of the same name or uid is dry-run
+    itself. ``tests/fleet/test_fit_shared.py`` compares both ways over the demo fleet."""
+    nodes = fleet.list()
+    if not nodes or not _single_pod(manifest, nodes[0]):
+        return [fit_result(name, doc) for name, doc in fleet.dry_run_all(manifest)]
+    first: dict[tuple[Any, ...], SimulatedNode] = {}
+    asked: list[SimulatedNode] = []
+    for sim in nodes:
+        state = _states[sim.name]
+        if sim.engine.find_pod(pod.key) is not None or pod.uid in sim.engine.pods:
+            asked.append(sim)  # the answer names the conflict
+        elif state not in first:
+            first[state] = sim
+            asked.append(sim)
+    rows = {name: fit_result(name, doc) for name, doc in fleet.dry_run_all(manifest, asked)}
+    out = []
+    for sim in nodes:
+        row = rows.get(sim.name)
+        if row is None:
+            twin = first[_states[sim.name]]
+            # A row is JSON (``model_dump(mode="json")``): renamed as text, in C.
+            row = json.loads(json.dumps(rows[twin.name]).replace(twin.name, sim.name))
+            if "batch" in row:
+                row["batch"] = str(uuid.uuid4())
+        out.append(row)
+    return out
+
+
+def _single_pod(manifest: str, sim: SimulatedNode) -> bool:
+    try:
+        return len(parse_manifests(manifest, sim.engine.config)) == 1
+    except NodeServiceError:  # every node answers the error: nothing to share
+        return False
+
+
 def _fit(manifest: str, pod: Pod, strategy: str, budget: float) -> tuple[list[Any], float]:
     """The shard's fit rows, scored (and the CPU seconds they took)."""
     started = time.process_time()
     fleet = _shard()
     try:
         with deadline.within(budget, "the fleet fit"):
-            rows = [fit_result(name, doc) for name, doc in fleet.dry_run_all(manifest)]
-            rows = rank_fits(rows, pod, strategy, _summary_of)
+            rows = rank_fits(_fit_rows(fleet, manifest, pod), pod, strategy, _summary_of)
     except deadline.DeadlineExceededError as exc:
         rows = [fit_error(n.name, f"not checked: {exc.message}", asked=False) for n in fleet.list()]
     return [{**r, "agent": None} for r in rows], time.process_time() - started
