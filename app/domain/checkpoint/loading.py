@@ -19,6 +19,7 @@ from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.checksum import string_checksum
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
+from app.domain.checkpoint.data_twin import read_twin
 from app.domain.checkpoint.detect import CPU
 from app.domain.checkpoint.formats import FormatVersions
 from app.domain.checkpoint.gojson_decode import unmarshal_text
@@ -157,6 +158,10 @@ def get_checkpoint(
         if version == formats.data_version:
             err = f"failed to deserialize {formats.what} checkpoint: {err}"
         return formats.new(version), f.failed(version, err)
+    if version == formats.data_version:
+        twin = read_twin(f.tree, f.text, formats, version, name)
+        if twin is not None:
+            return twin[0], _verify_data_checksum(f, version, twin[0])
     obj, jerr = formats.decode(f.tree, version, name)
     if version == formats.data_version:
         return obj, _verify_data_checkpoint(f, version, obj, jerr, formats)
@@ -232,6 +237,11 @@ def _verify_data_checkpoint(
     derr = unmarshal_text(obj["Data"], formats.data_t, data)
     if derr is not None:
         return f.failed(version, f"failed to deserialize {what} checkpoint data: {derr}")
+    return _verify_data_checksum(f, version, obj)
+
+
+def _verify_data_checksum(f: ParsedFile, version: str, obj: dict[str, Any]) -> str | None:
+    """``dataChecksum`` against the ``data`` string of a decoded V4/V3 ``obj``."""
     if obj["DataChecksum"] != string_checksum(obj["Data"]):
         return f.failed(version, CORRUPT)
     f.passed(version, "dataChecksum")
