@@ -34,6 +34,7 @@ import contextlib
 import json
 import multiprocessing
 import os
+import threading
 import time
 import uuid
 from collections import OrderedDict
@@ -59,6 +60,8 @@ FIT_CACHE = 16
 #: Nodes per upgrade task: answers arrive (and the page fills in) this many at a time.
 UPGRADE_CHUNK = 100
 WORKER_NICE = 5
+#: How often a worker looks whether the hub is still there.
+ORPHAN_CHECK_S = 1.0
 MAX_WORKERS = 8
 
 # -- in the worker process ------------------------------------------------------------------
@@ -75,12 +78,21 @@ def _start(count: int, seed: int, shard: int, shards: int) -> None:
     global _fleet
     with contextlib.suppress(OSError):  # not allowed here: run at the hub's priority
         os.nice(WORKER_NICE)
+    threading.Thread(target=_exit_with, args=(os.getppid(),), daemon=True).start()
     fleet = DemoFleet(count, seed)
     fleet.build(shard, shards)
     _fleet = fleet
     for name, sim in fleet.nodes.items():  # built once, not in the first fit
         _summary_of(name, None)  # the scores read them
         _states[name] = _free_state(sim)
+
+
+def _exit_with(hub: int) -> None:
+    """Exit once the hub is gone: a hub killed outright (SIGKILL, the OOM killer) cannot shut
+    its pools down, and a worker waiting for questions would stay with its shard's memory."""
+    while os.getppid() == hub:
+        time.sleep(ORPHAN_CHECK_S)
+    os._exit(0)
 
 
 def _shard() -> DemoFleet:
