@@ -6,6 +6,8 @@ that node itself)."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +18,9 @@ from app.services.fleet import workers
 from app.services.fleet.rows import fit_result
 from app.services.nodes.demo_fleet import SEED, DemoFleet
 from app.services.nodes.inputs import parse_manifests
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from bench_fleet_fit import BURSTABLE  # the bench's Burstable pod
 
 #: A slice of the 5,000-node demo fleet (one shard of 10): 500 nodes.
 SHARD, SHARDS = 4, 10
@@ -29,14 +34,6 @@ spec:
   containers:
   - {name: app, image: busybox, resources: {requests: {cpu: "2", memory: 3Gi}, limits: {cpu: "2", memory: 3Gi}}}
   - {name: side, image: busybox, resources: {requests: {cpu: "1", memory: 1Gi}, limits: {cpu: "1", memory: 1Gi}}}
-"""
-BURSTABLE = """\
-apiVersion: v1
-kind: Pod
-metadata: {name: burst, namespace: default}
-spec:
-  containers:
-  - {name: main, image: busybox, resources: {requests: {cpu: 500m, memory: 512Mi}}}
 """
 SHAPES = {
     "guaranteed 2": classic_pod("fit-2", "default", "2", "2Gi"),
