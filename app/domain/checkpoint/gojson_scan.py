@@ -59,9 +59,13 @@ _held: dict[int, Any] = {}  # id -> tree, for every tree kept
 _memos: list[TreeMemo] = []
 
 
-def _keep(text: str, tree: Any) -> None:
+def _keep(text: str, tree: Any) -> Any:
+    """Keep ``tree`` as the text's tree; the one kept already if another thread was first."""
     kept, limit = (_small, SMALL_KEPT) if len(text) <= SMALL_TEXT else (_large, LARGE_KEPT)
     with _lock:
+        first = kept.get(text)
+        if first is not None:
+            return first
         kept[text] = tree
         _held[id(tree)] = tree
         while len(kept) > limit:
@@ -69,6 +73,7 @@ def _keep(text: str, tree: Any) -> None:
             _held.pop(id(old), None)
             for memo in _memos:
                 memo.drop(old)
+    return tree
 
 
 def _kept_tree(text: str) -> Any | None:
@@ -180,7 +185,7 @@ def parse(text: str) -> Any:
     if tree is None:
         tree = _parse(text)
         if type(tree) is JObj or type(tree) is list:  # a scalar has nothing to share
-            _keep(text, tree)
+            tree = _keep(text, tree)
     return tree
 
 
