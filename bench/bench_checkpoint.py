@@ -5,7 +5,9 @@
 A 512-CPU, 8-NUMA-node node with 250 pods (every third one with pod-level resources, so with
 pod entries): its ``cpu_manager_state`` as CPU V4 and its ``memory_manager_state`` twin as
 memory V3; and the same node with 4 containers in every pod (the issue's "250 pods x 4"), as
-memory V3. Median CPU times (``time.process_time``: independent of the load on the machine) of:
+memory V3. Median CPU times (``time.process_time``: independent of the load on the machine),
+each run cold (the parsed trees and answers the reader keeps for the files it read last are
+dropped first: ``gojson_scan.forget``), of:
 
 1. verify + load as a 1.37 kubelet with the gate on (decode, ``dataChecksum``, restore);
 2. render (write) of each file, checksums included;
