@@ -50,7 +50,7 @@ def node_verdict(node: str, check: DirCheck, *, root: str | None = None) -> dict
     """The fleet's per-node answer from the inspector's ``DirCheck``."""
     doc = check.to_dict()
     if root is not None:
-        doc = _rewrite(doc, check.root, root)
+        doc = rewritten(doc, check.root, root)
     files = doc["files"]
     status = max((f["status"] for f in files), key=lambda s: _ORDER.get(s, 3), default=COMPATIBLE)
     if status == "missing":
@@ -97,13 +97,14 @@ def _version(report: dict[str, Any] | None) -> str | None:
     return v if isinstance(v, str) else None
 
 
-def _rewrite(doc: Any, old: str, new: str) -> Any:
+def rewritten(doc: Any, old: str, new: str) -> Any:
+    """``doc`` (a JSON document) with ``old`` replaced by ``new`` in every string value."""
     if isinstance(doc, str):
         return doc.replace(old, new)
     if isinstance(doc, list):
-        return [_rewrite(x, old, new) for x in doc]
+        return [rewritten(x, old, new) for x in doc]
     if isinstance(doc, dict):
-        return {k: _rewrite(v, old, new) for k, v in doc.items()}
+        return {k: rewritten(v, old, new) for k, v in doc.items()}
     return doc
 
 
@@ -152,6 +153,36 @@ def check_files(node: NodeFiles, release: str, gate: bool | None) -> dict[str, A
         raise UpgradeInputError(f"kubeletConfig.{exc.field}: {exc.message}", exc.field) from None
     doc = _inspect_files(node, release, target.config.gate(GATE))
     return with_start(doc, start)
+
+
+class SharedChecks:
+    """``check_files`` over many nodes, shared between nodes whose inputs are the same but for
+    their name (the machine, release, configuration, state files and pods): such a node's
+    verdict is the first one's with the node's name written in place of the first's (the
+    name is in the recovery steps, the drain line and the pod links). A demo fleet of 5,000
+    nodes has about 3,000 distinct inputs; ``tests/fleet/test_upgrade_shared.py`` compares
+    both ways over the fleet for every release and gate setting."""
+
+    def __init__(self) -> None:
+        self._by_inputs: dict[tuple[Any, ...], tuple[CPUTopology, str, dict[str, Any]]] = {}
+
+    def check(self, node: NodeFiles, release: str, gate: bool | None) -> dict[str, Any]:
+        key = (
+            id(node.topology),
+            node.release,
+            node.config_text,
+            tuple(sorted(node.files.items())),
+            tuple(sorted(node.pods.items())),
+            release,
+            gate,
+        )
+        hit = self._by_inputs.get(key)
+        if hit is not None:
+            _, name, doc = hit
+            return rewritten(doc, name, node.name)
+        doc = check_files(node, release, gate)
+        self._by_inputs[key] = (node.topology, node.name, doc)  # the machine kept: its id is named
+        return doc
 
 
 def with_start(doc: dict[str, Any], start: RestartResult) -> dict[str, Any]:

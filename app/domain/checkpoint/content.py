@@ -14,6 +14,7 @@ from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.detect import CPU, VersionInfo
 from app.domain.checkpoint.gojson_decode import unmarshal_text
+from app.domain.checkpoint.gojson_scan import TreeMemo
 from app.domain.checkpoint.gotypes import GoType
 from app.domain.checkpoint.loading import pod_entries_of
 from app.domain.checkpoint.memory_state import MemoryCheckpointState
@@ -32,8 +33,19 @@ class FileContent:
     problems: tuple[str, ...]
 
 
+_contents = TreeMemo()
+
+
 def file_content(tree: Any, info: VersionInfo) -> FileContent:
-    """Decode the file's content for the detected ``info``."""
+    """Decode the file's content for the detected ``info`` (kept for a kept tree: the
+    inspector and the consistency checks ask for it)."""
+    known, content = _contents.get(tree, info)
+    if not known:
+        content = _contents.put(tree, _file_content(tree, info), info)
+    return content
+
+
+def _file_content(tree: Any, info: VersionInfo) -> FileContent:
     problems: list[str] = []
     if info.manager == CPU:
         state, inline = _cpu_content(tree, info.version, problems)

@@ -26,7 +26,7 @@ from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.checksum import string_checksum, struct_checksum
 from app.domain.checkpoint.errors import CheckpointFormatError, CheckpointInputError
 from app.domain.checkpoint.gojson_decode import unmarshal
-from app.domain.checkpoint.gojson_scan import GoSyntaxError, JObj, parse
+from app.domain.checkpoint.gojson_scan import GoSyntaxError, JObj, TreeMemo, parse
 from app.domain.checkpoint.gotext import go_text
 from app.domain.checkpoint.gotypes import STRING_T, Field, fold_name, struct_type
 
@@ -173,7 +173,18 @@ def detect_version(content: str | bytes, manager: str | None = None) -> VersionI
     return detect_tree(tree, manager)
 
 
+_detected = TreeMemo()
+
+
 def detect_tree(tree: Any, manager: str | None = None) -> VersionInfo:
+    """The format version of a parsed file (``manager``: as told, else as detected)."""
+    known, info = _detected.get(tree, manager)
+    if not known:
+        info = _detected.put(tree, _detect_tree(tree, manager), manager)
+    return info
+
+
+def _detect_tree(tree: Any, manager: str | None) -> VersionInfo:
     keys = _top_keys(tree)
     mgr = normalise_manager(manager) if manager else _manager_of(tree, keys)
     if mgr is None:

@@ -14,6 +14,7 @@ from app.domain.checkpoint.checksum import string_checksum
 from app.domain.checkpoint.detect import CPU, MEMORY, VersionInfo, decoded_data_string
 from app.domain.checkpoint.errors import CheckpointFormatError
 from app.domain.checkpoint.gojson_decode import unmarshal
+from app.domain.checkpoint.gojson_scan import TreeMemo
 from app.domain.checkpoint.gotypes import CHECKSUM_T, Field, struct_type
 
 #: Severities of an ``Issue``.
@@ -151,10 +152,20 @@ def _stored(tree: Any, key: str) -> int:
     return int(obj["Checksum"])
 
 
+_reports = TreeMemo()
+
+
 def checksum_reports(tree: Any, info: VersionInfo) -> tuple[ChecksumReport, ...]:
     """Every checksum field of the file: the struct checksum, or (CPU V4 / memory V3) the
     inline part's checksum and ``dataChecksum``; the reverted V4 hashes its data into
     ``checksum``."""
+    known, reports = _reports.get(tree, info)
+    if not known:
+        reports = _reports.put(tree, _checksum_reports(tree, info), info)
+    return reports
+
+
+def _checksum_reports(tree: Any, info: VersionInfo) -> tuple[ChecksumReport, ...]:
     m, v = info.manager, info.version
     algorithms = _STRUCT_ALGORITHMS.get((m, v))
     if algorithms is not None:

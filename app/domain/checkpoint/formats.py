@@ -15,7 +15,7 @@ from typing import Any
 
 from app.domain.checkpoint.checksum import struct_checksum
 from app.domain.checkpoint.errors import CheckpointInputError
-from app.domain.checkpoint.gojson_decode import unmarshal
+from app.domain.checkpoint.gojson_decode import unmarshal_new
 from app.domain.checkpoint.gotypes import Field, GoType, constructed, struct_type
 
 #: A version's struct type, given the struct name a release uses in type errors (default: the
@@ -71,8 +71,7 @@ class FormatVersions:
         """Decode a parsed file into a fresh object of ``version``; ``(object, error or
         None)``. ``name`` is the Go struct name used in type-error texts (it differs between
         releases)."""
-        obj = self.new(version)
-        return obj, unmarshal(tree, self.struct(version, name), obj)
+        return unmarshal_new(tree, self.struct(version, name), lambda: self.new(version))
 
     def algorithm_checksum(self, value: dict[str, Any], algorithm: str) -> int:
         """The checksum ``algorithm`` computes for a decoded Go value."""

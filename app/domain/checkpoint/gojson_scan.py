@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from app.domain.checkpoint.errors import MAX_NESTING_DEPTH
@@ -35,6 +38,101 @@ class GoNumber(str):
     """A JSON number kept as its literal text."""
 
     __slots__ = ()
+
+
+# -- kept trees ------------------------------------------------------------------------------
+# One file is parsed by every check that reads it (detection, checksums, each reader, the
+# consistency checks, the start-up model), and a fleet's nodes often have the same file (an
+# empty node's, one workload's): ``parse`` keeps the trees of the last texts, and ``TreeMemo``s
+# keep answers about those trees (decodes, detection, checksums, reads) for as long as the tree
+# is kept. Memory stays bounded by the trees kept: many small texts, a few large ones.
+
+#: Texts up to this length count as small (a state file of a few pods is 0.4-2 KB).
+SMALL_TEXT = 8192
+SMALL_KEPT = 512
+LARGE_KEPT = 4
+
+_lock = threading.RLock()
+_small: OrderedDict[str, Any] = OrderedDict()
+_large: OrderedDict[str, Any] = OrderedDict()
+_held: dict[int, Any] = {}  # id -> tree, for every tree kept
+_memos: list[TreeMemo] = []
+
+
+def _keep(text: str, tree: Any) -> Any:
+    """Keep ``tree`` as the text's tree; the one kept already if another thread was first."""
+    kept, limit = (_small, SMALL_KEPT) if len(text) <= SMALL_TEXT else (_large, LARGE_KEPT)
+    with _lock:
+        first = kept.get(text)
+        if first is not None:
+            return first
+        kept[text] = tree
+        _held[id(tree)] = tree
+        while len(kept) > limit:
+            _, old = kept.popitem(last=False)
+            _held.pop(id(old), None)
+            for memo in _memos:
+                memo.drop(old)
+    return tree
+
+
+def _kept_tree(text: str) -> Any | None:
+    kept = _small if len(text) <= SMALL_TEXT else _large
+    with _lock:
+        tree = kept.get(text)
+        if tree is not None:
+            kept.move_to_end(text)
+        return tree
+
+
+def forget() -> None:
+    """Drop every kept tree and answer (the benches time cold reads this way)."""
+    with _lock:
+        _small.clear()
+        _large.clear()
+        _held.clear()
+        for memo in _memos:
+            memo.clear()
+    for clear in FORGET:
+        clear()
+
+
+#: Other caches of answers about texts, dropped by ``forget``.
+FORGET: list[Callable[[], object]] = []
+
+
+class TreeMemo:
+    """Answers of a function of a kept parsed tree (shared by ``parse``) and a few hashable
+    arguments, kept as long as the tree is; a tree ``parse`` does not keep gets no memo. The
+    answers are shared between callers: they must not be changed."""
+
+    def __init__(self) -> None:
+        self._kept: dict[int, dict[tuple[Any, ...], Any]] = {}
+        _memos.append(self)
+
+    def clear(self) -> None:
+        with _lock:
+            self._kept.clear()
+
+    def drop(self, tree: Any) -> None:
+        with _lock:
+            self._kept.pop(id(tree), None)
+
+    def get(self, tree: Any, *args: Any) -> tuple[bool, Any]:
+        """``(True, answer)`` when known, else ``(False, None)``."""
+        with _lock:
+            if _held.get(id(tree)) is not tree:
+                return False, None
+            answers = self._kept.get(id(tree))
+            if answers is None or args not in answers:
+                return False, None
+            return True, answers[args]
+
+    def put(self, tree: Any, answer: Any, *args: Any) -> Any:
+        with _lock:
+            if _held.get(id(tree)) is tree:
+                self._kept.setdefault(id(tree), {})[args] = answer
+        return answer
 
 
 # -- errors ----------------------------------------------------------------------------------
@@ -78,10 +176,20 @@ def _reject_constant(name: str) -> Any:
 
 
 def parse(text: str) -> Any:
-    """Check the syntax like Go's ``checkValid`` and return the generic tree.
+    """Check the syntax like Go's ``checkValid`` and return the generic tree (shared: the
+    same text gives the same kept tree, which no one may change).
 
-    Raises ``GoSyntaxError`` with Go's message.
+    Raises ``GoSyntaxError`` with Go's message (each time: errors are not kept).
     """
+    tree = _kept_tree(text)
+    if tree is None:
+        tree = _parse(text)
+        if type(tree) is JObj or type(tree) is list:  # a scalar has nothing to share
+            tree = _keep(text, tree)
+    return tree
+
+
+def _parse(text: str) -> Any:
     if not _SURROGATE_ESCAPE.search(text):
         try:
             return json.loads(

@@ -19,10 +19,11 @@ from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.checksum import string_checksum
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
+from app.domain.checkpoint.data_twin import read_twin
 from app.domain.checkpoint.detect import CPU
 from app.domain.checkpoint.formats import FormatVersions
 from app.domain.checkpoint.gojson_decode import unmarshal_text
-from app.domain.checkpoint.gojson_scan import GoJSONError, GoSyntaxError, parse
+from app.domain.checkpoint.gojson_scan import GoJSONError, GoSyntaxError, TreeMemo, parse
 from app.domain.checkpoint.gotext import go_text
 from app.domain.checkpoint.memory_state import MemoryCheckpointState
 from app.domain.checkpoint.reader import Reader
@@ -157,6 +158,10 @@ def get_checkpoint(
         if version == formats.data_version:
             err = f"failed to deserialize {formats.what} checkpoint: {err}"
         return formats.new(version), f.failed(version, err)
+    if version == formats.data_version:
+        twin = read_twin(f.tree, f.text, formats, version, name)
+        if twin is not None:
+            return twin[0], _verify_data_checksum(f, version, twin[0])
     obj, jerr = formats.decode(f.tree, version, name)
     if version == formats.data_version:
         return obj, _verify_data_checkpoint(f, version, obj, jerr, formats)
@@ -232,6 +237,11 @@ def _verify_data_checkpoint(
     derr = unmarshal_text(obj["Data"], formats.data_t, data)
     if derr is not None:
         return f.failed(version, f"failed to deserialize {what} checkpoint data: {derr}")
+    return _verify_data_checksum(f, version, obj)
+
+
+def _verify_data_checksum(f: ParsedFile, version: str, obj: dict[str, Any]) -> str | None:
+    """``dataChecksum`` against the ``data`` string of a decoded V4/V3 ``obj``."""
     if obj["DataChecksum"] != string_checksum(obj["Data"]):
         return f.failed(version, CORRUPT)
     f.passed(version, "dataChecksum")
@@ -267,17 +277,43 @@ def gated_pod_entries(reader: Reader, data: dict[str, Any]) -> dict[str, Any] | 
 Procedure = Callable[[ParsedFile], tuple["State", str]]
 
 
+#: Reads kept per parsed file: one file is read as the same release by the start-up model, the
+#: inspector and the upgrade check of a node, and by the nodes that have the same file
+#: (``LoadResult`` and its state are immutable; a refusal is kept as its error and attempts,
+#: the message naming the caller's state directory).
+_loaded = TreeMemo()
+
+
 def run_procedure(
-    manager: str, reader: Reader, content: str | bytes, state_dir: str, procedure: Procedure
+    manager: str,
+    reader: Reader,
+    content: str | bytes,
+    state_dir: str,
+    procedure: Procedure,
+    *,
+    pure: bool = True,
 ) -> LoadResult:
     """Parse ``content`` once and run ``procedure`` on it (its state and the version it was
-    loaded as, or ``LoadFailure``)."""
+    loaded as, or ``LoadFailure``). ``pure``: the procedure depends only on the file and the
+    reader (not on a container list), so its outcome for this parsed file is kept."""
     f = ParsedFile(content)
-    try:
-        state, loaded_as = procedure(f)
-    except LoadFailure as fail:
-        return rejected(manager, reader, fail.error, state_dir, f.attempts)
-    return LoadResult(manager, reader, True, state, loaded_as=loaded_as, attempts=tuple(f.attempts))
+    keep = pure and f.syntax_error is None
+    outcome: LoadResult | tuple[str, tuple[Attempt, ...]]
+    known, outcome = _loaded.get(f.tree, manager, reader) if keep else (False, ("", ()))
+    if not known:
+        try:
+            state, loaded_as = procedure(f)
+            outcome = LoadResult(
+                manager, reader, True, state, loaded_as=loaded_as, attempts=tuple(f.attempts)
+            )
+        except LoadFailure as fail:
+            outcome = (fail.error, tuple(f.attempts))
+        if keep:
+            _loaded.put(f.tree, outcome, manager, reader)
+    if isinstance(outcome, LoadResult):
+        return outcome
+    error, attempts = outcome
+    return rejected(manager, reader, error, state_dir, list(attempts))
 
 
 def rejected(

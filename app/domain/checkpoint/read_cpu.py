@@ -223,4 +223,6 @@ def load_cpu_checkpoint(
             return _load_v3_or_v2_chain(f, reader, initial_containers)
         return _load_v4_or_older(f, reader)
 
-    return loading.run_procedure(CPU, reader, content, state_dir, procedure)
+    return loading.run_procedure(
+        CPU, reader, content, state_dir, procedure, pure=initial_containers is None
+    )

@@ -31,9 +31,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import multiprocessing
 import os
+import threading
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import BrokenExecutor, Future, ProcessPoolExecutor
@@ -41,24 +44,33 @@ from typing import Any
 
 from app.contracts.summary import NodeSummaryV1
 from app.domain import deadline
+from app.domain.checkpoint import CPU_FILE_NAME, MEMORY_FILE_NAME
+from app.domain.node.state_files import render_state_files
 from app.domain.pod.model import Pod
 from app.services.fleet.agent_summary import SummaryCache
 from app.services.fleet.rows import fit_error, fit_result, upgrade_result
 from app.services.fleet.score import rank_fits
-from app.services.nodes.demo_fleet import DemoFleet, node_name
+from app.services.nodes.demo_fleet import DemoFleet, SimulatedNode, node_name
 from app.services.nodes.errors import NodeServiceError
+from app.services.nodes.inputs import parse_manifests
+from app.services.upgrade import SharedChecks, UpgradeInputError
 
 #: Fits kept per (manifest, strategy): the demo fleet never changes once built.
 FIT_CACHE = 16
 #: Nodes per upgrade task: answers arrive (and the page fills in) this many at a time.
 UPGRADE_CHUNK = 100
 WORKER_NICE = 5
+#: How often a worker looks whether the hub is still there.
+ORPHAN_CHECK_S = 1.0
 MAX_WORKERS = 8
 
 # -- in the worker process ------------------------------------------------------------------
 
 _fleet: DemoFleet | None = None
 _summaries: dict[str, NodeSummaryV1] = {}
+_shared = SharedChecks()
+_states: dict[str, tuple[Any, ...]] = {}
+_verdicts: dict[tuple[str, str, bool | None], dict[str, Any]] = {}
 
 
 def _start(count: int, seed: int, shard: int, shards: int) -> None:
@@ -66,11 +78,21 @@ def _start(count: int, seed: int, shard: int, shards: int) -> None:
     global _fleet
     with contextlib.suppress(OSError):  # not allowed here: run at the hub's priority
         os.nice(WORKER_NICE)
+    threading.Thread(target=_exit_with, args=(os.getppid(),), daemon=True).start()
     fleet = DemoFleet(count, seed)
     fleet.build(shard, shards)
     _fleet = fleet
-    for name in fleet.nodes:  # the scores read them: built once, not in the first fit
-        _summary_of(name, None)
+    for name, sim in fleet.nodes.items():  # built once, not in the first fit
+        _summary_of(name, None)  # the scores read them
+        _states[name] = _free_state(sim)
+
+
+def _exit_with(hub: int) -> None:
+    """Exit once the hub is gone: a hub killed outright (SIGKILL, the OOM killer) cannot shut
+    its pools down, and a worker waiting for questions would stay with its shard's memory."""
+    while os.getppid() == hub:
+        time.sleep(ORPHAN_CHECK_S)
+    os._exit(0)
 
 
 def _shard() -> DemoFleet:
@@ -89,14 +111,74 @@ def _summary_of(node: str, agent: str | None) -> NodeSummaryV1 | None:
     return summary
 
 
+def _free_state(sim: SimulatedNode) -> tuple[Any, ...]:
+    """What a dry run of a new pod depends on besides the pod: the machine, the kubelet
+    configuration and release, and what its CPU and memory managers have free (the shared
+    pool, and each NUMA node's memory table, from the state files its engine writes). The
+    other pods matter only by their names (a conflict), which ``_fit_rows`` checks."""
+    engine = sim.engine
+    files = render_state_files(engine)
+    cpu = _data_of(files.get(CPU_FILE_NAME))
+    memory = _data_of(files.get(MEMORY_FILE_NAME))
+    return (
+        id(engine.topology),
+        sim.config_text,
+        sim.release,
+        cpu.get("defaultCpuSet"),
+        json.dumps(memory.get("machineState"), sort_keys=True),
+    )
+
+
+def _data_of(text: str | bytes | None) -> dict[str, Any]:
+    doc = json.loads(text) if text else {}
+    return json.loads(doc["data"]) if isinstance(doc.get("data"), str) else doc
+
+
+def _fit_rows(fleet: DemoFleet, manifest: str, pod: Pod) -> list[dict[str, Any]]:
+    """Every node's fit row (not scored). A single-pod manifest is dry-run once per free
+    state (``_free_state``) and the others in that state get that node's row under their own
+    name (with their own batch id); a node with a pod of the same name or uid is dry-run
+    itself. ``tests/fleet/test_fit_shared.py`` compares both ways over the demo fleet."""
+    nodes = fleet.list()
+    if not nodes or not _single_pod(manifest, nodes[0]):
+        return [fit_result(name, doc) for name, doc in fleet.dry_run_all(manifest)]
+    first: dict[tuple[Any, ...], SimulatedNode] = {}
+    asked: list[SimulatedNode] = []
+    for sim in nodes:
+        state = _states[sim.name]
+        if sim.engine.find_pod(pod.key) is not None or pod.uid in sim.engine.pods:
+            asked.append(sim)  # the answer names the conflict
+        elif state not in first:
+            first[state] = sim
+            asked.append(sim)
+    rows = {name: fit_result(name, doc) for name, doc in fleet.dry_run_all(manifest, asked)}
+    out = []
+    for sim in nodes:
+        row = rows.get(sim.name)
+        if row is None:
+            twin = first[_states[sim.name]]
+            # A row is JSON (``model_dump(mode="json")``): renamed as text, in C.
+            row = json.loads(json.dumps(rows[twin.name]).replace(twin.name, sim.name))
+            if "batch" in row:
+                row["batch"] = str(uuid.uuid4())
+        out.append(row)
+    return out
+
+
+def _single_pod(manifest: str, sim: SimulatedNode) -> bool:
+    try:
+        return len(parse_manifests(manifest, sim.engine.config)) == 1
+    except NodeServiceError:  # every node answers the error: nothing to share
+        return False
+
+
 def _fit(manifest: str, pod: Pod, strategy: str, budget: float) -> tuple[list[Any], float]:
     """The shard's fit rows, scored (and the CPU seconds they took)."""
     started = time.process_time()
     fleet = _shard()
     try:
         with deadline.within(budget, "the fleet fit"):
-            rows = [fit_result(name, doc) for name, doc in fleet.dry_run_all(manifest)]
-            rows = rank_fits(rows, pod, strategy, _summary_of)
+            rows = rank_fits(_fit_rows(fleet, manifest, pod), pod, strategy, _summary_of)
     except deadline.DeadlineExceededError as exc:
         rows = [fit_error(n.name, f"not checked: {exc.message}", asked=False) for n in fleet.list()]
     return [{**r, "agent": None} for r in rows], time.process_time() - started
@@ -106,15 +188,24 @@ def _upgrade(release: str, gate: bool | None, names: Sequence[str]) -> tuple[lis
     """The upgrade rows of ``names`` (nodes of this shard), and the CPU seconds they took;
     an input the check refuses (a release or gate) is ``("error", message, field)``."""
     started = time.process_time()
-    fleet = _shard()
     rows: list[Any] = []
     for name in names:
         try:
-            verdict = fleet.nodes[name].upgrade(release, gate)
-        except NodeServiceError as exc:  # the same for every node: the question is wrong
-            return [("error", exc.message, getattr(exc, "field", None))], 0.0
+            verdict = _verdict(name, release, gate)
+        except UpgradeInputError as exc:  # the same for every node: the question is wrong
+            return [("error", exc.message, exc.field)], 0.0
         rows.append({**upgrade_result(name, verdict), "agent": None})
     return rows, time.process_time() - started
+
+
+def _verdict(name: str, release: str, gate: bool | None) -> dict[str, Any]:
+    """A node's upgrade verdict (``SimulatedNode.upgrade``'s), shared with the nodes of the
+    shard that have the same inputs; kept per node."""
+    key = (name, release, gate)
+    verdict = _verdicts.get(key)
+    if verdict is None:
+        verdict = _verdicts[key] = _shared.check(_shard().nodes[name].node_files(), release, gate)
+    return verdict
 
 
 def _ping() -> int:

@@ -388,13 +388,16 @@ class DemoFleet:
     def list(self) -> Sequence[SimulatedNode]:
         return list(self.nodes.values())
 
-    def dry_run_all(self, manifest: str) -> Sequence[tuple[str, dict[str, Any]]]:
-        """Every node's dry-run answer (or its error as an agent's error document). The
-        manifest is parsed once per value of the PodLevelResources gate, the only setting
-        parsing depends on (pods are immutable values, shared by the dry runs)."""
+    def dry_run_all(
+        self, manifest: str, nodes: Sequence[SimulatedNode] | None = None
+    ) -> Sequence[tuple[str, dict[str, Any]]]:
+        """Every node's (or each of ``nodes``') dry-run answer (or its error as an agent's
+        error document). The manifest is parsed once per value of the PodLevelResources gate,
+        the only setting parsing depends on (pods are immutable values, shared by the dry
+        runs)."""
         parsed: dict[bool, Sequence[Pod] | NodeServiceError] = {}
         out: builtins.list[tuple[str, dict[str, Any]]] = []
-        for node in self.list():
+        for node in self.list() if nodes is None else nodes:
             config = node.engine.config
             gate = config.gate("PodLevelResources")
             if gate not in parsed:
