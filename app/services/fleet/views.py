@@ -30,6 +30,14 @@ class FleetQueryError(ValueError):
         self.field = field
 
 
+def _one_of(field: str, value: str, allowed: tuple[str, ...]) -> None:
+    """Refuse a query value that is not one of ``allowed``, naming the field."""
+    if value not in allowed:
+        raise FleetQueryError(
+            f"{field}: Unsupported value: {value!r}: use {', '.join(allowed)}", field
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class FleetQuery:
     q: str = ""
@@ -41,15 +49,8 @@ class FleetQuery:
     limit: int = DEFAULT_LIMIT
 
     def check(self) -> FleetQuery:
-        if self.sort not in SORTS:
-            raise FleetQueryError(
-                f"sort: Unsupported value: {self.sort!r}: use {', '.join(SORTS)}", "sort"
-            )
-        if self.findings not in FINDINGS:
-            raise FleetQueryError(
-                f"findings: Unsupported value: {self.findings!r}: use {', '.join(FINDINGS)}",
-                "findings",
-            )
+        _one_of("sort", self.sort, SORTS)
+        _one_of("findings", self.findings, FINDINGS)
         if self.min_free < 0 or self.offset < 0 or not 1 <= self.limit <= MAX_LIMIT:
             raise FleetQueryError("minFree/offset/limit: out of range", "limit")
         return self
@@ -142,10 +143,7 @@ class FitQuery:
                 + ", ".join(f'"{s}"' for s in STRATEGIES),
                 "strategy",
             )
-        if self.show not in FIT_SHOWS:
-            raise FleetQueryError(
-                f"show: Unsupported value: {self.show!r}: use {', '.join(FIT_SHOWS)}", "show"
-            )
+        _one_of("show", self.show, FIT_SHOWS)
         if self.offset < 0 or not 1 <= self.limit <= MAX_LIMIT:
             raise FleetQueryError("offset/limit: out of range", "limit")
         return self
