@@ -34,7 +34,7 @@ from app.services.encoded_json import EncodedJSON
 from app.services.node_views import AdmissionLogEntry, NodeDetail, NodeIndexView, node_url
 from app.services.nodes.service import NodeService
 from app.services.nodes.source import NodeSource
-from app.web.conditional import encoded_response
+from app.web.conditional import NOT_MODIFIED, encoded_response
 from app.web.deps import CatalogDep, Namespace, NodeName, NodeServiceDep, NodeSourceDep, PodName
 from app.web.inputs import manifest_text
 from app.web.offload import offload
@@ -45,6 +45,12 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such node
 PODRESOURCES_JSON: dict[str, Any] = {
     "description": "The message in the canonical proto3 JSON mapping",
     "content": {"application/json": {"schema": {"type": "object"}}},
+}
+#: The answers of the PodResources routes (a message, or no such node or pod).
+PODRESOURCES_ANSWER: dict[int | str, dict[str, Any]] = {
+    **NOT_FOUND,
+    **NOT_MODIFIED,
+    200: PODRESOURCES_JSON,
 }
 
 
@@ -81,13 +87,6 @@ class AdmissionLog(BaseModel):
 # request naming it in If-None-Match gets 304 (app.web.conditional). The hottest ones answer
 # on the event loop when the bytes are at hand (NodeService.peek_json) and take the thread
 # pool only to load, build or encode.
-CACHED: dict[int | str, dict[str, Any]] = {304: {"description": "Not modified (If-None-Match)"}}
-#: The answers of the PodResources routes (a message, or no such node or pod).
-PODRESOURCES_ANSWER: dict[int | str, dict[str, Any]] = {
-    **NOT_FOUND,
-    **CACHED,
-    200: PODRESOURCES_JSON,
-}
 
 
 async def _cached(
@@ -128,7 +127,7 @@ def _cached_get(
     name="api_nodes",
     summary="Every simulated node",
     response_model=NodeIndexView,
-    responses=CACHED,
+    responses=NOT_MODIFIED,
 )
 def api_nodes(request: Request, catalog: CatalogDep) -> Response:
     return encoded_response(request, catalog.index_json())
@@ -163,7 +162,7 @@ _cached_get(
     "detail",
     lambda source: source.node_detail_json(),
     response_model=NodeDetail,
-    responses={**NOT_FOUND, **CACHED},
+    responses={**NOT_FOUND, **NOT_MODIFIED},
 )
 
 
