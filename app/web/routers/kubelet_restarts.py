@@ -19,7 +19,7 @@ from fastapi import APIRouter, Query
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from app.domain.kubelet_config import RELEASES
+from app.domain import releases
 from app.domain.restart import RestartResult
 from app.services import undo
 from app.services.node_views import node_url
@@ -44,11 +44,9 @@ def confirm_restart(
     gate: Annotated[str, Query()] = "keep",
 ) -> HTMLResponse:
     source = catalog.writable(node, "restart its kubelet (rehearse it instead)")
-    if release not in RELEASES:
-        raise NodeInputError(
-            f"release: unsupported kubelet release {release!r}; use one of {', '.join(RELEASES)}",
-            "release",
-        )
+    problem = releases.complaint(release)
+    if problem is not None:
+        raise NodeInputError(f"release: {problem}", "release")
     with budgeted(request, "the restart"):
         rehearsal = source.rehearse(release, gate_choice(gate))
     r = rehearsal.result
