@@ -37,6 +37,7 @@ The text reports are laid out by ``app.commands.checkpoint_text``.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 from app.commands import add_actions, fail, print_answer
@@ -120,32 +121,13 @@ def cmd_check(args: argparse.Namespace) -> int:
 # -- registration --------------------------------------------------------------------------------
 
 
-def register(subparsers: Any) -> None:
-    actions = add_actions(
-        subparsers,
-        "checkpoint",
-        help="inspect, convert and check cpu_manager_state / memory_manager_state",
-        description="The kubelet's CPU and memory manager state files: version, checksums, "
-        "what each kubelet release does with them, safe conversions, pre-upgrade checks.",
-    )
-    _register_inspect(actions)
-    _register_convert(actions)
-    _register_check(actions)
-
-
 _MANAGER_HELP = "cpu or memory (default: from the content, else from the file name)"
 _RELEASE_EXAMPLES = (
     f"{releases.OLDEST}, {releases.GATE_SINCE}-gate-on, {releases.DEFAULT_RELEASE}..."
 )
 
 
-def _register_inspect(actions: Any) -> None:
-    ins = actions.add_parser(
-        "inspect",
-        help="version, checksums, content and per-release verdicts of a state file",
-        description="Inspect a cpu_manager_state or memory_manager_state (or a copy of one). "
-        "Exit 0 when the file reads and verifies, 1 when it does not, 2 on usage errors.",
-    )
+def _inspect_arguments(ins: Any) -> None:
     ins.add_argument("file", metavar="FILE", help="the state file (read-only)")
     ins.add_argument("--manager", choices=("cpu", "memory", "auto"), help=_MANAGER_HELP)
     ins.add_argument(
@@ -158,18 +140,9 @@ def _register_inspect(actions: Any) -> None:
         metavar="RELEASES",
         help=f"only these releases, comma-separated ({_RELEASE_EXAMPLES}; default all)",
     )
-    ins.add_argument("--json", action="store_true", help="print the report as JSON")
-    ins.set_defaults(func=cmd_inspect)
 
 
-def _register_convert(actions: Any) -> None:
-    con = actions.add_parser(
-        "convert",
-        help="write a state file in another version (with a backup of what --out held)",
-        description="Convert a state file to another version. Refuses a source whose checksum "
-        "does not verify unless --force. An existing --out is first kept as "
-        "<out>.<UTC timestamp>.bak, then replaced atomically (mode 0600).",
-    )
+def _convert_arguments(con: Any) -> None:
     con.add_argument("file", metavar="FILE", help="the source state file (read-only)")
     con.add_argument(
         "--to",
@@ -190,18 +163,9 @@ def _register_convert(actions: Any) -> None:
         "refuse the result",
     )
     con.add_argument("--manager", choices=("cpu", "memory", "auto"), help=_MANAGER_HELP)
-    con.add_argument("--json", action="store_true", help="print what was done as JSON")
-    con.set_defaults(func=cmd_convert)
 
 
-def _register_check(actions: Any) -> None:
-    chk = actions.add_parser(
-        "check",
-        help="will a kubelet of a given release start with this root dir's state files?",
-        description="Read cpu_manager_state and memory_manager_state of a kubelet root dir "
-        "(read-only) and model a kubelet of --target starting on them. Exit 0 when both are "
-        "compatible, 1 when something is lost or refused, 2 on usage errors.",
-    )
+def _check_arguments(chk: Any) -> None:
     chk.add_argument("dir", metavar="DIR", help="the kubelet root dir (e.g. /var/lib/kubelet)")
     chk.add_argument(
         "--target",
@@ -222,5 +186,55 @@ def _register_check(actions: Any) -> None:
         help="the KubeletConfiguration (default DIR/config.yaml when present): policies, "
         "reserved CPUs and the gate",
     )
-    chk.add_argument("--json", action="store_true", help="print the verdicts as JSON")
-    chk.set_defaults(func=cmd_check)
+
+
+# Each action: its name, what runs it, its own arguments, what --json prints, its help line
+# and its description. Every action ends with --json and answers through ``run``.
+_ACTIONS: tuple[
+    tuple[str, Callable[[argparse.Namespace], int], Callable[[Any], None], str, str, str], ...
+] = (
+    (
+        "inspect",
+        cmd_inspect,
+        _inspect_arguments,
+        "the report",
+        "version, checksums, content and per-release verdicts of a state file",
+        "Inspect a cpu_manager_state or memory_manager_state (or a copy of one). "
+        "Exit 0 when the file reads and verifies, 1 when it does not, 2 on usage errors.",
+    ),
+    (
+        "convert",
+        cmd_convert,
+        _convert_arguments,
+        "what was done",
+        "write a state file in another version (with a backup of what --out held)",
+        "Convert a state file to another version. Refuses a source whose checksum "
+        "does not verify unless --force. An existing --out is first kept as "
+        "<out>.<UTC timestamp>.bak, then replaced atomically (mode 0600).",
+    ),
+    (
+        "check",
+        cmd_check,
+        _check_arguments,
+        "the verdicts",
+        "will a kubelet of a given release start with this root dir's state files?",
+        "Read cpu_manager_state and memory_manager_state of a kubelet root dir "
+        "(read-only) and model a kubelet of --target starting on them. Exit 0 when both are "
+        "compatible, 1 when something is lost or refused, 2 on usage errors.",
+    ),
+)
+
+
+def register(subparsers: Any) -> None:
+    actions = add_actions(
+        subparsers,
+        "checkpoint",
+        help="inspect, convert and check cpu_manager_state / memory_manager_state",
+        description="The kubelet's CPU and memory manager state files: version, checksums, "
+        "what each kubelet release does with them, safe conversions, pre-upgrade checks.",
+    )
+    for name, run, arguments, printed, help_line, description in _ACTIONS:
+        parser = actions.add_parser(name, help=help_line, description=description)
+        arguments(parser)
+        parser.add_argument("--json", action="store_true", help=f"print {printed} as JSON")
+        parser.set_defaults(func=run)

@@ -82,6 +82,11 @@ def _state(inputs: Mapping[str, Any]) -> CPUManagerState:
     return CPUManagerState(cpuset_of(inputs.get("state_default_cpuset")), assignments)
 
 
+def _pod_case(case: Case) -> tuple[StaticPolicy, CPUManagerState, Pod]:
+    """The policy, the starting state and the pod of a case that allocates a pod."""
+    return _policy(case), _state(case.inputs), pod_from_conformance(case.inputs["pod"])
+
+
 def _hint(value: Any) -> TopologyHint | None:
     return None if value is None else topology_hint(value)
 
@@ -156,9 +161,7 @@ def static_policy_start(case: Case) -> list[str]:
 def static_policy_allocate(case: Case) -> list[str]:
     problems: list[str] = []
     i = case.inputs
-    policy = _policy(case)
-    state = _state(i)
-    pod = pod_from_conformance(i["pod"])
+    policy, state, pod = _pod_case(case)
     outcome = _attempt(
         lambda: policy.allocate(state, pod, i["container"], _hint(i.get("topology_hint")))
     )
@@ -186,9 +189,7 @@ def static_policy_allocate_cpus(case: Case) -> list[str]:
 def static_policy_pod_sequence(case: Case) -> list[str]:
     problems: list[str] = []
     i = case.inputs
-    policy = _policy(case)
-    state = _state(i)
-    pod = pod_from_conformance(i["pod"])
+    policy, state, pod = _pod_case(case)
     steps = list(i.get("steps") or [])
 
     def allocate_all() -> None:  # like the kubelet, stop at the first container that fails
@@ -237,9 +238,7 @@ def static_policy_remove(case: Case) -> list[str]:
 def static_policy_allocate_pod(case: Case) -> list[str]:
     problems: list[str] = []
     i = case.inputs
-    policy = _policy(case)
-    state = _state(i)
-    pod = pod_from_conformance(i["pod"])
+    policy, state, pod = _pod_case(case)
     outcome = _attempt(lambda: policy.allocate_pod(state, pod, _hint(i.get("topology_hint"))))
     e = case.expected
     expect_equal(problems, "error", e["error"], _error_value(outcome))

@@ -25,7 +25,7 @@ and ending with a letter or digit (``check_uid``; UUIDs and readable test UIDs l
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from app.domain.golang.strconv import go_quote
 
@@ -98,14 +98,28 @@ def is_dns1123_label(value: str) -> list[str]:
     return errs
 
 
+def _length_and_format(
+    value: str, max_length: int, pattern: re.Pattern[str], msg: str, fmt: str, *examples: str
+) -> list[str]:
+    """The two rules of a subdomain or a UID: at most ``max_length`` bytes, and ``pattern``."""
+    errs = []
+    if _byte_len(value) > max_length:
+        errs.append(max_len_error(max_length))
+    if pattern.fullmatch(value) is None:
+        errs.append(regex_error(msg, fmt, *examples))
+    return errs
+
+
 def is_dns1123_subdomain(value: str) -> list[str]:
     """``IsDNS1123Subdomain``."""
-    errs = []
-    if _byte_len(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:
-        errs.append(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH))
-    if _SUBDOMAIN_RE.fullmatch(value) is None:
-        errs.append(regex_error(_SUBDOMAIN_MSG, _SUBDOMAIN_FMT, "example.com"))
-    return errs
+    return _length_and_format(
+        value,
+        DNS1123_SUBDOMAIN_MAX_LENGTH,
+        _SUBDOMAIN_RE,
+        _SUBDOMAIN_MSG,
+        _SUBDOMAIN_FMT,
+        "example.com",
+    )
 
 
 def _mask_trailing_dash(name: str) -> str:
@@ -126,12 +140,8 @@ def name_is_dns_label(name: str, prefix: bool = False) -> list[str]:
 
 def uid_errors(uid: str) -> list[str]:
     """What is wrong with ``uid`` as a pod UID (module docstring)."""
-    errs = []
-    if _byte_len(uid) > UID_MAX_LENGTH:
-        errs.append(max_len_error(UID_MAX_LENGTH))
-    if _UID_RE.fullmatch(uid) is None:
-        errs.append(regex_error(_UID_MSG, _UID_FMT, "8a4c6f0e-2b7d-4d1e-9f3a-5c6b7d8e9f01"))
-    return errs
+    example = "8a4c6f0e-2b7d-4d1e-9f3a-5c6b7d8e9f01"
+    return _length_and_format(uid, UID_MAX_LENGTH, _UID_RE, _UID_MSG, _UID_FMT, example)
 
 
 def invalid(field: str, value: str, details: Sequence[str]) -> InvalidNameError:
@@ -145,47 +155,39 @@ def required(field: str, detail: str = "") -> InvalidNameError:
     return InvalidNameError(field, f"Required value: {detail}" if detail else "Required value")
 
 
-def check_pod_name(name: str, field: str = "metadata.name") -> None:
-    if not name:
-        raise required(field, "name or generateName is required")
-    errs = name_is_dns_subdomain(name)
+def _check(
+    value: str, field: str, errors: Callable[[str], list[str]], required_detail: str | None = ""
+) -> None:
+    """``field.Required`` for an empty ``value`` (``required_detail=None``: no such rule), else
+    one ``field.Invalid`` per error of ``errors``."""
+    if not value and required_detail is not None:
+        raise required(field, required_detail)
+    errs = errors(value)
     if errs:
-        raise invalid(field, name, errs)
+        raise invalid(field, value, errs)
+
+
+def check_pod_name(name: str, field: str = "metadata.name") -> None:
+    _check(name, field, name_is_dns_subdomain, "name or generateName is required")
 
 
 def check_generate_name(prefix: str, field: str = "metadata.generateName") -> None:
-    errs = name_is_dns_subdomain(prefix, prefix=True)
-    if errs:
-        raise invalid(field, prefix, errs)
+    _check(prefix, field, lambda p: name_is_dns_subdomain(p, prefix=True), None)
 
 
 def check_namespace(namespace: str, field: str = "metadata.namespace") -> None:
-    if not namespace:
-        raise required(field)
-    errs = name_is_dns_label(namespace)
-    if errs:
-        raise invalid(field, namespace, errs)
+    _check(namespace, field, name_is_dns_label)
 
 
 def check_container_name(name: str, field: str) -> None:
     """``validateContainerCommon``'s name rule (``spec.containers[0].name``)."""
-    if not name:
-        raise required(field)
-    errs = is_dns1123_label(name)
-    if errs:
-        raise invalid(field, name, errs)
+    _check(name, field, is_dns1123_label)
 
 
 def check_uid(uid: str, field: str = "metadata.uid") -> None:
-    errs = uid_errors(uid)
-    if errs:
-        raise invalid(field, uid, errs)
+    _check(uid, field, uid_errors, None)
 
 
 def check_subdomain(name: str, field: str) -> None:
     """Any object name that must be a DNS-1123 subdomain (a node's name)."""
-    if not name:
-        raise required(field)
-    errs = is_dns1123_subdomain(name)
-    if errs:
-        raise invalid(field, name, errs)
+    _check(name, field, is_dns1123_subdomain)

@@ -20,6 +20,7 @@ from app.domain.cpuset import CPUSet, CPUSetError
 from app.domain.feature_gates import check_feature_gates
 from app.domain.quantity import Quantity, QuantityError
 from app.domain.releases import DEFAULT_RELEASE, RELEASES
+from app.domain.releases import complaint as release_complaint
 from app.domain.releases import get as release_row
 
 CPU_POLICIES = ("none", "static")
@@ -272,10 +273,9 @@ def _choice(value: str, allowed: tuple[str, ...], field: str, message: str) -> s
 
 def _configuration(obj: Mapping[str, Any] | None, release: str) -> Mapping[str, Any]:
     """``obj`` as a KubeletConfiguration mapping for a supported ``release``."""
-    if release not in RELEASES:
-        raise KubeletConfigError(
-            "release", f"unsupported kubelet release {release!r}; use one of {', '.join(RELEASES)}"
-        )
+    problem = release_complaint(release)
+    if problem is not None:
+        raise KubeletConfigError("release", problem)
     obj = _mapping(obj, "KubeletConfiguration")
     kind = obj.get("kind")
     if kind is not None and kind != "KubeletConfiguration":

@@ -308,15 +308,21 @@ INTRODUCED: dict[str, str] = {
 }
 
 
+def complaint(release: str) -> str | None:
+    """What is wrong with ``release`` as a kubelet release (``None``: one of ``RELEASES``);
+    every refusal of an unknown release says this."""
+    if release in _BY_NAME:
+        return None
+    return f"unsupported kubelet release {release!r}; use one of {', '.join(RELEASES)}"
+
+
 def get(release: str | Release) -> Release:
     """The table row of ``release``; ``ValueError`` names the supported releases."""
     if isinstance(release, Release):
         return release
     row = _BY_NAME.get(release)
     if row is None:
-        raise ValueError(
-            f"unsupported kubelet release {release!r}; use one of {', '.join(RELEASES)}"
-        )
+        raise ValueError(complaint(release))
     return row
 
 

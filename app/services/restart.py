@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from app.adapters import statefiles
+from app.domain import releases
 from app.domain.checkpoint import CPU_FILE_NAME, MEMORY_FILE_NAME
 from app.domain.kubelet_config import (
-    RELEASES,
     KubeletConfig,
     KubeletConfigError,
 )
@@ -190,11 +190,9 @@ def _arguments(
     state_dir: str | Path, release: str, feature_gates: str | Mapping[str, bool] | None
 ) -> tuple[dict[str, bool], Path]:
     """The gates to set and the state directory, or a usage error naming the bad argument."""
-    if release not in RELEASES:
-        raise RestartUsageError(
-            f"unsupported kubelet release {release!r}; use one of {', '.join(RELEASES)}",
-            source="--release",
-        )
+    problem = releases.complaint(release)
+    if problem is not None:
+        raise RestartUsageError(problem, source="--release")
     if isinstance(feature_gates, str):
         gates = parse_feature_gates(feature_gates)
     else:

@@ -11,6 +11,7 @@ makes browsers and proxies ask again each time, which the 304 makes cheap. Answe
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -20,6 +21,10 @@ from app.services.fleet.agent_summary import etag_matches
 from app.web.compression import accepts_gzip
 
 JSON_MEDIA_TYPE = "application/json"
+#: The OpenAPI words for the 304 of ``encoded_response``.
+NOT_MODIFIED: dict[int | str, dict[str, Any]] = {
+    304: {"description": "Not modified (If-None-Match)"}
+}
 
 
 def encoded_response(

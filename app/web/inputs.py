@@ -1,14 +1,16 @@
 """What routes read from requests beyond path parameters (``app.web.deps``): the kubelet
-release and the ``PodLevelResourceManagers`` gate of upgrade and fit questions, a Pod manifest
-sent as the body (YAML, or JSON ``{"manifest": ...}``), and the OpenAPI words for a missing node.
-Several routers read them, so they live here and not in one router.
+release and the ``PodLevelResourceManagers`` gate of upgrade questions (``ReleaseQuery``,
+``GateQuery``) and of the restart forms, a Pod manifest sent as the body (YAML, or JSON
+``{"manifest": ...}``), and the OpenAPI words for a missing node. Several routers read them, so
+they live here and not in one router.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
+from fastapi import Query
 from starlette.requests import Request
 
 from app.domain.kubelet_config import RELEASES
@@ -16,6 +18,11 @@ from app.services.nodes.errors import NodeInputError
 
 MAX_BODY_BYTES = 1024 * 1024
 NOT_FOUND_NODE: dict[int | str, dict[str, Any]] = {404: {"description": "No such node"}}
+#: The target release of an upgrade question (``check_release``) and its gate (``parse_gate``).
+ReleaseQuery = Annotated[str, Query(description="Kubelet release: " + ", ".join(RELEASES))]
+GateQuery = Annotated[
+    str | None, Query(alias="podLevelResourceManagers", description="The gate: true or false")
+]
 
 
 def parse_gate(value: str | None) -> bool | None:
@@ -28,6 +35,18 @@ def parse_gate(value: str | None) -> bool | None:
         return False
     raise NodeInputError(
         f"podLevelResourceManagers: Invalid value: {value!r}: use true or false",
+        "podLevelResourceManagers",
+    )
+
+
+def gate_choice(value: str) -> bool | None:
+    """The restart forms' gate: ``on``, ``off``, or ``keep`` (or empty) for the node's own."""
+    if value in ("", "keep"):
+        return None
+    if value in ("on", "off"):
+        return value == "on"
+    raise NodeInputError(
+        f"podLevelResourceManagers: expected on, off or keep, got {value!r}",
         "podLevelResourceManagers",
     )
 

@@ -30,6 +30,14 @@ class FleetQueryError(ValueError):
         self.field = field
 
 
+def _one_of(field: str, value: str, allowed: tuple[str, ...]) -> None:
+    """Refuse a query value that is not one of ``allowed``, naming the field."""
+    if value not in allowed:
+        raise FleetQueryError(
+            f"{field}: Unsupported value: {value!r}: use {', '.join(allowed)}", field
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class FleetQuery:
     q: str = ""
@@ -41,15 +49,8 @@ class FleetQuery:
     limit: int = DEFAULT_LIMIT
 
     def check(self) -> FleetQuery:
-        if self.sort not in SORTS:
-            raise FleetQueryError(
-                f"sort: Unsupported value: {self.sort!r}: use {', '.join(SORTS)}", "sort"
-            )
-        if self.findings not in FINDINGS:
-            raise FleetQueryError(
-                f"findings: Unsupported value: {self.findings!r}: use {', '.join(FINDINGS)}",
-                "findings",
-            )
+        _one_of("sort", self.sort, SORTS)
+        _one_of("findings", self.findings, FINDINGS)
         if self.min_free < 0 or self.offset < 0 or not 1 <= self.limit <= MAX_LIMIT:
             raise FleetQueryError("minFree/offset/limit: out of range", "limit")
         return self
@@ -142,10 +143,7 @@ class FitQuery:
                 + ", ".join(f'"{s}"' for s in STRATEGIES),
                 "strategy",
             )
-        if self.show not in FIT_SHOWS:
-            raise FleetQueryError(
-                f"show: Unsupported value: {self.show!r}: use {', '.join(FIT_SHOWS)}", "show"
-            )
+        _one_of("show", self.show, FIT_SHOWS)
         if self.offset < 0 or not 1 <= self.limit <= MAX_LIMIT:
             raise FleetQueryError("offset/limit: out of range", "limit")
         return self
@@ -183,24 +181,26 @@ STARTS = ("compatible", "compatible-with-loss")
 MAX_LABEL_VALUE = 63
 
 
+def _failing_files(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The files of a node's answer that keep its kubelet from starting (not ``missing``)."""
+    return [f for f in row.get("files") or [] if f.get("status") not in (*STARTS, "missing")]
+
+
 def _cause(row: dict[str, Any]) -> tuple[Any, ...]:
     """What makes a node fail, the same for every node it makes fail: the verdict and each
     failing file's name, version, status and the kubelet's error."""
     files = tuple(
         (f["name"], f.get("version"), f.get("status"), (f.get("verdict") or {}).get("error"))
-        for f in row.get("files") or []
-        if f.get("status") not in (*STARTS, "missing")
+        for f in _failing_files(row)
     )
     return (row["verdict"], files or row.get("error"))
 
 
-def _alternatives(row: dict[str, Any]) -> list[dict[str, Any]]:
+def _alternatives(files: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The ways out for one failing node: per failing file, the conversions that make the
     kubelet start, as alternatives (one of them per file), with how much each loses."""
     out = []
-    for f in row.get("files") or []:
-        if f.get("status") in (*STARTS, "missing"):
-            continue
+    for f in files:
         options = [
             {
                 "toVersion": r.get("toVersion"),
@@ -228,6 +228,42 @@ def _selector(nodes: list[str]) -> str | None:
     return f"kubernetes.io/hostname in ({','.join(nodes)})"
 
 
+def _new_cause(row: dict[str, Any]) -> dict[str, Any]:
+    """A cause as its first failing node shows it (its nodes are added as they come)."""
+    files = _failing_files(row)
+    return {
+        "verdict": row["verdict"],
+        "error": row.get("error"),
+        "files": [
+            {"name": f["name"], "version": f.get("version"), "status": f.get("status")}
+            for f in files
+        ],
+        "alternatives": _alternatives(files),
+        "advice": sorted({a for f in files for a in f.get("advice") or []}),
+        "nodes": [],
+    }
+
+
+def _causes(failing: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The failing nodes grouped by cause, the largest group first, each numbered with its
+    ``kubectl drain`` line, its label selector and its advice naming its nodes."""
+    causes: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in failing:
+        key = _cause(row)
+        cause = causes.get(key)
+        if cause is None:
+            cause = causes[key] = _new_cause(row)
+        cause["nodes"].append({"node": row["node"], "agent": row.get("agent")})
+    plan = sorted(causes.values(), key=lambda c: (-len(c["nodes"]), c["verdict"]))
+    for i, cause in enumerate(plan, 1):
+        names = sorted({n["node"] for n in cause["nodes"]})
+        cause["id"] = f"cause-{i}"
+        cause["kubectl"] = _drain_line(names)
+        cause["advice"] = [with_node_names(a, names) for a in cause["advice"]]
+        cause["selector"] = _selector(names)
+    return plan
+
+
 def upgrade_view(result: dict[str, Any]) -> dict[str, Any]:
     """The fleet's upgrade readiness as a drain plan: the failing nodes grouped by cause (one
     recovery per cause, its alternatives as alternatives, a ``kubectl drain`` line and a label
@@ -238,33 +274,6 @@ def upgrade_view(result: dict[str, Any]) -> dict[str, Any]:
     not_checked = [r for r in rows if not r.get("checked", True)]
     no_verdict = [r for r in rows if r.get("checked", True) and r.get("verdict") is None]
     failing = [r for r in rows if r.get("verdict") is not None and r["verdict"] not in STARTS]
-    causes: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for row in failing:
-        key = _cause(row)
-        cause = causes.get(key)
-        if cause is None:
-            files = [
-                f for f in row.get("files") or [] if f.get("status") not in (*STARTS, "missing")
-            ]
-            cause = causes[key] = {
-                "verdict": row["verdict"],
-                "error": row.get("error"),
-                "files": [
-                    {"name": f["name"], "version": f.get("version"), "status": f.get("status")}
-                    for f in files
-                ],
-                "alternatives": _alternatives(row),
-                "advice": sorted({a for f in files for a in f.get("advice") or []}),
-                "nodes": [],
-            }
-        cause["nodes"].append({"node": row["node"], "agent": row.get("agent")})
-    plan = sorted(causes.values(), key=lambda c: (-len(c["nodes"]), c["verdict"]))
-    for i, cause in enumerate(plan, 1):
-        names = sorted({n["node"] for n in cause["nodes"]})
-        cause["id"] = f"cause-{i}"
-        cause["kubectl"] = _drain_line(names)
-        cause["advice"] = [with_node_names(a, names) for a in cause["advice"]]
-        cause["selector"] = _selector(names)
     drain = sorted({r["node"] for r in failing})
     return {
         "release": result["release"],
@@ -274,7 +283,7 @@ def upgrade_view(result: dict[str, Any]) -> dict[str, Any]:
             "nodes": drain,
             "kubectl": _drain_line(drain) if drain else None,
             "selector": _selector(drain),
-            "causes": plan,
+            "causes": _causes(failing),
         },
         "starts": {
             "count": len(starts),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
 from pydantic import BaseModel, ConfigDict
@@ -116,11 +117,78 @@ LINES = (
 PANEL_W, PANEL_H, PAD = 300, 120, 28
 
 
+def _dashed(dash: str) -> str:
+    return f' stroke-dasharray="{dash}"' if dash else ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Scale:
+    """Where a point falls in a panel: x by its entry's rank among the changes, y by CPUs up
+    to ``top``."""
+
+    index: dict[int, int]
+    span: int
+    top: int
+
+    def x(self, ox: int, entry: int) -> float:
+        return ox + PANEL_W * self.index[entry] / self.span
+
+    def y(self, oy: int, cpus: int) -> float:
+        return oy + PANEL_H - PANEL_H * cpus / self.top
+
+
+def _legend(restarts: bool) -> str:
+    """The key above the panels: one sample line per series, and the restart mark if any."""
+    parts = []
+    lx = PAD
+    for _, label, colour, dash in LINES:
+        parts.append(
+            f'<line x1="{lx}" y1="14" x2="{lx + 24}" y2="14" stroke="{colour}" stroke-width="2"{_dashed(dash)}/>'
+            f'<text x="{lx + 28}" y="18" font-size="11">{label}</text>'
+        )
+        lx += 40 + len(label) * 7
+    if restarts:
+        parts.append(
+            f'<line x1="{lx}" y1="8" x2="{lx}" y2="20" stroke="#a33" stroke-dasharray="2 2"/>'
+            f'<text x="{lx + 6}" y="18" font-size="11">kubelet restart</text>'
+        )
+    return "".join(parts)
+
+
+def _panel(
+    n: int, ox: int, oy: int, mine: list[SeriesPoint], restarts: list[int], scale: _Scale
+) -> str:
+    """One NUMA node's panel at (``ox``, ``oy``): its frame, restart marks and series lines."""
+    parts = [
+        f'<g class="numa-series" data-numa="{n}">'
+        f'<rect x="{ox}" y="{oy}" width="{PANEL_W}" height="{PANEL_H}" fill="#f8fafc" stroke="#c4ccd5"/>'
+        f'<text x="{ox}" y="{oy - 4}" font-size="11" font-weight="700">NUMA node {n}</text>'
+        f'<text x="{ox - 4}" y="{oy + 9}" font-size="9" text-anchor="end">{scale.top}</text>'
+        f'<text x="{ox - 4}" y="{oy + PANEL_H}" font-size="9" text-anchor="end">0</text>'
+    ]
+    for e in restarts:
+        x = scale.x(ox, e)
+        parts.append(
+            f'<line class="restart" x1="{x:.1f}" y1="{oy}" x2="{x:.1f}" y2="{oy + PANEL_H}" '
+            'stroke="#a33" stroke-dasharray="2 2"/>'
+        )
+    for field, label, colour, dash in LINES:
+        coords = " ".join(
+            f"{scale.x(ox, p.entry):.1f},{scale.y(oy, getattr(p, field)):.1f}" for p in mine
+        )
+        parts.append(
+            f'<polyline class="series" data-series="{field}" points="{coords}" fill="none" '
+            f'stroke="{colour}" stroke-width="1.6"{_dashed(dash)}><title>{label}, NUMA node {n}'
+            "</title></polyline>"
+        )
+    parts.append("</g>")
+    return "".join(parts)
+
+
 def series_svg(node: str, points: list[SeriesPoint]) -> str:
     """A small multiple of line charts (SVG); patterns of dashes tell the lines apart too."""
     numas = sorted({p.numa_node for p in points})
     steps = sorted({p.entry for p in points})
-    index = {e: i for i, e in enumerate(steps)}
     restarts = sorted({p.entry for p in points if p.restart})
     top = (
         max(
@@ -129,6 +197,7 @@ def series_svg(node: str, points: list[SeriesPoint]) -> str:
         )
         or 1
     )
+    scale = _Scale({e: i for i, e in enumerate(steps)}, max(1, len(steps) - 1), top)
     cols = min(4, max(1, len(numas)))
     rows = -(-len(numas) // cols)
     width = cols * (PANEL_W + PAD) + PAD
@@ -138,54 +207,13 @@ def series_svg(node: str, points: list[SeriesPoint]) -> str:
         f'viewBox="0 0 {width} {height}" font-family="DejaVu Sans, Verdana, sans-serif" '
         f'role="img" aria-label="CPUs per NUMA node over the history of {escape(node)}">'
         f"<title>CPUs per NUMA node over the history of {escape(node)}</title>"
-        f'<rect width="{width}" height="{height}" fill="#ffffff"/>'
+        f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
+        _legend(bool(restarts)),
     ]
-    lx = PAD
-    for _, label, colour, dash in LINES:
-        dashed = f' stroke-dasharray="{dash}"' if dash else ""
-        parts.append(
-            f'<line x1="{lx}" y1="14" x2="{lx + 24}" y2="14" stroke="{colour}" stroke-width="2"{dashed}/>'
-            f'<text x="{lx + 28}" y="18" font-size="11">{label}</text>'
-        )
-        lx += 40 + len(label) * 7
-    if restarts:
-        parts.append(
-            f'<line x1="{lx}" y1="8" x2="{lx}" y2="20" stroke="#a33" stroke-dasharray="2 2"/>'
-            f'<text x="{lx + 6}" y="18" font-size="11">kubelet restart</text>'
-        )
-    span = max(1, len(steps) - 1)
-
-    def x_of(ox: int, entry: int) -> float:
-        return ox + PANEL_W * index[entry] / span
-
     for k, n in enumerate(numas):
         ox = PAD + (k % cols) * (PANEL_W + PAD)
         oy = 44 + (k // cols) * (PANEL_H + PAD + 16)
         mine = [p for p in points if p.numa_node == n]
-        parts.append(
-            f'<g class="numa-series" data-numa="{n}">'
-            f'<rect x="{ox}" y="{oy}" width="{PANEL_W}" height="{PANEL_H}" fill="#f8fafc" stroke="#c4ccd5"/>'
-            f'<text x="{ox}" y="{oy - 4}" font-size="11" font-weight="700">NUMA node {n}</text>'
-            f'<text x="{ox - 4}" y="{oy + 9}" font-size="9" text-anchor="end">{top}</text>'
-            f'<text x="{ox - 4}" y="{oy + PANEL_H}" font-size="9" text-anchor="end">0</text>'
-        )
-        for e in restarts:
-            x = x_of(ox, e)
-            parts.append(
-                f'<line class="restart" x1="{x:.1f}" y1="{oy}" x2="{x:.1f}" y2="{oy + PANEL_H}" '
-                'stroke="#a33" stroke-dasharray="2 2"/>'
-            )
-        for field, label, colour, dash in LINES:
-            coords = " ".join(
-                f"{x_of(ox, p.entry):.1f},{oy + PANEL_H - PANEL_H * getattr(p, field) / top:.1f}"
-                for p in mine
-            )
-            dashed = f' stroke-dasharray="{dash}"' if dash else ""
-            parts.append(
-                f'<polyline class="series" data-series="{field}" points="{coords}" fill="none" '
-                f'stroke="{colour}" stroke-width="1.6"{dashed}><title>{label}, NUMA node {n}'
-                "</title></polyline>"
-            )
-        parts.append("</g>")
+        parts.append(_panel(n, ox, oy, mine, restarts, scale))
     parts.append("</svg>\n")
     return "".join(parts)

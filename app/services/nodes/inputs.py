@@ -16,8 +16,8 @@ from app.adapters.kubelet_files import parse_kubelet_config_text
 from app.adapters.manifests import parse_pod_manifests
 from app.contracts.admission import AdmissionAnswer
 from app.contracts.base import checked
-from app.domain import k8s_names
-from app.domain.kubelet_config import DEFAULT_RELEASE, RELEASES, KubeletConfig, KubeletConfigError
+from app.domain import k8s_names, releases
+from app.domain.kubelet_config import DEFAULT_RELEASE, KubeletConfig, KubeletConfigError
 from app.domain.node.model import AdmissionResult, Node
 from app.domain.pod.model import Pod, PodManifestError, is_hugepage_resource_name
 from app.domain.presets import get_preset
@@ -139,11 +139,9 @@ def resolve_topology(text: str) -> tuple[str, CPUTopology]:
 
 
 def parse_config(text: str, release: str) -> KubeletConfig:
-    if release not in RELEASES:
-        raise NodeInputError(
-            f"release: unsupported kubelet release {release!r}; use one of {', '.join(RELEASES)}",
-            "release",
-        )
+    problem = releases.complaint(release)
+    if problem is not None:
+        raise NodeInputError(f"release: {problem}", "release")
     if len(text.encode("utf-8")) > MAX_CONFIG_BYTES:
         raise NodeInputError("kubeletConfig: is larger than 1 MiB", "kubeletConfig")
     try:

@@ -89,11 +89,9 @@ def _gate_known(release: str) -> bool:
 
 
 def _check_release(release: str) -> None:
-    if release not in RELEASES:
-        raise NodeInputError(
-            f"release: unsupported kubelet release {release!r}; use one of {', '.join(RELEASES)}",
-            "release",
-        )
+    problem = releases.complaint(release)
+    if problem is not None:
+        raise NodeInputError(f"release: {problem}", "release")
 
 
 def config_with_gate(base: dict[str, Any], release: str, gate: bool) -> TargetConfig:

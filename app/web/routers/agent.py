@@ -40,7 +40,7 @@ from app.services.nodes.source import NodeSource
 from app.services.observe.observer import ObservedNodeUnavailableError
 from app.web.conditional import tagged_response
 from app.web.deps import CatalogDep, NodeName, NodeSourceDep, SettingsDep
-from app.web.inputs import check_release, parse_gate
+from app.web.inputs import GateQuery, ReleaseQuery, check_release, parse_gate
 
 api = APIRouter(prefix="/api/v1", tags=["agent"])
 
@@ -187,15 +187,10 @@ async def api_summary_watch(
     responses={404: {}, 422: {"description": "Unknown release or bad gate value"}},
 )
 def api_node_upgrade(
-    source: NodeSourceDep,
-    release: Annotated[str, Query(description="Kubelet release: " + ", ".join(RELEASES))],
-    pod_level_resource_managers: Annotated[
-        str | None,
-        Query(alias="podLevelResourceManagers", description="The gate: true or false"),
-    ] = None,
+    source: NodeSourceDep, release: ReleaseQuery, gate: GateQuery = None
 ) -> JSONResponse:
-    gate = parse_gate(pod_level_resource_managers)
-    return JSONResponse(source.upgrade(check_release(release), gate))
+    parsed = parse_gate(gate)
+    return JSONResponse(source.upgrade(check_release(release), parsed))
 
 
 @api.get(

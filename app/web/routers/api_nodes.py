@@ -33,7 +33,8 @@ from app.domain.kubelet_config import DEFAULT_RELEASE
 from app.services.encoded_json import EncodedJSON
 from app.services.node_views import AdmissionLogEntry, NodeDetail, NodeIndexView, node_url
 from app.services.nodes.service import NodeService
-from app.web.conditional import encoded_response
+from app.services.nodes.source import NodeSource
+from app.web.conditional import NOT_MODIFIED, encoded_response
 from app.web.deps import CatalogDep, Namespace, NodeName, NodeServiceDep, NodeSourceDep, PodName
 from app.web.inputs import manifest_text
 from app.web.offload import offload
@@ -44,6 +45,12 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such node
 PODRESOURCES_JSON: dict[str, Any] = {
     "description": "The message in the canonical proto3 JSON mapping",
     "content": {"application/json": {"schema": {"type": "object"}}},
+}
+#: The answers of the PodResources routes (a message, or no such node or pod).
+PODRESOURCES_ANSWER: dict[int | str, dict[str, Any]] = {
+    **NOT_FOUND,
+    **NOT_MODIFIED,
+    200: PODRESOURCES_JSON,
 }
 
 
@@ -80,7 +87,6 @@ class AdmissionLog(BaseModel):
 # request naming it in If-None-Match gets 304 (app.web.conditional). The hottest ones answer
 # on the event loop when the bytes are at hand (NodeService.peek_json) and take the thread
 # pool only to load, build or encode.
-CACHED: dict[int | str, dict[str, Any]] = {304: {"description": "Not modified (If-None-Match)"}}
 
 
 async def _cached(
@@ -98,12 +104,30 @@ async def _cached(
     return encoded_response(request, cached)
 
 
+def _cached_get(
+    path: str,
+    name: str,
+    summary: str,
+    key: str,
+    answer: Callable[[NodeSource], EncodedJSON],
+    **doc: Any,
+) -> None:
+    """``GET path``: the node's answer ``key`` (``_cached``), built by ``answer`` of its source."""
+
+    async def route(
+        request: Request, node: NodeName, service: NodeServiceDep, source: NodeSourceDep
+    ) -> Response:
+        return await _cached(request, service, node, (key,), functools.partial(answer, source))
+
+    api.get(path, name=name, summary=summary, **doc)(route)
+
+
 @api.get(
     "/nodes",
     name="api_nodes",
     summary="Every simulated node",
     response_model=NodeIndexView,
-    responses=CACHED,
+    responses=NOT_MODIFIED,
 )
 def api_nodes(request: Request, catalog: CatalogDep) -> Response:
     return encoded_response(request, catalog.index_json())
@@ -131,17 +155,15 @@ def api_create_node(body: NodeCreate, catalog: CatalogDep) -> JSONResponse:
     )
 
 
-@api.get(
+_cached_get(
     "/nodes/{node}",
-    name="api_node",
-    summary="One simulated node",
+    "api_node",
+    "One simulated node",
+    "detail",
+    lambda source: source.node_detail_json(),
     response_model=NodeDetail,
-    responses={**NOT_FOUND, **CACHED},
+    responses={**NOT_FOUND, **NOT_MODIFIED},
 )
-async def api_node(
-    request: Request, node: NodeName, service: NodeServiceDep, source: NodeSourceDep
-) -> Response:
-    return await _cached(request, service, node, ("detail",), source.node_detail_json)
 
 
 @api.delete(
@@ -237,23 +259,21 @@ def api_admissions(
     return AdmissionLog(node=node, admissions=source.admissions(limit=limit, batch=batch))
 
 
-@api.get(
+_cached_get(
     "/nodes/{node}/podresources",
-    name="api_podresources_list",
-    summary="PodResources List (canonical proto3 JSON)",
-    responses={**NOT_FOUND, **CACHED, 200: PODRESOURCES_JSON},
+    "api_podresources_list",
+    "PodResources List (canonical proto3 JSON)",
+    "podresources",
+    lambda source: source.podresources_list_json(),
+    responses=PODRESOURCES_ANSWER,
 )
-async def api_podresources_list(
-    request: Request, node: NodeName, service: NodeServiceDep, source: NodeSourceDep
-) -> Response:
-    return await _cached(request, service, node, ("podresources",), source.podresources_list_json)
 
 
 @api.get(
     "/nodes/{node}/podresources/{namespace}/{name}",
     name="api_podresources_get",
     summary="PodResources Get (canonical proto3 JSON)",
-    responses={**NOT_FOUND, **CACHED, 200: PODRESOURCES_JSON},
+    responses=PODRESOURCES_ANSWER,
 )
 async def api_podresources_get(
     request: Request,
@@ -267,13 +287,11 @@ async def api_podresources_get(
     return await _cached(request, service, node, ("podresources", namespace, name), build)
 
 
-@api.get(
+_cached_get(
     "/nodes/{node}/allocatable",
-    name="api_allocatable",
-    summary="PodResources GetAllocatableResources (canonical proto3 JSON)",
-    responses={**NOT_FOUND, **CACHED, 200: PODRESOURCES_JSON},
+    "api_allocatable",
+    "PodResources GetAllocatableResources (canonical proto3 JSON)",
+    "allocatable",
+    lambda source: source.allocatable_json(),
+    responses=PODRESOURCES_ANSWER,
 )
-async def api_allocatable(
-    request: Request, node: NodeName, service: NodeServiceDep, source: NodeSourceDep
-) -> Response:
-    return await _cached(request, service, node, ("allocatable",), source.allocatable_json)

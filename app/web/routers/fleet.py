@@ -42,7 +42,14 @@ from app.services.fleet.views import (
 from app.services.nodes.errors import NodeInputError
 from app.services.nodes.inputs import parse_manifests
 from app.web.conditional import tagged_response
-from app.web.inputs import MAX_BODY_BYTES, check_release, manifest_text, parse_gate
+from app.web.inputs import (
+    MAX_BODY_BYTES,
+    GateQuery,
+    ReleaseQuery,
+    check_release,
+    manifest_text,
+    parse_gate,
+)
 from app.web.node_pages import SAMPLE_POD
 from app.web.rendering import render, wants_fragment
 
@@ -281,12 +288,6 @@ async def fleet_fit_form(request: Request, hub: HubDep) -> HTMLResponse:
 async def run_upgrade(hub: Hub, release: str, gate_text: str | None) -> dict[str, Any]:
     gate = parse_gate(gate_text)
     return await hub.questions.upgrade(check_release(release), gate)
-
-
-ReleaseQuery = Annotated[str, Query(description="Kubelet release: " + ", ".join(RELEASES))]
-GateQuery = Annotated[
-    str | None, Query(alias="podLevelResourceManagers", description="The gate: true or false")
-]
 
 
 @api.get(

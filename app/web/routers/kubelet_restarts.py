@@ -19,12 +19,13 @@ from fastapi import APIRouter, Query
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from app.domain.kubelet_config import RELEASES
+from app.domain import releases
 from app.domain.restart import RestartResult
 from app.services import undo
 from app.services.node_views import node_url
 from app.services.nodes.errors import NodeInputError
 from app.web.deps import CatalogDep, NodeName, NodeServiceDep
+from app.web.inputs import gate_choice
 from app.web.offload import budgeted
 from app.web.rendering import render, see_other
 
@@ -32,15 +33,6 @@ api = APIRouter(prefix="/api/v1", tags=["nodes"])
 pages = APIRouter(tags=["nodes"])
 
 CONFIRM = "yes"
-_GATES = {"on": True, "off": False, "keep": None, "": None}
-
-
-def _gate(value: str) -> bool | None:
-    if value not in _GATES:
-        raise NodeInputError(
-            f"gate: expected on, off or keep, got {value!r}", "podLevelResourceManagers"
-        )
-    return _GATES[value]
 
 
 @pages.get("/nodes/{node}/restart", name="confirm_restart", include_in_schema=False)
@@ -52,13 +44,11 @@ def confirm_restart(
     gate: Annotated[str, Query()] = "keep",
 ) -> HTMLResponse:
     source = catalog.writable(node, "restart its kubelet (rehearse it instead)")
-    if release not in RELEASES:
-        raise NodeInputError(
-            f"release: unsupported kubelet release {release!r}; use one of {', '.join(RELEASES)}",
-            "release",
-        )
+    problem = releases.complaint(release)
+    if problem is not None:
+        raise NodeInputError(f"release: {problem}", "release")
     with budgeted(request, "the restart"):
-        rehearsal = source.rehearse(release, _gate(gate))
+        rehearsal = source.rehearse(release, gate_choice(gate))
     r = rehearsal.result
     consequences = _consequences(r, release, source.summary().release)
     context = {

@@ -12,7 +12,7 @@ exactly one) and the topology index otherwise; ``/topologies`` always lists topo
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 from starlette.requests import Request
@@ -22,7 +22,7 @@ from app.services.history.rejections import latest_rejection
 from app.services.node_views import NodeIndexView, NodeView, PodView, node_url
 from app.services.nodes.errors import UnknownPodError
 from app.services.watch import WatchState, watch_state
-from app.web.conditional import encoded_response
+from app.web.conditional import NOT_MODIFIED, encoded_response
 from app.web.deps import (
     CatalogDep,
     Namespace,
@@ -84,11 +84,6 @@ def nodes_page(request: Request, view: NodeIndexViewDep) -> HTMLResponse:
 
 
 # JSON twins: bytes encoded once per node version, strong ETag, 304 (app.web.conditional).
-NOT_MODIFIED: dict[int | str, dict[str, Any]] = {
-    304: {"description": "Not modified (If-None-Match)"}
-}
-
-
 @pages.get(
     "/nodes.json",
     name="nodes_json",

@@ -30,7 +30,7 @@ from app.services.nodes.errors import NodeInputError
 from app.services.nodes.restart import Rehearsal
 from app.services.pod_find import pods_page
 from app.web.deps import CatalogDep, NodeName, NodeServiceDep
-from app.web.inputs import NOT_FOUND_NODE
+from app.web.inputs import NOT_FOUND_NODE, gate_choice
 from app.web.node_pages import node_page_context
 from app.web.offload import budgeted
 from app.web.rendering import render, see_other, wants_fragment
@@ -81,17 +81,6 @@ def _restart(
     return writable.restart(release, gate)
 
 
-def _gate_choice(value: str) -> bool | None:
-    if value in ("", "keep"):
-        return None
-    if value in ("on", "off"):
-        return value == "on"
-    raise NodeInputError(
-        f"podLevelResourceManagers: expected on, off or keep, got {value!r}",
-        "podLevelResourceManagers",
-    )
-
-
 def _to_confirmation(request: Request, node: str, release: str, gate: str) -> Response:
     """An apply not yet confirmed goes to the confirmation page (htmx: the whole page)."""
     query = urlencode({"release": release, "gate": gate})
@@ -119,7 +108,7 @@ def restart_form(
     error: NodeInputError | None = None
     try:
         with budgeted(request, "the restart"):
-            rehearsal = _restart(catalog, node, release, action != "apply", _gate_choice(gate))
+            rehearsal = _restart(catalog, node, release, action != "apply", gate_choice(gate))
     except NodeInputError as err:
         error = err
     view = catalog.get(node).node_view()

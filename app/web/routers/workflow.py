@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Path, Query
+from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
@@ -31,6 +32,7 @@ from app.services.history.rejections import RejectionView
 from app.services.history.views import DiffView, HistoryPointView, HistoryView
 from app.services.node_views import node_url, pod_url
 from app.services.nodes.catalog import NodeCatalog
+from app.services.nodes.service import NodeService
 from app.web.deps import CatalogDep, Namespace, NodeName, NodeServiceDep, NodeSourceDep, PodName
 from app.web.rendering import STATIC_DIR, render, see_other
 
@@ -64,20 +66,38 @@ def favicon() -> FileResponse:
 # -- explain -------------------------------------------------------------------------------
 
 
-@pages.get(
-    "/nodes/{node}/rejections/{entry}.json",
-    name="rejection_json",
-    summary="A rejected admission attempt explained (JSON twin)",
+def _entry_page(
+    path: str,
+    name: str,
+    summary: str,
+    template: str,
+    load: Callable[[NodeService, str, int], BaseModel],
+    model: type[BaseModel],
+) -> None:
+    """A page about one entry of a node's log, ``/nodes/{node}/<path>/{entry}``, and its JSON
+    twin (same path + ``.json``, declared first), both from ``load``."""
+
+    def twin(service: NodeServiceDep, node: NodeName, entry: Entry) -> BaseModel:
+        return load(service, node, entry)
+
+    def page(
+        request: Request, service: NodeServiceDep, node: NodeName, entry: Entry
+    ) -> HTMLResponse:
+        return render(request, template, load(service, node, entry))
+
+    base = f"/nodes/{{node}}/{path}/{{entry}}"
+    pages.get(f"{base}.json", name=f"{name}_json", summary=summary, response_model=model)(twin)
+    pages.get(base, name=name, include_in_schema=False)(page)
+
+
+_entry_page(
+    "rejections",
+    "rejection",
+    "A rejected admission attempt explained (JSON twin)",
+    "pages/rejection.html",
+    rejections.explain_entry,
+    RejectionView,
 )
-def rejection_json(service: NodeServiceDep, node: NodeName, entry: Entry) -> RejectionView:
-    return rejections.explain_entry(service, node, entry)
-
-
-@pages.get("/nodes/{node}/rejections/{entry}", name="rejection", include_in_schema=False)
-def rejection_page(
-    request: Request, service: NodeServiceDep, node: NodeName, entry: Entry
-) -> HTMLResponse:
-    return render(request, "pages/rejection.html", rejections.explain_entry(service, node, entry))
 
 
 RowId = Annotated[int, Path(description="The log row's global id (an old link)", ge=0)]
@@ -108,20 +128,14 @@ def history_page(request: Request, service: NodeServiceDep, node: NodeName) -> H
     return render(request, "pages/history.html", history_views.timeline(service, node))
 
 
-@pages.get(
-    "/nodes/{node}/history/{entry}.json",
-    name="history_point_json",
-    summary="A node's CPU map right after a log entry (replayed)",
+_entry_page(
+    "history",
+    "history_point",
+    "A node's CPU map right after a log entry (replayed)",
+    "pages/history_point.html",
+    history_views.map_at,
+    HistoryPointView,
 )
-def history_point_json(service: NodeServiceDep, node: NodeName, entry: Entry) -> HistoryPointView:
-    return history_views.map_at(service, node, entry)
-
-
-@pages.get("/nodes/{node}/history/{entry}", name="history_point", include_in_schema=False)
-def history_point_page(
-    request: Request, service: NodeServiceDep, node: NodeName, entry: Entry
-) -> HTMLResponse:
-    return render(request, "pages/history_point.html", history_views.map_at(service, node, entry))
 
 
 FromEntry = Annotated[

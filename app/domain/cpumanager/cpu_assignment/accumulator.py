@@ -28,7 +28,7 @@ Each accumulator caches its orderings until the next ``take``.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from app.domain.cpumanager.cpu_assignment.common import (
     CPUAssignmentInputError,
@@ -166,86 +166,65 @@ class CPUAccumulator:
             counts[i] = n
         return [i for _, i in keyed]
 
-    def _numa_order(self) -> tuple[int, ...]:
-        hit = self._cache.get("numa")
+    def _within(
+        self, parents: tuple[int, ...], children: Mapping[int, Pairs], level: int
+    ) -> tuple[int, ...]:
+        """The children of each parent, the parents in ``parents``' order (each group sorted)."""
+        out: list[int] = []
+        for p in parents:
+            out += self._sorted(children.get(p, ()), level)
+        return tuple(out)
+
+    def _order(self, level: str) -> tuple[int, ...]:
+        """The elements of ``level`` (numa, socket, core, uncore) with an available CPU, in
+        the kubelet's order (``sortAvailable*``); computed once per state."""
+        hit = self._cache.get(level)
         if hit is None:
-            ix = self.ix
-            if ix.numa_first:
-                hit = tuple(self._sorted(ix.numa_items, _NUMA))
-            else:
-                out: list[int] = []
-                for s in self._socket_order():
-                    out += self._sorted(ix.numas_in_socket.get(s, ()), _NUMA)
-                hit = tuple(out)
-            self._cache["numa"] = hit
+            hit = self._cache[level] = self._ordered(level)
         return hit
 
-    def _socket_order(self) -> tuple[int, ...]:
-        hit = self._cache.get("socket")
-        if hit is None:
-            ix = self.ix
+    def _ordered(self, level: str) -> tuple[int, ...]:
+        ix = self.ix
+        if level == "numa":
             if ix.numa_first:
-                out: list[int] = []
-                for n in self._numa_order():
-                    out += self._sorted(ix.sockets_in_numa.get(n, ()), _SOCKET)
-                hit = tuple(out)
-            else:
-                hit = tuple(self._sorted(ix.socket_items, _SOCKET))
-            self._cache["socket"] = hit
-        return hit
-
-    def _core_order(self) -> tuple[int, ...]:
-        hit = self._cache.get("core")
-        if hit is None:
-            ix = self.ix
-            out: list[int] = []
+                return tuple(self._sorted(ix.numa_items, _NUMA))
+            return self._within(self._order("socket"), ix.numas_in_socket, _NUMA)
+        if level == "socket":
             if ix.numa_first:
-                for s in self._socket_order():
-                    out += self._sorted(ix.cores_in_socket.get(s, ()), _CORE)
-            else:
-                for n in self._numa_order():
-                    out += self._sorted(ix.cores_in_numa.get(n, ()), _CORE)
-            hit = tuple(out)
-            self._cache["core"] = hit
-        return hit
-
-    def _uncore_order(self) -> tuple[int, ...]:
-        hit = self._cache.get("uncore")
-        if hit is None:
-            ix = self.ix
-            out: list[int] = []
-            for n in self._numa_order():
-                out += self._sorted(ix.uncores_in_numa.get(n, ()), _UNCORE)
-            hit = tuple(out)
-            self._cache["uncore"] = hit
-        return hit
+                return self._within(self._order("numa"), ix.sockets_in_numa, _SOCKET)
+            return tuple(self._sorted(ix.socket_items, _SOCKET))
+        if level == "core":
+            if ix.numa_first:
+                return self._within(self._order("socket"), ix.cores_in_socket, _CORE)
+            return self._within(self._order("numa"), ix.cores_in_numa, _CORE)
+        return self._within(self._order("numa"), ix.uncores_in_numa, _UNCORE)
 
     def sort_available_numa_nodes(self) -> list[int]:
         """NUMA nodes with an available CPU (NUMA-first: by count; else per socket in order)."""
-        return list(self._numa_order())
+        return list(self._order("numa"))
 
     def sort_available_sockets(self) -> list[int]:
         """Sockets with an available CPU (socket-first: by count; else per NUMA node in order)."""
-        return list(self._socket_order())
+        return list(self._order("socket"))
 
     def sort_available_cores(self) -> list[int]:
         """Cores with an available CPU: per socket (NUMA-first) or per NUMA node, by count."""
-        return list(self._core_order())
+        return list(self._order("core"))
 
     def sort_available_uncore_caches(self) -> list[int]:
         """Uncore caches with an available CPU, per NUMA node in NUMA order, by count."""
-        return list(self._uncore_order())
+        return list(self._order("uncore"))
 
     def _iter_cpus_packed(self) -> Iterator[int]:
         av = self.avail_mask
         cm = self.ix.core_mask
-        for c in self._core_order():
+        for c in self._order("core"):
             yield from _bits(cm[c] & av)
 
     def _iter_cpus_spread(self) -> Iterator[int]:
         av = self.avail_mask
         sm = self.ix.socket_mask
-        for s in self._socket_order():
+        for s in self._order("socket"):
             yield from _bits(sm[s] & av)
 
     def sort_available_cpus_packed(self) -> list[int]:
@@ -263,7 +242,7 @@ class CPUAccumulator:
         av = self.avail_mask
         ix = self.ix
         out: list[int] = []
-        for s in self._socket_order():
+        for s in self._order("socket"):
             per_core = [
                 list(_bits(ix.core_mask[c] & av))
                 for c in self._sorted(ix.cores_in_socket.get(s, ()), _CORE)
@@ -283,11 +262,11 @@ class CPUAccumulator:
 
     def free_numa_nodes(self) -> list[int]:
         """Fully available NUMA nodes, in NUMA order."""
-        return self._free(self._numa_order(), _NUMA, self.ix.size["numa"])
+        return self._free(self._order("numa"), _NUMA, self.ix.size["numa"])
 
     def free_sockets(self) -> list[int]:
         """Sockets with ``CPUsPerSocket()`` available CPUs, in socket order."""
-        return self._free(self._socket_order(), _SOCKET, self.ix.cpus_per_socket)
+        return self._free(self._order("socket"), _SOCKET, self.ix.cpus_per_socket)
 
     def free_cores(self) -> list[int]:
         """Cores with ``CPUsPerCore()`` available CPUs, in core order."""
@@ -303,9 +282,9 @@ class CPUAccumulator:
         if cpc < 1:
             return
         if ix.numa_first:
-            parents, pairs = self._socket_order(), ix.cores_in_socket
+            parents, pairs = self._order("socket"), ix.cores_in_socket
         else:
-            parents, pairs = self._numa_order(), ix.cores_in_numa
+            parents, pairs = self._order("numa"), ix.cores_in_numa
         for p in parents:
             for c, inside, whole in pairs.get(p, ()):
                 if (whole & av).bit_count() == cpc and (inside is whole or inside & av):
@@ -313,7 +292,7 @@ class CPUAccumulator:
 
     def free_uncore_caches(self) -> list[int]:
         """Fully available uncore caches, in uncore order."""
-        return self._free(self._uncore_order(), _UNCORE, self.ix.size["uncore"])
+        return self._free(self._order("uncore"), _UNCORE, self.ix.size["uncore"])
 
     def free_cpus(self) -> list[int]:
         """Available CPUs in the order of the accumulator's sorting strategy."""
@@ -385,7 +364,7 @@ class CPUAccumulator:
     def take_uncore_cache(self) -> None:
         """Whole free uncore caches (when a cache's worth is needed), then a partial one."""
         per_uncore = self.ix.cpus_per_uncore
-        for u in self._uncore_order():
+        for u in self._order("uncore"):
             if self.needs_at_least(per_uncore):
                 self.take_full_uncore()
             if self.is_satisfied():

@@ -42,26 +42,17 @@ def take_by_topology_numa_packed(
     if acc.is_failed():
         raise not_enough(num_cpus, available)
 
-    acc.take_full_first_level()
-    if acc.is_satisfied():
-        return acc.result
-    acc.take_full_second_level()
-    if acc.is_satisfied():
-        return acc.result
-
+    # Upstream's steps in order, each followed by "if acc.isSatisfied() return".
+    steps = [acc.take_full_first_level, acc.take_full_second_level]
     if prefer_align_by_uncore_cache:
-        acc.take_uncore_cache()
-        if acc.is_satisfied():
-            return acc.result
-
+        steps.append(acc.take_uncore_cache)
     if strategy is not CPUSortingStrategy.SPREAD:
-        acc.take_full_cores()
+        steps.append(acc.take_full_cores)
+    steps.append(acc.take_remaining_cpus)
+    for take in steps:
+        take()
         if acc.is_satisfied():
             return acc.result
-
-    acc.take_remaining_cpus()
-    if acc.is_satisfied():
-        return acc.result
     raise TakeByTopologyError("failed to allocate cpus")
 
 
