@@ -161,9 +161,10 @@ class CPUAccumulator:
             if (n := (whole & av).bit_count()) and (inside is whole or inside & av)
         ]
         keyed.sort()
-        counts = self._counts.setdefault(level, {})
-        for n, i in keyed:
-            counts[i] = n
+        if level != _CORE:  # the free checks read these; cores are checked by mask
+            counts = self._counts.setdefault(level, {})
+            for n, i in keyed:
+                counts[i] = n
         return [i for _, i in keyed]
 
     def _numa_order(self) -> tuple[int, ...]:
@@ -328,21 +329,38 @@ class CPUAccumulator:
 
     # -- taking steps -----------------------------------------------------------------------------
     def _take_whole(self, ids: Iterable[int], masks: dict[int, int], sizes: dict[int, int]) -> None:
-        """Take each listed element (all its CPUs in the topology) while it fits the need."""
+        """Take each listed element (all its CPUs in the topology) while it fits the need.
+
+        The elements are read before anything is taken, so the takes are one take of their
+        union; the need drops by every listed take (an element listed twice, in two parents,
+        counts twice, as upstream's ``take`` does)."""
+        need = self.num_cpus_needed
+        mask = 0
         for i in ids:
-            if self.num_cpus_needed < 1:
+            if need < 1:
                 break  # every element has a CPU, so nothing later can be needed
-            if not self.needs_at_least(sizes[i]):
+            if need < sizes[i]:
                 continue
-            self.take_mask(masks[i])
+            mask |= masks[i]
+            need -= sizes[i]
+        if mask:
+            self.take_mask(mask)
+            self.num_cpus_needed = need
+
+    def _could_fit(self, level: str) -> bool:
+        """Whether the need could take a whole element of ``level``; when not, the free ones
+        are not listed (listing sorts every element; nothing would be taken)."""
+        return self.num_cpus_needed >= self.ix.smallest[level]
 
     def take_full_numa_nodes(self) -> None:
         ix = self.ix
-        self._take_whole(self.free_numa_nodes(), ix.numa_mask, ix.size["numa"])
+        if self._could_fit("numa"):
+            self._take_whole(self.free_numa_nodes(), ix.numa_mask, ix.size["numa"])
 
     def take_full_sockets(self) -> None:
         ix = self.ix
-        self._take_whole(self.free_sockets(), ix.socket_mask, ix.size["socket"])
+        if self._could_fit("socket"):
+            self._take_whole(self.free_sockets(), ix.socket_mask, ix.size["socket"])
 
     def take_full_first_level(self) -> None:
         """Whole NUMA nodes when NUMA-first, else whole sockets."""
@@ -360,7 +378,8 @@ class CPUAccumulator:
 
     def take_full_uncore(self) -> None:
         ix = self.ix
-        self._take_whole(self.free_uncore_caches(), ix.uncore_mask, ix.size["uncore"])
+        if self._could_fit("uncore"):
+            self._take_whole(self.free_uncore_caches(), ix.uncore_mask, ix.size["uncore"])
 
     def take_partial_uncore(self, uncore_id: int) -> None:
         """Take the lowest cores of one uncore cache, only if they give exactly what is needed."""
@@ -396,7 +415,8 @@ class CPUAccumulator:
 
     def take_full_cores(self) -> None:
         ix = self.ix
-        self._take_whole(self._iter_free_cores(), ix.core_mask, ix.size["core"])
+        if self._could_fit("core"):
+            self._take_whole(self._iter_free_cores(), ix.core_mask, ix.size["core"])
 
     def take_remaining_cpus(self) -> None:
         """Single CPUs in strategy order until satisfied. Upstream takes them one by one from

@@ -195,98 +195,245 @@ def _check_hang(
                 raise _hang(remainder, g, release)
 
 
+class _RemainderSplit:
+    """One combination's remainder step (upstream: the loop over the subsets of
+    ``remainderCombo``, sizes from ``len(remainderCombo)`` down): hand ``remainder`` out in
+    groups of ``g`` over a subset, score what every NUMA node is left with, keep the first
+    best subset.
+
+    ``changed`` holds the combination's NUMA nodes after the even distribution, ``base_total``
+    and ``base_squares`` the sums over every NUMA node then. ``release`` set: a kubelet
+    without the whole-group check of kubernetes#140730, which checks a subset's raw CPU sum
+    and then spins on a subset whose groups cannot hold the remainder; that is reported as
+    ``DistributedAllocationHangError``. ``best`` is the best balance so far and ``ceiling``
+    what a subset must score below to matter (both only ever lowered).
+    """
+
+    __slots__ = (
+        "base_squares",
+        "base_total",
+        "best",
+        "ceiling",
+        "changed",
+        "distinct",
+        "drop",
+        "g",
+        "groups",
+        "q",
+        "release",
+        "remainder",
+        "remainder_combo",
+        "scores",
+        "values",
+    )
+
+    def __init__(
+        self, scores: _Scores, cand: _Candidate, g: int, release: str | None, bound: float
+    ) -> None:
+        self.scores = scores
+        self.remainder = cand.remainder
+        self.remainder_combo = cand.remainder_combo
+        self.changed = cand.changed
+        self.g = g
+        self.release = release
+        self.base_total = cand.total
+        self.base_squares = cand.squares
+        self.distinct = scores.distinct
+        values = [self.changed[n] for n in self.remainder_combo]  # each has a group or more
+        self.values = values
+        self.groups = [v // g for v in values]
+        self.drop = [(v - g) ** 2 - v * v for v in values]
+        self.q = self.remainder // g  # the remainder is a whole number of groups
+        self.best = _MAX_FLOAT64
+        self.ceiling = min(bound, math.nextafter(self.achieved(), math.inf))
+
+    def achieved(self) -> float:
+        """The balance of one subset Go scores, worked out first so that its balance bounds
+        the search: the ``q`` nodes with the most CPUs left each giving one group (it passes
+        Go's checks, every listed node having a group). ``MAX`` when there is no such subset
+        or nodes are listed twice."""
+        q, m = self.q, len(self.values)
+        if not self.distinct or q > m:
+            return _MAX_FLOAT64
+        largest = heapq.nlargest(q, range(m), key=self.values.__getitem__)
+        g = self.g
+        left = {self.remainder_combo[i]: self.values[i] - g for i in largest}
+        return self.scores.exact({**self.changed, **left})
+
+    def could_win(self, removed: int) -> bool:
+        """Whether a hand-out of the whole remainder that lowers the sum of squares by
+        ``removed`` could score below both the best subset so far and the ceiling."""
+        return not self.scores.cannot_beat(
+            self.base_total - self.remainder,
+            self.base_squares - removed,
+            min(self.ceiling, self.best),
+        )
+
+    def gains(self, kk: int) -> tuple[list[list[int]], int, int, tuple[int, ...]] | None:
+        """The subsets of ``kk`` nodes Go scores as ``head + tail``, the head any
+        ``len(gains)``-subset of the first ``width`` positions, and what each lowers the sum
+        of squares by: ``fixed`` plus ``gains[p][i]`` for position ``i`` at place ``p`` of
+        the head. ``None`` where that is not exact (nodes listed twice, or a node that may run
+        out of groups before the last round).
+
+        From q nodes on: the subsets whose q-th node is ``j = m - 1 - (kk - q)``
+        (``_subsets_to_score``), the first q nodes giving a group each. Below q, when every
+        node can give a group in every round: place ``p`` gives ``t_p`` CPUs (``hand_out``),
+        lowering the squares by ``2*t_p*v - t_p**2``."""
+        if not self.distinct:
+            return None
+        q, g, values = self.q, self.g, self.values
+        m = len(values)
+        if kk >= q:
+            if q > m:
+                return None
+            j = m - 1 - (kk - q)
+            lowers = [-d for d in self.drop[:j]]
+            return [lowers] * (q - 1), j, -self.drop[j], (j, *range(j + 1, m))
+        if min(values) < g * (q // kk + 1):
+            return None
+        rounds, extra = divmod(q, kk)
+        gives = [(rounds + (p < extra)) * g for p in range(kk)]
+        return [[2 * t * v - t * t for v in values] for t in gives], m, 0, ()
+
+    def size_is_hopeless(self, kk: int) -> bool:
+        """No subset of ``kk`` < q distinct nodes can score below the bound: every such
+        subset hands its q groups to at most kk nodes, and no such hand-out leaves a smaller
+        sum of squares than the greedy one over the kk largest values
+        (``_most_squares_removed``)."""
+        removed = _most_squares_removed(heapq.nlargest(kk, self.values), self.q, self.g)
+        return removed is None or not self.could_win(removed)
+
+    def passes(self, pos: tuple[int, ...]) -> bool:
+        """Go's check that the subset can take the remainder (or the 1.35-1.37 hang). From q
+        nodes on it always passes: every listed node has a group."""
+        if len(pos) >= self.q:
+            return True
+        if self.release is not None:
+            if sum(self.values[i] for i in pos) < self.remainder:
+                return False
+            if sum(self.groups[i] for i in pos) * self.g < self.remainder:
+                raise _hang(self.remainder, self.g, self.release)
+            return True
+        return sum(self.groups[i] for i in pos) * self.g >= self.remainder
+
+    def hand_out(self, pos: tuple[int, ...]) -> tuple[int, int, dict[int, int]]:
+        """The sums over every NUMA node and the subset's nodes after the remainder is handed
+        out over ``pos`` round-robin (as Go's loop), in closed form where it can be."""
+        values, g, q = self.values, self.g, self.q
+        combo = self.remainder_combo
+        after = self.base_total - self.remainder
+        if self.distinct and len(pos) >= q:
+            # One round hands the remainder out: the first q nodes give a group each.
+            first = pos[:q]
+            squares = self.base_squares + sum(self.drop[i] for i in first)
+            return after, squares, {combo[i]: values[i] - g for i in first}
+        kk = len(pos)
+        if self.distinct and min(values[i] for i in pos) >= g * (q // kk + 1):
+            # Every node can give a group in every round: the first q % kk nodes give
+            # q // kk + 1 groups, the others q // kk.
+            rounds, extra = divmod(q, kk)
+            taken = [(i, (rounds + (p < extra)) * g) for p, i in enumerate(pos)]
+            squares = self.base_squares + sum(t * t - 2 * t * values[i] for i, t in taken)
+            return after, squares, {combo[i]: values[i] - t for i, t in taken}
+        subset = [combo[i] for i in pos]
+        changed = self.changed
+        left = {n: changed[n] for n in subset}
+        rem = _hands_out_fully(left, subset, self.remainder, g)
+        total = self.base_total - (self.remainder - rem)
+        squares = self.base_squares + sum(v * v - changed[n] ** 2 for n, v in left.items())
+        return total, squares, left
+
+    def subsets(self, kk: int) -> Iterable[tuple[int, ...]]:
+        """The kk-subsets to try, in Go's order: every one Go scores, less those that provably
+        cannot win (none where a skipped subset could raise the 1.35-1.37 hang)."""
+        q, m = self.q, len(self.values)
+        no_hang = kk >= q or self.release is None or self.g == 1
+        gains = self.gains(kk) if no_hang else None
+        if gains is not None:
+            table, width, fixed, tail = gains
+            return (head + tail for head in _subsets_reaching(table, width, fixed, self.could_win))
+        if self.distinct and kk < q and no_hang and self.size_is_hopeless(kk):
+            return ()
+        return _subsets_to_score(m, kk, q if self.distinct else m + 1)
+
+
+def _subsets_reaching(
+    gains: Sequence[Sequence[int]], width: int, fixed: int, could_win: Callable[[int], bool]
+) -> Iterator[tuple[int, ...]]:
+    """The ``len(gains)``-subsets of ``range(width)``, lexicographically (Go's order), whose
+    ``fixed + sum(gains[p][pos[p]])`` ``could_win``, less every prefix that no completion
+    makes ``could_win`` (the most a completion adds is exact: ``most[p][s]``, the best of
+    places p.. over positions s.., by dynamic programming). ``could_win`` must be monotone
+    (a larger sum never loses) and is asked again at every step, so it may tighten."""
+    kk = len(gains)
+    never = -(1 << 62)
+    most = [[never] * (width + 2) for _ in range(kk)] + [[0] * (width + 2)]
+    for p in range(kk - 1, -1, -1):
+        row, after, gp = most[p], most[p + 1], gains[p]
+        for s in range(width - (kk - p), -1, -1):
+            row[s] = max(row[s + 1], gp[s] + after[s + 1])
+    path: list[int] = []
+
+    def walk(p: int, start: int, have: int) -> Iterator[tuple[int, ...]]:
+        gp, after = gains[p], most[p + 1]
+        for i in range(start, width - (kk - p) + 1):
+            if not could_win(have + gp[i] + after[i + 1]):
+                continue
+            path.append(i)
+            if p == kk - 1:
+                yield tuple(path)
+            else:
+                yield from walk(p + 1, i + 1, have + gp[i])
+            path.pop()
+
+    if kk == 0:
+        if could_win(fixed):
+            yield ()
+        return
+    yield from walk(0, 0, fixed)
+
+
 def _best_remainder_split(
     scores: _Scores,
-    remainder: int,
-    remainder_combo: Sequence[int],
-    changed: dict[int, int],
+    cand: _Candidate,
     g: int,
     release: str | None,
     copy_best: bool,
     bound: float,
-    base_total: int,
-    base_squares: int,
 ) -> tuple[float, tuple[int, ...] | None]:
-    """Best balance when handing ``remainder`` out in groups of ``g`` over a subset of
-    ``remainder_combo`` (every subset, largest first, in Go's order; the first best wins).
-
-    ``changed`` holds the combination's NUMA nodes after the even distribution, ``base_total``
-    and ``base_squares`` the sums over every NUMA node then. ``release``
-    set: a kubelet without the whole-group check of kubernetes#140730, which checks a subset's
-    raw CPU sum and then spins on a subset whose groups cannot hold the remainder; that is
-    reported as ``DistributedAllocationHangError``.
+    """Best balance when handing the candidate's remainder out in groups of ``g`` over a
+    subset of its ``remainder_combo`` (every subset, largest first, in Go's order; the first
+    best wins), with the subset kept (``kept_combination``: Go reads its slice after the
+    iteration ran to its end; 1.38 keeps a copy).
 
     Shortcuts that cannot change the answer: a subset is scored only when ``BalanceFloor``
-    says it could score below both the best subset so far (a tie keeps the earlier one) and
+    says it could score below the best subset so far (a tie keeps the earlier one), below
     ``bound`` (the caller's best combination, which a combination only replaces when it scores
-    strictly below it - a result at or above it is discarded whatever it is). The kept subset
-    is read as Go reads its slice (``kept_combination``; the iteration runs to its end).
-    """
-    best_balance = _MAX_FLOAT64
+    strictly below it) and at or below ``achieved()`` (a subset Go scores: the best one ends
+    at or below it, so a subset whose floor is above it never ends as the best); whole
+    prefixes of subsets are passed over on the same grounds (``_RemainderSplit.subsets``)."""
+    split = _RemainderSplit(scores, cand, g, release, bound)
     best_pos: tuple[int, ...] | None = None
-    values = [changed[n] for n in remainder_combo]  # every listed node has a group or more
-    groups = [v // g for v in values]
-    drop = [(v - g) ** 2 - v * v for v in values]
-    q = remainder // g  # the remainder is a whole number of groups
-    distinct = scores.distinct
-    m = len(remainder_combo)
-    largest_first = sorted(values, reverse=True)
+    m = len(split.values)
     for kk in range(m, 0, -1):
-        if distinct and kk < q and (release is None or g == 1):
-            # Every subset of kk nodes hands its q groups to at most kk nodes; no such hand-out
-            # leaves a smaller sum of squares than the best one over the kk largest values
-            # (taking from a larger value always lowers it more), so when even that cannot beat
-            # the best so far the whole size is skipped (no hang can be raised there).
-            removed = _most_squares_removed(largest_first[:kk], q, g)
-            if removed is None or scores.cannot_beat(
-                base_total - remainder, base_squares - removed, min(bound, best_balance)
-            ):
+        for pos in split.subsets(kk):
+            if not split.passes(pos):
                 continue
-        for pos in _subsets_to_score(m, kk, q if distinct else m + 1):
-            if release is not None:
-                if sum(values[i] for i in pos) < remainder:
-                    continue
-                if sum(groups[i] for i in pos) * g < remainder:
-                    raise _hang(remainder, g, release)
-            elif sum(groups[i] for i in pos) * g < remainder:
+            total, squares, left = split.hand_out(pos)
+            if scores.cannot_beat(total, squares, min(split.ceiling, split.best)):
                 continue
-            if distinct and kk >= q:
-                # One round hands the remainder out: the first q nodes give a group each
-                # (``_subsets_to_score`` yields each such first q once).
-                first = pos[:q]
-                total = base_total - remainder
-                squares = base_squares + sum(drop[i] for i in first)
-                if scores.cannot_beat(total, squares, min(bound, best_balance)):
-                    continue
-                left = {remainder_combo[i]: values[i] - g for i in first}
-            elif distinct and min(values[i] for i in pos) >= g * (q // kk + 1):
-                # Every node can give a group in every round: the first q % kk nodes give
-                # q // kk + 1 groups, the others q // kk.
-                rounds, extra = divmod(q, kk)
-                taken = [(i, (rounds + (j < extra)) * g) for j, i in enumerate(pos)]
-                total = base_total - remainder
-                squares = base_squares + sum(t * t - 2 * t * values[i] for i, t in taken)
-                if scores.cannot_beat(total, squares, min(bound, best_balance)):
-                    continue
-                left = {remainder_combo[i]: values[i] - t for i, t in taken}
-            else:
-                subset = [remainder_combo[i] for i in pos]
-                left = {n: changed[n] for n in subset}
-                rem = _hands_out_fully(left, subset, remainder, g)
-                total = base_total - (remainder - rem)
-                squares = base_squares + sum(v * v - changed[n] ** 2 for n, v in left.items())
-                if scores.cannot_beat(total, squares, min(bound, best_balance)):
-                    continue
-            balance = scores.exact({**changed, **left})
-            if balance < best_balance:
-                best_balance = balance
+            balance = scores.exact({**split.changed, **left})
+            if balance < split.best:
+                split.best = balance
                 best_pos = pos
     if best_pos is None:
-        return best_balance, None
+        return split.best, None
+    combo = split.remainder_combo
     if copy_best:  # kubernetes#141238 (1.38): a copy
-        return best_balance, tuple(remainder_combo[i] for i in best_pos)
+        return split.best, tuple(combo[i] for i in best_pos)
     last = tuple(range(m - len(best_pos), m))
-    return best_balance, kept_combination(remainder_combo, best_pos, last)
+    return split.best, kept_combination(combo, best_pos, last)
 
 
 def _subsets_to_score(m: int, kk: int, q: int) -> Iterator[tuple[int, ...]]:
@@ -662,18 +809,7 @@ def _score_combo(
         return _MAX_FLOAT64, None
     if cand.remainder == 0:
         return scores.exact(cand.changed), None
-    return _best_remainder_split(
-        scores,
-        cand.remainder,
-        cand.remainder_combo,
-        cand.changed,
-        g,
-        release,
-        copy_best,
-        bound,
-        cand.total,
-        cand.squares,
-    )
+    return _best_remainder_split(scores, cand, g, release, copy_best, bound)
 
 
 def take_by_topology_numa_distributed(
