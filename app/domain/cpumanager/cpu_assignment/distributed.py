@@ -463,16 +463,22 @@ def _candidate_combos(
     k: int,
     need: int,
     hopeless: Callable[[int], bool] | None = None,
-) -> Iterator[tuple[int, ...]]:
+) -> Iterator[tuple[tuple[int, ...], int]]:
     """The k-combinations (ascending positions, Go's order) that can pass the capacity and
-    distribution checks: a position whose node cannot take the even distribution is left out
+    distribution checks, each with the sum of its counts (at least ``need``): a position
+    whose node cannot take the even distribution is left out
     (``usable``), and a prefix is abandoned when even its best completion - the largest counts
     still to come - holds fewer than ``need`` CPUs (a count sum is at least the CPUs of the
     union, so nothing abandoned could have passed the capacity check), or when ``hopeless``
     says no combination whose counts sum to at most that completion can be chosen."""
     n = len(counts)
-    if k < 1:
+    if k == 1:  # single nodes: no completion to bound
+        for i, c in enumerate(counts):
+            if usable[i] and c >= need and (hopeless is None or not hopeless(c)):
+                yield (i,), c
         return
+    if k < 1 or sum(heapq.nlargest(k, [c for i, c in enumerate(counts) if usable[i]])) < need:
+        return  # no k usable nodes hold ``need`` (the walk would find none)
     # top[start][r]: the sum of the r largest usable counts from ``start`` on (r < k)
     top: list[list[int]] = [[0] for _ in range(n + 1)]
     largest: list[int] = []  # ascending, at most k - 1 of them
@@ -487,7 +493,7 @@ def _candidate_combos(
         top[start] = sums
     path: list[int] = []
 
-    def walk(start: int, left: int, have: int) -> Iterator[tuple[int, ...]]:
+    def walk(start: int, left: int, have: int) -> Iterator[tuple[tuple[int, ...], int]]:
         for i in range(start, n - left + 1):
             if not usable[i]:
                 continue
@@ -499,7 +505,7 @@ def _candidate_combos(
                 continue
             path.append(i)
             if left == 1:
-                yield tuple(path)
+                yield tuple(path), most
             else:
                 yield from walk(i + 1, left - 1, have + counts[i])
             path.pop()
@@ -518,16 +524,18 @@ def _following_combination(pos: tuple[int, ...], n: int) -> tuple[int, ...] | No
 
 
 class _Candidate:
-    """A combination that passed Go's checks, evenly distributed, with its sums; what the
-    distribution leaves per NUMA node is worked out only for a combination that is scored."""
+    """A combination that passed Go's checks, evenly distributed, with its sums; its NUMA
+    nodes and what the distribution leaves per NUMA node are worked out only for a
+    combination that is looked at (most are passed over on their floor)."""
 
     __slots__ = (
         "_changed",
+        "_combo",
         "avail_of",
-        "combo",
         "distribution",
         "floor",
         "g",
+        "numas",
         "pos",
         "remainder",
         "squares",
@@ -537,7 +545,7 @@ class _Candidate:
     def __init__(
         self,
         pos: tuple[int, ...],
-        combo: tuple[int, ...],
+        numas: Sequence[int],
         avail_of: dict[int, int],
         distribution: int,
         g: int,
@@ -547,7 +555,7 @@ class _Candidate:
         floor: float,
     ) -> None:
         self.pos = pos
-        self.combo = combo
+        self.numas = numas
         self.avail_of = avail_of
         self.distribution = distribution
         self.g = g
@@ -555,7 +563,16 @@ class _Candidate:
         self.total = total  # sum and sum of squares of every NUMA node's CPUs afterwards
         self.squares = squares
         self.floor = floor  # no remainder subset of it scores below this (0.0 when unknown)
+        self._combo: tuple[int, ...] | None = None
         self._changed: dict[int, int] | None = None
+
+    @property
+    def combo(self) -> tuple[int, ...]:
+        """The combination's NUMA nodes, in the NUMA order."""
+        if self._combo is None:
+            numas = self.numas
+            self._combo = tuple([numas[i] for i in self.pos])
+        return self._combo
 
     @property
     def changed(self) -> dict[int, int]:
@@ -617,6 +634,8 @@ def _hopeless(
     base = scores.squares + k * d * d - removed
 
     def hopeless(s: int) -> bool:
+        if bound.value == _MAX_FLOAT64:  # nothing scored yet: every floor is below it
+            return False
         squares = base - 2 * d * s
         return squares >= 0 and scores.at_least(total, squares) >= bound.value
 
@@ -649,42 +668,27 @@ def _candidates(
     hopeless = None
     if bound is not None and not align_by_socket and (release is None or g == 1):
         hopeless = _hopeless(scores, bound, k, even, num_cpus - even * k, g, max(counts))
-    for pos in _candidate_combos(counts, usable, k, num_cpus, hopeless):
-        combo = tuple(numas[i] for i in pos)
-        if distinct:
-            have = sum(counts[i] for i in pos)
-        else:
+    check_groups = release is None and g > 1  # with groups of one it is the capacity check
+    for pos, have in _candidate_combos(counts, usable, k, num_cpus, hopeless):
+        if not distinct:  # Go counts the CPUs of the union
             union = 0
-            for n in combo:
-                union |= ix.numa_mask[n]
+            for i in pos:
+                union |= ix.numa_mask[numas[i]]
             have = (union & acc.avail_mask).bit_count()
-        if have < num_cpus:
-            continue
-        if release is None and sum(whole[i] for i in pos) * g < num_cpus:
+            if have < num_cpus:
+                continue
+        if check_groups and sum([whole[i] for i in pos]) * g < num_cpus:
             continue
         distribution = even
         if align_by_socket:
-            distribution = min(distribution, min(whole[i] for i in pos) * g)
+            distribution = min(distribution, min([whole[i] for i in pos]) * g)
         # Go's next check (a node with fewer CPUs than the distribution) cannot fail here: the
         # distribution is capped by every node's CPUs with align-by-socket, and without it the
         # nodes below the even share are not ``usable``.
         remainder = num_cpus - distribution * k
-        cand = _Candidate(pos, combo, avail_of, distribution, g, remainder, 0, 0, 0.0)
+        cand = _Candidate(pos, numas, avail_of, distribution, g, remainder, 0, 0, 0.0)
         if distinct:
-            cand.total = scores.total - distribution * k
-            cand.squares = (
-                scores.squares + k * distribution * distribution - 2 * distribution * have
-            )
-            if remainder == 0:
-                cand.floor = scores.at_least(cand.total, cand.squares)
-            else:
-                left = [v for i in pos if (v := counts[i] - distribution) >= g]
-                removed = _most_squares_removed(left, remainder // g, g)
-                cand.floor = (
-                    _MAX_FLOAT64
-                    if removed is None
-                    else scores.at_least(cand.total - remainder, cand.squares - removed)
-                )
+            _set_sums(scores, cand, counts, have)
         else:
             changed = cand.changed
             cand.total = scores.total + sum(v - avail_of[n] for n, v in changed.items())
@@ -695,9 +699,29 @@ def _candidates(
         yield cand
 
 
+def _set_sums(scores: _Scores, cand: _Candidate, counts: Sequence[int], have: int) -> None:
+    """A candidate's sums over every NUMA node after the even distribution and its floor
+    (distinct nodes holding ``have`` CPUs): the remainder's hand-out removes at most what
+    ``_most_squares_removed`` says from the squares."""
+    d, k, g, remainder = cand.distribution, len(cand.pos), cand.g, cand.remainder
+    cand.total = scores.total - d * k
+    cand.squares = scores.squares + k * d * d - 2 * d * have
+    if remainder == 0:
+        cand.floor = scores.at_least(cand.total, cand.squares)
+        return
+    left = [v for i in cand.pos if (v := counts[i] - d) >= g]
+    removed = _most_squares_removed(left, remainder // g, g)
+    cand.floor = (
+        _MAX_FLOAT64
+        if removed is None
+        else scores.at_least(cand.total - remainder, cand.squares - removed)
+    )
+
+
 def _choose_combo(
     acc: CPUAccumulator,
     numas: Sequence[int],
+    scores: _Scores,
     k: int,
     num_cpus: int,
     g: int,
@@ -730,28 +754,27 @@ def _choose_combo(
     the search visits a subset of the combinations Go visits, in the same order, and never
     holds more than ``_LOOKAHEAD`` of them (see the module docstring for the memory bound).
     """
-    ix = acc.ix
-    avail_of = {n: acc.numa_count(n) for n in numas}
-    scores = _Scores(avail_of, distinct=len(avail_of) == len(numas))
     cut = _Bound()
     stream = _candidates(acc, numas, scores, k, num_cpus, g, align_by_socket, release, cut)
     ahead = list(itertools.islice(stream, _LOOKAHEAD))
-    ceiling = _MAX_FLOAT64
     lowest: _Candidate | None = None
     first_scored: tuple[float, tuple[int, ...] | None] = (_MAX_FLOAT64, None)
     if ahead and not align_by_socket and (release is None or g == 1):
         lowest = min(ahead, key=lambda c: c.floor)
         first_scored = _score_combo(scores, lowest, g, None, copy_best, _MAX_FLOAT64, skip=False)
-        if first_scored[0] < _MAX_FLOAT64:
-            # "floor > U" as "floor >= ceiling"
-            ceiling = math.nextafter(first_scored[0], math.inf)
-            cut.value = ceiling
+    # "floor > U" as "floor >= ceiling"
+    ceiling = math.nextafter(first_scored[0], math.inf) if lowest is not None else _MAX_FLOAT64
+    cut.value = ceiling
 
     best = _Choice()
     best_pos: tuple[int, ...] | None = None
     last = tuple(range(len(numas) - k, len(numas)))  # where Go's iteration ends
     for cand in itertools.chain(ahead, stream):
-        in_same_socket = align_by_socket and _numas_in_same_socket(ix, cand.combo)
+        if not align_by_socket and cand.floor >= cut.value and cand is not lowest:
+            if release is not None and cand.remainder > 0:
+                _score_combo(scores, cand, g, release, copy_best, cut.value, skip=True)
+            continue  # Go scores it and discards it
+        in_same_socket = align_by_socket and _numas_in_same_socket(acc.ix, cand.combo)
         decided_by_socket = align_by_socket and in_same_socket != best.in_one_socket
         bound = _MAX_FLOAT64 if decided_by_socket else min(best.balance, ceiling)
         if cand is lowest:  # scored in full above; a full score decides as a pruned one would
@@ -782,11 +805,18 @@ def _choose_combo(
                 last = _following_combination(cand.pos, len(numas)) or cand.pos
                 break
     if best_pos is not None:
-        if copy_best:  # kubernetes#141238 (1.38): a copy
-            best.combo = tuple(numas[i] for i in best_pos)
-        else:  # a Go slice, read after later combinations may have rewritten it
-            best.combo = kept_combination(numas, best_pos, last)
+        best.combo = _kept(numas, best_pos, last, copy_best)
     return best
+
+
+def _kept(
+    numas: Sequence[int], pos: tuple[int, ...], last: tuple[int, ...], copy_best: bool
+) -> tuple[int, ...]:
+    """The combination Go allocates from: a copy (kubernetes#141238, 1.38), or the Go slice
+    read once the iteration stopped at ``last`` (later combinations may have rewritten it)."""
+    if copy_best:
+        return tuple(numas[i] for i in pos)
+    return kept_combination(numas, pos, last)
 
 
 def _score_combo(
@@ -861,8 +891,12 @@ def take_by_topology_numa_distributed(
     if min_numas < min_numas_from_hint <= max_numas:  # kubernetes#139456 (1.38)
         min_numas = min_numas_from_hint
 
+    avail_of = {n: acc.numa_count(n) for n in numas}
+    scores = _Scores(avail_of, distinct=len(avail_of) == len(numas))
     for k in range(min_numas, max_numas + 1):
-        best = _choose_combo(acc, numas, k, num_cpus, g, align_by_socket, hang_release, copy_best)
+        best = _choose_combo(
+            acc, numas, scores, k, num_cpus, g, align_by_socket, hang_release, copy_best
+        )
         if best.combo is None:
             continue
 
