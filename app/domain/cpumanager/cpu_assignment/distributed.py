@@ -206,7 +206,8 @@ class _RemainderSplit:
     without the whole-group check of kubernetes#140730, which checks a subset's raw CPU sum
     and then spins on a subset whose groups cannot hold the remainder; that is reported as
     ``DistributedAllocationHangError``. ``best`` is the best balance so far and ``ceiling``
-    what a subset must score below to matter (both only ever lowered).
+    what a subset must score below to matter (both only ever lowered); ``need`` the least
+    a hand-out of the whole remainder must lower the sum of squares by to score below them.
     """
 
     __slots__ = (
@@ -219,6 +220,7 @@ class _RemainderSplit:
         "drop",
         "g",
         "groups",
+        "need",
         "q",
         "release",
         "remainder",
@@ -246,6 +248,7 @@ class _RemainderSplit:
         self.q = self.remainder // g  # the remainder is a whole number of groups
         self.best = _MAX_FLOAT64
         self.ceiling = min(bound, math.nextafter(self.achieved(), math.inf))
+        self._set_need()
 
     def achieved(self) -> float:
         """The balance of one subset Go scores, worked out first so that its balance bounds
@@ -263,18 +266,28 @@ class _RemainderSplit:
     def could_win(self, removed: int) -> bool:
         """Whether a hand-out of the whole remainder that lowers the sum of squares by
         ``removed`` could score below both the best subset so far and the ceiling."""
-        return not self.scores.cannot_beat(
-            self.base_total - self.remainder,
-            self.base_squares - removed,
-            min(self.ceiling, self.best),
-        )
+        return removed >= self.need
 
-    def gains(self, kk: int) -> tuple[list[list[int]], int, int, tuple[int, ...]] | None:
+    def lower(self, best: float) -> None:
+        """A subset scored ``best``, below every one before it."""
+        self.best = best
+        self._set_need()
+
+    def _set_need(self) -> None:
+        # could_win: the floor of the squares left is below the limit, i.e. they are at most
+        # ``squares_below`` (the floor never decreases as the squares grow)
+        most = self.scores.floor.squares_below(
+            self.base_total - self.remainder, min(self.ceiling, self.best)
+        )
+        self.need = self.base_squares - most if most >= 0 else self.base_squares + 1
+
+    def gains(self, kk: int) -> tuple[list[list[int]] | None, int, int, tuple[int, ...]] | None:
         """The subsets of ``kk`` nodes Go scores as ``head + tail``, the head any
         ``len(gains)``-subset of the first ``width`` positions, and what each lowers the sum
         of squares by: ``fixed`` plus ``gains[p][i]`` for position ``i`` at place ``p`` of
         the head. ``None`` where that is not exact (nodes listed twice, or a node that may run
-        out of groups before the last round).
+        out of groups before the last round); the table is ``None`` when no head can lower
+        the squares by ``need`` (the largest gains paired, best first: rearrangement).
 
         From q nodes on: the subsets whose q-th node is ``j = m - 1 - (kk - q)``
         (``_subsets_to_score``), the first q nodes giving a group each. Below q, when every
@@ -289,11 +302,17 @@ class _RemainderSplit:
                 return None
             j = m - 1 - (kk - q)
             lowers = [-d for d in self.drop[:j]]
-            return [lowers] * (q - 1), j, -self.drop[j], (j, *range(j + 1, m))
+            fixed, tail = -self.drop[j], (j, *range(j + 1, m))
+            if fixed + sum(heapq.nlargest(q - 1, lowers)) < self.need:
+                return None, j, fixed, tail
+            return [lowers] * (q - 1), j, fixed, tail
         if min(values) < g * (q // kk + 1):
             return None
         rounds, extra = divmod(q, kk)
-        gives = [(rounds + (p < extra)) * g for p in range(kk)]
+        gives = [(rounds + (p < extra)) * g for p in range(kk)]  # largest first
+        largest = heapq.nlargest(kk, values)
+        if sum(2 * t * v - t * t for t, v in zip(gives, largest, strict=True)) < self.need:
+            return None, m, 0, ()
         return [[2 * t * v - t * t for v in values] for t in gives], m, 0, ()
 
     def size_is_hopeless(self, kk: int) -> bool:
@@ -352,6 +371,8 @@ class _RemainderSplit:
         gains = self.gains(kk) if no_hang else None
         if gains is not None:
             table, width, fixed, tail = gains
+            if table is None:
+                return ()
             return (head + tail for head in _subsets_reaching(table, width, fixed, self.could_win))
         if self.distinct and kk < q and no_hang and self.size_is_hopeless(kk):
             return ()
@@ -425,7 +446,7 @@ def _best_remainder_split(
                 continue
             balance = scores.exact({**split.changed, **left})
             if balance < split.best:
-                split.best = balance
+                split.lower(balance)
                 best_pos = pos
     if best_pos is None:
         return split.best, None
