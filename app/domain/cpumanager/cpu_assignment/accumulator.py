@@ -167,8 +167,30 @@ class CPUAccumulator:
                 counts[i] = n
         return [i for _, i in keyed]
 
+    def _in_one_numa_node(self) -> bool:
+        """When every available CPU lies in one NUMA node that lies in one socket (a take
+        from one NUMA node's CPUs, as the distributed take makes), the NUMA and socket orders
+        are that node and that socket, with every available CPU: recorded without sorting."""
+        av = self.avail_mask
+        if not av:
+            return False
+        ix = self.ix
+        n = ix.numa_of_cpu[(av & -av).bit_length() - 1]
+        sockets = ix.numa_sockets[n]
+        if av & ~ix.numa_mask[n] or len(sockets) != 1:
+            return False
+        (s,) = sockets
+        count = av.bit_count()
+        self._cache["numa"] = (n,)
+        self._cache["socket"] = (s,)
+        self._counts.setdefault(_NUMA, {})[n] = count
+        self._counts.setdefault(_SOCKET, {})[s] = count
+        return True
+
     def _numa_order(self) -> tuple[int, ...]:
         hit = self._cache.get("numa")
+        if hit is None and self._in_one_numa_node():
+            return self._cache["numa"]
         if hit is None:
             ix = self.ix
             if ix.numa_first:
@@ -183,6 +205,8 @@ class CPUAccumulator:
 
     def _socket_order(self) -> tuple[int, ...]:
         hit = self._cache.get("socket")
+        if hit is None and self._in_one_numa_node():
+            return self._cache["socket"]
         if hit is None:
             ix = self.ix
             if ix.numa_first:
@@ -422,10 +446,34 @@ class CPUAccumulator:
         """Single CPUs in strategy order until satisfied. Upstream takes them one by one from
         the order computed once; each take lowers the need by one, so that is the first
         ``need`` CPUs of the order (all of them when fewer), read lazily and taken at once."""
+        if self.cpu_sorting_strategy is CPUSortingStrategy.PACKED:
+            self.take_mask(self._first_packed(max(self.num_cpus_needed, 0)))
+            return
         mask = 0
         for cpu in itertools.islice(self._iter_free_cpus(), max(self.num_cpus_needed, 0)):
             mask |= 1 << cpu
         self.take_mask(mask)
+
+    def _first_packed(self, need: int) -> int:
+        """The first ``need`` CPUs of the packed order (core by core in core order, ascending
+        within a core), a whole core's CPUs at a time."""
+        av = self.avail_mask
+        cm = self.ix.core_mask
+        mask = 0
+        for c in self._core_order():
+            if need <= 0:
+                break
+            cpus = cm[c] & av  # a core listed twice (in two parents) counts twice, as in Go
+            count = cpus.bit_count()
+            if count > need:
+                for _ in range(need):
+                    low = cpus & -cpus
+                    mask |= low
+                    cpus ^= low
+                break
+            mask |= cpus
+            need -= count
+        return mask
 
     # -- distributed helpers ------------------------------------------------------------------
     def range_numa_nodes_needed_to_satisfy(self, cpu_group_size: int) -> tuple[int, int]:

@@ -39,6 +39,7 @@ class TopologyIndex:
     uncores_in_numa: dict[int, Pairs]
     cores_in_uncore: dict[int, Pairs]
     numa_sockets: dict[int, frozenset[int]]
+    numa_of_cpu: dict[int, int]
     size: dict[str, dict[int, int]]  # level -> element id -> CPUs in the whole topology
     smallest: dict[str, int]  # level -> CPUs of its smallest element (0 when it has none)
     numa_first: bool
@@ -102,6 +103,7 @@ def _build_index(topo: CPUTopology) -> TopologyIndex:
         uncores_in_numa=_pairs(topo, "numa_node_id", "uncore_cache_id", uncore_mask),
         cores_in_uncore=_pairs(topo, "uncore_cache_id", "core_id", core_mask),
         numa_sockets={n: frozenset(s) for n, s in numa_sockets.items()},
+        numa_of_cpu={cpu: info.numa_node_id for cpu, info in topo.cpu_details.items()},
         size=size,
         smallest={level: min(sizes.values(), default=0) for level, sizes in size.items()},
         numa_first=topo.num_sockets >= topo.num_numa_nodes,
