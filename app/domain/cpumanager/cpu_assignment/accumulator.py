@@ -480,7 +480,7 @@ class CPUAccumulator:
         """Fewest and most NUMA nodes that could hold the need in groups of ``cpu_group_size``."""
         g = check_group_size(cpu_group_size)
         ix = self.ix
-        numas_available = sum(1 for _, _, m in ix.numa_items if m & self.avail_mask)
+        numas_available = len(set(self._numa_order()))  # the NUMA nodes with a free CPU
         groups_total = (ix.num_cpu_ids - 1) // g + 1
         groups_per_numa = (groups_total - 1) // ix.num_numa_ids + 1
         groups_needed = go_div(self.num_cpus_needed - 1, g) + 1

@@ -914,7 +914,13 @@ def take_by_topology_numa_distributed(
 
     avail_of = {n: acc.numa_count(n) for n in numas}
     scores = _Scores(avail_of, distinct=len(avail_of) == len(numas))
+    largest = sorted((avail_of[n] for n in numas), reverse=True)
+    most = list(itertools.accumulate(largest))  # most[k - 1]: CPUs of the k largest entries
     for k in range(min_numas, max_numas + 1):
+        if most[k - 1] < num_cpus or (
+            not align_by_socket and largest[k - 1] < num_cpus // k // g * g
+        ):
+            continue  # Go's capacity or even-share check turns down every k-combination
         best = _choose_combo(
             acc, numas, scores, k, num_cpus, g, align_by_socket, hang_release, copy_best
         )
