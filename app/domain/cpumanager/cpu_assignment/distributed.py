@@ -778,56 +778,109 @@ def _choose_combo(
     cut = _Bound()
     stream = _candidates(acc, numas, scores, k, num_cpus, g, align_by_socket, release, cut)
     ahead = list(itertools.islice(stream, _LOOKAHEAD))
-    lowest: _Candidate | None = None
-    first_scored: tuple[float, tuple[int, ...] | None] = (_MAX_FLOAT64, None)
+    search = _ComboSearch(acc, scores, cut, g, align_by_socket, release, copy_best)
     if ahead and not align_by_socket and (release is None or g == 1):
-        lowest = min(ahead, key=lambda c: c.floor)
-        first_scored = _score_combo(scores, lowest, g, None, copy_best, _MAX_FLOAT64, skip=False)
-    # "floor > U" as "floor >= ceiling"
-    ceiling = math.nextafter(first_scored[0], math.inf) if lowest is not None else _MAX_FLOAT64
-    cut.value = ceiling
-
-    best = _Choice()
-    best_pos: tuple[int, ...] | None = None
+        search.score_first(min(ahead, key=lambda c: c.floor))
     last = tuple(range(len(numas) - k, len(numas)))  # where Go's iteration ends
     for cand in itertools.chain(ahead, stream):
-        if not align_by_socket and cand.floor >= cut.value and cand is not lowest:
-            if release is not None and cand.remainder > 0:
-                _score_combo(scores, cand, g, release, copy_best, cut.value, skip=True)
-            continue  # Go scores it and discards it
-        in_same_socket = align_by_socket and _numas_in_same_socket(acc.ix, cand.combo)
-        decided_by_socket = align_by_socket and in_same_socket != best.in_one_socket
-        bound = _MAX_FLOAT64 if decided_by_socket else min(best.balance, ceiling)
-        if cand is lowest:  # scored in full above; a full score decides as a pruned one would
-            local_balance, local_remainder = first_scored
-        else:
-            local_balance, local_remainder = _score_combo(
-                scores,
-                cand,
-                g,
-                release,
-                copy_best,
-                bound,
-                skip=(decided_by_socket and not in_same_socket) or cand.floor >= bound,
-            )
-
-        is_better = local_balance < best.balance
-        if decided_by_socket:
-            is_better = in_same_socket
-        if is_better:
-            best.balance = local_balance
-            best.remainder = local_remainder
-            best_pos = cand.pos
-            cut.value = min(best.balance, ceiling)
-            if align_by_socket:
-                best.in_one_socket = in_same_socket
-            if best.balance == 0 and (not align_by_socket or best.in_one_socket):
-                # Go generates the next combination, sees the perfect balance and breaks.
-                last = _following_combination(cand.pos, len(numas)) or cand.pos
-                break
-    if best_pos is not None:
-        best.combo = _kept(numas, best_pos, last, copy_best)
+        if search.consider(cand):
+            # Go generates the next combination, sees the perfect balance and breaks.
+            last = _following_combination(cand.pos, len(numas)) or cand.pos
+            break
+    best = search.best
+    if search.best_pos is not None:
+        best.combo = _kept(numas, search.best_pos, last, copy_best)
     return best
+
+
+class _ComboSearch:
+    """Go's loop over the k-combinations (``iterateCombinations(numas, k, ...)``): score each
+    combination that passed the checks, keep the first best (with align-by-socket a
+    single-socket combination beats any other), stop after a perfect balance.
+
+    ``cut`` is what a candidate's floor must be below to be looked at (the candidate stream
+    reads it too); ``ceiling`` is just above the balance of the candidate scored first."""
+
+    __slots__ = (
+        "acc",
+        "align",
+        "best",
+        "best_pos",
+        "ceiling",
+        "copy_best",
+        "cut",
+        "first",
+        "first_scored",
+        "g",
+        "release",
+        "scores",
+    )
+
+    def __init__(
+        self,
+        acc: CPUAccumulator,
+        scores: _Scores,
+        cut: _Bound,
+        g: int,
+        align: bool,
+        release: str | None,
+        copy_best: bool,
+    ) -> None:
+        self.acc = acc
+        self.scores = scores
+        self.cut = cut
+        self.g = g
+        self.align = align
+        self.release = release
+        self.copy_best = copy_best
+        self.best = _Choice()
+        self.best_pos: tuple[int, ...] | None = None
+        self.ceiling = _MAX_FLOAT64
+        self.first: _Candidate | None = None
+        self.first_scored: tuple[float, tuple[int, ...] | None] = (_MAX_FLOAT64, None)
+
+    def score_first(self, cand: _Candidate) -> None:
+        """Score ``cand`` (the lowest floor read ahead) before its turn; its balance ``U`` is
+        achieved, so a combination whose floor is above ``U`` never ends as the best."""
+        self.first = cand
+        self.first_scored = _score_combo(
+            self.scores, cand, self.g, None, self.copy_best, _MAX_FLOAT64, skip=False
+        )
+        if self.first_scored[0] < _MAX_FLOAT64:  # "floor > U" as "floor >= ceiling"
+            self.ceiling = self.cut.value = math.nextafter(self.first_scored[0], math.inf)
+
+    def consider(self, cand: _Candidate) -> bool:
+        """Go's turn of ``cand``: score it (or skip what cannot win), keep it when better;
+        True when Go breaks after it (a perfect balance)."""
+        best = self.best
+        if not self.align and cand.floor >= self.cut.value and cand is not self.first:
+            if self.release is not None and cand.remainder > 0:
+                self._score(cand, self.cut.value, skip=True)  # the hang check
+            return False  # Go scores it and discards it
+        in_same_socket = self.align and _numas_in_same_socket(self.acc.ix, cand.combo)
+        decided_by_socket = self.align and in_same_socket != best.in_one_socket
+        bound = _MAX_FLOAT64 if decided_by_socket else min(best.balance, self.ceiling)
+        if cand is self.first:  # scored in full before; a full score decides as a pruned one
+            balance, remainder = self.first_scored
+        else:
+            skip = (decided_by_socket and not in_same_socket) or cand.floor >= bound
+            balance, remainder = self._score(cand, bound, skip=skip)
+        if not (in_same_socket if decided_by_socket else balance < best.balance):
+            return False
+        best.balance = balance
+        best.remainder = remainder
+        self.best_pos = cand.pos
+        self.cut.value = min(balance, self.ceiling)
+        if self.align:
+            best.in_one_socket = in_same_socket
+        return balance == 0 and (not self.align or best.in_one_socket)
+
+    def _score(
+        self, cand: _Candidate, bound: float, *, skip: bool
+    ) -> tuple[float, tuple[int, ...] | None]:
+        return _score_combo(
+            self.scores, cand, self.g, self.release, self.copy_best, bound, skip=skip
+        )
 
 
 def _kept(
@@ -906,59 +959,88 @@ def take_by_topology_numa_distributed(
     if acc.is_failed():
         raise not_enough(num_cpus, available)
 
-    ix = acc.ix
     numas = acc.sort_available_numa_nodes()
-    min_numas, max_numas = acc.range_numa_nodes_needed_to_satisfy(g)
-    if min_numas < min_numas_from_hint <= max_numas:  # kubernetes#139456 (1.38)
-        min_numas = min_numas_from_hint
-
     avail_of = {n: acc.numa_count(n) for n in numas}
     scores = _Scores(avail_of, distinct=len(avail_of) == len(numas))
-    largest = sorted((avail_of[n] for n in numas), reverse=True)
-    most = list(itertools.accumulate(largest))  # most[k - 1]: CPUs of the k largest entries
-    for k in range(min_numas, max_numas + 1):
-        if most[k - 1] < num_cpus or (
-            not align_by_socket and largest[k - 1] < num_cpus // k // g * g
-        ):
-            continue  # Go's capacity or even-share check turns down every k-combination
+    for k in _sizes_to_try(acc, numas, avail_of, g, align_by_socket, min_numas_from_hint):
         best = _choose_combo(
             acc, numas, scores, k, num_cpus, g, align_by_socket, hang_release, copy_best
         )
-        if best.combo is None:
-            continue
-
-        combo = best.combo
-        distribution = num_cpus // len(combo) // g * g
-        for n in combo:
-            distribution = min(distribution, acc.numa_count(n) // g * g)
-        for n in combo:
-            pool = CPUSet.from_mask(ix.numa_mask[n] & acc.avail_mask)
-            acc.take_mask(packed_or_empty(topo, pool, distribution, strategy, sbt).mask)
-
-        remainder = num_cpus - distribution * len(combo)
-        while remainder > 0:
-            before = remainder
-            for n in best.remainder or ():
-                if remainder == 0:
-                    break
-                if acc.numa_count(n) < g:
-                    continue
-                pool = CPUSet.from_mask(ix.numa_mask[n] & acc.avail_mask)
-                acc.take_mask(packed_or_empty(topo, pool, g, strategy, sbt).mask)
-                remainder -= g
-            if remainder == before:  # Go would loop forever here; report the shortfall instead
-                break
-
-        if acc.num_cpus_needed > 0:
-            raise TakeByTopologyError(
-                f"accounting error, not enough CPUs allocated, remaining: {acc.num_cpus_needed}"
-            )
-        if acc.num_cpus_needed < 0:
-            raise TakeByTopologyError(
-                f"accounting error, too many CPUs allocated, remaining: {acc.num_cpus_needed}"
-            )
-        return acc.result
+        if best.combo is not None:
+            return _allocate(acc, best, num_cpus, g, strategy, sbt)
 
     return take_by_topology_numa_packed(
         topo, available, num_cpus, strategy, False, spread_by_topology=sbt
     )
+
+
+def _sizes_to_try(
+    acc: CPUAccumulator,
+    numas: Sequence[int],
+    avail_of: dict[int, int],
+    g: int,
+    align_by_socket: bool,
+    min_numas_from_hint: int,
+) -> Iterator[int]:
+    """The combination sizes Go tries, fewest NUMA nodes first
+    (``rangeNUMANodesNeededToSatisfy``, raised to the hint's count by kubernetes#139456 in
+    1.38), less the sizes where Go's capacity or even-share check turns down every
+    combination: the k largest entries hold too few CPUs, or one of them is below the even
+    share (without align-by-socket)."""
+    num_cpus = acc.num_cpus_needed
+    min_numas, max_numas = acc.range_numa_nodes_needed_to_satisfy(g)
+    if min_numas < min_numas_from_hint <= max_numas:
+        min_numas = min_numas_from_hint
+    largest = sorted((avail_of[n] for n in numas), reverse=True)
+    most = list(itertools.accumulate(largest))  # most[k - 1]: CPUs of the k largest entries
+    for k in range(min_numas, max_numas + 1):
+        if most[k - 1] < num_cpus:
+            continue
+        if not align_by_socket and largest[k - 1] < num_cpus // k // g * g:
+            continue
+        yield k
+
+
+def _allocate(
+    acc: CPUAccumulator,
+    best: _Choice,
+    num_cpus: int,
+    g: int,
+    strategy: CPUSortingStrategy,
+    sbt: bool,
+) -> CPUSet:
+    """Go's allocation from the chosen combination: the even distribution from each of its
+    NUMA nodes (a packed take from that node's free CPUs), then the remainder a group at a
+    time, round-robin over the remainder subset; then the accounting checks."""
+    topo, ix = acc.topo, acc.ix
+    combo = best.combo or ()
+    distribution = num_cpus // len(combo) // g * g
+    for n in combo:
+        distribution = min(distribution, acc.numa_count(n) // g * g)
+    for n in combo:
+        pool = CPUSet.from_mask(ix.numa_mask[n] & acc.avail_mask)
+        acc.take_mask(packed_or_empty(topo, pool, distribution, strategy, sbt).mask)
+
+    remainder = num_cpus - distribution * len(combo)
+    while remainder > 0:
+        before = remainder
+        for n in best.remainder or ():
+            if remainder == 0:
+                break
+            if acc.numa_count(n) < g:
+                continue
+            pool = CPUSet.from_mask(ix.numa_mask[n] & acc.avail_mask)
+            acc.take_mask(packed_or_empty(topo, pool, g, strategy, sbt).mask)
+            remainder -= g
+        if remainder == before:  # Go would loop forever here; report the shortfall instead
+            break
+
+    if acc.num_cpus_needed > 0:
+        raise TakeByTopologyError(
+            f"accounting error, not enough CPUs allocated, remaining: {acc.num_cpus_needed}"
+        )
+    if acc.num_cpus_needed < 0:
+        raise TakeByTopologyError(
+            f"accounting error, too many CPUs allocated, remaining: {acc.num_cpus_needed}"
+        )
+    return acc.result
