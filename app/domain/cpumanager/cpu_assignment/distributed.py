@@ -38,12 +38,17 @@ Search space, time and memory. The search is upstream's, pruned:
   where Go's does (a perfect balance), so it visits a subset of Go's combinations, in Go's
   order: it never visits more combinations than Go.
 * Remainder subsets: per first ``q`` positions only the first subset in Go's order is scored
-  (``_subsets_to_score``, a closed form, no set of seen prefixes).
+  (``_subsets_to_score``, a closed form, no set of seen prefixes). Where the hand-out is a
+  closed form (distinct nodes, every node giving in every round) the subsets are searched in
+  Go's order with an exact bound on what any completion of a prefix can lower the squares by
+  (``_subsets_reaching``), under the balance of one subset Go scores (``achieved``).
+* Sizes whose k largest NUMA nodes cannot hold the request (or take the even share) are not
+  searched (``_sizes_to_try``); up to ``_FEW`` combinations are listed rather than walked.
 * Memory, for N entries in the NUMA order (at most NUMA nodes x sockets) and k <= N: at most
   ``_LOOKAHEAD`` (16) candidates of O(k) each, one walk path (k positions, recursion depth
   k), the suffix table of the k - 1 largest counts ((N + 1) x k integers), one remainder
-  subset at a time and ``BalanceFloor``'s memo of at most 4,096 sums: O(N^2) integers plus a
-  constant, whatever the input. (The first fast version listed every candidate: 4+ GiB on a
+  subset at a time with its bound table (k x m integers) and ``BalanceFloor``'s memo of at
+  most 4,096 sums: O(N^2) integers plus a constant, whatever the input. (The first fast version listed every candidate: 4+ GiB on a
   NUMA order of 32 entries, combinations of 8 among 32.)
 """
 
@@ -84,6 +89,9 @@ _MAX_FLOAT64 = sys.float_info.max
 # Candidates read ahead to pick the one scored first (its balance then bounds the search); the
 # most candidates a combination search holds at once.
 _LOOKAHEAD = 16
+# Up to this many combinations of the usable nodes, they are listed and checked one by one
+# rather than walked with completion bounds (same combinations, same order).
+_FEW = 64
 
 
 @dataclass(slots=True)
@@ -392,8 +400,12 @@ def _subsets_reaching(
     most = [[never] * (width + 2) for _ in range(kk)] + [[0] * (width + 2)]
     for p in range(kk - 1, -1, -1):
         row, after, gp = most[p], most[p + 1], gains[p]
+        top = never
         for s in range(width - (kk - p), -1, -1):
-            row[s] = max(row[s + 1], gp[s] + after[s + 1])
+            here = gp[s] + after[s + 1]
+            if here > top:
+                top = here
+            row[s] = top
     path: list[int] = []
 
     def walk(p: int, start: int, have: int) -> Iterator[tuple[int, ...]]:
@@ -487,8 +499,7 @@ def _candidate_combos(
 ) -> Iterator[tuple[tuple[int, ...], int]]:
     """The k-combinations (ascending positions, Go's order) that can pass the capacity and
     distribution checks, each with the sum of its counts (at least ``need``): a position
-    whose node cannot take the even distribution is left out
-    (``usable``), and a prefix is abandoned when even its best completion - the largest counts
+    whose node cannot take the even distribution is left out (``usable``), and a prefix is abandoned when even its best completion - the largest counts
     still to come - holds fewer than ``need`` CPUs (a count sum is at least the CPUs of the
     union, so nothing abandoned could have passed the capacity check), or when ``hopeless``
     says no combination whose counts sum to at most that completion can be chosen."""
@@ -500,6 +511,26 @@ def _candidate_combos(
         return
     if k < 1 or sum(heapq.nlargest(k, [c for i, c in enumerate(counts) if usable[i]])) < need:
         return  # no k usable nodes hold ``need`` (the walk would find none)
+    ok = [i for i in range(n) if usable[i]]
+    if math.comb(len(ok), k) <= _FEW:  # few combinations: each checked whole is quicker
+        for pos in itertools.combinations(ok, k):
+            have = sum([counts[i] for i in pos])
+            if have >= need and (hopeless is None or not hopeless(have)):
+                yield pos, have
+        return
+    yield from _walk(counts, usable, k, need, hopeless)
+
+
+def _walk(
+    counts: Sequence[int],
+    usable: Sequence[bool],
+    k: int,
+    need: int,
+    hopeless: Callable[[int], bool] | None,
+) -> Iterator[tuple[tuple[int, ...], int]]:
+    """``_candidate_combos`` depth first over many combinations: a prefix is extended only
+    while its best completion (the largest usable counts after it) can pass."""
+    n = len(counts)
     # top[start][r]: the sum of the r largest usable counts from ``start`` on (r < k)
     top: list[list[int]] = [[0] for _ in range(n + 1)]
     largest: list[int] = []  # ascending, at most k - 1 of them
