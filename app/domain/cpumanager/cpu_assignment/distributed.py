@@ -738,36 +738,45 @@ def _candidates(
         # distribution is capped by every node's CPUs with align-by-socket, and without it the
         # nodes below the even share are not ``usable``.
         remainder = num_cpus - distribution * k
-        cand = _Candidate(pos, numas, avail_of, distribution, g, remainder, 0, 0, 0.0)
-        if distinct:
-            _set_sums(scores, cand, counts, have)
-        else:
-            changed = cand.changed
-            cand.total = scores.total + sum(v - avail_of[n] for n, v in changed.items())
-            cand.squares = scores.squares + sum(
-                v * v - avail_of[n] ** 2 for n, v in changed.items()
+        if distinct:  # the sums over every NUMA node after the even distribution
+            total = scores.total - distribution * k
+            squares = scores.squares + k * distribution * distribution - 2 * distribution * have
+            floor = (
+                scores.at_least(total, squares)
+                if remainder == 0
+                else _remainder_floor(
+                    scores, counts, pos, distribution, g, remainder, total, squares
+                )
             )
-            cand.floor = _floor_with_remainder(scores, cand, changed, g)
+            yield _Candidate(
+                pos, numas, avail_of, distribution, g, remainder, total, squares, floor
+            )
+            continue
+        cand = _Candidate(pos, numas, avail_of, distribution, g, remainder, 0, 0, 0.0)
+        changed = cand.changed
+        cand.total = scores.total + sum(v - avail_of[n] for n, v in changed.items())
+        cand.squares = scores.squares + sum(v * v - avail_of[n] ** 2 for n, v in changed.items())
+        cand.floor = _floor_with_remainder(scores, cand, changed, g)
         yield cand
 
 
-def _set_sums(scores: _Scores, cand: _Candidate, counts: Sequence[int], have: int) -> None:
-    """A candidate's sums over every NUMA node after the even distribution and its floor
-    (distinct nodes holding ``have`` CPUs): the remainder's hand-out removes at most what
-    ``_most_squares_removed`` says from the squares."""
-    d, k, g, remainder = cand.distribution, len(cand.pos), cand.g, cand.remainder
-    cand.total = scores.total - d * k
-    cand.squares = scores.squares + k * d * d - 2 * d * have
-    if remainder == 0:
-        cand.floor = scores.at_least(cand.total, cand.squares)
-        return
-    left = [v for i in cand.pos if (v := counts[i] - d) >= g]
+def _remainder_floor(
+    scores: _Scores,
+    counts: Sequence[int],
+    pos: tuple[int, ...],
+    d: int,
+    g: int,
+    remainder: int,
+    total: int,
+    squares: int,
+) -> float:
+    """The floor of a candidate of distinct nodes with a remainder: its hand-out removes at
+    most what ``_most_squares_removed`` says from the squares (``MAX``: no hand-out)."""
+    left = [v for i in pos if (v := counts[i] - d) >= g]
     removed = _most_squares_removed(left, remainder // g, g)
-    cand.floor = (
-        _MAX_FLOAT64
-        if removed is None
-        else scores.at_least(cand.total - remainder, cand.squares - removed)
-    )
+    if removed is None:
+        return _MAX_FLOAT64
+    return scores.at_least(total - remainder, squares - removed)
 
 
 def _choose_combo(
