@@ -100,7 +100,11 @@ class BalanceFloor:
         tail = n * m * m
         near = sq - cross + tail
         low = max(0.0, (near - (sq + abs(cross) + tail) * 2.0**-49) * self._slack)
-        result = _go_round(math.sqrt(low / float(n)) * 1000) / 1000
+        x = math.sqrt(low / float(n)) * 1000
+        t = float(int(x))  # Go's Round of a non-negative number, inlined (a hot path)
+        if x - t >= 0.5:
+            t += 1.0
+        result = t / 1000
         if len(self._known) >= self.MEMO:
             self._known.clear()
             self._means.clear()
