@@ -128,7 +128,7 @@ class _Scores:
     holds no node twice (the remainder shortcuts that count nodes need it). Only balances are
     skipped, never checks with an outcome (the 1.35-1.37 hang)."""
 
-    __slots__ = ("avail_of", "distinct", "floor", "squares", "total")
+    __slots__ = ("_fails", "_passes", "avail_of", "distinct", "floor", "squares", "total")
 
     def __init__(self, avail_of: dict[int, int], distinct: bool) -> None:
         self.avail_of = avail_of
@@ -136,6 +136,10 @@ class _Scores:
         self.total = sum(avail_of.values())
         self.squares = sum(v * v for v in avail_of.values())
         self.floor = BalanceFloor(len(avail_of))
+        # per total: the sums of squares and floor of the last floor worked out at or above
+        # (``_fails``) or below (``_passes``) the bound it was asked against
+        self._fails: dict[int, tuple[int, float]] = {}
+        self._passes: dict[int, tuple[int, float]] = {}
 
     def at_least(self, total: int, squares: int) -> float:
         """The floor of a list of every NUMA node's CPUs with these sums."""
@@ -144,6 +148,29 @@ class _Scores:
     def cannot_beat(self, total: int, squares: int, bound: float) -> bool:
         """No list with these sums scores strictly below ``bound``."""
         return self.floor.at_least(total, squares) >= bound
+
+    def reaches(self, low: tuple[int, int] | None, bound: float) -> bool:
+        """A candidate's floor - that of the sums ``low``; ``None``: no hand-out of its
+        remainder exists - is at or above ``bound``. As the floor never decreases as the
+        squares grow (for one total), a floor worked out before often decides: larger squares
+        than a floor at or above ``bound``, or smaller than one below it."""
+        if low is None:
+            return True
+        total, squares = low
+        fail = self._fails.get(total)
+        if fail is not None and squares >= fail[0] and bound <= fail[1]:
+            return True
+        held = self._passes.get(total)
+        if held is not None and squares <= held[0] and bound > held[1]:
+            return False
+        floor = self.floor.at_least(total, squares)
+        if floor >= bound:
+            if fail is None or squares <= fail[0]:
+                self._fails[total] = squares, floor
+            return True
+        if held is None or squares >= held[0]:
+            self._passes[total] = squares, floor
+        return False
 
     def exact(self, changed: dict[int, int]) -> float:
         """The kubelet's balance: every NUMA node in order, ``changed`` ones replaced."""
@@ -585,8 +612,8 @@ class _Candidate:
         "_combo",
         "avail_of",
         "distribution",
-        "floor",
         "g",
+        "low",
         "numas",
         "pos",
         "remainder",
@@ -604,7 +631,7 @@ class _Candidate:
         remainder: int,
         total: int,
         squares: int,
-        floor: float,
+        low: tuple[int, int] | None,
     ) -> None:
         self.pos = pos
         self.numas = numas
@@ -614,7 +641,8 @@ class _Candidate:
         self.remainder = remainder
         self.total = total  # sum and sum of squares of every NUMA node's CPUs afterwards
         self.squares = squares
-        self.floor = floor  # no remainder subset of it scores below this (0.0 when unknown)
+        # no remainder subset of it scores below the floor of these sums (None: no subset)
+        self.low = low
         self._combo: tuple[int, ...] | None = None
         self._changed: dict[int, int] | None = None
 
@@ -645,18 +673,19 @@ class _Candidate:
 
 
 def _floor_with_remainder(
-    scores: _Scores, cand: _Candidate, changed: dict[int, int], g: int
-) -> float:
-    """A candidate's floor from its exact sums (a NUMA order with a node twice): every
-    hand-out of the remainder is a sequence of group takes from the distinct nodes that can
-    give one, so it removes at most what ``_most_squares_removed`` says from the squares."""
+    cand: _Candidate, changed: dict[int, int], g: int
+) -> tuple[int, int] | None:
+    """The sums whose floor is a candidate's, from its exact sums (a NUMA order with a node
+    twice): every hand-out of the remainder is a sequence of group takes from the distinct
+    nodes that can give one, so it removes at most what ``_most_squares_removed`` says from
+    the squares (``None``: no hand-out)."""
     if cand.remainder == 0:
-        return scores.at_least(cand.total, cand.squares)
+        return cand.total, cand.squares
     values = [changed[n] for n in dict.fromkeys(cand.combo) if changed[n] >= g]
     removed = _most_squares_removed(values, cand.remainder // g, g)
     if removed is None:
-        return _MAX_FLOAT64
-    return scores.at_least(cand.total - cand.remainder, cand.squares - removed)
+        return None
+    return cand.total - cand.remainder, cand.squares - removed
 
 
 class _Bound:
@@ -741,27 +770,22 @@ def _candidates(
         if distinct:  # the sums over every NUMA node after the even distribution
             total = scores.total - distribution * k
             squares = scores.squares + k * distribution * distribution - 2 * distribution * have
-            floor = (
-                scores.at_least(total, squares)
+            low = (
+                (total, squares)
                 if remainder == 0
-                else _remainder_floor(
-                    scores, counts, pos, distribution, g, remainder, total, squares
-                )
+                else _remainder_floor(counts, pos, distribution, g, remainder, total, squares)
             )
-            yield _Candidate(
-                pos, numas, avail_of, distribution, g, remainder, total, squares, floor
-            )
+            yield _Candidate(pos, numas, avail_of, distribution, g, remainder, total, squares, low)
             continue
-        cand = _Candidate(pos, numas, avail_of, distribution, g, remainder, 0, 0, 0.0)
+        cand = _Candidate(pos, numas, avail_of, distribution, g, remainder, 0, 0, None)
         changed = cand.changed
         cand.total = scores.total + sum(v - avail_of[n] for n, v in changed.items())
         cand.squares = scores.squares + sum(v * v - avail_of[n] ** 2 for n, v in changed.items())
-        cand.floor = _floor_with_remainder(scores, cand, changed, g)
+        cand.low = _floor_with_remainder(cand, changed, g)
         yield cand
 
 
 def _remainder_floor(
-    scores: _Scores,
     counts: Sequence[int],
     pos: tuple[int, ...],
     d: int,
@@ -769,14 +793,31 @@ def _remainder_floor(
     remainder: int,
     total: int,
     squares: int,
-) -> float:
-    """The floor of a candidate of distinct nodes with a remainder: its hand-out removes at
-    most what ``_most_squares_removed`` says from the squares (``MAX``: no hand-out)."""
+) -> tuple[int, int] | None:
+    """The sums whose floor is that of a candidate of distinct nodes with a remainder: its
+    hand-out removes at most what ``_most_squares_removed`` says from the squares (``None``:
+    no hand-out)."""
     left = [v for i in pos if (v := counts[i] - d) >= g]
     removed = _most_squares_removed(left, remainder // g, g)
     if removed is None:
-        return _MAX_FLOAT64
-    return scores.at_least(total - remainder, squares - removed)
+        return None
+    return total - remainder, squares - removed
+
+
+def _lowest_floor(scores: _Scores, ahead: list[_Candidate]) -> _Candidate:
+    """A candidate with the lowest floor among ``ahead``: per total the least squares has the
+    lowest floor (it never decreases as the squares grow), so one floor per total is worked
+    out."""
+    least: dict[int, tuple[int, _Candidate]] = {}
+    for cand in ahead:
+        if cand.low is not None:
+            total, squares = cand.low
+            held = least.get(total)
+            if held is None or squares < held[0]:
+                least[total] = squares, cand
+    if not least:
+        return ahead[0]
+    return min(least.values(), key=lambda t: scores.at_least(*t[1].low or (0, 0)))[1]
 
 
 def _choose_combo(
@@ -820,7 +861,7 @@ def _choose_combo(
     ahead = list(itertools.islice(stream, _LOOKAHEAD))
     search = _ComboSearch(acc, scores, cut, g, align_by_socket, release, copy_best)
     if ahead and not align_by_socket and (release is None or g == 1):
-        search.score_first(min(ahead, key=lambda c: c.floor))
+        search.score_first(_lowest_floor(scores, ahead))
     last = tuple(range(len(numas) - k, len(numas)))  # where Go's iteration ends
     for cand in itertools.chain(ahead, stream):
         if search.consider(cand):
@@ -893,7 +934,8 @@ class _ComboSearch:
         """Go's turn of ``cand``: score it (or skip what cannot win), keep it when better;
         True when Go breaks after it (a perfect balance)."""
         best = self.best
-        if not self.align and cand.floor >= self.cut.value and cand is not self.first:
+        cut = self.cut.value
+        if not self.align and cand is not self.first and self.scores.reaches(cand.low, cut):
             if self.release is not None and cand.remainder > 0:
                 self._score(cand, self.cut.value, skip=True)  # the hang check
             return False  # Go scores it and discards it
@@ -903,7 +945,9 @@ class _ComboSearch:
         if cand is self.first:  # scored in full before; a full score decides as a pruned one
             balance, remainder = self.first_scored
         else:
-            skip = (decided_by_socket and not in_same_socket) or cand.floor >= bound
+            skip = (decided_by_socket and not in_same_socket) or self.scores.reaches(
+                cand.low, bound
+            )
             balance, remainder = self._score(cand, bound, skip=skip)
         if not (in_same_socket if decided_by_socket else balance < best.balance):
             return False
