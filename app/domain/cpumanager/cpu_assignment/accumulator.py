@@ -92,11 +92,31 @@ class CPUAccumulator:
         self._cache: dict[str, tuple[int, ...]] = {}
         self._counts: dict[int, dict[int, int]] = {}  # level -> id -> available CPUs now
 
+    def over(self, mask: int, num_cpus: int) -> CPUAccumulator:
+        """A new accumulator for ``num_cpus`` of the CPUs in ``mask``, with this one's
+        topology, strategy and spread order (already checked: nothing is checked again)."""
+        acc = CPUAccumulator.__new__(CPUAccumulator)
+        acc.topo = self.topo
+        acc.spread_by_topology = self.spread_by_topology
+        acc.ix = self.ix
+        acc.avail_mask = mask & self.ix.all_mask
+        acc._result = 0
+        acc.num_cpus_needed = num_cpus
+        acc.cpu_sorting_strategy = self.cpu_sorting_strategy
+        acc._cache = {}
+        acc._counts = {}
+        return acc
+
     # -- state ---------------------------------------------------------------------------------
     @property
     def result(self) -> CPUSet:
         """The CPUs accumulated so far."""
         return CPUSet.from_mask(self._result)
+
+    @property
+    def result_mask(self) -> int:
+        """The CPUs accumulated so far, as a mask."""
+        return self._result
 
     @property
     def details(self) -> CPUSet:

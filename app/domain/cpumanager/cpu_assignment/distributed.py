@@ -76,7 +76,7 @@ from app.domain.cpumanager.cpu_assignment.common import (
 from app.domain.cpumanager.cpu_assignment.go_slices import kept_combination
 from app.domain.cpumanager.cpu_assignment.gomath import BalanceFloor, standard_deviation
 from app.domain.cpumanager.cpu_assignment.packed import (
-    packed_or_empty,
+    packed_mask_or_none,
     take_by_topology_numa_packed,
 )
 from app.domain.cpumanager.cpu_assignment.topology_index import TopologyIndex
@@ -749,7 +749,9 @@ def _candidates(
     hopeless = None
     if bound is not None and not align_by_socket and (release is None or g == 1):
         hopeless = _hopeless(scores, bound, k, even, num_cpus - even * k, g, max(counts))
-    check_groups = release is None and g > 1  # with groups of one it is the capacity check
+    # With groups of one, or one node (the request is a whole number of groups), the group
+    # check is the capacity check.
+    check_groups = release is None and g > 1 and k > 1
     for pos, have in _candidate_combos(counts, usable, k, num_cpus, hopeless):
         if not distinct:  # Go counts the CPUs of the union
             union = 0
@@ -1051,7 +1053,7 @@ def take_by_topology_numa_distributed(
             acc, numas, scores, k, num_cpus, g, align_by_socket, hang_release, copy_best
         )
         if best.combo is not None:
-            return _allocate(acc, best, num_cpus, g, strategy, sbt)
+            return _allocate(acc, best, num_cpus, g)
 
     return take_by_topology_numa_packed(
         topo, available, num_cpus, strategy, False, spread_by_topology=sbt
@@ -1085,25 +1087,17 @@ def _sizes_to_try(
         yield k
 
 
-def _allocate(
-    acc: CPUAccumulator,
-    best: _Choice,
-    num_cpus: int,
-    g: int,
-    strategy: CPUSortingStrategy,
-    sbt: bool,
-) -> CPUSet:
+def _allocate(acc: CPUAccumulator, best: _Choice, num_cpus: int, g: int) -> CPUSet:
     """Go's allocation from the chosen combination: the even distribution from each of its
     NUMA nodes (a packed take from that node's free CPUs), then the remainder a group at a
     time, round-robin over the remainder subset; then the accounting checks."""
-    topo, ix = acc.topo, acc.ix
+    ix = acc.ix
     combo = best.combo or ()
     distribution = num_cpus // len(combo) // g * g
     for n in combo:
         distribution = min(distribution, acc.numa_count(n) // g * g)
     for n in combo:
-        pool = CPUSet.from_mask(ix.numa_mask[n] & acc.avail_mask)
-        acc.take_mask(packed_or_empty(topo, pool, distribution, strategy, sbt).mask)
+        acc.take_mask(packed_mask_or_none(acc, ix.numa_mask[n] & acc.avail_mask, distribution))
 
     remainder = num_cpus - distribution * len(combo)
     while remainder > 0:
@@ -1113,8 +1107,7 @@ def _allocate(
                 break
             if acc.numa_count(n) < g:
                 continue
-            pool = CPUSet.from_mask(ix.numa_mask[n] & acc.avail_mask)
-            acc.take_mask(packed_or_empty(topo, pool, g, strategy, sbt).mask)
+            acc.take_mask(packed_mask_or_none(acc, ix.numa_mask[n] & acc.avail_mask, g))
             remainder -= g
         if remainder == before:  # Go would loop forever here; report the shortfall instead
             break
