@@ -60,7 +60,7 @@ import itertools
 import math
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.domain import releases
 from app.domain.cpumanager.cpu_assignment.accumulator import CPUAccumulator
@@ -876,6 +876,7 @@ def _choose_combo(
     return best
 
 
+@dataclass(slots=True)
 class _ComboSearch:
     """Go's loop over the k-combinations (``iterateCombinations(numas, k, ...)``): score each
     combination that passed the checks, keep the first best (with align-by-socket a
@@ -884,43 +885,18 @@ class _ComboSearch:
     ``cut`` is what a candidate's floor must be below to be looked at (the candidate stream
     reads it too); ``ceiling`` is just above the balance of the candidate scored first."""
 
-    __slots__ = (
-        "acc",
-        "align",
-        "best",
-        "best_pos",
-        "ceiling",
-        "copy_best",
-        "cut",
-        "first",
-        "first_scored",
-        "g",
-        "release",
-        "scores",
-    )
-
-    def __init__(
-        self,
-        acc: CPUAccumulator,
-        scores: _Scores,
-        cut: _Bound,
-        g: int,
-        align: bool,
-        release: str | None,
-        copy_best: bool,
-    ) -> None:
-        self.acc = acc
-        self.scores = scores
-        self.cut = cut
-        self.g = g
-        self.align = align
-        self.release = release
-        self.copy_best = copy_best
-        self.best = _Choice()
-        self.best_pos: tuple[int, ...] | None = None
-        self.ceiling = _MAX_FLOAT64
-        self.first: _Candidate | None = None
-        self.first_scored: tuple[float, tuple[int, ...] | None] = (_MAX_FLOAT64, None)
+    acc: CPUAccumulator
+    scores: _Scores
+    cut: _Bound
+    g: int
+    align: bool
+    release: str | None
+    copy_best: bool
+    best: _Choice = field(default_factory=_Choice)
+    best_pos: tuple[int, ...] | None = None
+    ceiling: float = _MAX_FLOAT64
+    first: _Candidate | None = None
+    first_scored: tuple[float, tuple[int, ...] | None] = (_MAX_FLOAT64, None)
 
     def score_first(self, cand: _Candidate) -> None:
         """Score ``cand`` (the lowest floor read ahead) before its turn; its balance ``U`` is
@@ -1112,12 +1088,8 @@ def _allocate(acc: CPUAccumulator, best: _Choice, num_cpus: int, g: int) -> CPUS
         if remainder == before:  # Go would loop forever here; report the shortfall instead
             break
 
-    if acc.num_cpus_needed > 0:
-        raise TakeByTopologyError(
-            f"accounting error, not enough CPUs allocated, remaining: {acc.num_cpus_needed}"
-        )
-    if acc.num_cpus_needed < 0:
-        raise TakeByTopologyError(
-            f"accounting error, too many CPUs allocated, remaining: {acc.num_cpus_needed}"
-        )
+    left = acc.num_cpus_needed
+    if left:
+        which = "not enough" if left > 0 else "too many"
+        raise TakeByTopologyError(f"accounting error, {which} CPUs allocated, remaining: {left}")
     return acc.result
