@@ -234,6 +234,29 @@ def test_balance_floor_never_decreases_as_the_squares_grow() -> None:
         assert values == sorted(values)
 
 
+def test_squares_below_is_where_the_floor_reaches_the_limit() -> None:
+    """``squares_below`` is the last sum of squares whose floor is under the limit, for
+    limits that are balances, floors, arbitrary, zero and unbounded."""
+    rnd = random.Random(5)
+    for _ in range(400):
+        xs = [rnd.randint(0, 200) for _ in range(rnd.randint(1, 16))]
+        total, squares = sum(xs), sum(x * x for x in xs)
+        floor = BalanceFloor(len(xs))
+        limit = rnd.choice(
+            [
+                standard_deviation(xs),
+                floor.at_least(total, squares + rnd.randint(-50, 50)),
+                rnd.random() * 60,
+                0.0,
+                1e308,
+            ]
+        )
+        most = floor.squares_below(total, limit)
+        lowest = total * total // len(xs)
+        for s in range(max(0, lowest - 3), lowest + 300):
+            assert (floor.at_least(total, s) < limit) == (s <= most)
+
+
 def _first_per_prefix(m: int, kk: int, q: int, seen: set[tuple[int, ...]]) -> list[tuple[int, ...]]:
     """The subsets the previous engine scored: every one whose first q positions are new."""
     out = []

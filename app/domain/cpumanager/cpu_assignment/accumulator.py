@@ -28,7 +28,7 @@ Each accumulator caches its orderings until the next ``take``.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 
 from app.domain.cpumanager.cpu_assignment.common import (
     CPUAssignmentInputError,
@@ -92,11 +92,31 @@ class CPUAccumulator:
         self._cache: dict[str, tuple[int, ...]] = {}
         self._counts: dict[int, dict[int, int]] = {}  # level -> id -> available CPUs now
 
+    def over(self, mask: int, num_cpus: int) -> CPUAccumulator:
+        """A new accumulator for ``num_cpus`` of the CPUs in ``mask``, with this one's
+        topology, strategy and spread order (already checked: nothing is checked again)."""
+        acc = CPUAccumulator.__new__(CPUAccumulator)
+        acc.topo = self.topo
+        acc.spread_by_topology = self.spread_by_topology
+        acc.ix = self.ix
+        acc.avail_mask = mask & self.ix.all_mask
+        acc._result = 0
+        acc.num_cpus_needed = num_cpus
+        acc.cpu_sorting_strategy = self.cpu_sorting_strategy
+        acc._cache = {}
+        acc._counts = {}
+        return acc
+
     # -- state ---------------------------------------------------------------------------------
     @property
     def result(self) -> CPUSet:
         """The CPUs accumulated so far."""
         return CPUSet.from_mask(self._result)
+
+    @property
+    def result_mask(self) -> int:
+        """The CPUs accumulated so far, as a mask."""
+        return self._result
 
     @property
     def details(self) -> CPUSet:
@@ -161,70 +181,116 @@ class CPUAccumulator:
             if (n := (whole & av).bit_count()) and (inside is whole or inside & av)
         ]
         keyed.sort()
-        counts = self._counts.setdefault(level, {})
-        for n, i in keyed:
-            counts[i] = n
+        if level != _CORE:  # the free checks read these; cores are checked by mask
+            counts = self._counts.setdefault(level, {})
+            for n, i in keyed:
+                counts[i] = n
         return [i for _, i in keyed]
 
-    def _within(
-        self, parents: tuple[int, ...], children: Mapping[int, Pairs], level: int
-    ) -> tuple[int, ...]:
-        """The children of each parent, the parents in ``parents``' order (each group sorted)."""
-        out: list[int] = []
-        for p in parents:
-            out += self._sorted(children.get(p, ()), level)
-        return tuple(out)
+    def _in_one_numa_node(self) -> bool:
+        """When every available CPU lies in one NUMA node that lies in one socket (a take
+        from one NUMA node's CPUs, as the distributed take makes), the NUMA and socket orders
+        are that node and that socket, with every available CPU: recorded without sorting."""
+        av = self.avail_mask
+        if not av:
+            return False
+        ix = self.ix
+        n = ix.numa_of_cpu[(av & -av).bit_length() - 1]
+        sockets = ix.numa_sockets[n]
+        if av & ~ix.numa_mask[n] or len(sockets) != 1:
+            return False
+        (s,) = sockets
+        count = av.bit_count()
+        self._cache["numa"] = (n,)
+        self._cache["socket"] = (s,)
+        self._counts.setdefault(_NUMA, {})[n] = count
+        self._counts.setdefault(_SOCKET, {})[s] = count
+        return True
 
-    def _order(self, level: str) -> tuple[int, ...]:
-        """The elements of ``level`` (numa, socket, core, uncore) with an available CPU, in
-        the kubelet's order (``sortAvailable*``); computed once per state."""
-        hit = self._cache.get(level)
+    def _numa_order(self) -> tuple[int, ...]:
+        hit = self._cache.get("numa")
+        if hit is None and self._in_one_numa_node():
+            return self._cache["numa"]
         if hit is None:
-            hit = self._cache[level] = self._ordered(level)
+            ix = self.ix
+            if ix.numa_first:
+                hit = tuple(self._sorted(ix.numa_items, _NUMA))
+            else:
+                out: list[int] = []
+                for s in self._socket_order():
+                    out += self._sorted(ix.numas_in_socket.get(s, ()), _NUMA)
+                hit = tuple(out)
+            self._cache["numa"] = hit
         return hit
 
-    def _ordered(self, level: str) -> tuple[int, ...]:
-        ix = self.ix
-        if level == "numa":
+    def _socket_order(self) -> tuple[int, ...]:
+        hit = self._cache.get("socket")
+        if hit is None and self._in_one_numa_node():
+            return self._cache["socket"]
+        if hit is None:
+            ix = self.ix
             if ix.numa_first:
-                return tuple(self._sorted(ix.numa_items, _NUMA))
-            return self._within(self._order("socket"), ix.numas_in_socket, _NUMA)
-        if level == "socket":
+                out: list[int] = []
+                for n in self._numa_order():
+                    out += self._sorted(ix.sockets_in_numa.get(n, ()), _SOCKET)
+                hit = tuple(out)
+            else:
+                hit = tuple(self._sorted(ix.socket_items, _SOCKET))
+            self._cache["socket"] = hit
+        return hit
+
+    def _core_order(self) -> tuple[int, ...]:
+        hit = self._cache.get("core")
+        if hit is None:
+            ix = self.ix
+            out: list[int] = []
             if ix.numa_first:
-                return self._within(self._order("numa"), ix.sockets_in_numa, _SOCKET)
-            return tuple(self._sorted(ix.socket_items, _SOCKET))
-        if level == "core":
-            if ix.numa_first:
-                return self._within(self._order("socket"), ix.cores_in_socket, _CORE)
-            return self._within(self._order("numa"), ix.cores_in_numa, _CORE)
-        return self._within(self._order("numa"), ix.uncores_in_numa, _UNCORE)
+                for s in self._socket_order():
+                    out += self._sorted(ix.cores_in_socket.get(s, ()), _CORE)
+            else:
+                for n in self._numa_order():
+                    out += self._sorted(ix.cores_in_numa.get(n, ()), _CORE)
+            hit = tuple(out)
+            self._cache["core"] = hit
+        return hit
+
+    def _uncore_order(self) -> tuple[int, ...]:
+        hit = self._cache.get("uncore")
+        if hit is None:
+            ix = self.ix
+            out: list[int] = []
+            for n in self._numa_order():
+                out += self._sorted(ix.uncores_in_numa.get(n, ()), _UNCORE)
+            hit = tuple(out)
+            self._cache["uncore"] = hit
+        return hit
 
     def sort_available_numa_nodes(self) -> list[int]:
         """NUMA nodes with an available CPU (NUMA-first: by count; else per socket in order)."""
-        return list(self._order("numa"))
+        return list(self._numa_order())
 
     def sort_available_sockets(self) -> list[int]:
         """Sockets with an available CPU (socket-first: by count; else per NUMA node in order)."""
-        return list(self._order("socket"))
+        return list(self._socket_order())
 
     def sort_available_cores(self) -> list[int]:
         """Cores with an available CPU: per socket (NUMA-first) or per NUMA node, by count."""
-        return list(self._order("core"))
+        return list(self._core_order())
 
     def sort_available_uncore_caches(self) -> list[int]:
         """Uncore caches with an available CPU, per NUMA node in NUMA order, by count."""
-        return list(self._order("uncore"))
+        return list(self._uncore_order())
 
     def _iter_cpus_packed(self) -> Iterator[int]:
         av = self.avail_mask
         cm = self.ix.core_mask
-        for c in self._order("core"):
+        for c in self._core_order():
             yield from _bits(cm[c] & av)
 
     def _iter_cpus_spread(self) -> Iterator[int]:
         av = self.avail_mask
         sm = self.ix.socket_mask
-        for s in self._order("socket"):
+        for s in self._socket_order():
             yield from _bits(sm[s] & av)
 
     def sort_available_cpus_packed(self) -> list[int]:
@@ -242,7 +308,7 @@ class CPUAccumulator:
         av = self.avail_mask
         ix = self.ix
         out: list[int] = []
-        for s in self._order("socket"):
+        for s in self._socket_order():
             per_core = [
                 list(_bits(ix.core_mask[c] & av))
                 for c in self._sorted(ix.cores_in_socket.get(s, ()), _CORE)
@@ -262,11 +328,11 @@ class CPUAccumulator:
 
     def free_numa_nodes(self) -> list[int]:
         """Fully available NUMA nodes, in NUMA order."""
-        return self._free(self._order("numa"), _NUMA, self.ix.size["numa"])
+        return self._free(self._numa_order(), _NUMA, self.ix.size["numa"])
 
     def free_sockets(self) -> list[int]:
         """Sockets with ``CPUsPerSocket()`` available CPUs, in socket order."""
-        return self._free(self._order("socket"), _SOCKET, self.ix.cpus_per_socket)
+        return self._free(self._socket_order(), _SOCKET, self.ix.cpus_per_socket)
 
     def free_cores(self) -> list[int]:
         """Cores with ``CPUsPerCore()`` available CPUs, in core order."""
@@ -282,9 +348,9 @@ class CPUAccumulator:
         if cpc < 1:
             return
         if ix.numa_first:
-            parents, pairs = self._order("socket"), ix.cores_in_socket
+            parents, pairs = self._socket_order(), ix.cores_in_socket
         else:
-            parents, pairs = self._order("numa"), ix.cores_in_numa
+            parents, pairs = self._numa_order(), ix.cores_in_numa
         for p in parents:
             for c, inside, whole in pairs.get(p, ()):
                 if (whole & av).bit_count() == cpc and (inside is whole or inside & av):
@@ -292,7 +358,7 @@ class CPUAccumulator:
 
     def free_uncore_caches(self) -> list[int]:
         """Fully available uncore caches, in uncore order."""
-        return self._free(self._order("uncore"), _UNCORE, self.ix.size["uncore"])
+        return self._free(self._uncore_order(), _UNCORE, self.ix.size["uncore"])
 
     def free_cpus(self) -> list[int]:
         """Available CPUs in the order of the accumulator's sorting strategy."""
@@ -307,21 +373,38 @@ class CPUAccumulator:
 
     # -- taking steps -----------------------------------------------------------------------------
     def _take_whole(self, ids: Iterable[int], masks: dict[int, int], sizes: dict[int, int]) -> None:
-        """Take each listed element (all its CPUs in the topology) while it fits the need."""
+        """Take each listed element (all its CPUs in the topology) while it fits the need.
+
+        The elements are read before anything is taken, so the takes are one take of their
+        union; the need drops by every listed take (an element listed twice, in two parents,
+        counts twice, as upstream's ``take`` does)."""
+        need = self.num_cpus_needed
+        mask = 0
         for i in ids:
-            if self.num_cpus_needed < 1:
+            if need < 1:
                 break  # every element has a CPU, so nothing later can be needed
-            if not self.needs_at_least(sizes[i]):
+            if need < sizes[i]:
                 continue
-            self.take_mask(masks[i])
+            mask |= masks[i]
+            need -= sizes[i]
+        if mask:
+            self.take_mask(mask)
+            self.num_cpus_needed = need
+
+    def _could_fit(self, level: str) -> bool:
+        """Whether the need could take a whole element of ``level``; when not, the free ones
+        are not listed (listing sorts every element; nothing would be taken)."""
+        return self.num_cpus_needed >= self.ix.smallest[level]
 
     def take_full_numa_nodes(self) -> None:
         ix = self.ix
-        self._take_whole(self.free_numa_nodes(), ix.numa_mask, ix.size["numa"])
+        if self._could_fit("numa"):
+            self._take_whole(self.free_numa_nodes(), ix.numa_mask, ix.size["numa"])
 
     def take_full_sockets(self) -> None:
         ix = self.ix
-        self._take_whole(self.free_sockets(), ix.socket_mask, ix.size["socket"])
+        if self._could_fit("socket"):
+            self._take_whole(self.free_sockets(), ix.socket_mask, ix.size["socket"])
 
     def take_full_first_level(self) -> None:
         """Whole NUMA nodes when NUMA-first, else whole sockets."""
@@ -339,7 +422,8 @@ class CPUAccumulator:
 
     def take_full_uncore(self) -> None:
         ix = self.ix
-        self._take_whole(self.free_uncore_caches(), ix.uncore_mask, ix.size["uncore"])
+        if self._could_fit("uncore"):
+            self._take_whole(self.free_uncore_caches(), ix.uncore_mask, ix.size["uncore"])
 
     def take_partial_uncore(self, uncore_id: int) -> None:
         """Take the lowest cores of one uncore cache, only if they give exactly what is needed."""
@@ -364,7 +448,7 @@ class CPUAccumulator:
     def take_uncore_cache(self) -> None:
         """Whole free uncore caches (when a cache's worth is needed), then a partial one."""
         per_uncore = self.ix.cpus_per_uncore
-        for u in self._order("uncore"):
+        for u in self._uncore_order():
             if self.needs_at_least(per_uncore):
                 self.take_full_uncore()
             if self.is_satisfied():
@@ -375,23 +459,48 @@ class CPUAccumulator:
 
     def take_full_cores(self) -> None:
         ix = self.ix
-        self._take_whole(self._iter_free_cores(), ix.core_mask, ix.size["core"])
+        if self._could_fit("core"):
+            self._take_whole(self._iter_free_cores(), ix.core_mask, ix.size["core"])
 
     def take_remaining_cpus(self) -> None:
         """Single CPUs in strategy order until satisfied. Upstream takes them one by one from
         the order computed once; each take lowers the need by one, so that is the first
         ``need`` CPUs of the order (all of them when fewer), read lazily and taken at once."""
+        if self.cpu_sorting_strategy is CPUSortingStrategy.PACKED:
+            self.take_mask(self._first_packed(max(self.num_cpus_needed, 0)))
+            return
         mask = 0
         for cpu in itertools.islice(self._iter_free_cpus(), max(self.num_cpus_needed, 0)):
             mask |= 1 << cpu
         self.take_mask(mask)
+
+    def _first_packed(self, need: int) -> int:
+        """The first ``need`` CPUs of the packed order (core by core in core order, ascending
+        within a core), a whole core's CPUs at a time."""
+        av = self.avail_mask
+        cm = self.ix.core_mask
+        mask = 0
+        for c in self._core_order():
+            if need <= 0:
+                break
+            cpus = cm[c] & av  # a core listed twice (in two parents) counts twice, as in Go
+            count = cpus.bit_count()
+            if count > need:
+                for _ in range(need):
+                    low = cpus & -cpus
+                    mask |= low
+                    cpus ^= low
+                break
+            mask |= cpus
+            need -= count
+        return mask
 
     # -- distributed helpers ------------------------------------------------------------------
     def range_numa_nodes_needed_to_satisfy(self, cpu_group_size: int) -> tuple[int, int]:
         """Fewest and most NUMA nodes that could hold the need in groups of ``cpu_group_size``."""
         g = check_group_size(cpu_group_size)
         ix = self.ix
-        numas_available = sum(1 for _, _, m in ix.numa_items if m & self.avail_mask)
+        numas_available = len(set(self._numa_order()))  # the NUMA nodes with a free CPU
         groups_total = (ix.num_cpu_ids - 1) // g + 1
         groups_per_numa = (groups_total - 1) // ix.num_numa_ids + 1
         groups_needed = go_div(self.num_cpus_needed - 1, g) + 1

@@ -51,6 +51,8 @@ class DistributedAllocationHangError(TakeByTopologyError):
 
 
 def parse_strategy(value: CPUSortingStrategy | str) -> CPUSortingStrategy:
+    if value.__class__ is CPUSortingStrategy:
+        return value
     try:
         return CPUSortingStrategy(value)
     except ValueError:

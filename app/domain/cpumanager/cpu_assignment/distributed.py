@@ -38,12 +38,17 @@ Search space, time and memory. The search is upstream's, pruned:
   where Go's does (a perfect balance), so it visits a subset of Go's combinations, in Go's
   order: it never visits more combinations than Go.
 * Remainder subsets: per first ``q`` positions only the first subset in Go's order is scored
-  (``_subsets_to_score``, a closed form, no set of seen prefixes).
+  (``_subsets_to_score``, a closed form, no set of seen prefixes). Where the hand-out is a
+  closed form (distinct nodes, every node giving in every round) the subsets are searched in
+  Go's order with an exact bound on what any completion of a prefix can lower the squares by
+  (``_subsets_reaching``), under the balance of one subset Go scores (``achieved``).
+* Sizes whose k largest NUMA nodes cannot hold the request (or take the even share) are not
+  searched (``_sizes_to_try``); up to ``_FEW`` combinations are listed rather than walked.
 * Memory, for N entries in the NUMA order (at most NUMA nodes x sockets) and k <= N: at most
   ``_LOOKAHEAD`` (16) candidates of O(k) each, one walk path (k positions, recursion depth
   k), the suffix table of the k - 1 largest counts ((N + 1) x k integers), one remainder
-  subset at a time and ``BalanceFloor``'s memo of at most 4,096 sums: O(N^2) integers plus a
-  constant, whatever the input. (The first fast version listed every candidate: 4+ GiB on a
+  subset at a time with its bound table (k x m integers) and ``BalanceFloor``'s memo of at
+  most 4,096 sums: O(N^2) integers plus a constant, whatever the input. (The first fast version listed every candidate: 4+ GiB on a
   NUMA order of 32 entries, combinations of 8 among 32.)
 """
 
@@ -55,7 +60,7 @@ import itertools
 import math
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.domain import releases
 from app.domain.cpumanager.cpu_assignment.accumulator import CPUAccumulator
@@ -71,7 +76,7 @@ from app.domain.cpumanager.cpu_assignment.common import (
 from app.domain.cpumanager.cpu_assignment.go_slices import kept_combination
 from app.domain.cpumanager.cpu_assignment.gomath import BalanceFloor, standard_deviation
 from app.domain.cpumanager.cpu_assignment.packed import (
-    packed_or_empty,
+    packed_mask_or_none,
     take_by_topology_numa_packed,
 )
 from app.domain.cpumanager.cpu_assignment.topology_index import TopologyIndex
@@ -84,6 +89,9 @@ _MAX_FLOAT64 = sys.float_info.max
 # Candidates read ahead to pick the one scored first (its balance then bounds the search); the
 # most candidates a combination search holds at once.
 _LOOKAHEAD = 16
+# Up to this many combinations of the usable nodes, they are listed and checked one by one
+# rather than walked with completion bounds (same combinations, same order).
+_FEW = 64
 
 
 @dataclass(slots=True)
@@ -120,7 +128,7 @@ class _Scores:
     holds no node twice (the remainder shortcuts that count nodes need it). Only balances are
     skipped, never checks with an outcome (the 1.35-1.37 hang)."""
 
-    __slots__ = ("avail_of", "distinct", "floor", "squares", "total")
+    __slots__ = ("_fails", "_passes", "avail_of", "distinct", "floor", "squares", "total")
 
     def __init__(self, avail_of: dict[int, int], distinct: bool) -> None:
         self.avail_of = avail_of
@@ -128,6 +136,10 @@ class _Scores:
         self.total = sum(avail_of.values())
         self.squares = sum(v * v for v in avail_of.values())
         self.floor = BalanceFloor(len(avail_of))
+        # per total: the sums of squares and floor of the last floor worked out at or above
+        # (``_fails``) or below (``_passes``) the bound it was asked against
+        self._fails: dict[int, tuple[int, float]] = {}
+        self._passes: dict[int, tuple[int, float]] = {}
 
     def at_least(self, total: int, squares: int) -> float:
         """The floor of a list of every NUMA node's CPUs with these sums."""
@@ -136,6 +148,29 @@ class _Scores:
     def cannot_beat(self, total: int, squares: int, bound: float) -> bool:
         """No list with these sums scores strictly below ``bound``."""
         return self.floor.at_least(total, squares) >= bound
+
+    def reaches(self, low: tuple[int, int] | None, bound: float) -> bool:
+        """A candidate's floor - that of the sums ``low``; ``None``: no hand-out of its
+        remainder exists - is at or above ``bound``. As the floor never decreases as the
+        squares grow (for one total), a floor worked out before often decides: larger squares
+        than a floor at or above ``bound``, or smaller than one below it."""
+        if low is None:
+            return True
+        total, squares = low
+        fail = self._fails.get(total)
+        if fail is not None and squares >= fail[0] and bound <= fail[1]:
+            return True
+        held = self._passes.get(total)
+        if held is not None and squares <= held[0] and bound > held[1]:
+            return False
+        floor = self.floor.at_least(total, squares)
+        if floor >= bound:
+            if fail is None or squares <= fail[0]:
+                self._fails[total] = squares, floor
+            return True
+        if held is None or squares >= held[0]:
+            self._passes[total] = squares, floor
+        return False
 
     def exact(self, changed: dict[int, int]) -> float:
         """The kubelet's balance: every NUMA node in order, ``changed`` ones replaced."""
@@ -195,98 +230,270 @@ def _check_hang(
                 raise _hang(remainder, g, release)
 
 
+class _RemainderSplit:
+    """One combination's remainder step (upstream: the loop over the subsets of
+    ``remainderCombo``, sizes from ``len(remainderCombo)`` down): hand ``remainder`` out in
+    groups of ``g`` over a subset, score what every NUMA node is left with, keep the first
+    best subset.
+
+    ``changed`` holds the combination's NUMA nodes after the even distribution, ``base_total``
+    and ``base_squares`` the sums over every NUMA node then. ``release`` set: a kubelet
+    without the whole-group check of kubernetes#140730, which checks a subset's raw CPU sum
+    and then spins on a subset whose groups cannot hold the remainder; that is reported as
+    ``DistributedAllocationHangError``. ``best`` is the best balance so far and ``ceiling``
+    what a subset must score below to matter (both only ever lowered); ``need`` the least
+    a hand-out of the whole remainder must lower the sum of squares by to score below them.
+    """
+
+    __slots__ = (
+        "base_squares",
+        "base_total",
+        "best",
+        "ceiling",
+        "changed",
+        "distinct",
+        "drop",
+        "g",
+        "groups",
+        "need",
+        "q",
+        "release",
+        "remainder",
+        "remainder_combo",
+        "scores",
+        "values",
+    )
+
+    def __init__(
+        self, scores: _Scores, cand: _Candidate, g: int, release: str | None, bound: float
+    ) -> None:
+        self.scores = scores
+        self.remainder = cand.remainder
+        self.remainder_combo = cand.remainder_combo
+        self.changed = cand.changed
+        self.g = g
+        self.release = release
+        self.base_total = cand.total
+        self.base_squares = cand.squares
+        self.distinct = scores.distinct
+        values = [self.changed[n] for n in self.remainder_combo]  # each has a group or more
+        self.values = values
+        self.groups = [v // g for v in values]
+        self.drop = [(v - g) ** 2 - v * v for v in values]
+        self.q = self.remainder // g  # the remainder is a whole number of groups
+        self.best = _MAX_FLOAT64
+        self.ceiling = min(bound, math.nextafter(self.achieved(), math.inf))
+        self._set_need()
+
+    def achieved(self) -> float:
+        """The balance of one subset Go scores, worked out first so that its balance bounds
+        the search: the ``q`` nodes with the most CPUs left each giving one group (it passes
+        Go's checks, every listed node having a group). ``MAX`` when there is no such subset
+        or nodes are listed twice."""
+        q, m = self.q, len(self.values)
+        if not self.distinct or q > m:
+            return _MAX_FLOAT64
+        largest = heapq.nlargest(q, range(m), key=self.values.__getitem__)
+        g = self.g
+        left = {self.remainder_combo[i]: self.values[i] - g for i in largest}
+        return self.scores.exact({**self.changed, **left})
+
+    def could_win(self, removed: int) -> bool:
+        """Whether a hand-out of the whole remainder that lowers the sum of squares by
+        ``removed`` could score below both the best subset so far and the ceiling."""
+        return removed >= self.need
+
+    def lower(self, best: float) -> None:
+        """A subset scored ``best``, below every one before it."""
+        self.best = best
+        self._set_need()
+
+    def _set_need(self) -> None:
+        # could_win: the floor of the squares left is below the limit, i.e. they are at most
+        # ``squares_below`` (the floor never decreases as the squares grow)
+        most = self.scores.floor.squares_below(
+            self.base_total - self.remainder, min(self.ceiling, self.best)
+        )
+        self.need = self.base_squares - most if most >= 0 else self.base_squares + 1
+
+    def gains(self, kk: int) -> tuple[list[list[int]] | None, int, int, tuple[int, ...]] | None:
+        """The subsets of ``kk`` nodes Go scores as ``head + tail``, the head any
+        ``len(gains)``-subset of the first ``width`` positions, and what each lowers the sum
+        of squares by: ``fixed`` plus ``gains[p][i]`` for position ``i`` at place ``p`` of
+        the head. ``None`` where that is not exact (nodes listed twice, or a node that may run
+        out of groups before the last round); the table is ``None`` when no head can lower
+        the squares by ``need`` (the largest gains paired, best first: rearrangement).
+
+        From q nodes on: the subsets whose q-th node is ``j = m - 1 - (kk - q)``
+        (``_subsets_to_score``), the first q nodes giving a group each. Below q, when every
+        node can give a group in every round: place ``p`` gives ``t_p`` CPUs (``hand_out``),
+        lowering the squares by ``2*t_p*v - t_p**2``."""
+        if not self.distinct:
+            return None
+        q, g, values = self.q, self.g, self.values
+        m = len(values)
+        if kk >= q:
+            if q > m:
+                return None
+            j = m - 1 - (kk - q)
+            lowers = [-d for d in self.drop[:j]]
+            fixed, tail = -self.drop[j], (j, *range(j + 1, m))
+            if fixed + sum(heapq.nlargest(q - 1, lowers)) < self.need:
+                return None, j, fixed, tail
+            return [lowers] * (q - 1), j, fixed, tail
+        if min(values) < g * (q // kk + 1):
+            return None
+        rounds, extra = divmod(q, kk)
+        gives = [(rounds + (p < extra)) * g for p in range(kk)]  # largest first
+        largest = heapq.nlargest(kk, values)
+        if sum(2 * t * v - t * t for t, v in zip(gives, largest, strict=True)) < self.need:
+            return None, m, 0, ()
+        return [[2 * t * v - t * t for v in values] for t in gives], m, 0, ()
+
+    def size_is_hopeless(self, kk: int) -> bool:
+        """No subset of ``kk`` < q distinct nodes can score below the bound: every such
+        subset hands its q groups to at most kk nodes, and no such hand-out leaves a smaller
+        sum of squares than the greedy one over the kk largest values
+        (``_most_squares_removed``)."""
+        removed = _most_squares_removed(heapq.nlargest(kk, self.values), self.q, self.g)
+        return removed is None or not self.could_win(removed)
+
+    def passes(self, pos: tuple[int, ...]) -> bool:
+        """Go's check that the subset can take the remainder (or the 1.35-1.37 hang). From q
+        nodes on it always passes: every listed node has a group."""
+        if len(pos) >= self.q:
+            return True
+        if self.release is not None:
+            if sum(self.values[i] for i in pos) < self.remainder:
+                return False
+            if sum(self.groups[i] for i in pos) * self.g < self.remainder:
+                raise _hang(self.remainder, self.g, self.release)
+            return True
+        return sum(self.groups[i] for i in pos) * self.g >= self.remainder
+
+    def hand_out(self, pos: tuple[int, ...]) -> tuple[int, int, dict[int, int]]:
+        """The sums over every NUMA node and the subset's nodes after the remainder is handed
+        out over ``pos`` round-robin (as Go's loop), in closed form where it can be."""
+        values, g, q = self.values, self.g, self.q
+        combo = self.remainder_combo
+        after = self.base_total - self.remainder
+        if self.distinct and len(pos) >= q:
+            # One round hands the remainder out: the first q nodes give a group each.
+            first = pos[:q]
+            squares = self.base_squares + sum(self.drop[i] for i in first)
+            return after, squares, {combo[i]: values[i] - g for i in first}
+        kk = len(pos)
+        if self.distinct and min(values[i] for i in pos) >= g * (q // kk + 1):
+            # Every node can give a group in every round: the first q % kk nodes give
+            # q // kk + 1 groups, the others q // kk.
+            rounds, extra = divmod(q, kk)
+            taken = [(i, (rounds + (p < extra)) * g) for p, i in enumerate(pos)]
+            squares = self.base_squares + sum(t * t - 2 * t * values[i] for i, t in taken)
+            return after, squares, {combo[i]: values[i] - t for i, t in taken}
+        subset = [combo[i] for i in pos]
+        changed = self.changed
+        left = {n: changed[n] for n in subset}
+        rem = _hands_out_fully(left, subset, self.remainder, g)
+        total = self.base_total - (self.remainder - rem)
+        squares = self.base_squares + sum(v * v - changed[n] ** 2 for n, v in left.items())
+        return total, squares, left
+
+    def subsets(self, kk: int) -> Iterable[tuple[int, ...]]:
+        """The kk-subsets to try, in Go's order: every one Go scores, less those that provably
+        cannot win (none where a skipped subset could raise the 1.35-1.37 hang)."""
+        q, m = self.q, len(self.values)
+        no_hang = kk >= q or self.release is None or self.g == 1
+        gains = self.gains(kk) if no_hang else None
+        if gains is not None:
+            table, width, fixed, tail = gains
+            if table is None:
+                return ()
+            return (head + tail for head in _subsets_reaching(table, width, fixed, self.could_win))
+        if self.distinct and kk < q and no_hang and self.size_is_hopeless(kk):
+            return ()
+        return _subsets_to_score(m, kk, q if self.distinct else m + 1)
+
+
+def _subsets_reaching(
+    gains: Sequence[Sequence[int]], width: int, fixed: int, could_win: Callable[[int], bool]
+) -> Iterator[tuple[int, ...]]:
+    """The ``len(gains)``-subsets of ``range(width)``, lexicographically (Go's order), whose
+    ``fixed + sum(gains[p][pos[p]])`` ``could_win``, less every prefix that no completion
+    makes ``could_win`` (the most a completion adds is exact: ``most[p][s]``, the best of
+    places p.. over positions s.., by dynamic programming). ``could_win`` must be monotone
+    (a larger sum never loses) and is asked again at every step, so it may tighten."""
+    kk = len(gains)
+    never = -(1 << 62)
+    most = [[never] * (width + 2) for _ in range(kk)] + [[0] * (width + 2)]
+    for p in range(kk - 1, -1, -1):
+        row, after, gp = most[p], most[p + 1], gains[p]
+        top = never
+        for s in range(width - (kk - p), -1, -1):
+            here = gp[s] + after[s + 1]
+            if here > top:
+                top = here
+            row[s] = top
+    path: list[int] = []
+
+    def walk(p: int, start: int, have: int) -> Iterator[tuple[int, ...]]:
+        gp, after = gains[p], most[p + 1]
+        for i in range(start, width - (kk - p) + 1):
+            if not could_win(have + gp[i] + after[i + 1]):
+                continue
+            path.append(i)
+            if p == kk - 1:
+                yield tuple(path)
+            else:
+                yield from walk(p + 1, i + 1, have + gp[i])
+            path.pop()
+
+    if kk == 0:
+        if could_win(fixed):
+            yield ()
+        return
+    yield from walk(0, 0, fixed)
+
+
 def _best_remainder_split(
     scores: _Scores,
-    remainder: int,
-    remainder_combo: Sequence[int],
-    changed: dict[int, int],
+    cand: _Candidate,
     g: int,
     release: str | None,
     copy_best: bool,
     bound: float,
-    base_total: int,
-    base_squares: int,
 ) -> tuple[float, tuple[int, ...] | None]:
-    """Best balance when handing ``remainder`` out in groups of ``g`` over a subset of
-    ``remainder_combo`` (every subset, largest first, in Go's order; the first best wins).
-
-    ``changed`` holds the combination's NUMA nodes after the even distribution, ``base_total``
-    and ``base_squares`` the sums over every NUMA node then. ``release``
-    set: a kubelet without the whole-group check of kubernetes#140730, which checks a subset's
-    raw CPU sum and then spins on a subset whose groups cannot hold the remainder; that is
-    reported as ``DistributedAllocationHangError``.
+    """Best balance when handing the candidate's remainder out in groups of ``g`` over a
+    subset of its ``remainder_combo`` (every subset, largest first, in Go's order; the first
+    best wins), with the subset kept (``kept_combination``: Go reads its slice after the
+    iteration ran to its end; 1.38 keeps a copy).
 
     Shortcuts that cannot change the answer: a subset is scored only when ``BalanceFloor``
-    says it could score below both the best subset so far (a tie keeps the earlier one) and
+    says it could score below the best subset so far (a tie keeps the earlier one), below
     ``bound`` (the caller's best combination, which a combination only replaces when it scores
-    strictly below it - a result at or above it is discarded whatever it is). The kept subset
-    is read as Go reads its slice (``kept_combination``; the iteration runs to its end).
-    """
-    best_balance = _MAX_FLOAT64
+    strictly below it) and at or below ``achieved()`` (a subset Go scores: the best one ends
+    at or below it, so a subset whose floor is above it never ends as the best); whole
+    prefixes of subsets are passed over on the same grounds (``_RemainderSplit.subsets``)."""
+    split = _RemainderSplit(scores, cand, g, release, bound)
     best_pos: tuple[int, ...] | None = None
-    values = [changed[n] for n in remainder_combo]  # every listed node has a group or more
-    groups = [v // g for v in values]
-    drop = [(v - g) ** 2 - v * v for v in values]
-    q = remainder // g  # the remainder is a whole number of groups
-    distinct = scores.distinct
-    m = len(remainder_combo)
-    largest_first = sorted(values, reverse=True)
+    m = len(split.values)
     for kk in range(m, 0, -1):
-        if distinct and kk < q and (release is None or g == 1):
-            # Every subset of kk nodes hands its q groups to at most kk nodes; no such hand-out
-            # leaves a smaller sum of squares than the best one over the kk largest values
-            # (taking from a larger value always lowers it more), so when even that cannot beat
-            # the best so far the whole size is skipped (no hang can be raised there).
-            removed = _most_squares_removed(largest_first[:kk], q, g)
-            if removed is None or scores.cannot_beat(
-                base_total - remainder, base_squares - removed, min(bound, best_balance)
-            ):
+        for pos in split.subsets(kk):
+            if not split.passes(pos):
                 continue
-        for pos in _subsets_to_score(m, kk, q if distinct else m + 1):
-            if release is not None:
-                if sum(values[i] for i in pos) < remainder:
-                    continue
-                if sum(groups[i] for i in pos) * g < remainder:
-                    raise _hang(remainder, g, release)
-            elif sum(groups[i] for i in pos) * g < remainder:
+            total, squares, left = split.hand_out(pos)
+            if scores.cannot_beat(total, squares, min(split.ceiling, split.best)):
                 continue
-            if distinct and kk >= q:
-                # One round hands the remainder out: the first q nodes give a group each
-                # (``_subsets_to_score`` yields each such first q once).
-                first = pos[:q]
-                total = base_total - remainder
-                squares = base_squares + sum(drop[i] for i in first)
-                if scores.cannot_beat(total, squares, min(bound, best_balance)):
-                    continue
-                left = {remainder_combo[i]: values[i] - g for i in first}
-            elif distinct and min(values[i] for i in pos) >= g * (q // kk + 1):
-                # Every node can give a group in every round: the first q % kk nodes give
-                # q // kk + 1 groups, the others q // kk.
-                rounds, extra = divmod(q, kk)
-                taken = [(i, (rounds + (j < extra)) * g) for j, i in enumerate(pos)]
-                total = base_total - remainder
-                squares = base_squares + sum(t * t - 2 * t * values[i] for i, t in taken)
-                if scores.cannot_beat(total, squares, min(bound, best_balance)):
-                    continue
-                left = {remainder_combo[i]: values[i] - t for i, t in taken}
-            else:
-                subset = [remainder_combo[i] for i in pos]
-                left = {n: changed[n] for n in subset}
-                rem = _hands_out_fully(left, subset, remainder, g)
-                total = base_total - (remainder - rem)
-                squares = base_squares + sum(v * v - changed[n] ** 2 for n, v in left.items())
-                if scores.cannot_beat(total, squares, min(bound, best_balance)):
-                    continue
-            balance = scores.exact({**changed, **left})
-            if balance < best_balance:
-                best_balance = balance
+            balance = scores.exact({**split.changed, **left})
+            if balance < split.best:
+                split.lower(balance)
                 best_pos = pos
     if best_pos is None:
-        return best_balance, None
+        return split.best, None
+    combo = split.remainder_combo
     if copy_best:  # kubernetes#141238 (1.38): a copy
-        return best_balance, tuple(remainder_combo[i] for i in best_pos)
+        return split.best, tuple(combo[i] for i in best_pos)
     last = tuple(range(m - len(best_pos), m))
-    return best_balance, kept_combination(remainder_combo, best_pos, last)
+    return split.best, kept_combination(combo, best_pos, last)
 
 
 def _subsets_to_score(m: int, kk: int, q: int) -> Iterator[tuple[int, ...]]:
@@ -316,16 +523,41 @@ def _candidate_combos(
     k: int,
     need: int,
     hopeless: Callable[[int], bool] | None = None,
-) -> Iterator[tuple[int, ...]]:
+) -> Iterator[tuple[tuple[int, ...], int]]:
     """The k-combinations (ascending positions, Go's order) that can pass the capacity and
-    distribution checks: a position whose node cannot take the even distribution is left out
-    (``usable``), and a prefix is abandoned when even its best completion - the largest counts
+    distribution checks, each with the sum of its counts (at least ``need``): a position
+    whose node cannot take the even distribution is left out (``usable``), and a prefix is abandoned when even its best completion - the largest counts
     still to come - holds fewer than ``need`` CPUs (a count sum is at least the CPUs of the
     union, so nothing abandoned could have passed the capacity check), or when ``hopeless``
     says no combination whose counts sum to at most that completion can be chosen."""
     n = len(counts)
-    if k < 1:
+    if k == 1:  # single nodes: no completion to bound
+        for i, c in enumerate(counts):
+            if usable[i] and c >= need and (hopeless is None or not hopeless(c)):
+                yield (i,), c
         return
+    if k < 1 or sum(heapq.nlargest(k, [c for i, c in enumerate(counts) if usable[i]])) < need:
+        return  # no k usable nodes hold ``need`` (the walk would find none)
+    ok = [i for i in range(n) if usable[i]]
+    if math.comb(len(ok), k) <= _FEW:  # few combinations: each checked whole is quicker
+        for pos in itertools.combinations(ok, k):
+            have = sum([counts[i] for i in pos])
+            if have >= need and (hopeless is None or not hopeless(have)):
+                yield pos, have
+        return
+    yield from _walk(counts, usable, k, need, hopeless)
+
+
+def _walk(
+    counts: Sequence[int],
+    usable: Sequence[bool],
+    k: int,
+    need: int,
+    hopeless: Callable[[int], bool] | None,
+) -> Iterator[tuple[tuple[int, ...], int]]:
+    """``_candidate_combos`` depth first over many combinations: a prefix is extended only
+    while its best completion (the largest usable counts after it) can pass."""
+    n = len(counts)
     # top[start][r]: the sum of the r largest usable counts from ``start`` on (r < k)
     top: list[list[int]] = [[0] for _ in range(n + 1)]
     largest: list[int] = []  # ascending, at most k - 1 of them
@@ -340,7 +572,7 @@ def _candidate_combos(
         top[start] = sums
     path: list[int] = []
 
-    def walk(start: int, left: int, have: int) -> Iterator[tuple[int, ...]]:
+    def walk(start: int, left: int, have: int) -> Iterator[tuple[tuple[int, ...], int]]:
         for i in range(start, n - left + 1):
             if not usable[i]:
                 continue
@@ -352,7 +584,7 @@ def _candidate_combos(
                 continue
             path.append(i)
             if left == 1:
-                yield tuple(path)
+                yield tuple(path), most
             else:
                 yield from walk(i + 1, left - 1, have + counts[i])
             path.pop()
@@ -371,16 +603,18 @@ def _following_combination(pos: tuple[int, ...], n: int) -> tuple[int, ...] | No
 
 
 class _Candidate:
-    """A combination that passed Go's checks, evenly distributed, with its sums; what the
-    distribution leaves per NUMA node is worked out only for a combination that is scored."""
+    """A combination that passed Go's checks, evenly distributed, with its sums; its NUMA
+    nodes and what the distribution leaves per NUMA node are worked out only for a
+    combination that is looked at (most are passed over on their floor)."""
 
     __slots__ = (
         "_changed",
+        "_combo",
         "avail_of",
-        "combo",
         "distribution",
-        "floor",
         "g",
+        "low",
+        "numas",
         "pos",
         "remainder",
         "squares",
@@ -390,25 +624,35 @@ class _Candidate:
     def __init__(
         self,
         pos: tuple[int, ...],
-        combo: tuple[int, ...],
+        numas: Sequence[int],
         avail_of: dict[int, int],
         distribution: int,
         g: int,
         remainder: int,
         total: int,
         squares: int,
-        floor: float,
+        low: tuple[int, int] | None,
     ) -> None:
         self.pos = pos
-        self.combo = combo
+        self.numas = numas
         self.avail_of = avail_of
         self.distribution = distribution
         self.g = g
         self.remainder = remainder
         self.total = total  # sum and sum of squares of every NUMA node's CPUs afterwards
         self.squares = squares
-        self.floor = floor  # no remainder subset of it scores below this (0.0 when unknown)
+        # no remainder subset of it scores below the floor of these sums (None: no subset)
+        self.low = low
+        self._combo: tuple[int, ...] | None = None
         self._changed: dict[int, int] | None = None
+
+    @property
+    def combo(self) -> tuple[int, ...]:
+        """The combination's NUMA nodes, in the NUMA order."""
+        if self._combo is None:
+            numas = self.numas
+            self._combo = tuple([numas[i] for i in self.pos])
+        return self._combo
 
     @property
     def changed(self) -> dict[int, int]:
@@ -429,18 +673,19 @@ class _Candidate:
 
 
 def _floor_with_remainder(
-    scores: _Scores, cand: _Candidate, changed: dict[int, int], g: int
-) -> float:
-    """A candidate's floor from its exact sums (a NUMA order with a node twice): every
-    hand-out of the remainder is a sequence of group takes from the distinct nodes that can
-    give one, so it removes at most what ``_most_squares_removed`` says from the squares."""
+    cand: _Candidate, changed: dict[int, int], g: int
+) -> tuple[int, int] | None:
+    """The sums whose floor is a candidate's, from its exact sums (a NUMA order with a node
+    twice): every hand-out of the remainder is a sequence of group takes from the distinct
+    nodes that can give one, so it removes at most what ``_most_squares_removed`` says from
+    the squares (``None``: no hand-out)."""
     if cand.remainder == 0:
-        return scores.at_least(cand.total, cand.squares)
+        return cand.total, cand.squares
     values = [changed[n] for n in dict.fromkeys(cand.combo) if changed[n] >= g]
     removed = _most_squares_removed(values, cand.remainder // g, g)
     if removed is None:
-        return _MAX_FLOAT64
-    return scores.at_least(cand.total - cand.remainder, cand.squares - removed)
+        return None
+    return cand.total - cand.remainder, cand.squares - removed
 
 
 class _Bound:
@@ -470,6 +715,8 @@ def _hopeless(
     base = scores.squares + k * d * d - removed
 
     def hopeless(s: int) -> bool:
+        if bound.value == _MAX_FLOAT64:  # nothing scored yet: every floor is below it
+            return False
         squares = base - 2 * d * s
         return squares >= 0 and scores.at_least(total, squares) >= bound.value
 
@@ -502,55 +749,83 @@ def _candidates(
     hopeless = None
     if bound is not None and not align_by_socket and (release is None or g == 1):
         hopeless = _hopeless(scores, bound, k, even, num_cpus - even * k, g, max(counts))
-    for pos in _candidate_combos(counts, usable, k, num_cpus, hopeless):
-        combo = tuple(numas[i] for i in pos)
-        if distinct:
-            have = sum(counts[i] for i in pos)
-        else:
+    # With groups of one, or one node (the request is a whole number of groups), the group
+    # check is the capacity check.
+    check_groups = release is None and g > 1 and k > 1
+    for pos, have in _candidate_combos(counts, usable, k, num_cpus, hopeless):
+        if not distinct:  # Go counts the CPUs of the union
             union = 0
-            for n in combo:
-                union |= ix.numa_mask[n]
+            for i in pos:
+                union |= ix.numa_mask[numas[i]]
             have = (union & acc.avail_mask).bit_count()
-        if have < num_cpus:
-            continue
-        if release is None and sum(whole[i] for i in pos) * g < num_cpus:
+            if have < num_cpus:
+                continue
+        if check_groups and sum([whole[i] for i in pos]) * g < num_cpus:
             continue
         distribution = even
         if align_by_socket:
-            distribution = min(distribution, min(whole[i] for i in pos) * g)
+            distribution = min(distribution, min([whole[i] for i in pos]) * g)
         # Go's next check (a node with fewer CPUs than the distribution) cannot fail here: the
         # distribution is capped by every node's CPUs with align-by-socket, and without it the
         # nodes below the even share are not ``usable``.
         remainder = num_cpus - distribution * k
-        cand = _Candidate(pos, combo, avail_of, distribution, g, remainder, 0, 0, 0.0)
-        if distinct:
-            cand.total = scores.total - distribution * k
-            cand.squares = (
-                scores.squares + k * distribution * distribution - 2 * distribution * have
+        if distinct:  # the sums over every NUMA node after the even distribution
+            total = scores.total - distribution * k
+            squares = scores.squares + k * distribution * distribution - 2 * distribution * have
+            low = (
+                (total, squares)
+                if remainder == 0
+                else _remainder_floor(counts, pos, distribution, g, remainder, total, squares)
             )
-            if remainder == 0:
-                cand.floor = scores.at_least(cand.total, cand.squares)
-            else:
-                left = [v for i in pos if (v := counts[i] - distribution) >= g]
-                removed = _most_squares_removed(left, remainder // g, g)
-                cand.floor = (
-                    _MAX_FLOAT64
-                    if removed is None
-                    else scores.at_least(cand.total - remainder, cand.squares - removed)
-                )
-        else:
-            changed = cand.changed
-            cand.total = scores.total + sum(v - avail_of[n] for n, v in changed.items())
-            cand.squares = scores.squares + sum(
-                v * v - avail_of[n] ** 2 for n, v in changed.items()
-            )
-            cand.floor = _floor_with_remainder(scores, cand, changed, g)
+            yield _Candidate(pos, numas, avail_of, distribution, g, remainder, total, squares, low)
+            continue
+        cand = _Candidate(pos, numas, avail_of, distribution, g, remainder, 0, 0, None)
+        changed = cand.changed
+        cand.total = scores.total + sum(v - avail_of[n] for n, v in changed.items())
+        cand.squares = scores.squares + sum(v * v - avail_of[n] ** 2 for n, v in changed.items())
+        cand.low = _floor_with_remainder(cand, changed, g)
         yield cand
+
+
+def _remainder_floor(
+    counts: Sequence[int],
+    pos: tuple[int, ...],
+    d: int,
+    g: int,
+    remainder: int,
+    total: int,
+    squares: int,
+) -> tuple[int, int] | None:
+    """The sums whose floor is that of a candidate of distinct nodes with a remainder: its
+    hand-out removes at most what ``_most_squares_removed`` says from the squares (``None``:
+    no hand-out)."""
+    left = [v for i in pos if (v := counts[i] - d) >= g]
+    removed = _most_squares_removed(left, remainder // g, g)
+    if removed is None:
+        return None
+    return total - remainder, squares - removed
+
+
+def _lowest_floor(scores: _Scores, ahead: list[_Candidate]) -> _Candidate:
+    """A candidate with the lowest floor among ``ahead``: per total the least squares has the
+    lowest floor (it never decreases as the squares grow), so one floor per total is worked
+    out."""
+    least: dict[int, tuple[int, _Candidate]] = {}
+    for cand in ahead:
+        if cand.low is not None:
+            total, squares = cand.low
+            held = least.get(total)
+            if held is None or squares < held[0]:
+                least[total] = squares, cand
+    if not least:
+        return ahead[0]
+    return min(least.values(), key=lambda t: scores.at_least(*t[1].low or (0, 0)))[1]
 
 
 def _choose_combo(
     acc: CPUAccumulator,
     numas: Sequence[int],
+    scores: _Scores,
     k: int,
     num_cpus: int,
     g: int,
@@ -583,63 +858,101 @@ def _choose_combo(
     the search visits a subset of the combinations Go visits, in the same order, and never
     holds more than ``_LOOKAHEAD`` of them (see the module docstring for the memory bound).
     """
-    ix = acc.ix
-    avail_of = {n: acc.numa_count(n) for n in numas}
-    scores = _Scores(avail_of, distinct=len(avail_of) == len(numas))
     cut = _Bound()
     stream = _candidates(acc, numas, scores, k, num_cpus, g, align_by_socket, release, cut)
     ahead = list(itertools.islice(stream, _LOOKAHEAD))
-    ceiling = _MAX_FLOAT64
-    lowest: _Candidate | None = None
-    first_scored: tuple[float, tuple[int, ...] | None] = (_MAX_FLOAT64, None)
+    search = _ComboSearch(acc, scores, cut, g, align_by_socket, release, copy_best)
     if ahead and not align_by_socket and (release is None or g == 1):
-        lowest = min(ahead, key=lambda c: c.floor)
-        first_scored = _score_combo(scores, lowest, g, None, copy_best, _MAX_FLOAT64, skip=False)
-        if first_scored[0] < _MAX_FLOAT64:
-            # "floor > U" as "floor >= ceiling"
-            ceiling = math.nextafter(first_scored[0], math.inf)
-            cut.value = ceiling
-
-    best = _Choice()
-    best_pos: tuple[int, ...] | None = None
+        search.score_first(_lowest_floor(scores, ahead))
     last = tuple(range(len(numas) - k, len(numas)))  # where Go's iteration ends
     for cand in itertools.chain(ahead, stream):
-        in_same_socket = align_by_socket and _numas_in_same_socket(ix, cand.combo)
-        decided_by_socket = align_by_socket and in_same_socket != best.in_one_socket
-        bound = _MAX_FLOAT64 if decided_by_socket else min(best.balance, ceiling)
-        if cand is lowest:  # scored in full above; a full score decides as a pruned one would
-            local_balance, local_remainder = first_scored
-        else:
-            local_balance, local_remainder = _score_combo(
-                scores,
-                cand,
-                g,
-                release,
-                copy_best,
-                bound,
-                skip=(decided_by_socket and not in_same_socket) or cand.floor >= bound,
-            )
-
-        is_better = local_balance < best.balance
-        if decided_by_socket:
-            is_better = in_same_socket
-        if is_better:
-            best.balance = local_balance
-            best.remainder = local_remainder
-            best_pos = cand.pos
-            cut.value = min(best.balance, ceiling)
-            if align_by_socket:
-                best.in_one_socket = in_same_socket
-            if best.balance == 0 and (not align_by_socket or best.in_one_socket):
-                # Go generates the next combination, sees the perfect balance and breaks.
-                last = _following_combination(cand.pos, len(numas)) or cand.pos
-                break
-    if best_pos is not None:
-        if copy_best:  # kubernetes#141238 (1.38): a copy
-            best.combo = tuple(numas[i] for i in best_pos)
-        else:  # a Go slice, read after later combinations may have rewritten it
-            best.combo = kept_combination(numas, best_pos, last)
+        if search.consider(cand):
+            # Go generates the next combination, sees the perfect balance and breaks.
+            last = _following_combination(cand.pos, len(numas)) or cand.pos
+            break
+    best = search.best
+    if search.best_pos is not None:
+        best.combo = _kept(numas, search.best_pos, last, copy_best)
     return best
+
+
+@dataclass(slots=True)
+class _ComboSearch:
+    """Go's loop over the k-combinations (``iterateCombinations(numas, k, ...)``): score each
+    combination that passed the checks, keep the first best (with align-by-socket a
+    single-socket combination beats any other), stop after a perfect balance.
+
+    ``cut`` is what a candidate's floor must be below to be looked at (the candidate stream
+    reads it too); ``ceiling`` is just above the balance of the candidate scored first."""
+
+    acc: CPUAccumulator
+    scores: _Scores
+    cut: _Bound
+    g: int
+    align: bool
+    release: str | None
+    copy_best: bool
+    best: _Choice = field(default_factory=_Choice)
+    best_pos: tuple[int, ...] | None = None
+    ceiling: float = _MAX_FLOAT64
+    first: _Candidate | None = None
+    first_scored: tuple[float, tuple[int, ...] | None] = (_MAX_FLOAT64, None)
+
+    def score_first(self, cand: _Candidate) -> None:
+        """Score ``cand`` (the lowest floor read ahead) before its turn; its balance ``U`` is
+        achieved, so a combination whose floor is above ``U`` never ends as the best."""
+        self.first = cand
+        self.first_scored = _score_combo(
+            self.scores, cand, self.g, None, self.copy_best, _MAX_FLOAT64, skip=False
+        )
+        if self.first_scored[0] < _MAX_FLOAT64:  # "floor > U" as "floor >= ceiling"
+            self.ceiling = self.cut.value = math.nextafter(self.first_scored[0], math.inf)
+
+    def consider(self, cand: _Candidate) -> bool:
+        """Go's turn of ``cand``: score it (or skip what cannot win), keep it when better;
+        True when Go breaks after it (a perfect balance)."""
+        best = self.best
+        cut = self.cut.value
+        if not self.align and cand is not self.first and self.scores.reaches(cand.low, cut):
+            if self.release is not None and cand.remainder > 0:
+                self._score(cand, self.cut.value, skip=True)  # the hang check
+            return False  # Go scores it and discards it
+        in_same_socket = self.align and _numas_in_same_socket(self.acc.ix, cand.combo)
+        decided_by_socket = self.align and in_same_socket != best.in_one_socket
+        bound = _MAX_FLOAT64 if decided_by_socket else min(best.balance, self.ceiling)
+        if cand is self.first:  # scored in full before; a full score decides as a pruned one
+            balance, remainder = self.first_scored
+        else:
+            skip = (decided_by_socket and not in_same_socket) or self.scores.reaches(
+                cand.low, bound
+            )
+            balance, remainder = self._score(cand, bound, skip=skip)
+        if not (in_same_socket if decided_by_socket else balance < best.balance):
+            return False
+        best.balance = balance
+        best.remainder = remainder
+        self.best_pos = cand.pos
+        self.cut.value = min(balance, self.ceiling)
+        if self.align:
+            best.in_one_socket = in_same_socket
+        return balance == 0 and (not self.align or best.in_one_socket)
+
+    def _score(
+        self, cand: _Candidate, bound: float, *, skip: bool
+    ) -> tuple[float, tuple[int, ...] | None]:
+        return _score_combo(
+            self.scores, cand, self.g, self.release, self.copy_best, bound, skip=skip
+        )
+
+
+def _kept(
+    numas: Sequence[int], pos: tuple[int, ...], last: tuple[int, ...], copy_best: bool
+) -> tuple[int, ...]:
+    """The combination Go allocates from: a copy (kubernetes#141238, 1.38), or the Go slice
+    read once the iteration stopped at ``last`` (later combinations may have rewritten it)."""
+    if copy_best:
+        return tuple(numas[i] for i in pos)
+    return kept_combination(numas, pos, last)
 
 
 def _score_combo(
@@ -662,18 +975,7 @@ def _score_combo(
         return _MAX_FLOAT64, None
     if cand.remainder == 0:
         return scores.exact(cand.changed), None
-    return _best_remainder_split(
-        scores,
-        cand.remainder,
-        cand.remainder_combo,
-        cand.changed,
-        g,
-        release,
-        copy_best,
-        bound,
-        cand.total,
-        cand.squares,
-    )
+    return _best_remainder_split(scores, cand, g, release, copy_best, bound)
 
 
 def take_by_topology_numa_distributed(
@@ -719,49 +1021,75 @@ def take_by_topology_numa_distributed(
     if acc.is_failed():
         raise not_enough(num_cpus, available)
 
-    ix = acc.ix
     numas = acc.sort_available_numa_nodes()
-    min_numas, max_numas = acc.range_numa_nodes_needed_to_satisfy(g)
-    if min_numas < min_numas_from_hint <= max_numas:  # kubernetes#139456 (1.38)
-        min_numas = min_numas_from_hint
-
-    for k in range(min_numas, max_numas + 1):
-        best = _choose_combo(acc, numas, k, num_cpus, g, align_by_socket, hang_release, copy_best)
-        if best.combo is None:
-            continue
-
-        combo = best.combo
-        distribution = num_cpus // len(combo) // g * g
-        for n in combo:
-            distribution = min(distribution, acc.numa_count(n) // g * g)
-        for n in combo:
-            pool = CPUSet.from_mask(ix.numa_mask[n] & acc.avail_mask)
-            acc.take_mask(packed_or_empty(topo, pool, distribution, strategy, sbt).mask)
-
-        remainder = num_cpus - distribution * len(combo)
-        while remainder > 0:
-            before = remainder
-            for n in best.remainder or ():
-                if remainder == 0:
-                    break
-                if acc.numa_count(n) < g:
-                    continue
-                pool = CPUSet.from_mask(ix.numa_mask[n] & acc.avail_mask)
-                acc.take_mask(packed_or_empty(topo, pool, g, strategy, sbt).mask)
-                remainder -= g
-            if remainder == before:  # Go would loop forever here; report the shortfall instead
-                break
-
-        if acc.num_cpus_needed > 0:
-            raise TakeByTopologyError(
-                f"accounting error, not enough CPUs allocated, remaining: {acc.num_cpus_needed}"
-            )
-        if acc.num_cpus_needed < 0:
-            raise TakeByTopologyError(
-                f"accounting error, too many CPUs allocated, remaining: {acc.num_cpus_needed}"
-            )
-        return acc.result
+    avail_of = {n: acc.numa_count(n) for n in numas}
+    scores = _Scores(avail_of, distinct=len(avail_of) == len(numas))
+    for k in _sizes_to_try(acc, numas, avail_of, g, align_by_socket, min_numas_from_hint):
+        best = _choose_combo(
+            acc, numas, scores, k, num_cpus, g, align_by_socket, hang_release, copy_best
+        )
+        if best.combo is not None:
+            return _allocate(acc, best, num_cpus, g)
 
     return take_by_topology_numa_packed(
         topo, available, num_cpus, strategy, False, spread_by_topology=sbt
     )
+
+
+def _sizes_to_try(
+    acc: CPUAccumulator,
+    numas: Sequence[int],
+    avail_of: dict[int, int],
+    g: int,
+    align_by_socket: bool,
+    min_numas_from_hint: int,
+) -> Iterator[int]:
+    """The combination sizes Go tries, fewest NUMA nodes first
+    (``rangeNUMANodesNeededToSatisfy``, raised to the hint's count by kubernetes#139456 in
+    1.38), less the sizes where Go's capacity or even-share check turns down every
+    combination: the k largest entries hold too few CPUs, or one of them is below the even
+    share (without align-by-socket)."""
+    num_cpus = acc.num_cpus_needed
+    min_numas, max_numas = acc.range_numa_nodes_needed_to_satisfy(g)
+    if min_numas < min_numas_from_hint <= max_numas:
+        min_numas = min_numas_from_hint
+    largest = sorted((avail_of[n] for n in numas), reverse=True)
+    most = list(itertools.accumulate(largest))  # most[k - 1]: CPUs of the k largest entries
+    for k in range(min_numas, max_numas + 1):
+        if most[k - 1] < num_cpus:
+            continue
+        if not align_by_socket and largest[k - 1] < num_cpus // k // g * g:
+            continue
+        yield k
+
+
+def _allocate(acc: CPUAccumulator, best: _Choice, num_cpus: int, g: int) -> CPUSet:
+    """Go's allocation from the chosen combination: the even distribution from each of its
+    NUMA nodes (a packed take from that node's free CPUs), then the remainder a group at a
+    time, round-robin over the remainder subset; then the accounting checks."""
+    ix = acc.ix
+    combo = best.combo or ()
+    distribution = num_cpus // len(combo) // g * g
+    for n in combo:
+        distribution = min(distribution, acc.numa_count(n) // g * g)
+    for n in combo:
+        acc.take_mask(packed_mask_or_none(acc, ix.numa_mask[n] & acc.avail_mask, distribution))
+
+    remainder = num_cpus - distribution * len(combo)
+    while remainder > 0:
+        before = remainder
+        for n in best.remainder or ():
+            if remainder == 0:
+                break
+            if acc.numa_count(n) < g:
+                continue
+            acc.take_mask(packed_mask_or_none(acc, ix.numa_mask[n] & acc.avail_mask, g))
+            remainder -= g
+        if remainder == before:  # Go would loop forever here; report the shortfall instead
+            break
+
+    left = acc.num_cpus_needed
+    if left:
+        which = "not enough" if left > 0 else "too many"
+        raise TakeByTopologyError(f"accounting error, {which} CPUs allocated, remaining: {left}")
+    return acc.result

@@ -17,6 +17,9 @@ from app.domain.cpumanager.cpu_assignment.common import CPUAssignmentInputError
 
 __all__ = ["BalanceFloor", "go_div", "standard_deviation"]
 
+_UNBOUNDED = 1e300  # a limit this large is met by every finite balance
+_EVERY_SQUARE = 1 << 120
+
 
 def _go_round(x: float) -> float:
     """Go's ``math.Round``: half away from zero, exact for every float64."""
@@ -97,9 +100,46 @@ class BalanceFloor:
         tail = n * m * m
         near = sq - cross + tail
         low = max(0.0, (near - (sq + abs(cross) + tail) * 2.0**-49) * self._slack)
-        result = _go_round(math.sqrt(low / float(n)) * 1000) / 1000
+        x = math.sqrt(low / float(n)) * 1000
+        t = float(int(x))  # Go's Round of a non-negative number, inlined (a hot path)
+        if x - t >= 0.5:
+            t += 1.0
+        result = t / 1000
         if len(self._known) >= self.MEMO:
             self._known.clear()
             self._means.clear()
         self._known[(total, squares)] = result
         return result
+
+    def squares_below(self, total: int, limit: float) -> int:
+        """The largest sum of squares ``S >= 0`` with ``at_least(total, S) < limit`` (-1 when
+        there is none): as ``at_least`` never decreases as the squares grow, a list with these
+        sums could score below ``limit`` iff its squares are at most this. Found from the
+        closed form of the bound and then a few ``at_least`` calls around it."""
+        if self.at_least(total, 0) >= limit:
+            return -1
+        if limit >= _UNBOUNDED:
+            return _EVERY_SQUARE
+        n = self._count
+        m = _go_round(float(total) / float(n) * 1000) / 1000
+        guess = max(0, int(n * limit * limit + 2 * m * total - n * m * m))
+        step = 1
+        if self.at_least(total, guess) < limit:
+            low = guess
+            while self.at_least(total, low + step) < limit:
+                low += step
+                step *= 2
+            high = low + step
+        else:
+            high = guess
+            while high - step > 0 and self.at_least(total, high - step) >= limit:
+                high -= step
+                step *= 2
+            low = max(0, high - step)
+        while high - low > 1:  # at_least(low) < limit <= at_least(high)
+            mid = (low + high) // 2
+            if self.at_least(total, mid) < limit:
+                low = mid
+            else:
+                high = mid
+        return low

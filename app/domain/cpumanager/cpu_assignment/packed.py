@@ -15,7 +15,7 @@ from app.domain.cpumanager.cpu_assignment.common import (
 from app.domain.cpuset import CPUSet
 from app.domain.topology.model import CPUTopology
 
-__all__ = ["packed_or_empty", "take_by_topology_numa_packed"]
+__all__ = ["packed_mask_or_none", "take_by_topology_numa_packed"]
 
 
 def take_by_topology_numa_packed(
@@ -41,32 +41,42 @@ def take_by_topology_numa_packed(
         return acc.result
     if acc.is_failed():
         raise not_enough(num_cpus, available)
-
-    # Upstream's steps in order, each followed by "if acc.isSatisfied() return".
-    steps = [acc.take_full_first_level, acc.take_full_second_level]
-    if prefer_align_by_uncore_cache:
-        steps.append(acc.take_uncore_cache)
-    if strategy is not CPUSortingStrategy.SPREAD:
-        steps.append(acc.take_full_cores)
-    steps.append(acc.take_remaining_cpus)
-    for take in steps:
-        take()
-        if acc.is_satisfied():
-            return acc.result
+    if _take_steps(acc, prefer_align_by_uncore_cache):
+        return acc.result
     raise TakeByTopologyError("failed to allocate cpus")
 
 
-def packed_or_empty(
-    topo: CPUTopology,
-    available: CPUSet,
-    num_cpus: int,
-    strategy: CPUSortingStrategy,
-    spread_by_topology: bool,
-) -> CPUSet:
-    """Upstream ignores the error of these inner packed calls (``cpus, _ :=``)."""
-    try:
-        return take_by_topology_numa_packed(
-            topo, available, num_cpus, strategy, False, spread_by_topology=spread_by_topology
-        )
-    except TakeByTopologyError:
-        return CPUSet()
+def _take_steps(acc: CPUAccumulator, prefer_align_by_uncore_cache: bool) -> bool:
+    """Upstream's steps in order, each only while CPUs are still needed; True once
+    satisfied."""
+    acc.take_full_first_level()
+    if acc.is_satisfied():
+        return True
+    acc.take_full_second_level()
+    if acc.is_satisfied():
+        return True
+
+    if prefer_align_by_uncore_cache:
+        acc.take_uncore_cache()
+        if acc.is_satisfied():
+            return True
+
+    if acc.cpu_sorting_strategy is not CPUSortingStrategy.SPREAD:
+        acc.take_full_cores()
+        if acc.is_satisfied():
+            return True
+
+    acc.take_remaining_cpus()
+    return acc.is_satisfied()
+
+
+def packed_mask_or_none(parent: CPUAccumulator, mask: int, num_cpus: int) -> int:
+    """The inner packed calls of the distributed take, whose error upstream ignores
+    (``cpus, _ :=``): ``num_cpus`` CPUs of ``mask`` (the parent's topology, strategy and
+    spread order), as a mask; 0 (an empty set) where the packed take fails."""
+    acc = parent.over(mask, num_cpus)
+    if acc.is_satisfied():
+        return 0
+    if acc.is_failed() or not _take_steps(acc, False):
+        return 0
+    return acc.result_mask

@@ -39,7 +39,9 @@ class TopologyIndex:
     uncores_in_numa: dict[int, Pairs]
     cores_in_uncore: dict[int, Pairs]
     numa_sockets: dict[int, frozenset[int]]
+    numa_of_cpu: dict[int, int]
     size: dict[str, dict[int, int]]  # level -> element id -> CPUs in the whole topology
+    smallest: dict[str, int]  # level -> CPUs of its smallest element (0 when it has none)
     numa_first: bool
     cpus_per_core: int
     cpus_per_socket: int
@@ -78,6 +80,15 @@ def _build_index(topo: CPUTopology) -> TopologyIndex:
     for info in topo.cpu_details.values():
         numa_sockets.setdefault(info.numa_node_id, set()).add(info.socket_id)
     num_uncore = topo.num_uncore_cache
+    size = {
+        level: {i: m.bit_count() for i, m in masks.items()}
+        for level, masks in (
+            ("numa", numa_mask),
+            ("socket", socket_mask),
+            ("core", core_mask),
+            ("uncore", uncore_mask),
+        )
+    }
     return TopologyIndex(
         numa_mask=numa_mask,
         socket_mask=socket_mask,
@@ -92,15 +103,9 @@ def _build_index(topo: CPUTopology) -> TopologyIndex:
         uncores_in_numa=_pairs(topo, "numa_node_id", "uncore_cache_id", uncore_mask),
         cores_in_uncore=_pairs(topo, "uncore_cache_id", "core_id", core_mask),
         numa_sockets={n: frozenset(s) for n, s in numa_sockets.items()},
-        size={
-            level: {i: m.bit_count() for i, m in masks.items()}
-            for level, masks in (
-                ("numa", numa_mask),
-                ("socket", socket_mask),
-                ("core", core_mask),
-                ("uncore", uncore_mask),
-            )
-        },
+        numa_of_cpu={cpu: info.numa_node_id for cpu, info in topo.cpu_details.items()},
+        size=size,
+        smallest={level: min(sizes.values(), default=0) for level, sizes in size.items()},
         numa_first=topo.num_sockets >= topo.num_numa_nodes,
         cpus_per_core=topo.cpus_per_core(),
         cpus_per_socket=topo.cpus_per_socket(),
