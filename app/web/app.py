@@ -53,7 +53,7 @@ from app.web.errors import install_error_handlers
 from app.web.guard import RequestGuard, api_body_accepted
 from app.web.lazy_routes import LazyRoutes
 from app.web.metrics import AppMetrics, MetricsMiddleware, NodesCollector
-from app.web.rendering import STATIC_DIR, templates_of
+from app.web.rendering import STATIC_DIR
 
 if TYPE_CHECKING:
     from app.services.fleet.hub import Hub
@@ -112,6 +112,15 @@ def create_app(
     ``migrated``: the caller brought the schema to head already (``numascope serve`` does it
     in a short-lived child process, ``app.commands.serve``), so alembic is not imported here."""
     settings = settings if settings is not None else Settings()
+    app = _new_app(settings)
+    _add_services(app, settings, topology_service=topology_service, migrated=migrated)
+    _add_middleware(app, settings)
+    _add_routes(app, settings)
+    return app
+
+
+def _new_app(settings: Settings) -> FastAPI:
+    """The bare application with its settings and metrics (``app.state``), logging set."""
     logging.getLogger("app").setLevel(
         "DEBUG" if settings.log_level == "trace" else settings.log_level.upper()
     )
@@ -123,70 +132,98 @@ def create_app(
         redoc_url=None,
         lifespan=_lifespan,
     )
-    metrics = AppMetrics()
+    app.state.settings = settings
+    app.state.metrics = AppMetrics()
+    # app.state.templates: built by the first page (app.web.rendering.templates_of).
+    return app
 
+
+def _add_services(
+    app: FastAPI,
+    settings: Settings,
+    *,
+    topology_service: TopologyService | None,
+    migrated: bool,
+) -> None:
+    """The services the routes use, on ``app.state``: topologies, the simulated nodes, the
+    observed node, the hub, the catalog of every node, the simulated nodes' PodResources
+    sockets and the NodeResourceTopology publisher (the last three run by the lifespan)."""
+    metrics: AppMetrics = app.state.metrics
     if topology_service is None:
         topology_service = TopologyService(
             sysfs_root=settings.sysfs_root,
             use_cpuinfo=settings.cpuinfo,
             on_host_error=metrics.source_errors.labels("sysfs").inc,
         )
-
-    app.state.settings = settings
-    app.state.metrics = metrics
-    # app.state.templates: built by the first page (app.web.rendering.templates_of).
     app.state.topologies = topology_service
     node_service = _simulated_nodes(app, settings, migrated=migrated)
-
-    # The real node this process runs on (read-only), listed beside the simulated ones.
-    observer: NodeObserver | None = None
-    if settings.observe:
-        observer = NodeObserver(
-            settings, on_error=lambda source: metrics.source_errors.labels(source).inc()
-        )
-        metrics.registry.register(CheckpointCollector(observer.checkpoint_samples))
-    app.state.observer = observer
-    # The cluster: the hub polls agents and holds --demo-fleet nodes (built in the background
-    # by the hub's start); both started and stopped by the lifespan. Imported only for a hub:
-    # its fan-out (httpx, dnspython) is no agent's business (issue 20 pt 7).
-    hub: Hub | None = None
-    if settings.hub:
-        from app.services.fleet.hub import Hub
-        from app.services.nodes.demo_fleet import DemoFleet
-
-        hub = Hub(settings, metrics.registry, fleet=DemoFleet(settings.demo_fleet))
-    app.state.hub = hub
+    observer = app.state.observer = _observer(settings, metrics)
+    hub = app.state.hub = _hub(settings, metrics)
     # Every node by name, whatever its kind: routes, the CLI and the hub ask the catalog.
-    catalog = NodeCatalog(
+    catalog = app.state.catalog = NodeCatalog(
         node_service,
         observer=observer,
         fleet=hub.fleet if hub is not None else None,
         remote=hub.remote_nodes if hub is not None else None,
     )
-    app.state.catalog = catalog
     metrics.registry.register(NodesCollector(catalog.metric_samples))
-    # Each simulated node's PodResources on <podresources_dir>/<node>.sock (lifespan).
-    sockets: PodResourcesSockets | None = None
-    if settings.podresources_dir is not None and not isinstance(node_service, NoSimulatedNodes):
-        from app.services.sockets import PodResourcesSockets
+    app.state.podresources_sockets = _podresources_sockets(settings, node_service)
+    app.state.nrt = _nrt_publisher(settings, observer, catalog, metrics)
 
-        sockets = PodResourcesSockets(settings.podresources_dir, node_service)
-    app.state.podresources_sockets = sockets
 
-    # An observed agent may publish its NodeResourceTopology (started and stopped by the
-    # lifespan; httpx and the API client only then).
-    nrt: NRTLoop | None = None
-    if settings.publish_nrt and observer is not None:
-        from app.services.nrt_loop import NRTLoop
+def _observer(settings: Settings, metrics: AppMetrics) -> NodeObserver | None:
+    """The real node this process runs on (read-only), listed beside the simulated ones."""
+    if not settings.observe:
+        return None
+    observer = NodeObserver(
+        settings, on_error=lambda source: metrics.source_errors.labels(source).inc()
+    )
+    metrics.registry.register(CheckpointCollector(observer.checkpoint_samples))
+    return observer
 
-        nrt = NRTLoop(
-            catalog.get(observer.name),
-            settings.nrt_interval,
-            registry=metrics.registry,
-            fingerprint_method=settings.nrt_fingerprint_method,
-        )
-    app.state.nrt = nrt
 
+def _hub(settings: Settings, metrics: AppMetrics) -> Hub | None:
+    """The cluster: the hub polls agents and holds --demo-fleet nodes (built in the background
+    by the hub's start); both started and stopped by the lifespan. Imported only for a hub:
+    its fan-out (httpx, dnspython) is no agent's business (issue 20 pt 7)."""
+    if not settings.hub:
+        return None
+    from app.services.fleet.hub import Hub
+    from app.services.nodes.demo_fleet import DemoFleet
+
+    return Hub(settings, metrics.registry, fleet=DemoFleet(settings.demo_fleet))
+
+
+def _podresources_sockets(
+    settings: Settings, node_service: NodeService | NoSimulatedNodes
+) -> PodResourcesSockets | None:
+    """Each simulated node's PodResources on <podresources_dir>/<node>.sock (lifespan)."""
+    if settings.podresources_dir is None or isinstance(node_service, NoSimulatedNodes):
+        return None
+    from app.services.sockets import PodResourcesSockets
+
+    return PodResourcesSockets(settings.podresources_dir, node_service)
+
+
+def _nrt_publisher(
+    settings: Settings, observer: NodeObserver | None, catalog: NodeCatalog, metrics: AppMetrics
+) -> NRTLoop | None:
+    """An observed agent may publish its NodeResourceTopology (started and stopped by the
+    lifespan; httpx and the API client only then)."""
+    if not settings.publish_nrt or observer is None:
+        return None
+    from app.services.nrt_loop import NRTLoop
+
+    return NRTLoop(
+        catalog.get(observer.name),
+        settings.nrt_interval,
+        registry=metrics.registry,
+        fingerprint_method=settings.nrt_fingerprint_method,
+    )
+
+
+def _add_middleware(app: FastAPI, settings: Settings) -> None:
+    """The middleware stack, innermost first (each ``add_middleware`` wraps the previous)."""
     if settings.simulated:
         from app.web.fast_json import CachedJSONFastPath
         from app.web.routers import api_nodes
@@ -199,29 +236,34 @@ def create_app(
     # of level 9's time for nearly its size. Cached JSON comes already compressed
     # (app.web.conditional) and server-sent events are never buffered (Starlette excludes them).
     app.add_middleware(Compression, minimum_size=GZIP_MINIMUM, compresslevel=GZIP_LEVEL)
-    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+
+
+def _add_routes(app: FastAPI, settings: Settings) -> None:
+    """Static files, the routers (the agent's others on first use), the error handlers, the
+    guarded OpenAPI document and ``/docs``, in the order the router tries them."""
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     lazy = _include_routers(app, settings)
     install_error_handlers(app)  # after the routers: their modules' errors are loaded
-
     app.openapi = _guarded_openapi(app, lazy)  # type: ignore[method-assign]
+    app.add_api_route("/docs", _swagger_ui, include_in_schema=False, name="docs")
 
-    @app.get("/docs", include_in_schema=False, name="docs")
-    def swagger_ui(request: Request) -> HTMLResponse:
-        # Our own page (not get_swagger_ui_html): its start-up script is a static file, so
-        # the page runs under the same CSP as every other (script-src 'self').
-        root = request.scope.get("root_path", "").rstrip("/")
-        return templates_of(request.app).TemplateResponse(
-            request,
-            "docs.html",
-            {
-                "openapi_url": f"{root}{app.openapi_url}",
-                "swagger_base": f"{root}/static/vendor/swagger-ui-{SWAGGER_UI_VERSION}",
-                "root": root,
-            },
-        )
 
-    return app
+def _swagger_ui(request: Request) -> HTMLResponse:
+    """Our own Swagger UI page (not get_swagger_ui_html): its start-up script is a static
+    file, so the page runs under the same CSP as every other (script-src 'self')."""
+    from app.web.rendering import templates_of
+
+    root = request.scope.get("root_path", "").rstrip("/")
+    return templates_of(request.app).TemplateResponse(
+        request,
+        "docs.html",
+        {
+            "openapi_url": f"{root}{request.app.openapi_url}",
+            "swagger_base": f"{root}/static/vendor/swagger-ui-{SWAGGER_UI_VERSION}",
+            "root": root,
+        },
+    )
 
 
 def _simulated_nodes(

@@ -54,6 +54,8 @@ NOT_IMPORTED_LEAN = (
     "app.web.routers.api_nodes",
     "app.web.routers.workflow",
     "PIL",
+    # The kubelet's PodResources is read over h2 (app.adapters.grpc.unary); grpcio only serves.
+    "grpc",
 )
 #: Loaded by the agent with a database before issue 20 pt 7, none of them needed to observe a
 #: node on SQLite.

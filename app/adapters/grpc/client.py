@@ -12,6 +12,10 @@ socket is root-owned; connecting needs write permission), or nothing listening. 
 answers but does not serve ``v1.PodResourcesLister`` (UNIMPLEMENTED) is reported as such.
 Results are the dataclasses of ``app.domain.podresources``; unchanged pods are decoded once
 and reused (keyed by their wire bytes).
+
+The calls go over ``app.adapters.grpc.unary`` (HTTP/2 in pure Python), not grpcio: the node
+agent that observes through this client stays out of grpcio's memory (issue 20 pt 7; the
+reasons are in that module's docstring).
 """
 
 from __future__ import annotations
@@ -24,11 +28,11 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-import grpc
+from google.protobuf.message import Message
 
 from app.adapters.grpc.address import split_address
 from app.adapters.grpc.generated import api_pb2 as pb
-from app.adapters.grpc.generated import api_pb2_grpc as pb_grpc
+from app.adapters.grpc.unary import RpcError, UnaryChannel
 from app.adapters.podresources_pb import from_message
 from app.domain.podresources import (
     AllocatableResourcesResponse,
@@ -40,6 +44,7 @@ from app.domain.podresources import (
 DEFAULT_SOCKET = "unix:///var/lib/kubelet/pod-resources/kubelet.sock"
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_MAX_RECEIVE = 16 * 1024 * 1024
+SERVICE = "v1.PodResourcesLister"
 
 
 class PodResourcesClientError(Exception):
@@ -136,50 +141,44 @@ class PodResourcesClient:
         self.max_receive = max_receive
         if check:
             check_socket(self.path, timeout)
-        self._channel = grpc.insecure_channel(
-            f"unix:{os.path.abspath(self.path)}",
-            options=[
-                ("grpc.max_receive_message_length", max_receive),
-                ("grpc.enable_retries", 0),
-            ],
-        )
-        self._stub = pb_grpc.PodResourcesListerStub(self._channel)
+        self._channel = UnaryChannel(os.path.abspath(self.path), max_receive=max_receive)
         self._pods: OrderedDict[bytes, PodResources] = OrderedDict()
         self._pods_lock = threading.Lock()
 
     # -- calls ----------------------------------------------------------------------------
 
-    def _call(self, method: str, request: Any) -> Any:
-        rpc = getattr(self._stub, method)
+    def _call(self, method: str, request: Message, answer: type[Any]) -> Any:
+        """``answer`` parsed from what ``/v1.PodResourcesLister/<method>`` answers."""
         try:
-            return rpc(request, timeout=self.timeout)
-        except grpc.RpcError as exc:
+            data = self._channel.call(
+                f"/{SERVICE}/{method}", request.SerializeToString(), self.timeout
+            )
+        except RpcError as exc:
             raise self._error(method, exc) from None
+        return answer.FromString(data)
 
-    def _error(self, method: str, exc: grpc.RpcError) -> PodResourcesClientError:
-        code = exc.code() if hasattr(exc, "code") else None
-        details = (exc.details() if hasattr(exc, "details") else "") or ""
-        name = code.name if code is not None else None
-        full = f"/v1.PodResourcesLister/{method}"
-        if code == grpc.StatusCode.UNIMPLEMENTED:
+    def _error(self, method: str, exc: RpcError) -> PodResourcesClientError:
+        code, details = exc.code, exc.details
+        full = f"/{SERVICE}/{method}"
+        if code == "UNIMPLEMENTED":
             message = (
                 f"the server on {self.path} does not implement {full}: it is not a "
                 "PodResources v1 endpoint (or a kubelet too old for this call)"
             )
-        elif code == grpc.StatusCode.UNAVAILABLE:
+        elif code == "UNAVAILABLE":
             message = f"PodResources socket {self.path} is unavailable: {details}"
-        elif code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        elif code == "DEADLINE_EXCEEDED":
             message = f"{full} on {self.path} timed out after {self.timeout:g}s"
-        elif code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:
+        elif code == "RESOURCE_EXHAUSTED" and "larger than max" in details:
             message = (
                 f"{full} response exceeds the receive limit of {self.max_receive} bytes; "
                 "raise max_receive"
             )
-        elif code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+        elif code == "RESOURCE_EXHAUSTED":
             message = f"{full} {details} (the kubelet allows 100 requests/s, burst 10)"
         else:
-            message = f"{full} failed: {details or name}"
-        return PodResourcesClientError(message, code=name, details=details)
+            message = f"{full} failed: {details or code}"
+        return PodResourcesClientError(message, code=code, details=details)
 
     def _pod(self, msg: pb.PodResources) -> PodResources:
         key = msg.SerializeToString()
@@ -196,18 +195,22 @@ class PodResourcesClient:
         return value
 
     def list(self) -> ListPodResourcesResponse:
-        response = self._call("List", pb.ListPodResourcesRequest())
+        response = self._call("List", pb.ListPodResourcesRequest(), pb.ListPodResourcesResponse)
         return ListPodResourcesResponse(tuple(self._pod(p) for p in response.pod_resources))
 
     def get(self, namespace: str, name: str) -> GetPodResourcesResponse:
         request = pb.GetPodResourcesRequest(pod_name=name, pod_namespace=namespace)
-        response = self._call("Get", request)
+        response = self._call("Get", request, pb.GetPodResourcesResponse)
         if not response.HasField("pod_resources"):
             return GetPodResourcesResponse(None)
         return GetPodResourcesResponse(self._pod(response.pod_resources))
 
     def allocatable(self) -> AllocatableResourcesResponse:
-        response = self._call("GetAllocatableResources", pb.AllocatableResourcesRequest())
+        response = self._call(
+            "GetAllocatableResources",
+            pb.AllocatableResourcesRequest(),
+            pb.AllocatableResourcesResponse,
+        )
         result: AllocatableResourcesResponse = from_message(response)
         return result
 
