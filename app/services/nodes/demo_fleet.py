@@ -21,7 +21,7 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -75,28 +75,28 @@ def _config(kind: str, release: str) -> str:
     return config_text(_FLEET.configs[kind])
 
 
+@dataclass(eq=False)
 class SimulatedNode:
     """One node of the demo fleet as a ``NodeSource`` (read-only): its engine, definition and
     views, built once (the fleet never changes); dry runs go through the one judge, the upgrade
     verdict is the inspector's on the state files its engine writes (cached per release and
     gate), the rehearsal restarts a copy of it."""
 
-    def __init__(
-        self, name: str, preset: str, config_text: str, release: str, engine: Node, rejected: int
-    ) -> None:
-        self.name = name
-        self.preset = preset
-        self.config_text = config_text
-        self.release = release
-        self.engine = engine
-        self.rejected = rejected
-        self.created_at = datetime.now(UTC)
-        self.lock = threading.Lock()
-        self._upgrades: dict[tuple[str, bool | None], dict[str, Any]] = {}
-        # Built when first asked for (a node's page): a fleet of thousands keeps only the
-        # engines and their summaries (the views were 85 of every 95 MiB per 1,000 nodes).
-        self._views: node_views.NodeViews | None = None
-        self._digest = LastDigest()
+    name: str
+    preset: str
+    config_text: str
+    release: str
+    engine: Node
+    rejected: int
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC), init=False)
+    lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _upgrades: dict[tuple[str, bool | None], dict[str, Any]] = field(
+        default_factory=dict, init=False, repr=False
+    )
+    # Built when first asked for (a node's page): a fleet of thousands keeps only the
+    # engines and their summaries (the views were 85 of every 95 MiB per 1,000 nodes).
+    _views: node_views.NodeViews | None = field(default=None, init=False, repr=False)
+    _digest: LastDigest = field(default_factory=LastDigest, init=False, repr=False)
 
     def _views_of(self, engine: Node, config_text: str) -> node_views.NodeViews:
         return node_views.NodeViews(

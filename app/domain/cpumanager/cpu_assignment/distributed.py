@@ -602,49 +602,24 @@ def _following_combination(pos: tuple[int, ...], n: int) -> tuple[int, ...] | No
     return None
 
 
+@dataclass(slots=True, eq=False)
 class _Candidate:
     """A combination that passed Go's checks, evenly distributed, with its sums; its NUMA
     nodes and what the distribution leaves per NUMA node are worked out only for a
     combination that is looked at (most are passed over on their floor)."""
 
-    __slots__ = (
-        "_changed",
-        "_combo",
-        "avail_of",
-        "distribution",
-        "g",
-        "low",
-        "numas",
-        "pos",
-        "remainder",
-        "squares",
-        "total",
-    )
-
-    def __init__(
-        self,
-        pos: tuple[int, ...],
-        numas: Sequence[int],
-        avail_of: dict[int, int],
-        distribution: int,
-        g: int,
-        remainder: int,
-        total: int,
-        squares: int,
-        low: tuple[int, int] | None,
-    ) -> None:
-        self.pos = pos
-        self.numas = numas
-        self.avail_of = avail_of
-        self.distribution = distribution
-        self.g = g
-        self.remainder = remainder
-        self.total = total  # sum and sum of squares of every NUMA node's CPUs afterwards
-        self.squares = squares
-        # no remainder subset of it scores below the floor of these sums (None: no subset)
-        self.low = low
-        self._combo: tuple[int, ...] | None = None
-        self._changed: dict[int, int] | None = None
+    pos: tuple[int, ...]
+    numas: Sequence[int]
+    avail_of: dict[int, int]
+    distribution: int
+    g: int
+    remainder: int
+    total: int  # sum and sum of squares of every NUMA node's CPUs afterwards
+    squares: int
+    # no remainder subset of it scores below the floor of these sums (None: no subset)
+    low: tuple[int, int] | None
+    _combo: tuple[int, ...] | None = field(default=None, init=False)
+    _changed: dict[int, int] | None = field(default=None, init=False)
 
     @property
     def combo(self) -> tuple[int, ...]:
