@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from app.contracts.summary import NodeSummaryV1
+
+if TYPE_CHECKING:
+    from app.adapters.agents import AgentClient
 
 PENDING, OK, UNREACHABLE = "pending", "ok", "unreachable"
 #: How the hub follows an agent: its watch stream, or polls (an agent without the stream).
@@ -60,6 +63,17 @@ class AgentState:
             "lastSeen": _iso(self.last_seen),
             "nodes": len(self.nodes),
         }
+
+
+class AgentDirectory(Protocol):
+    """The agents a hub follows, as the nodes package and the fleet's questions read them:
+    the agents by URL, the fleet document's version (it moves whenever a node, an agent's
+    status or the agent set changes) and the client that asks them."""
+
+    agents: dict[str, AgentState]
+    generation: int
+
+    def client(self) -> AgentClient: ...
 
 
 def _iso(seconds: float | None) -> str | None:

@@ -10,7 +10,7 @@ processes (``app.services.fleet.workers``); an upgrade check is a job that fills
 arrive (``app.services.fleet.jobs``).
 
 ``FleetQuestions`` is held by ``app.services.fleet.hub.Hub`` (``hub.questions``), which
-provides the agents, their nodes (``remote_nodes``), the workers and the semaphore.
+gives it the agents, their nodes (``remote_nodes``), the workers and the semaphore.
 """
 
 from __future__ import annotations
@@ -28,7 +28,11 @@ from app.services.nodes.errors import AgentUnreachableError, NodeInputError
 from app.services.nodes.remote import RemoteAnswer, RemoteNode
 
 if TYPE_CHECKING:
-    from app.services.fleet.hub import Hub
+    from app.contracts.summary import NodeSummaryV1
+    from app.services.fleet.agents import AgentDirectory
+    from app.services.fleet.workers import FleetWorkers
+    from app.services.nodes.remote import RemoteNodes
+    from app.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +50,23 @@ class Failed(Protocol):
 
 class FleetQuestions:
     """The questions a hub asks of every node (see the module docstring); the hub holds one
-    (``Hub.questions``) and gives it its agents, nodes, workers and concurrency."""
+    (``Hub.questions``) and gives it its agents, their nodes, its workers and concurrency."""
 
-    def __init__(self, hub: Hub) -> None:
-        self.hub = hub
+    def __init__(
+        self,
+        settings: Settings,
+        directory: AgentDirectory,
+        remote_nodes: RemoteNodes,
+        workers: FleetWorkers | None,
+        semaphore: Callable[[], asyncio.Semaphore],
+        summary_of: Callable[[str, str | None], NodeSummaryV1 | None],
+    ) -> None:
+        self.settings = settings
+        self.directory = directory
+        self.remote_nodes = remote_nodes
+        self.workers = workers
+        self.semaphore = semaphore
+        self.summary_of = summary_of
         self._jobs: dict[tuple[str, bool | None, int], UpgradeJob] = {}
         #: The running upgrade checks (the hub cancels them when it stops).
         self.tasks: set[asyncio.Task[None]] = set()
@@ -63,11 +80,11 @@ class FleetQuestions:
     ) -> list[dict[str, Any]]:
         """Every remote node's answer, in ``remote``'s order: at most ``hub_max_fanout``
         requests, all of them within ``FANOUT_DEADLINES`` answer deadlines."""
-        cap = self.hub.settings.hub_max_fanout
-        deadline = self.hub.settings.hub_agent_timeout * FANOUT_DEADLINES
+        cap = self.settings.hub_max_fanout
+        deadline = self.settings.hub_agent_timeout * FANOUT_DEADLINES
 
         async def one(node: RemoteNode) -> dict[str, Any]:
-            async with self.hub.semaphore():
+            async with self.semaphore():
                 try:
                     answer = await ask(node)  # the client's deadline bounds each answer
                 except AgentUnreachableError as exc:
@@ -101,11 +118,9 @@ class FleetQuestions:
         """Every node's dry run of the manifest ``text`` (``pod``: its first pod, as parsed by
         the route), ranked by the scheduler plugin's ``strategy`` (``app.services.fleet.score``):
         the demo fleet's in its worker processes, the agents' nodes through their agents."""
-        remote = self.hub.remote_nodes.reachable()
-        budget = self.hub.settings.cpu_time_budget
-        local = (
-            self.hub.workers.fit(text, pod, strategy, budget) if self.hub.workers else _nothing()
-        )
+        remote = self.remote_nodes.reachable()
+        budget = self.settings.cpu_time_budget
+        local = self.workers.fit(text, pod, strategy, budget) if self.workers else _nothing()
         remote_results, local_results = await asyncio.gather(
             self._fan_out(
                 remote, lambda n: n.ask_dry_run(body, content_type), fit_result, fit_error
@@ -127,19 +142,19 @@ class FleetQuestions:
     ) -> list[dict[str, Any]]:
         """Every row best first: the agents' nodes scored here (the demo fleet's were scored
         in their workers)."""
-        ranked = rank_fits(remote, pod, strategy, self.hub.summary_of)
+        ranked = rank_fits(remote, pod, strategy, self.summary_of)
         return sorted([*local, *ranked], key=fit_order)
 
     def upgrade_job(self, release: str, gate: bool | None) -> UpgradeJob:
         """The upgrade-readiness check of (``release``, ``gate``) for the fleet as it is now
         (a change of any node's data starts a new one; the demo nodes keep their verdicts),
         started if needed."""
-        key = (release, gate, self.hub.generation)
+        key = (release, gate, self.directory.generation)
         job = self._jobs.get(key)
         if job is not None and job.failure is None:
             return job
-        remote = self.hub.remote_nodes.reachable()
-        demo = self.hub.workers.names() if self.hub.workers else []
+        remote = self.remote_nodes.reachable()
+        demo = self.workers.names() if self.workers else []
         targets = [(n, None) for n in demo] + [(n.name, n.agent) for n in remote]
         job = self._jobs[key] = UpgradeJob(release, gate, targets)
         while len(self._jobs) > MAX_JOBS:
@@ -162,7 +177,7 @@ class FleetQuestions:
         remote_task = asyncio.ensure_future(
             self._fan_out(remote, ask, upgrade_result, upgrade_error)
         )
-        futures = self.hub.workers.upgrade(job.release, job.gate) if self.hub.workers else []
+        futures = self.workers.upgrade(job.release, job.gate) if self.workers else []
         try:
             for answer in asyncio.as_completed([asyncio.wrap_future(f) for f in futures]):
                 rows, cpu = await answer
@@ -183,7 +198,7 @@ class FleetQuestions:
             job.finish(stopped=f"the check stopped: {exc.__class__.__name__}: {exc}")
 
     def _unreachable(self) -> list[dict[str, Any]]:
-        return [a.to_dict() for a in self.hub.agents.values() if not a.ok]
+        return [a.to_dict() for a in self.directory.agents.values() if not a.ok]
 
 
 async def _nothing() -> list[dict[str, Any]]:

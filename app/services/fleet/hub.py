@@ -149,7 +149,9 @@ class Hub:
             else None
         )
         self.remote_nodes = RemoteNodes(self)
-        self.questions = FleetQuestions(self)
+        self.questions = FleetQuestions(
+            settings, self, self.remote_nodes, self.workers, self.semaphore, self.summary_of
+        )
         self.summaries = SummaryCache()
         self.generation = 0
         self._doc: tuple[int, int, dict[str, Any]] | None = None

@@ -61,7 +61,7 @@ from app.services.nodes.inputs import AdmissionBatch
 from app.services.nodes.restart import Rehearsal
 
 if TYPE_CHECKING:
-    from app.services.fleet.hub import Hub
+    from app.services.fleet.agents import AgentDirectory
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -377,7 +377,7 @@ class RemoteNodes:
     A name two agents report is answered by one of them: a reachable agent before one that is
     not, then the first by URL (the hub lists the claim as a finding)."""
 
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: AgentDirectory) -> None:
         self.hub = hub
         self._index: tuple[int, dict[str, tuple[str, bool]]] = (-1, {})
 

@@ -61,10 +61,10 @@ def test_migrations_and_nodes_survive_a_restart_on_postgres(
     engine.dispose()
 
     restarted = create_app(settings).state.nodes
-    assert restarted.simulated_names() == ["pg-node"]
-    (pod,) = restarted.snapshot("pg-node").pods
+    assert restarted.registry.simulated_names() == ["pg-node"]
+    (pod,) = restarted.reads.snapshot("pg-node").pods
     assert str(pod.pod_cpuset) == before
-    log = restarted.admissions("pg-node")
+    log = restarted.reads.admissions("pg-node")
     assert [(e.action, e.namespace, e.name, e.admitted) for e in log] == [
         ("admit", "prod", "db", True)
     ]
