@@ -27,6 +27,20 @@ NOT_MODIFIED: dict[int | str, dict[str, Any]] = {
 }
 
 
+def model_responses(
+    model: Any, description: str, *errors: tuple[int, str], tagged: bool = False
+) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI responses of a route that answers ``model``, with ``errors`` as (status,
+    description); ``tagged``: it answers with a strong ETag, so a 304 too."""
+    responses: dict[int | str, dict[str, Any]] = {
+        200: {"model": model, "description": description},
+        **(NOT_MODIFIED if tagged else {}),
+    }
+    for status, text in errors:
+        responses[status] = {"description": text} if text else {}
+    return responses
+
+
 def encoded_response(
     request: Request,
     encoded: EncodedJSON,

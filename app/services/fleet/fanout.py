@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from app.domain.pod.model import Pod
@@ -48,28 +49,20 @@ class Failed(Protocol):
     def __call__(self, node: str, message: str, *, asked: bool = True) -> dict[str, Any]: ...
 
 
+@dataclass(eq=False)
 class FleetQuestions:
     """The questions a hub asks of every node (see the module docstring); the hub holds one
     (``Hub.questions``) and gives it its agents, their nodes, its workers and concurrency."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        directory: AgentDirectory,
-        remote_nodes: RemoteNodes,
-        workers: FleetWorkers | None,
-        semaphore: Callable[[], asyncio.Semaphore],
-        summary_of: Callable[[str, str | None], NodeSummaryV1 | None],
-    ) -> None:
-        self.settings = settings
-        self.directory = directory
-        self.remote_nodes = remote_nodes
-        self.workers = workers
-        self.semaphore = semaphore
-        self.summary_of = summary_of
-        self._jobs: dict[tuple[str, bool | None, int], UpgradeJob] = {}
-        #: The running upgrade checks (the hub cancels them when it stops).
-        self.tasks: set[asyncio.Task[None]] = set()
+    settings: Settings
+    directory: AgentDirectory
+    remote_nodes: RemoteNodes
+    workers: FleetWorkers | None
+    semaphore: Callable[[], asyncio.Semaphore]
+    summary_of: Callable[[str, str | None], NodeSummaryV1 | None]
+    _jobs: dict[tuple[str, bool | None, int], UpgradeJob] = field(default_factory=dict, init=False)
+    #: The running upgrade checks (the hub cancels them when it stops).
+    tasks: set[asyncio.Task[None]] = field(default_factory=set, init=False)
 
     async def _fan_out(
         self,

@@ -38,7 +38,7 @@ from app.services.nodes.catalog import NodeCatalog
 from app.services.nodes.errors import NodeServiceError
 from app.services.nodes.source import NodeSource
 from app.services.observe.observer import ObservedNodeUnavailableError
-from app.web.conditional import tagged_response
+from app.web.conditional import model_responses, tagged_response
 from app.web.deps import CatalogDep, NodeName, NodeSourceDep, SettingsDep
 from app.web.inputs import GateQuery, ReleaseQuery, check_release, parse_gate
 
@@ -76,10 +76,7 @@ def cached_json(request: Request, doc: Any) -> Response:
     "/summary",
     name="api_summary",
     summary="Compact summaries of every node (the agent contract; ETag / If-None-Match)",
-    responses={
-        200: {"model": SummaryDocumentV1, "description": "numascope.summary/v1"},
-        304: {"description": "Not modified"},
-    },
+    responses=model_responses(SummaryDocumentV1, "numascope.summary/v1", tagged=True),
 )
 def api_summary(request: Request, catalog: CatalogDep) -> Response:
     settings = request.app.state.settings
@@ -92,11 +89,9 @@ def api_summary(request: Request, catalog: CatalogDep) -> Response:
     "/nodes/{node}/summary",
     name="api_node_summary",
     summary="The compact summary of one node (ETag / If-None-Match)",
-    responses={
-        200: {"model": NodeSummaryV1, "description": "One node of numascope.summary/v1"},
-        304: {"description": "Not modified"},
-        404: {},
-    },
+    responses=model_responses(
+        NodeSummaryV1, "One node of numascope.summary/v1", (404, ""), tagged=True
+    ),
 )
 def api_node_summary(request: Request, node: NodeName, source: NodeSourceDep) -> Response:
     return cached_json(request, _cache(request).versioned(_summary_of(source)))

@@ -41,7 +41,7 @@ from app.services.fleet.views import (
 )
 from app.services.nodes.errors import NodeInputError
 from app.services.nodes.inputs import parse_manifests
-from app.web.conditional import tagged_response
+from app.web.conditional import NOT_MODIFIED, model_responses, tagged_response
 from app.web.inputs import (
     MAX_BODY_BYTES,
     GateQuery,
@@ -89,11 +89,7 @@ FleetQueryDep = Annotated[FleetQuery, Depends(fleet_query)]
     "/fleet",
     name="api_fleet",
     summary="Every agent and node of the fleet (last poll; ETag / If-None-Match)",
-    responses={
-        200: {"model": FleetDocument, "description": "The fleet"},
-        304: {"description": "Not modified"},
-        404: {"description": "Not a hub"},
-    },
+    responses=model_responses(FleetDocument, "The fleet", (404, "Not a hub"), tagged=True),
 )
 def api_fleet(request: Request, hub: HubDep) -> Response:
     encoded = hub.encoded()
@@ -104,7 +100,7 @@ def api_fleet(request: Request, hub: HubDep) -> Response:
     "/fleet.json",
     name="fleet_json",
     summary="The fleet page's data (filtered, sorted)",
-    responses={200: {"model": FleetView, "description": "The fleet page's data"}},
+    responses=model_responses(FleetView, "The fleet page's data"),
 )
 def fleet_json(hub: HubDep, query: FleetQueryDep) -> dict[str, Any]:
     # Every row was built from a summary that passed the contract (FleetView is the schema):
@@ -135,7 +131,7 @@ def fleet_page(request: Request, hub: HubDep, query: FleetQueryDep) -> HTMLRespo
     name="fleet_heatmap",
     summary="The fleet heatmap: nodes × NUMA nodes coloured by free exclusive CPUs (SVG)",
     response_class=Response,
-    responses={200: {"content": {"image/svg+xml": {}}}, 304: {"description": "Not modified"}},
+    responses={200: {"content": {"image/svg+xml": {}}}, **NOT_MODIFIED},
 )
 def fleet_heatmap(request: Request, hub: HubDep) -> Response:
     _, encoded = hub.heatmap()
@@ -197,11 +193,12 @@ StrategyQuery = Annotated[
     "/fleet/fit",
     name="api_fleet_fit",
     summary="Where a pod fits: every node's own dry run, ranked best first",
-    responses={
-        200: {"model": FitAnswer, "description": "Every node's fit, best first"},
-        404: {"description": "Not a hub"},
-        422: {"description": "Not a pod manifest"},
-    },
+    responses=model_responses(
+        FitAnswer,
+        "Every node's fit, best first",
+        (404, "Not a hub"),
+        (422, "Not a pod manifest"),
+    ),
     openapi_extra=FIT_BODY,
 )
 async def api_fleet_fit(
@@ -294,11 +291,9 @@ async def run_upgrade(hub: Hub, release: str, gate_text: str | None) -> dict[str
     "/fleet/upgrade",
     name="api_fleet_upgrade",
     summary="Upgrade readiness: what a kubelet of release R does with every node's state files",
-    responses={
-        200: {"model": UpgradeAnswer, "description": "Every node's verdict"},
-        404: {"description": "Not a hub"},
-        422: {"description": "Bad release or gate"},
-    },
+    responses=model_responses(
+        UpgradeAnswer, "Every node's verdict", (404, "Not a hub"), (422, "Bad release or gate")
+    ),
 )
 async def api_fleet_upgrade(
     hub: HubDep, release: ReleaseQuery, gate: GateQuery = None

@@ -698,21 +698,29 @@ def _hopeless(
     return hopeless
 
 
-def _candidates(
-    acc: CPUAccumulator,
-    numas: Sequence[int],
-    scores: _Scores,
-    k: int,
-    num_cpus: int,
-    g: int,
-    align_by_socket: bool,
-    release: str | None,
-    bound: _Bound | None = None,
-) -> Iterator[_Candidate]:
+@dataclass(frozen=True, slots=True)
+class _Take:
+    """One distributed take's question, as every step of its search reads it: the CPUs at
+    hand (``acc``), the NUMA nodes in their order with their scores, how many CPUs in groups
+    of ``g``, align-by-socket, and the release whose 1.35-1.37 hang is raised (``None``:
+    none)."""
+
+    acc: CPUAccumulator
+    numas: Sequence[int]
+    scores: _Scores
+    num_cpus: int
+    g: int
+    align_by_socket: bool
+    release: str | None
+
+
+def _candidates(take: _Take, k: int, bound: _Bound | None = None) -> Iterator[_Candidate]:
     """The k-combinations that pass Go's capacity, group and distribution checks, in Go's
     order (``_candidate_combos`` leaves out only combinations that fail them), less those
     whose floor is at or above ``bound`` (when given: only where no skipped combination
     could raise the 1.35-1.37 hang and the distribution is the same for every combination)."""
+    acc, numas, scores, num_cpus, g = take.acc, take.numas, take.scores, take.num_cpus, take.g
+    align_by_socket, release = take.align_by_socket, take.release
     ix = acc.ix
     avail_of = scores.avail_of
     distinct = scores.distinct
@@ -797,17 +805,7 @@ def _lowest_floor(scores: _Scores, ahead: list[_Candidate]) -> _Candidate:
     return min(least.values(), key=lambda t: scores.at_least(*t[1].low or (0, 0)))[1]
 
 
-def _choose_combo(
-    acc: CPUAccumulator,
-    numas: Sequence[int],
-    scores: _Scores,
-    k: int,
-    num_cpus: int,
-    g: int,
-    align_by_socket: bool,
-    release: str | None,
-    copy_best: bool,
-) -> _Choice:
+def _choose_combo(take: _Take, k: int, copy_best: bool) -> _Choice:
     """The best k-combination of ``numas`` (Go's iteration and checks, first best wins).
 
     Shortcuts that cannot change the answer:
@@ -833,8 +831,10 @@ def _choose_combo(
     the search visits a subset of the combinations Go visits, in the same order, and never
     holds more than ``_LOOKAHEAD`` of them (see the module docstring for the memory bound).
     """
+    acc, numas, scores, g = take.acc, take.numas, take.scores, take.g
+    align_by_socket, release = take.align_by_socket, take.release
     cut = _Bound()
-    stream = _candidates(acc, numas, scores, k, num_cpus, g, align_by_socket, release, cut)
+    stream = _candidates(take, k, cut)
     ahead = list(itertools.islice(stream, _LOOKAHEAD))
     search = _ComboSearch(acc, scores, cut, g, align_by_socket, release, copy_best)
     if ahead and not align_by_socket and (release is None or g == 1):
@@ -877,9 +877,8 @@ class _ComboSearch:
         """Score ``cand`` (the lowest floor read ahead) before its turn; its balance ``U`` is
         achieved, so a combination whose floor is above ``U`` never ends as the best."""
         self.first = cand
-        self.first_scored = _score_combo(
-            self.scores, cand, self.g, None, self.copy_best, _MAX_FLOAT64, skip=False
-        )
+        # (Read ahead only where no hang can be raised: no hang check.)
+        self.first_scored = self._score(cand, _MAX_FLOAT64, skip=False, check_hang=False)
         if self.first_scored[0] < _MAX_FLOAT64:  # "floor > U" as "floor >= ceiling"
             self.ceiling = self.cut.value = math.nextafter(self.first_scored[0], math.inf)
 
@@ -913,11 +912,22 @@ class _ComboSearch:
         return balance == 0 and (not self.align or best.in_one_socket)
 
     def _score(
-        self, cand: _Candidate, bound: float, *, skip: bool
+        self, cand: _Candidate, bound: float, *, skip: bool, check_hang: bool = True
     ) -> tuple[float, tuple[int, ...] | None]:
-        return _score_combo(
-            self.scores, cand, self.g, self.release, self.copy_best, bound, skip=skip
-        )
+        """A combination's balance and remainder subset, or ``(MAX, None)`` when ``skip`` (it
+        provably cannot score below ``bound``, or it loses on the socket preference) - the
+        caller then discards it. The 1.35-1.37 hang is checked either way, unless
+        ``check_hang`` is false."""
+        hang = self.release if check_hang else None
+        scores, g = self.scores, self.g
+        if skip:
+            if hang is not None and cand.remainder > 0:
+                after = {n: cand.changed.get(n, v) for n, v in scores.avail_of.items()}
+                _check_hang(cand.remainder_combo, after, cand.remainder, g, hang)
+            return _MAX_FLOAT64, None
+        if cand.remainder == 0:
+            return scores.exact(cand.changed), None
+        return _best_remainder_split(scores, cand, g, hang, self.copy_best, bound)
 
 
 def _kept(
@@ -928,29 +938,6 @@ def _kept(
     if copy_best:
         return tuple(numas[i] for i in pos)
     return kept_combination(numas, pos, last)
-
-
-def _score_combo(
-    scores: _Scores,
-    cand: _Candidate,
-    g: int,
-    release: str | None,
-    copy_best: bool,
-    bound: float,
-    *,
-    skip: bool,
-) -> tuple[float, tuple[int, ...] | None]:
-    """A combination's balance and remainder subset, or ``(MAX, None)`` when ``skip`` (it
-    provably cannot score below ``bound``, or it loses on the socket preference) - the caller
-    then discards it. The 1.35-1.37 hang is checked either way."""
-    if skip:
-        if release is not None and cand.remainder > 0:
-            after = {n: cand.changed.get(n, v) for n, v in scores.avail_of.items()}
-            _check_hang(cand.remainder_combo, after, cand.remainder, g, release)
-        return _MAX_FLOAT64, None
-    if cand.remainder == 0:
-        return scores.exact(cand.changed), None
-    return _best_remainder_split(scores, cand, g, release, copy_best, bound)
 
 
 def take_by_topology_numa_distributed(
@@ -999,10 +986,9 @@ def take_by_topology_numa_distributed(
     numas = acc.sort_available_numa_nodes()
     avail_of = {n: acc.numa_count(n) for n in numas}
     scores = _Scores(avail_of, distinct=len(avail_of) == len(numas))
+    take = _Take(acc, numas, scores, num_cpus, g, align_by_socket, hang_release)
     for k in _sizes_to_try(acc, numas, avail_of, g, align_by_socket, min_numas_from_hint):
-        best = _choose_combo(
-            acc, numas, scores, k, num_cpus, g, align_by_socket, hang_release, copy_best
-        )
+        best = _choose_combo(take, k, copy_best)
         if best.combo is not None:
             return _allocate(acc, best, num_cpus, g)
 
