@@ -196,3 +196,54 @@ def test_a_client_outlives_a_server_restart(sock_dir: str) -> None:
 )
 def test_grpc_timeout_header(seconds: float, header: str) -> None:
     assert grpc_timeout(seconds) == header
+
+
+def _h2_server_writing_at_once(path: str, body: bytes) -> tuple[socket.socket, threading.Thread]:
+    """An HTTP/2 peer that holds every frame until the request has arrived, then writes its
+    SETTINGS ACK and a whole answer in frames as large as the client allows, in one write (as a
+    busy grpc server may): the client reads the ACK and a large frame together."""
+    from h2.config import H2Configuration
+    from h2.connection import H2Connection
+    from h2.events import StreamEnded
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+
+    def run() -> None:
+        sock, _ = listener.accept()
+        with sock:
+            conn = H2Connection(H2Configuration(client_side=False))
+            conn.initiate_connection()
+            stream = None
+            while stream is None:
+                for event in conn.receive_data(sock.recv(65536)):
+                    if isinstance(event, StreamEnded):
+                        stream = event.stream_id
+            conn.send_headers(stream, [(":status", "200"), ("content-type", "application/grpc")])
+            framed = b"\0" + len(body).to_bytes(4, "big") + body
+            assert conn.max_outbound_frame_size > len(framed)  # one frame, past 16 KiB
+            conn.send_data(stream, framed)
+            conn.send_headers(stream, [("grpc-status", "0")], end_stream=True)
+            sock.sendall(conn.data_to_send())
+            sock.recv(65536)  # until the client hangs up
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return listener, thread
+
+
+def test_a_large_frame_read_with_the_settings_ack_is_accepted(sock_dir: str) -> None:
+    """CI once saw ``FrameTooLargeError``: h2 raises its frame limit only when it reads the
+    server's ACK, and checks a whole read against the limit it had before that read."""
+    path = os.path.join(sock_dir, "ack.sock")
+    answer = _list_of(500)  # about 50 KB: three times HTTP/2's default frame size
+    listener, thread = _h2_server_writing_at_once(path, answer.SerializeToString())
+    try:
+        with PodResourcesClient(path, check=False) as client:
+            pods = client.list().pod_resources
+        assert [p.name for p in pods] == [p.name for p in answer.pod_resources]
+        assert pods[-1].containers[0].cpu_ids == tuple(range(64))
+    finally:
+        thread.join(5)
+        listener.close()

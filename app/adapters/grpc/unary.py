@@ -148,6 +148,10 @@ class UnaryChannel:
                 conn.update_settings({SettingCodes.INITIAL_WINDOW_SIZE: window})
                 conn.increment_flow_control_window(window - conn.inbound_flow_control_window)
             conn.update_settings({SettingCodes.MAX_FRAME_SIZE: _MAX_FRAME})
+            # h2 raises its inbound limit only when it reads the server's ACK, and checks a
+            # whole read against the old one: an ACK and a large frame in one read would be
+            # refused. A server sends large frames only after our SETTINGS, so accept them now.
+            conn.max_inbound_frame_size = _MAX_FRAME
             sock.sendall(conn.data_to_send())
         except BaseException:
             sock.close()
