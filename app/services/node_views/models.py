@@ -288,10 +288,14 @@ class ObservationView(_View):
     pod_dirs: Int | None = None
 
 
-class NodeView(_View):
+class _NodeHead(_View):
+    # Both node documents start with these fields, in this order.
     summary: NodeSummary
     observed_at: str
     kubelet_config: FreeForm
+
+
+class NodeView(_NodeHead):
     kubelet_config_text: str
     map: NodeMapView
     pools: FreeForm
@@ -304,12 +308,9 @@ class NodeView(_View):
     observation: ObservationView | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
-class NodeDetail(_View):
+class NodeDetail(_NodeHead):
     """``GET /api/v1/nodes/{node}``: the node without its drawing."""
 
-    summary: NodeSummary
-    observed_at: str
-    kubelet_config: FreeForm
     pools: FreeForm
     numa_pools: Annotated[list[NumaPoolRow], Items]
     memory: Annotated[list[NodeNumaMemoryView], Items]
