@@ -227,26 +227,38 @@ class CPUAccumulator:
                 hit = tuple(self._sorted(ix.numa_items, _NUMA))
             else:
                 out: list[int] = []
-                for s in self._socket_order():
+                for s in self._cache.get("socket") or self._sorted_sockets():
                     out += self._sorted(ix.numas_in_socket.get(s, ()), _NUMA)
                 hit = tuple(out)
             self._cache["numa"] = hit
         return hit
+
+    def numa_counts(self) -> dict[int, int]:
+        """Each NUMA node of the NUMA order with its available CPUs, in that order (the
+        counts its sorting read)."""
+        order = self._numa_order()
+        counts = self._counts[_NUMA]
+        return {n: counts[n] for n in order}
 
     def _socket_order(self) -> tuple[int, ...]:
         hit = self._cache.get("socket")
         if hit is None and self._in_one_numa_node():
             return self._cache["socket"]
         if hit is None:
-            ix = self.ix
-            if ix.numa_first:
-                out: list[int] = []
-                for n in self._numa_order():
-                    out += self._sorted(ix.sockets_in_numa.get(n, ()), _SOCKET)
-                hit = tuple(out)
-            else:
-                hit = tuple(self._sorted(ix.socket_items, _SOCKET))
-            self._cache["socket"] = hit
+            hit = self._sorted_sockets()
+        return hit
+
+    def _sorted_sockets(self) -> tuple[int, ...]:
+        """The socket order when the available CPUs are not in one NUMA node (cached)."""
+        ix = self.ix
+        if ix.numa_first:
+            out: list[int] = []
+            for n in self._numa_order():
+                out += self._sorted(ix.sockets_in_numa.get(n, ()), _SOCKET)
+            hit = tuple(out)
+        else:
+            hit = tuple(self._sorted(ix.socket_items, _SOCKET))
+        self._cache["socket"] = hit
         return hit
 
     def _core_order(self) -> tuple[int, ...]:
