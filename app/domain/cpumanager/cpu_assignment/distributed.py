@@ -884,7 +884,7 @@ def _choose_single(take: _Take, copy_best: bool) -> _Choice:
         if scores.at_least(total, base - 2 * need * c) > ceiling:
             break
         least = c
-    last = (len(numas) - 1,)  # where Go's iteration ends
+    last: tuple[int, ...] = (len(numas) - 1,)  # where Go's iteration ends
     best_pos: tuple[int, ...] | None = None
     for i in fits:
         if counts[i] < least:
