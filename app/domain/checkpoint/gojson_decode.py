@@ -214,7 +214,10 @@ def _compile_slice(t: GoType) -> _DecodeFn:
         if scalar and not cur:
             return _ints(d, node, elem_dec)
         if flat and not cur and not d.track:
-            return [elem_dec(d, item, None if type(item) is JObj else new_elem()) for item in node]
+            out = []  # a loop: a comprehension's own call dominates for one or two blocks
+            for item in node:
+                out.append(elem_dec(d, item, None if type(item) is JObj else new_elem()))
+            return out
         old = cur or ()
         n_old = len(old)
         return [
@@ -410,10 +413,14 @@ _OTHER, _TEXT, _COUNT, _COUNTS = range(4)
 def _ints(d: Decoder, node: list[Any], elem_dec: _DecodeFn) -> list[Any]:
     """A JSON array decoded into a fresh integer slice: short runs of digits read in place,
     anything else by the element decoder (into a zero)."""
-    return [
-        int(v) if type(v) is GoNumber and v.isdigit() and len(v) < 19 else elem_dec(d, v, 0)
-        for v in node
-    ]
+    # A loop, not a comprehension: these arrays are short (a NUMA affinity), and a
+    # comprehension's own call costs more than the loop here.
+    out = []
+    for v in node:
+        out.append(
+            int(v) if type(v) is GoNumber and v.isdigit() and len(v) < 19 else elem_dec(d, v, 0)
+        )
+    return out
 
 
 def _compile_map(t: GoType) -> _DecodeFn:
@@ -423,6 +430,9 @@ def _compile_map(t: GoType) -> _DecodeFn:
     int_keys = key_t.kind == Kind.INT
     elem, new_elem, elem_dec = _element(t)
     string_elems = elem.kind == Kind.STRING
+    # An immutable zero (nil, "", 0) is passed as it is, without a call per element.
+    shared = zero(elem)
+    fresh = isinstance(shared, dict | list)
 
     def dec_map(d: Decoder, node: Any, cur: Any) -> Any:
         if type(node) is not JObj:
@@ -433,7 +443,7 @@ def _compile_map(t: GoType) -> _DecodeFn:
                 m[key] = value if type(value) is str else elem_dec(d, value, "")
             return m
         for key, value in node:
-            v = elem_dec(d, value, new_elem())
+            v = elem_dec(d, value, new_elem() if fresh else shared)
             if int_keys:
                 ik = parse_int64(key)
                 if ik is None:
