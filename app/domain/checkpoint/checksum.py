@@ -97,35 +97,59 @@ def _fnv1a_32_bitsliced(data: bytes, start: int = FNV32_OFFSET) -> int:
     positions of ``b_k ^ G_k``, and ``G_k`` only needs the planes below ``k``, which are
     already known for every position. Python integers hold a plane (bit ``i`` = position
     ``i``) and do the boolean work for all positions in C; the prefix XOR takes log2(n)
-    shift-XOR steps. Exact: the tests compare it with the byte loop.
+    shift-XOR steps.
+
+    A position is ``r`` bytes (``_STRIDE``), each byte one interleaved stream with its own
+    planes and carries: over a position the state's plane ``k`` changes by the XOR of every
+    stream's ``b_k ^ G_k``, so the prefix XOR (the costly part) runs over ``n / r`` bits, and
+    the streams then follow one another within each position. The last ``n % r`` bytes go
+    through the byte loop. Exact: the tests compare it with the byte loop.
     """
-    n = len(data)
-    mask = (1 << n) - 1
-    inputs = _bit_planes(data)
-    x: list[int] = [0] * 32
-    carries = [0, 0, 0, 0, 0]  # carries into bit k of the five chained additions
+    r = _STRIDE if len(data) >= _STRIDE_MIN else 2
+    m = len(data) // r
+    if m == 0:
+        return _fnv1a_32_loop(data, start)
+    mask = (1 << m) - 1
+    inputs = [_bit_planes(data[s : m * r : r]) + [0] * 24 for s in range(r)]
+    xs = [[0] * 32 for _ in range(r)]  # x_k of each stream at each position
+    carries = [[0] * len(_PRIME_SHIFTS) for _ in range(r)]  # into bit k of each addition
     result = 0
     for k in range(32):
-        terms = [x[k - s] if k >= s else 0 for s in _PRIME_SHIFTS]
-        g = carries[0] ^ carries[1] ^ carries[2] ^ carries[3] ^ carries[4]
-        for term in terms:
-            g ^= term
-        b = inputs[k] if k < 8 else 0
-        p = _prefix_xor(b ^ g, n)
+        # the additions with a term at bit k, and the plane of x that term is
+        active = [(j, k - shift) for j, shift in enumerate(_PRIME_SHIFTS) if k >= shift]
+        flips = []  # b_k ^ G_k of each stream
+        y = 0
+        for s in range(r):
+            x, c = xs[s], carries[s]
+            f = inputs[s][k]
+            for j, below in active:
+                f ^= c[j] ^ x[below]
+            flips.append(f)
+            y ^= f
+        p = _prefix_xor(y, m)
         init = (start >> k) & 1
-        result |= (init ^ ((p >> (n - 1)) & 1)) << k  # the state after the last byte
+        result |= (init ^ ((p >> (m - 1)) & 1)) << k  # the state after the last position
         if k == 31:
             break
-        state = (p << 1) & mask  # h_k at each position: exclusive prefix
+        h = (p << 1) & mask  # h_k at each position: exclusive prefix
         if init:
-            state ^= mask
-        total = state ^ b  # x_k at each position
-        x[k] = total
-        for j, term in enumerate(terms):
-            c = carries[j]
-            carries[j] = (total & term) | (c & (total ^ term))
-            total ^= term ^ c
-    return result
+            h ^= mask
+        for s in range(r):
+            total = h ^ inputs[s][k]  # x_k of this stream
+            x, c = xs[s], carries[s]
+            x[k] = total
+            h ^= flips[s]  # h_k before the next stream's byte
+            for j, below in active:
+                term, cj = x[below], c[j]
+                c[j] = (total & term) | (cj & (total ^ term))
+                total ^= term ^ cj
+    return _fnv1a_32_loop(data[m * r :], result)
+
+
+# Bytes per position of the bit-sliced form: 3 is fastest from about 16 KB (2.2 ms against
+# 3.4 ms with 1 at 77 KB), 2 below.
+_STRIDE = 3
+_STRIDE_MIN = 16384
 
 
 # -- hashing from cached parts ---------------------------------------------------------------

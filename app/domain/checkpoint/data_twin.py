@@ -5,17 +5,17 @@ twice, inline and as the ``data`` string).
 
 ``GetCheckpoint`` of such a file decodes the whole file into the version's struct, then the
 ``data`` string into the data struct. When the file's text is exactly ``P`` + ``,"checksum":N,
-"data":"D","dataChecksum":M}`` and ``D`` starts with ``P`` (the inline fields are ``D``'s own
-first members, as text), both decodes read the same members: decoding ``D``'s tree (the file's
-own members for ``P``, and ``D``'s rest) gives the data, and, when that has no error, the
-inline fields are the data's same fields and the file decodes without error too. Anything else
+"data":"D","dataChecksum":M}`` (``D`` escaped any way) and ``D`` starts with ``P`` (the inline
+fields are ``D``'s own first members, as text), both decodes read the same members: decoding
+``D``'s tree (the file's own members for ``P``, and ``D``'s rest) gives the data, and, when
+that has no error, the inline fields are the data's same fields and the file decodes without
+error too. Anything else
 (another layout, a case-folded or repeated key, a type error) returns ``None``: the caller
 decodes the usual way, with Go's error texts.
 """
 
 from __future__ import annotations
 
-from json.encoder import encode_basestring
 from typing import Any
 
 from app.domain.checkpoint.formats import FormatVersions
@@ -40,11 +40,16 @@ def read_twin(
     checksum, data_text, data_checksum = (v for _, v in tree[-3:])
     if not (_is_count(checksum) and type(data_text) is str and _is_count(data_checksum)):
         return None
-    quoted = encode_basestring(data_text)
-    tail = f',"checksum":{checksum},"data":{quoted},"dataChecksum":{data_checksum}}}'
-    if not text.endswith(tail):
+    # The tail's members hold no object, and a quote inside a string is escaped: the last
+    # ',"checksum":' of the text is the tail's. How the data string is escaped does not
+    # matter (the parse read it); the rest is matched as text.
+    cut = text.rfind(',"checksum":')
+    if cut < 0 or not (
+        text.startswith(f',"checksum":{checksum},"data":"', cut)
+        and text.endswith(f'","dataChecksum":{data_checksum}}}')
+    ):
         return None
-    head = text[: len(text) - len(tail)]
+    head = text[:cut]
     rest = data_text[len(head) :]
     if not data_text.startswith(head) or not rest or rest[0] not in ",}":
         return None

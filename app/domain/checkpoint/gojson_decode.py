@@ -205,12 +205,19 @@ def _compile_slice(t: GoType) -> _DecodeFn:
     """A new slice of the array's length; existing elements are decoded into in place."""
     slice_elem, new_elem, elem_dec = _element(t)
     scalar = slice_elem.kind in (Kind.INT, Kind.UINT)
+    # A flat struct element decodes an object into ``None`` as into a fresh zero value.
+    flat = slice_elem.kind == Kind.STRUCT and slice_elem.unmarshal is None and _is_flat(slice_elem)
 
     def dec_slice(d: Decoder, node: Any, cur: Any) -> Any:
         if type(node) is not list:
             return _nil_or_mismatch(d, node, t, cur)
         if scalar and not cur:
-            return [elem_dec(d, item, 0) for item in node]
+            return _ints(d, node, elem_dec)
+        if flat and not cur and not d.track:
+            out = []  # a loop: a comprehension's own call dominates for one or two blocks
+            for item in node:
+                out.append(elem_dec(d, item, None if type(item) is JObj else new_elem()))
+            return out
         old = cur or ()
         n_old = len(old)
         return [
@@ -357,28 +364,63 @@ def _flat_struct_decoder(
     t: GoType, new_obj: Any, plan: dict[str, _FieldPlan], field_plan: Any, tracked: _DecodeFn
 ) -> _DecodeFn:
     """The untracked decoder of a flat struct (``_is_flat``): what the field decoders return
-    for a plain string or a short run of digits, without the calls; ``tracked`` otherwise."""
-    strings = {f.json_name for f in t.fields if _is_plain(f.type, (Kind.STRING,))}
-    ints = {f.json_name for f in t.fields if _is_plain(f.type, (Kind.INT, Kind.UINT))}
+    for a plain string, a short run of digits or a list of them, without the calls;
+    ``tracked`` otherwise."""
+    # per JSON name: Go name, what the value is (_TEXT, _COUNT, _COUNTS), the field decoder
+    fast: dict[str, tuple[str, int, _DecodeFn, _DecodeFn | None]] = {}
+    for f in t.fields:
+        if f.json_name is None:
+            continue
+        ft = f.type
+        shape, elem_dec = _OTHER, None
+        if _is_plain(ft, (Kind.STRING,)):
+            shape = _TEXT
+        elif _is_plain(ft, (Kind.INT, Kind.UINT)):
+            shape = _COUNT
+        elif _is_plain(ft, (Kind.SLICE,)) and ft.elem is not None:
+            shape, elem_dec = _COUNTS, _decoder(ft.elem)
+        fast[f.json_name] = (f.go_name, shape, plan[f.json_name][2], elem_dec)
 
     def dec_flat_struct(d: Decoder, node: Any, cur: Any) -> Any:
         if d.track or type(node) is not JObj:
             return tracked(d, node, cur)
         obj = cur if cur is not None else new_obj()
         for key, value in node:
-            entry = plan.get(key) or field_plan(key)
-            if entry is not None:
-                name = entry[0]
-                tv = type(value)
-                if tv is str and entry[1] in strings:
-                    obj[name] = value
-                elif tv is GoNumber and entry[1] in ints and value.isdigit() and len(value) < 19:
-                    obj[name] = int(value)
-                else:
-                    obj[name] = entry[2](d, value, obj[name])
+            entry = fast.get(key)
+            if entry is None:
+                folded = field_plan(key)
+                if folded is not None:
+                    obj[folded[0]] = folded[2](d, value, obj[folded[0]])
+                continue
+            name, shape, dec, elem_dec = entry
+            tv = type(value)
+            if shape == _TEXT and tv is str:
+                obj[name] = value
+            elif shape == _COUNT and tv is GoNumber and value.isdigit() and len(value) < 19:
+                obj[name] = int(value)
+            elif shape == _COUNTS and tv is list and not obj[name]:
+                obj[name] = _ints(d, value, elem_dec)
+            else:
+                obj[name] = dec(d, value, obj[name])
         return obj
 
     return dec_flat_struct
+
+
+_OTHER, _TEXT, _COUNT, _COUNTS = range(4)
+
+
+def _ints(d: Decoder, node: list[Any], elem_dec: _DecodeFn) -> list[Any]:
+    """A JSON array decoded into a fresh integer slice: short runs of digits read in place,
+    anything else by the element decoder (into a zero)."""
+    # A loop, not a comprehension: these arrays are short (a NUMA affinity), and a
+    # comprehension's own call costs more than the loop here.
+    out = []
+    for v in node:
+        out.append(
+            int(v) if type(v) is GoNumber and v.isdigit() and len(v) < 19 else elem_dec(d, v, 0)
+        )
+    return out
 
 
 def _compile_map(t: GoType) -> _DecodeFn:
@@ -388,6 +430,9 @@ def _compile_map(t: GoType) -> _DecodeFn:
     int_keys = key_t.kind == Kind.INT
     elem, new_elem, elem_dec = _element(t)
     string_elems = elem.kind == Kind.STRING
+    # An immutable zero (nil, "", 0) is passed as it is, without a call per element.
+    shared = zero(elem)
+    fresh = isinstance(shared, dict | list)
 
     def dec_map(d: Decoder, node: Any, cur: Any) -> Any:
         if type(node) is not JObj:
@@ -398,7 +443,7 @@ def _compile_map(t: GoType) -> _DecodeFn:
                 m[key] = value if type(value) is str else elem_dec(d, value, "")
             return m
         for key, value in node:
-            v = elem_dec(d, value, new_elem())
+            v = elem_dec(d, value, new_elem() if fresh else shared)
             if int_keys:
                 ik = parse_int64(key)
                 if ik is None:

@@ -179,10 +179,15 @@ def entries_from_go(
     entries: Any, seen: dict[_BlockKey, Block] | None = None
 ) -> dict[str, dict[str, tuple[Block, ...]]]:
     seen = {} if seen is None else seen
-    return {
-        pod: {name: _blocks_from_go(blocks, seen) for name, blocks in (containers or {}).items()}
-        for pod, containers in (entries or {}).items()
-    }
+    out: dict[str, dict[str, tuple[Block, ...]]] = {}
+    # Loops, not comprehensions: a pod has a few containers, and a comprehension's own call
+    # per pod costs more than its loop.
+    for pod, containers in (entries or {}).items():
+        inner = {}
+        for name, blocks in (containers or {}).items():
+            inner[name] = _blocks_from_go(blocks, seen)
+        out[pod] = inner
+    return out
 
 
 def pod_entries_from_go(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -195,6 +197,16 @@ def test_memory_v2_upstream_vector() -> None:
 @given(st.binary(min_size=1, max_size=6000))
 def test_bit_sliced_fnv_equals_the_byte_loop(data: bytes) -> None:
     assert _fnv1a_32_bitsliced(data) == _fnv1a_32_loop(data)
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 5), st.integers(0, 2**32 - 1))
+def test_bit_sliced_fnv_over_three_byte_positions_equals_the_byte_loop(
+    seed: int, extra: int, start: int
+) -> None:
+    # From 16 KiB a position is 3 bytes; every length modulo 3 and any start state.
+    data = random.Random(seed).randbytes(16384 + extra)
+    assert _fnv1a_32_bitsliced(data, start) == _fnv1a_32_loop(data, start)
 
 
 def test_fnv_switches_to_bit_slicing_on_large_inputs() -> None:

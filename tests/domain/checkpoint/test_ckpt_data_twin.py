@@ -92,3 +92,20 @@ def test_other_layouts_are_decoded_the_usual_way(edit: str) -> None:
     if edit == "inline type error":
         assert not result.accepted
         assert "cannot unmarshal number into Go struct field" in (result.error or "")
+
+
+@pytest.mark.parametrize("name", ["cpu V4", "memory V3"])
+def test_the_data_string_may_be_escaped_any_way(name: str) -> None:
+    """The layout is matched as text except the data string, which only has to parse to a
+    text starting with the inline part: quotes written as \\u0022 read in one decode too."""
+    text, formats, version = FILES[name]
+    start = text.rindex(',"data":"') + len(',"data":"')
+    end = text.rindex('","dataChecksum":')
+    escaped = text[:start] + text[start:end].replace('\\"', "\\u0022") + text[end:]
+    assert escaped != text
+    twin = read_twin(parse(escaped), escaped, formats, version, None)
+    assert twin is not None
+    assert twin[1] == read_twin(parse(text), text, formats, version, None)[1]
+    # a member written with a space is another layout: the usual decodes
+    spaced = escaped.replace(',"dataChecksum":', ', "dataChecksum":')
+    assert read_twin(parse(spaced), spaced, formats, version, None) is None

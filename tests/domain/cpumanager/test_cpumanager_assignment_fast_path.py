@@ -13,6 +13,7 @@ sorting strategies and options, with each release's switches, and on the fragmen
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 import re
@@ -26,6 +27,7 @@ from hypothesis import strategies as st
 
 from app.domain import releases
 from app.domain.cpumanager.cpu_assignment import distributed as D
+from app.domain.cpumanager.cpu_assignment import topology_index
 from app.domain.cpumanager.cpu_assignment.common import (
     DistributedAllocationHangError,
     TakeByTopologyError,
@@ -33,6 +35,7 @@ from app.domain.cpumanager.cpu_assignment.common import (
 from app.domain.cpumanager.cpu_assignment.distributed import take_by_topology_numa_distributed
 from app.domain.cpumanager.cpu_assignment.gomath import BalanceFloor, standard_deviation
 from app.domain.cpumanager.cpu_assignment.packed import take_by_topology_numa_packed
+from app.domain.cpumanager.cpu_assignment.topology_index import index_of
 from app.domain.cpuset import CPUSet
 from app.domain.topology.model import CPUInfo, CPUTopology
 from tests.domain.cpumanager import cpumanager_audit_go_reference as ref
@@ -354,3 +357,48 @@ def test_a_numa_order_listing_every_node_twice_matches_the_straight_port(
     ours = engine_outcome(*case)
     assert ours[0] == "cpus"
     assert ours == reference_outcome(*case)
+
+
+def _without_sibling_pairs(topo: CPUTopology):
+    """The take's index of ``topo`` with its cores read from the core lists instead."""
+    ix = topology_index.index_of(topo)
+    topology_index._INDEX_CACHE[id(topo)] = (topo, dataclasses.replace(ix, siblings=None))
+    return ix
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(cases())
+def test_sibling_pairs_take_what_the_core_lists_take(case) -> None:
+    """Where the cores are ``SiblingPairs`` (Linux SMT-2 numbering), the packed and the
+    distributed take pick the same CPUs as when every core is counted from its mask."""
+    topo, available, n, g, release, strategy, align, hint = case
+    if index_of(topo).siblings is None:
+        return
+    packed = (topo, available, n, g, release, strategy, align, hint)
+    with_pairs = engine_outcome(*packed)
+    with_pairs_packed = _packed_outcome(topo, available, n, strategy)
+    _without_sibling_pairs(topo)
+    assert index_of(topo).siblings is None
+    assert engine_outcome(*packed) == with_pairs
+    assert _packed_outcome(topo, available, n, strategy) == with_pairs_packed
+
+
+def _packed_outcome(topo: CPUTopology, available: set[int], n: int, strategy: str):
+    try:
+        return sorted(take_by_topology_numa_packed(topo, CPUSet(available), n, strategy))
+    except TakeByTopologyError as err:
+        return str(err)
+
+
+def test_sibling_pairs_are_the_linux_and_the_adjacent_smt2_numberings_only() -> None:
+    linux = index_of(machine(2, 2, 4, 2)).siblings
+    assert linux is not None and linux.stride == 16
+    assert linux.keys == (1 << 16) - 1
+    adjacent = CPUTopology([CPUInfo(c, c // 2, 0, c // 8, 0) for c in range(16)])
+    pairs = index_of(adjacent).siblings
+    assert pairs is not None and pairs.stride == 1 and pairs.keys == 0x5555
+    assert index_of(machine(1, 2, 4, 1)).siblings is None  # no SMT
+    assert index_of(machine(1, 1, 4, 3)).siblings is None  # three threads a core
+    # a core split over two NUMA nodes
+    split = CPUTopology([CPUInfo(c, c % 4, 0, c // 6, 0) for c in range(8)])
+    assert index_of(split).siblings is None

@@ -38,13 +38,23 @@ from app.domain.cpumanager.cpu_assignment.common import (
     parse_strategy,
 )
 from app.domain.cpumanager.cpu_assignment.gomath import go_div
-from app.domain.cpumanager.cpu_assignment.topology_index import Pairs, index_of
+from app.domain.cpumanager.cpu_assignment.topology_index import Pairs, SiblingPairs, index_of
 from app.domain.cpuset import CPUSet
 from app.domain.topology.model import CPUTopology
 
 __all__ = ["CPUAccumulator"]
 
 _NUMA, _SOCKET, _CORE, _UNCORE = 1, 2, 3, 4  # level tags of the per-state count cache
+
+
+def _lowest(mask: int, count: int) -> int:
+    """The ``count`` lowest set bits of ``mask``."""
+    out = 0
+    for _ in range(count):
+        low = mask & -mask
+        out |= low
+        mask ^= low
+    return out
 
 
 def _bits(mask: int) -> Iterator[int]:
@@ -217,26 +227,38 @@ class CPUAccumulator:
                 hit = tuple(self._sorted(ix.numa_items, _NUMA))
             else:
                 out: list[int] = []
-                for s in self._socket_order():
+                for s in self._cache.get("socket") or self._sorted_sockets():
                     out += self._sorted(ix.numas_in_socket.get(s, ()), _NUMA)
                 hit = tuple(out)
             self._cache["numa"] = hit
         return hit
+
+    def numa_counts(self) -> dict[int, int]:
+        """Each NUMA node of the NUMA order with its available CPUs, in that order (the
+        counts its sorting read)."""
+        order = self._numa_order()
+        counts = self._counts[_NUMA]
+        return {n: counts[n] for n in order}
 
     def _socket_order(self) -> tuple[int, ...]:
         hit = self._cache.get("socket")
         if hit is None and self._in_one_numa_node():
             return self._cache["socket"]
         if hit is None:
-            ix = self.ix
-            if ix.numa_first:
-                out: list[int] = []
-                for n in self._numa_order():
-                    out += self._sorted(ix.sockets_in_numa.get(n, ()), _SOCKET)
-                hit = tuple(out)
-            else:
-                hit = tuple(self._sorted(ix.socket_items, _SOCKET))
-            self._cache["socket"] = hit
+            hit = self._sorted_sockets()
+        return hit
+
+    def _sorted_sockets(self) -> tuple[int, ...]:
+        """The socket order when the available CPUs are not in one NUMA node (cached)."""
+        ix = self.ix
+        if ix.numa_first:
+            out: list[int] = []
+            for n in self._numa_order():
+                out += self._sorted(ix.sockets_in_numa.get(n, ()), _SOCKET)
+            hit = tuple(out)
+        else:
+            hit = tuple(self._sorted(ix.socket_items, _SOCKET))
+        self._cache["socket"] = hit
         return hit
 
     def _core_order(self) -> tuple[int, ...]:
@@ -459,8 +481,41 @@ class CPUAccumulator:
 
     def take_full_cores(self) -> None:
         ix = self.ix
-        if self._could_fit("core"):
-            self._take_whole(self._iter_free_cores(), ix.core_mask, ix.size["core"])
+        if not self._could_fit("core"):
+            return
+        if ix.siblings is not None:
+            self._take_free_pairs(ix.siblings)
+            return
+        self._take_whole(self._iter_free_cores(), ix.core_mask, ix.size["core"])
+
+    def _core_parents(self, siblings: SiblingPairs) -> tuple[tuple[int, ...], dict[int, int]]:
+        """The parents whose core lists make the core order (sockets when NUMA-first, else
+        NUMA nodes, in order) and their cores' keys."""
+        if self.ix.numa_first:
+            return self._socket_order(), siblings.keys_in_socket
+        return self._numa_order(), siblings.keys_in_numa
+
+    def _take_free_pairs(self, siblings: SiblingPairs) -> None:
+        """``take_full_cores`` on ``SiblingPairs``: the free cores of each parent are those
+        with both CPUs available, in id (key) order; each takes two CPUs while two are
+        needed (a parent listed twice is read twice, from the state before the take)."""
+        _, both = siblings.counts(self.avail_mask)
+        need = self.num_cpus_needed
+        keys = 0
+        parents, keys_in = self._core_parents(siblings)
+        for p in parents:
+            if need < 2:
+                break
+            free = both & keys_in.get(p, 0)
+            count = free.bit_count()
+            if 2 * count > need:
+                free = _lowest(free, need // 2)
+                count = need // 2
+            keys |= free
+            need -= 2 * count
+        if keys:
+            self.take_mask(siblings.cpus(keys))
+            self.num_cpus_needed = need
 
     def take_remaining_cpus(self) -> None:
         """Single CPUs in strategy order until satisfied. Upstream takes them one by one from
@@ -477,6 +532,9 @@ class CPUAccumulator:
     def _first_packed(self, need: int) -> int:
         """The first ``need`` CPUs of the packed order (core by core in core order, ascending
         within a core), a whole core's CPUs at a time."""
+        siblings = self.ix.siblings
+        if siblings is not None:
+            return self._first_packed_pairs(siblings, need)
         av = self.avail_mask
         cm = self.ix.core_mask
         mask = 0
@@ -493,6 +551,36 @@ class CPUAccumulator:
                 break
             mask |= cpus
             need -= count
+        return mask
+
+    def _first_packed_pairs(self, siblings: SiblingPairs, need: int) -> int:
+        """``_first_packed`` on ``SiblingPairs``: a parent's cores in (count, id) order are
+        those with one available CPU by key, then those with both by key."""
+        av = self.avail_mask
+        one, both = siblings.counts(av)
+        mask = 0
+        parents, keys_in = self._core_parents(siblings)
+        for p in parents:
+            if need <= 0:
+                break
+            inside = keys_in.get(p, 0)
+            single = one & inside
+            count = single.bit_count()
+            if count >= need:
+                return mask | (siblings.cpus(_lowest(single, need)) & av)
+            mask |= siblings.cpus(single) & av
+            need -= count
+            pairs = both & inside
+            count = pairs.bit_count()
+            if 2 * count > need:
+                whole = _lowest(pairs, need // 2)
+                mask |= siblings.cpus(whole)
+                if need % 2:  # the next core gives its lower CPU
+                    rest = pairs ^ whole
+                    mask |= rest & -rest
+                return mask
+            mask |= siblings.cpus(pairs)
+            need -= 2 * count
         return mask
 
     # -- distributed helpers ------------------------------------------------------------------

@@ -833,6 +833,8 @@ def _choose_combo(take: _Take, k: int, copy_best: bool) -> _Choice:
     """
     acc, numas, scores, g = take.acc, take.numas, take.scores, take.g
     align_by_socket, release = take.align_by_socket, take.release
+    if k == 1 and not align_by_socket and scores.distinct:
+        return _choose_single(take, copy_best)
     cut = _Bound()
     stream = _candidates(take, k, cut)
     ahead = list(itertools.islice(stream, _LOOKAHEAD))
@@ -848,6 +850,56 @@ def _choose_combo(take: _Take, k: int, copy_best: bool) -> _Choice:
     best = search.best
     if search.best_pos is not None:
         best.combo = _kept(numas, search.best_pos, last, copy_best)
+    return best
+
+
+def _choose_single(take: _Take, copy_best: bool) -> _Choice:
+    """``_choose_combo`` of single NUMA nodes (distinct, without align-by-socket): each node
+    holding the request is a combination with no remainder (one node takes it whole), so
+    nothing can hang and its balance is that of every node's CPUs with the request taken
+    from it. Scored as the search scores: the first node with the most CPUs (the lowest
+    floor) first, giving ``U``; then in Go's order every node whose floor is at most ``U``
+    (one above it can never be the best) and below the best so far (Go keeps the first
+    best), the first strictly lowest kept, stopping after a perfect balance. Same answer,
+    none of the candidate machinery."""
+    numas, scores, need = take.numas, take.scores, take.num_cpus
+    counts = [scores.avail_of[n] for n in numas]
+    fits = [i for i, c in enumerate(counts) if c >= need]
+    best = _Choice()
+    if not fits:
+        return best
+    most = max(counts[i] for i in fits)
+    first = next(i for i in fits if counts[i] == most)
+    total = scores.total - need
+    base = scores.squares + need * need
+
+    def balance(i: int) -> float:
+        return scores.exact({numas[i]: counts[i] - need})
+
+    ceiling = balance(first)
+    # The floor grows as the node's count falls: the counts whose floor is at most U are
+    # the largest ones, down to the first count whose floor is above it.
+    least = most
+    for c in sorted({counts[i] for i in fits}, reverse=True)[1:]:
+        if scores.at_least(total, base - 2 * need * c) > ceiling:
+            break
+        least = c
+    last: tuple[int, ...] = (len(numas) - 1,)  # where Go's iteration ends
+    best_pos: tuple[int, ...] | None = None
+    for i in fits:
+        if counts[i] < least:
+            continue
+        if i != first and scores.at_least(total, base - 2 * need * counts[i]) >= best.balance:
+            continue  # cannot score strictly below the best so far
+        score = ceiling if i == first else balance(i)
+        if score < best.balance:
+            best.balance = score
+            best_pos = (i,)
+            if score == 0:
+                last = _following_combination(best_pos, len(numas)) or best_pos
+                break
+    assert best_pos is not None  # the first node with the most CPUs scores at most U
+    best.combo = _kept(numas, best_pos, last, copy_best)
     return best
 
 
@@ -984,7 +1036,7 @@ def take_by_topology_numa_distributed(
         raise not_enough(num_cpus, available)
 
     numas = acc.sort_available_numa_nodes()
-    avail_of = {n: acc.numa_count(n) for n in numas}
+    avail_of = acc.numa_counts()
     scores = _Scores(avail_of, distinct=len(avail_of) == len(numas))
     take = _Take(acc, numas, scores, num_cpus, g, align_by_socket, hang_release)
     for k in _sizes_to_try(acc, numas, avail_of, g, align_by_socket, min_numas_from_hint):

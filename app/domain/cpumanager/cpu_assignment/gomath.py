@@ -10,7 +10,9 @@ score strictly better than the best one so far without summing its list in float
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 from collections.abc import Sequence
 
 from app.domain.cpumanager.cpu_assignment.common import CPUAssignmentInputError
@@ -30,10 +32,18 @@ def _go_round(x: float) -> float:
 
 
 def _mean(xs: Sequence[int]) -> float:
-    total = 0.0
-    for x in xs:
-        total += float(x)
-    return _go_round(total / float(len(xs)) * 1000) / 1000
+    n = len(xs)
+    if -_EXACT_SUM // n < min(xs) and max(xs) < _EXACT_SUM // n:
+        # Every partial sum is an integer below 2**53: Go's float sum is the exact sum.
+        total = float(sum(xs))
+    else:
+        total = 0.0
+        for x in xs:
+            total += float(x)
+    return _go_round(total / float(n) * 1000) / 1000
+
+
+_EXACT_SUM = 1 << 53
 
 
 def standard_deviation(xs: Sequence[int]) -> float:
@@ -41,10 +51,9 @@ def standard_deviation(xs: Sequence[int]) -> float:
     if not xs:
         raise CPUAssignmentInputError("standard deviation of an empty list")
     m = _mean(xs)
-    total = 0.0
-    for x in xs:
-        d = float(x) - m
-        total += d * d
+    deviations = [float(x) - m for x in xs]
+    # Go's loop: the squares added one by one, left to right, from 0 (reduce does that in C).
+    total = functools.reduce(operator.add, map(operator.mul, deviations, deviations), 0.0)
     return _go_round(math.sqrt(total / float(len(xs))) * 1000) / 1000
 
 

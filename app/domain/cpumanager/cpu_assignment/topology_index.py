@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from app.domain.topology.model import CPUTopology
 
-__all__ = ["Pairs", "TopologyIndex", "index_of"]
+__all__ = ["Pairs", "SiblingPairs", "TopologyIndex", "index_of"]
 
 # (child id, CPUs of the child inside the parent, all CPUs of the child), by child id; when the
 # child lies wholly inside the parent both masks are the same object.
@@ -49,6 +49,62 @@ class TopologyIndex:
     all_mask: int
     num_numa_ids: int
     num_cpu_ids: int
+    siblings: SiblingPairs | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SiblingPairs:
+    """Cores of two CPUs each, ``low`` and ``low + stride`` (Linux numbers a core's second
+    thread one core count above its first), whose ids are in the order of their ``low``
+    CPUs and which lie wholly inside their NUMA node and socket: then a core's available
+    count is two bits of the available mask, and every core's count comes from a few mask
+    operations (``counts``). ``keys`` holds the ``low`` CPU of every core, ``keys_in_numa``
+    and ``keys_in_socket`` those of each parent's cores."""
+
+    stride: int
+    keys: int
+    keys_in_numa: dict[int, int]
+    keys_in_socket: dict[int, int]
+
+    def counts(self, avail: int) -> tuple[int, int]:
+        """The keys of the cores with one available CPU and of those with both."""
+        first = avail & self.keys
+        second = (avail >> self.stride) & self.keys
+        return first ^ second, first & second
+
+    def cpus(self, keys: int) -> int:
+        """Both CPUs of the cores with these keys."""
+        return keys | (keys << self.stride)
+
+
+def _sibling_pairs(
+    core_mask: dict[int, int], cores_in_numa: dict[int, Pairs], cores_in_socket: dict[int, Pairs]
+) -> SiblingPairs | None:
+    """The machine's cores as ``SiblingPairs``, or ``None`` when they are not laid out so."""
+    stride = 0
+    keys = 0
+    previous = -1
+    for c in sorted(core_mask):
+        m = core_mask[c]
+        low = (m & -m).bit_length() - 1
+        if m.bit_count() != 2 or low <= previous or (stride and m.bit_length() - 1 - low != stride):
+            return None
+        stride = m.bit_length() - 1 - low
+        previous = low
+        keys |= 1 << low
+    parents = (cores_in_numa, cores_in_socket)
+    if any(
+        inside is not whole for by in parents for pairs in by.values() for _, inside, whole in pairs
+    ):
+        return None
+
+    def keys_in(by: dict[int, Pairs]) -> dict[int, int]:
+        return {
+            p: sum(1 << (core_mask[c] & -core_mask[c]).bit_length() - 1 for c, _, _ in pairs)
+            for p, pairs in by.items()
+        }
+
+    return SiblingPairs(stride, keys, keys_in(cores_in_numa), keys_in(cores_in_socket))
 
 
 def _pairs(
@@ -80,6 +136,8 @@ def _build_index(topo: CPUTopology) -> TopologyIndex:
     for info in topo.cpu_details.values():
         numa_sockets.setdefault(info.numa_node_id, set()).add(info.socket_id)
     num_uncore = topo.num_uncore_cache
+    cores_in_socket = _pairs(topo, "socket_id", "core_id", core_mask)
+    cores_in_numa = _pairs(topo, "numa_node_id", "core_id", core_mask)
     size = {
         level: {i: m.bit_count() for i, m in masks.items()}
         for level, masks in (
@@ -98,8 +156,8 @@ def _build_index(topo: CPUTopology) -> TopologyIndex:
         socket_items=tuple((s, m, m) for s, m in sorted(socket_mask.items())),
         sockets_in_numa=_pairs(topo, "numa_node_id", "socket_id", socket_mask),
         numas_in_socket=_pairs(topo, "socket_id", "numa_node_id", numa_mask),
-        cores_in_socket=_pairs(topo, "socket_id", "core_id", core_mask),
-        cores_in_numa=_pairs(topo, "numa_node_id", "core_id", core_mask),
+        cores_in_socket=cores_in_socket,
+        cores_in_numa=cores_in_numa,
         uncores_in_numa=_pairs(topo, "numa_node_id", "uncore_cache_id", uncore_mask),
         cores_in_uncore=_pairs(topo, "uncore_cache_id", "core_id", core_mask),
         numa_sockets={n: frozenset(s) for n, s in numa_sockets.items()},
@@ -113,6 +171,7 @@ def _build_index(topo: CPUTopology) -> TopologyIndex:
         all_mask=topo.all_cpus.mask,
         num_numa_ids=len(numa_mask),
         num_cpu_ids=len(topo.cpu_details),
+        siblings=_sibling_pairs(core_mask, cores_in_numa, cores_in_socket),
     )
 
 
