@@ -15,6 +15,7 @@ A node's verdict is its worst file's: ``will-fail`` > ``policy-mismatch`` >
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +31,7 @@ from app.domain.checkpoint import (
 )
 from app.domain.kubelet_config import KubeletConfigError
 from app.domain.node.state_files import GATE
-from app.domain.restart import RestartResult, restart_for, with_node_names
+from app.domain.restart import RestartResult, TargetConfig, restart_for, with_node_names
 from app.domain.topology.model import CPUTopology
 from app.services.checkpoints import (
     CheckpointServiceError,
@@ -126,7 +127,7 @@ def _check(
 ) -> DirCheck:
     try:
         if isinstance(root, RootContent):
-            return check_root_content(root, release, gate=gate, pod_names=pod_names)
+            return check_root_content(root, release, gate=gate, pod_names=pod_names, details=False)
         return check_root_dir(root, release, gate=gate, config_file=config, pod_names=pod_names)
     except CheckpointServiceError as exc:
         field = "podLevelResourceManagers" if exc.field == "gate" else "release"
@@ -153,7 +154,7 @@ def check_files(node: NodeFiles, release: str, gate: bool | None) -> dict[str, A
     kubelet starts exactly when the rehearsal does) judges; the inspector, on a scratch kubelet
     root dir, gives the details per file (what is lost, rescues)."""
     try:
-        target, _ = restart_config(node.config_text, node.release, release, gate)
+        target = _target_config(node.config_text, node.release, release, gate)
     except NodeInputError as exc:
         raise UpgradeInputError(exc.message, exc.field or "kubeletConfig") from None
     try:
@@ -164,6 +165,14 @@ def check_files(node: NodeFiles, release: str, gate: bool | None) -> dict[str, A
         raise UpgradeInputError(f"kubeletConfig.{exc.field}: {exc.message}", exc.field) from None
     doc = _inspect_files(node, release, target.config.gate(GATE))
     return with_start(doc, start)
+
+
+@functools.lru_cache(maxsize=256)
+def _target_config(text: str, current: str, release: str, gate: bool | None) -> TargetConfig:
+    """``restart_config``'s configuration for ``release``, computed once per text (a fleet
+    repeats a few configurations; a ``TargetConfig`` is an immutable value, and a refusal is
+    raised again each time, not kept)."""
+    return restart_config(text, current, release, gate)[0]
 
 
 class SharedChecks:

@@ -29,7 +29,9 @@ from app.domain.checkpoint import (
     COMPATIBLE_WITH_LOSS,
     POLICY_MISMATCH,
     WILL_FAIL,
+    CPUCheckpointState,
     Issue,
+    MemoryCheckpointState,
     Reader,
     TargetVerdict,
     check_consistency,
@@ -51,6 +53,10 @@ from app.services.checkpoints.inspection import (
     Rescue,
     inspect_content,
 )
+
+#: A file as the pair's check reads it: its bytes, or the state decoded from them (``None``:
+#: no file, or one too large to read).
+PairInput = bytes | CPUCheckpointState | MemoryCheckpointState | None
 
 # -- checking a kubelet root dir ---------------------------------------------------------------------
 
@@ -276,6 +282,7 @@ def _check_file(
     reader: Reader,
     policy: str | None,
     pod_names: Mapping[str, str] | None,
+    details: bool,
 ) -> tuple[FileCheck, bytes | None]:
     """One file read as ``reader`` would, and its bytes for the pair's check (or None)."""
     path = root.state_path(manager)
@@ -296,6 +303,7 @@ def _check_file(
         size=too_large,
         state_dir=root.root,
         pod_names=pod_names,
+        details=details,
     )
     verdict = view.report.verdict_for(reader.key)
     status = verdict.verdict if verdict is not None else WILL_FAIL
@@ -305,10 +313,19 @@ def _check_file(
     return FileCheck(manager, name, path, True, view, verdict, rescues, advice), kept
 
 
+def _pair_input(check: FileCheck, content: bytes | None) -> PairInput:
+    """What the pair's check reads of a file: the state the inspector already decoded from
+    it (``check_consistency`` decodes the bytes the same way, and the problems it would find
+    decoding are the inspector's own, left out as ``DUPLICATE_CODES``), else its bytes."""
+    if content is None or check.view is None or not check.view.report.readable:
+        return content
+    return check.view.report.state
+
+
 def _pair_issues(
     config: KubeletConfig | None,
     config_problem: str | None,
-    contents: Mapping[str, bytes | None],
+    contents: Mapping[str, PairInput],
     pod_uids: tuple[str, ...] | None,
 ) -> list[Issue]:
     """An unusable configuration, and the consistency of the pair of files (with the reserved
@@ -316,16 +333,17 @@ def _pair_issues(
     issues: list[Issue] = []
     if config_problem is not None:
         issues.append(Issue("kubelet-config-unreadable", "warning", config_problem))
-    cpu_bytes, mem_bytes = contents.get("cpu"), contents.get("memory")
-    if cpu_bytes is not None or mem_bytes is not None:
+    cpu_in, mem_in = contents.get("cpu"), contents.get("memory")
+    if cpu_in is not None or mem_in is not None:
         reserved = config.reserved_system_cpus if config is not None else None
         strict = (
             config is not None
             and config.cpu_manager_policy_options.get("strict-cpu-reservation") == "true"
         )
         found = check_consistency(
-            cpu=cpu_bytes,
-            memory=mem_bytes,
+            # a file's decoded state is of its own manager (``inspect_content`` was told it)
+            cpu=None if isinstance(cpu_in, MemoryCheckpointState) else cpu_in,
+            memory=None if isinstance(mem_in, CPUCheckpointState) else mem_in,
             reserved_cpus=reserved,
             strict_reservation=strict,
             live_pod_uids=pod_uids,
@@ -358,8 +376,11 @@ def check_root_content(
     *,
     gate: bool | None = None,
     pod_names: Mapping[str, str] | None = None,
+    details: bool = True,
 ) -> DirCheck:
-    """``check_root_dir`` on a root dir's content already read (or never on a disk)."""
+    """``check_root_dir`` on a root dir's content already read (or never on a disk);
+    ``details`` false leaves each file's consistency findings and tables out of its view
+    (``inspect_content``): the verdicts, rescues, advice and the pair's issues stay."""
     pre = resolve_target(target, gate, None)[0]
     config, config_path, config_problem = _load_config(root, pre.release)
     reader, gate_source = resolve_target(target, gate, config)
@@ -367,8 +388,8 @@ def check_root_content(
         "cpu": config.cpu_manager_policy if config is not None else None,
         "memory": config.memory_manager_policy if config is not None else None,
     }
-    checked = {m: _check_file(root, m, reader, policies[m], pod_names) for m in MANAGERS}
-    contents = {m: content for m, (_, content) in checked.items()}
+    checked = {m: _check_file(root, m, reader, policies[m], pod_names, details) for m in MANAGERS}
+    contents = {m: _pair_input(*checked[m]) for m in MANAGERS}
     issues = _pair_issues(config, config_problem, contents, root.pod_uids)
     return DirCheck(
         root.root,
