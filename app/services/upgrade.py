@@ -159,7 +159,13 @@ def check_files(node: NodeFiles, release: str, gate: bool | None) -> dict[str, A
         raise UpgradeInputError(exc.message, exc.field or "kubeletConfig") from None
     try:
         start = restart_for(
-            target, node.topology, node.files, None, state_dir=KUBELET_ROOT, name=node.name
+            target,
+            node.topology,
+            node.files,
+            None,
+            state_dir=KUBELET_ROOT,
+            name=node.name,
+            pod_names=node.pods,  # its files' reports are then the inspector's
         )
     except KubeletConfigError as exc:
         raise UpgradeInputError(f"kubeletConfig.{exc.field}: {exc.message}", exc.field) from None
