@@ -16,6 +16,7 @@ A node's verdict is its worst file's: ``will-fail`` > ``policy-mismatch`` >
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,17 +108,6 @@ def _version(report: InspectionReport | None) -> str | None:
     return found.version if found is not None else None
 
 
-def rewritten(doc: Any, old: str, new: str) -> Any:
-    """``doc`` (a JSON document) with ``old`` replaced by ``new`` in every string value."""
-    if isinstance(doc, str):
-        return doc.replace(old, new)
-    if isinstance(doc, list):
-        return [rewritten(x, old, new) for x in doc]
-    if isinstance(doc, dict):
-        return {k: rewritten(v, old, new) for k, v in doc.items()}
-    return doc
-
-
 def _check(
     root: RootContent | Path,
     release: str,
@@ -205,7 +195,9 @@ class SharedChecks:
         hit = self._by_inputs.get(key)
         if hit is not None:
             _, name, doc = hit
-            return rewritten(doc, name, node.name)
+            # renamed as JSON text, in C: names are in values, never in the document's keys
+            renamed: dict[str, Any] = json.loads(json.dumps(doc).replace(name, node.name))
+            return renamed
         doc = check_files(node, release, gate)
         self._by_inputs[key] = (node.topology, node.name, doc)  # the machine kept: its id is named
         return doc

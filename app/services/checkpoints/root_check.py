@@ -11,6 +11,7 @@ version, which older releases read through its inline part).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,7 +152,12 @@ class RootContent:
     pod_uids: tuple[str, ...] | None = None
 
     def state_path(self, manager: str) -> str:
-        return str(Path(self.root) / STATE_FILES[manager])
+        return _joined(self.root, STATE_FILES[manager])
+
+
+@functools.lru_cache(maxsize=64)  # a fleet's checks name the same root again and again
+def _joined(root: str, name: str) -> str:
+    return str(Path(root) / name)
 
 
 def _read_root(d: KubeletRootDir) -> RootContent:
