@@ -182,6 +182,10 @@ class SharedChecks:
     def __init__(self) -> None:
         self._by_inputs: dict[tuple[Any, ...], tuple[CPUTopology, str, dict[str, Any]]] = {}
 
+    def __len__(self) -> int:
+        """How many distinct inputs were checked."""
+        return len(self._by_inputs)
+
     def check(self, node: NodeFiles, release: str, gate: bool | None) -> dict[str, Any]:
         key = (
             id(node.topology),

@@ -246,11 +246,15 @@ class _Inspection:
         except CheckpointError as exc:
             return self._unreadable(content, size, mgr, "unreadable", exc)
         key = self._memo_key(mgr, manager is not None, size)
-        known, report = _inspected.get(tree, *key) if key is not None else (False, None)
+        if key is None:
+            return self._report(text, tree, size, mgr, manager)
+        known, kept = _inspected.get(tree, *key)
         if known:
-            return report  # type: ignore[no-any-return]
+            assert isinstance(kept, InspectionReport)
+            return kept
         report = self._report(text, tree, size, mgr, manager)
-        return _inspected.put(tree, report, *key) if key is not None else report
+        _inspected.put(tree, report, *key)
+        return report
 
     def _memo_key(self, mgr: str | None, forced: bool, size: int) -> tuple[Any, ...] | None:
         """What the report of a kept tree depends on besides the tree (``None``: options
