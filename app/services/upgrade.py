@@ -92,6 +92,7 @@ def node_verdict(node: str, check: DirCheck) -> dict[str, Any]:
 
 
 def _file_doc(f: FileCheck) -> dict[str, Any]:
+    """One file's part of a node's answer."""
     report = f.view.report if f.view is not None else None
     return {
         "name": f.name,
@@ -141,8 +142,8 @@ def check_files(node: NodeFiles, release: str, gate: bool | None) -> dict[str, A
     """A simulated node's verdict for a kubelet of ``release`` (``gate``: the
     ``PodLevelResourceManagers`` setting, ``None`` as configured): the start-up model
     (``app.domain.restart.restart_for``, the rehearsal's own start-up, so the verdict says the
-    kubelet starts exactly when the rehearsal does) judges; the inspector, on a scratch kubelet
-    root dir, gives the details per file (what is lost, rescues)."""
+    kubelet starts exactly when the rehearsal does) judges; the inspector, on the node's files
+    as a kubelet root dir in memory, gives the details per file (what is lost, rescues)."""
     try:
         target = _target_config(node.config_text, node.release, release, gate)
     except NodeInputError as exc:
