@@ -5,9 +5,10 @@ with a reference (``--ref``, default ``main``), each as a real ``numascope serve
 
 Run: .venv/bin/python bench/bench_fleet_upgrade.py [--nodes 1000 5000] [--ref main]
 Per fleet size and version: ``GET /api/v1/fleet/upgrade?release=1.38`` the first time and once
-more: wall time, CPU time of the hub's process tree, ``/healthz`` p99 during the call, how many
-nodes the one call checked (the reference stops at its time budget) and how many will fail;
-the hub's RSS after. Prints figures only.
+more: wall time, CPU time of the hub's process tree (and per node), ``/healthz`` p99 during the
+call, how many nodes the one call checked (the reference stops at its time budget) and how
+many will fail; the hub's RSS after. Prints figures only. How much of it the verdicts shared
+between nodes of the same inputs save: ``bench_upgrade_shared.py``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def run(nodes: int, src: Path | None) -> dict[str, str]:
             failing = sum(1 for r in checked if r["verdict"] not in STARTS)
             cells[f"{call} call: wall s"] = f"{m.wall:.2f}"
             cells[f"{call} call: CPU s"] = f"{m.cpu:.2f}"
+            cells[f"{call} call: CPU ms per node"] = f"{1000 * m.cpu / max(1, len(results)):.2f}"
             cells[f"{call} call: healthz p99 ms"] = f"{m.healthz_p99_ms:.0f}"
             cells[f"{call} call: checked"] = f"{len(checked)}/{len(results)}"
             cells[f"{call} call: will not start"] = str(failing)

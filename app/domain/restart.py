@@ -429,10 +429,12 @@ def restart_node(
     name: str = "simulated",
     previous_release: str | None = None,
     clock: Callable[[], float] | None = None,
+    pod_names: Mapping[str, str] | None = None,
 ) -> RestartResult:
     """Start a kubelet of ``config.release`` on ``files`` and re-admit ``pods`` (admission
     order, with their admission times; ``None``: the pods' specs are not known, only the
-    start-up is rehearsed). Raises ``KubeletConfigError`` for a configuration
+    start-up is rehearsed, and ``pod_names``, uid -> ``namespace/name``, names the pods of
+    lost entries when known). Raises ``KubeletConfigError`` for a configuration
     the node cannot take and ``RestartInputError`` when the files and the pods disagree."""
     node = Node(name, topology, config, clock=clock or time.time)
     release = config.release
@@ -443,6 +445,8 @@ def restart_node(
         raise RestartInputError(err.message) from None
     result = RestartResult(release, gates, False, previous_release=previous_release)
     names = {uid: pod.key for uid, (pod, _) in by_uid.items()}
+    if pods is None and pod_names:
+        names = dict(pod_names)
     try:
         loaded = start_managers(node, files, None if pods is None else set(by_uid), state_dir)
     except NodeStateError as err:

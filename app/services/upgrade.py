@@ -2,12 +2,12 @@
 at start-up, in the checkpoint inspector's words (``app.services.checkpoints.check_root_dir``).
 
 The verdict is the inspector's own: ``check_root_dir`` runs on the node's kubelet root dir (an
-observed node: ``Settings.kubelet_root``, read-only) or, for a simulated node, on a private
-scratch copy laid out like a kubelet root dir (its state files as its engine writes them, its
-KubeletConfiguration as ``config.yaml`` and one ``pods/<uid>`` directory per admitted pod, so
-stale-entry checks see its live pods). Paths of the scratch copy are shown as
-``/var/lib/kubelet/...``, where they live on a real node, so the recovery commands read as
-what to run there.
+observed node: ``Settings.kubelet_root``, read-only) or, for a simulated node,
+``check_root_content`` on the root dir's content in memory (its state files' bytes as its
+engine writes them, its KubeletConfiguration as ``config.yaml`` and one ``pods/<uid>``
+directory per admitted pod, so stale-entry checks see its live pods), under
+``/var/lib/kubelet``, where they live on a real node, so the recovery commands read as what to
+run there.
 
 A node's verdict is its worst file's: ``will-fail`` > ``policy-mismatch`` >
 ``compatible-with-loss`` > ``compatible`` (a missing file is a fresh start).
@@ -15,25 +15,38 @@ A node's verdict is its worst file's: ``will-fail`` > ``policy-mismatch`` >
 
 from __future__ import annotations
 
-import os
-import tempfile
+import functools
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.domain.checkpoint import COMPATIBLE, COMPATIBLE_WITH_LOSS, POLICY_MISMATCH, WILL_FAIL
+from app.adapters.kubelet import CONFIG_FILE_NAME, STATE_FILES
+from app.domain.checkpoint import (
+    COMPATIBLE,
+    COMPATIBLE_WITH_LOSS,
+    POLICY_MISMATCH,
+    WILL_FAIL,
+    InspectionReport,
+)
 from app.domain.kubelet_config import KubeletConfigError
 from app.domain.node.state_files import GATE
-from app.domain.restart import RestartResult, restart_for, with_node_names
+from app.domain.restart import RestartResult, TargetConfig, restart_for, with_node_names
 from app.domain.topology.model import CPUTopology
-from app.services.checkpoints import CheckpointServiceError, DirCheck, check_root_dir
+from app.services.checkpoints import (
+    CheckpointServiceError,
+    DirCheck,
+    FileCheck,
+    RootContent,
+    check_root_content,
+    check_root_dir,
+)
 from app.services.node_views import pod_url
 from app.services.nodes.errors import NodeInputError
 from app.services.nodes.restart import restart_config
 
 KUBELET_ROOT = "/var/lib/kubelet"
-SHM = "/dev/shm"
 _ORDER = {COMPATIBLE: 0, "missing": 0, COMPATIBLE_WITH_LOSS: 1, POLICY_MISMATCH: 2, WILL_FAIL: 3}
 
 
@@ -46,12 +59,10 @@ class UpgradeInputError(ValueError):
         self.field = field
 
 
-def node_verdict(node: str, check: DirCheck, *, root: str | None = None) -> dict[str, Any]:
-    """The fleet's per-node answer from the inspector's ``DirCheck``."""
-    doc = check.to_dict()
-    if root is not None:
-        doc = rewritten(doc, check.root, root)
-    files = doc["files"]
+def node_verdict(node: str, check: DirCheck) -> dict[str, Any]:
+    """The fleet's per-node answer from the inspector's ``DirCheck`` (its files' verdicts,
+    rescues and advice, not their full reports)."""
+    files = [_file_doc(f) for f in check.files]
     status = max((f["status"] for f in files), key=lambda s: _ORDER.get(s, 3), default=COMPATIBLE)
     if status == "missing":
         status = COMPATIBLE
@@ -74,48 +85,40 @@ def node_verdict(node: str, check: DirCheck, *, root: str | None = None) -> dict
         "lost": lost,
         "error": error,
         "recovery": recovery,
-        "target": doc["target"],
-        "files": [
-            {
-                "name": f["name"],
-                "status": f["status"],
-                "version": _version(f.get("report")),
-                "verdict": f.get("verdict"),
-                "rescues": f.get("rescues", []),
-                "advice": f.get("advice", []),
-            }
-            for f in files
-        ],
-        "issues": doc["issues"],
+        "target": check.target.to_dict(),
+        "files": files,
+        "issues": [i.to_dict() for i in check.issues],
     }
 
 
-def _version(report: dict[str, Any] | None) -> str | None:
-    v = (report or {}).get("version")
-    if isinstance(v, dict):
-        v = v.get("version")
-    return v if isinstance(v, str) else None
+def _file_doc(f: FileCheck) -> dict[str, Any]:
+    """One file's part of a node's answer."""
+    report = f.view.report if f.view is not None else None
+    return {
+        "name": f.name,
+        "status": f.status,
+        "version": _version(report),
+        "verdict": f.verdict.to_dict() if f.verdict is not None else None,
+        "rescues": [r.to_dict() for r in f.rescues],
+        "advice": list(f.advice),
+    }
 
 
-def rewritten(doc: Any, old: str, new: str) -> Any:
-    """``doc`` (a JSON document) with ``old`` replaced by ``new`` in every string value."""
-    if isinstance(doc, str):
-        return doc.replace(old, new)
-    if isinstance(doc, list):
-        return [rewritten(x, old, new) for x in doc]
-    if isinstance(doc, dict):
-        return {k: rewritten(v, old, new) for k, v in doc.items()}
-    return doc
+def _version(report: InspectionReport | None) -> str | None:
+    found = report.version if report is not None else None
+    return found.version if found is not None else None
 
 
 def _check(
-    root: str | Path,
+    root: RootContent | Path,
     release: str,
     gate: bool | None,
-    config: Path | None,
     pod_names: Mapping[str, str] | None = None,
+    config: Path | None = None,
 ) -> DirCheck:
     try:
+        if isinstance(root, RootContent):
+            return check_root_content(root, release, gate=gate, pod_names=pod_names, details=False)
         return check_root_dir(root, release, gate=gate, config_file=config, pod_names=pod_names)
     except CheckpointServiceError as exc:
         field = "podLevelResourceManagers" if exc.field == "gate" else "release"
@@ -139,20 +142,34 @@ def check_files(node: NodeFiles, release: str, gate: bool | None) -> dict[str, A
     """A simulated node's verdict for a kubelet of ``release`` (``gate``: the
     ``PodLevelResourceManagers`` setting, ``None`` as configured): the start-up model
     (``app.domain.restart.restart_for``, the rehearsal's own start-up, so the verdict says the
-    kubelet starts exactly when the rehearsal does) judges; the inspector, on a scratch kubelet
-    root dir, gives the details per file (what is lost, rescues)."""
+    kubelet starts exactly when the rehearsal does) judges; the inspector, on the node's files
+    as a kubelet root dir in memory, gives the details per file (what is lost, rescues)."""
     try:
-        target, _ = restart_config(node.config_text, node.release, release, gate)
+        target = _target_config(node.config_text, node.release, release, gate)
     except NodeInputError as exc:
         raise UpgradeInputError(exc.message, exc.field or "kubeletConfig") from None
     try:
         start = restart_for(
-            target, node.topology, node.files, None, state_dir=KUBELET_ROOT, name=node.name
+            target,
+            node.topology,
+            node.files,
+            None,
+            state_dir=KUBELET_ROOT,
+            name=node.name,
+            pod_names=node.pods,  # its files' reports are then the inspector's
         )
     except KubeletConfigError as exc:
         raise UpgradeInputError(f"kubeletConfig.{exc.field}: {exc.message}", exc.field) from None
     doc = _inspect_files(node, release, target.config.gate(GATE))
     return with_start(doc, start)
+
+
+@functools.lru_cache(maxsize=256)
+def _target_config(text: str, current: str, release: str, gate: bool | None) -> TargetConfig:
+    """``restart_config``'s configuration for ``release``, computed once per text (a fleet
+    repeats a few configurations; a ``TargetConfig`` is an immutable value, and a refusal is
+    raised again each time, not kept)."""
+    return restart_config(text, current, release, gate)[0]
 
 
 class SharedChecks:
@@ -165,6 +182,10 @@ class SharedChecks:
 
     def __init__(self) -> None:
         self._by_inputs: dict[tuple[Any, ...], tuple[CPUTopology, str, dict[str, Any]]] = {}
+
+    def __len__(self) -> int:
+        """How many distinct inputs were checked."""
+        return len(self._by_inputs)
 
     def check(self, node: NodeFiles, release: str, gate: bool | None) -> dict[str, Any]:
         key = (
@@ -179,7 +200,9 @@ class SharedChecks:
         hit = self._by_inputs.get(key)
         if hit is not None:
             _, name, doc = hit
-            return rewritten(doc, name, node.name)
+            # renamed as JSON text, in C: names are in values, never in the document's keys
+            renamed: dict[str, Any] = json.loads(json.dumps(doc).replace(name, node.name))
+            return renamed
         doc = check_files(node, release, gate)
         self._by_inputs[key] = (node.topology, node.name, doc)  # the machine kept: its id is named
         return doc
@@ -233,27 +256,22 @@ def _why(doc: dict[str, Any]) -> str | None:
     return None
 
 
-def _scratch() -> str | None:
-    """Where scratch root dirs go: memory (``/dev/shm``) where there is one, since a fleet
-    check makes and removes thousands (on a disk, removing them cost more CPU than the check);
-    else the system's temporary directory."""
-    return SHM if os.path.isdir(SHM) and os.access(SHM, os.W_OK) else None
-
-
 def _inspect_files(node: NodeFiles, release: str, gate: bool) -> dict[str, Any]:
-    """The inspector's verdict on a scratch kubelet root dir holding the node's files."""
-    with tempfile.TemporaryDirectory(prefix="numascope-upgrade-", dir=_scratch()) as tmp:
-        root = Path(tmp)
-        for name, content in node.files.items():
-            if content is not None:
-                data = content.encode() if isinstance(content, str) else content
-                (root / name).write_bytes(data)
-        (root / "config.yaml").write_text(node.config_text or "{}\n")
-        (root / "pods").mkdir()
-        for uid in node.pods:
-            os.mkdir(root / "pods" / uid)
-        check = _check(root, release, gate, None, node.pods)
-        doc = node_verdict(node.name, check, root=KUBELET_ROOT)
+    """The inspector's verdict on the node's files as a kubelet root dir holding them: its
+    state files' bytes (the bytes the kubelet would read), its configuration as
+    ``config.yaml`` and one ``pods/<uid>`` directory per pod, under ``/var/lib/kubelet``."""
+    states: dict[str, bytes | None] = {}
+    for manager, file_name in STATE_FILES.items():
+        content = node.files.get(file_name)
+        states[manager] = content.encode() if isinstance(content, str) else content
+    root = RootContent(
+        KUBELET_ROOT,
+        states,
+        config_text=node.config_text or "{}\n",
+        config_path=f"{KUBELET_ROOT}/{CONFIG_FILE_NAME}",
+        pod_uids=tuple(sorted(node.pods)),
+    )
+    doc = node_verdict(node.name, _check(root, release, gate, node.pods))
     doc["lostPods"] = _lost_pods(doc, node.name, node.pods)
     return doc
 
@@ -282,5 +300,5 @@ def check_observed(
 ) -> dict[str, Any]:
     """The verdict for the observed node's own kubelet root dir (read-only); ``start`` is the
     rehearsal's start-up on a copy of its files (``None``: not known, the inspector's alone)."""
-    doc = node_verdict(node, _check(kubelet_root, release, gate, config_file))
+    doc = node_verdict(node, _check(kubelet_root, release, gate, config=config_file))
     return doc if start is None else with_start(doc, start)

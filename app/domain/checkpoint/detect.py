@@ -23,7 +23,7 @@ from typing import Any
 from app.domain import releases
 from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
-from app.domain.checkpoint.checksum import string_checksum, struct_checksum
+from app.domain.checkpoint.checksum import string_checksum
 from app.domain.checkpoint.errors import CheckpointFormatError, CheckpointInputError
 from app.domain.checkpoint.gojson_decode import unmarshal
 from app.domain.checkpoint.gojson_scan import GoSyntaxError, JObj, TreeMemo, parse
@@ -236,12 +236,11 @@ def _cpu_header(tree: Any, version: str) -> str | None:
     obj, err = C.decode_cpu(tree, version)
     if err is not None or not obj["Checksum"]:
         return None
-    t = C.CPU_FORMATS.struct(version)
     names = {"V1": (C.LEGACY_HEADER,), "V2": (C.LEGACY_HEADER, C.V2_HEADER)}.get(
         version, (C.LEGACY_HEADER, C.V3_HEADER)
     )
     for header in names:
-        if struct_checksum(obj, t, header) == obj["Checksum"]:
+        if C.CPU_FORMATS.tree_checksum(tree, obj, version, header) == obj["Checksum"]:
             return _HEADER_NAMES[header]
     return None
 
@@ -250,8 +249,7 @@ def _memory_header(tree: Any, version: str) -> str | None:
     obj, err = M.decode_memory(tree, version)
     if err is not None or not obj["Checksum"]:
         return None
-    t = M.MEMORY_FORMATS.struct(version)
-    if struct_checksum(obj, t, M.LEGACY_HEADER) == obj["Checksum"]:
+    if M.MEMORY_FORMATS.tree_checksum(tree, obj, version, M.LEGACY_HEADER) == obj["Checksum"]:
         return "legacy"
     return None
 

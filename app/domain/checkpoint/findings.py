@@ -89,7 +89,11 @@ def _struct_report(
         )
     if version == formats.data_version:  # the inline part: hashed without data fields
         obj = {k: v for k, v in obj.items() if k not in ("Data", "DataChecksum")}
-    computed = {alg: formats.algorithm_checksum(obj, alg) for alg in algorithms}
+        computed = {alg: formats.algorithm_checksum(obj, alg) for alg in algorithms}
+    else:  # the file's own version: the hash detection and the readers compute too
+        computed = {
+            alg: formats.tree_checksum(tree, obj, *formats.algorithms[alg]) for alg in algorithms
+        }
     for alg in algorithms:
         if computed[alg] == stored:
             note = _joined(note, _HEADER_NOTES.get(alg, ""))

@@ -16,6 +16,7 @@ from typing import Any
 from app.domain.checkpoint.checksum import struct_checksum
 from app.domain.checkpoint.errors import CheckpointInputError
 from app.domain.checkpoint.gojson_decode import unmarshal_new
+from app.domain.checkpoint.gojson_scan import TreeMemo
 from app.domain.checkpoint.gotypes import Field, GoType, constructed, struct_type
 
 #: A version's struct type, given the struct name a release uses in type errors (default: the
@@ -36,6 +37,11 @@ def struct_factory(default_name: str, *fields: Field) -> StructFactory:
 def fixed(t: GoType) -> StructFactory:
     """The factory of a struct whose name no release changes."""
     return lambda name=None: t
+
+
+#: Struct checksums kept per parsed file: detection, the checksum report and each release's
+#: reader hash the same decoded value under the same header name (about four times a file).
+_sums = TreeMemo()
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +78,18 @@ class FormatVersions:
         None)``. ``name`` is the Go struct name used in type-error texts (it differs between
         releases)."""
         return unmarshal_new(tree, self.struct(version, name), lambda: self.new(version))
+
+    def tree_checksum(self, tree: Any, value: dict[str, Any], version: str, header: str) -> int:
+        """The struct checksum under ``header`` of ``value``, which is ``tree`` (a parsed file)
+        decoded as ``version`` without an error; kept per kept tree."""
+        args = (self.file_name, version, header)
+        known, kept = _sums.get(tree, *args)
+        if known:
+            assert isinstance(kept, int)
+            return kept
+        computed = struct_checksum(value, self.struct(version), header)
+        _sums.put(tree, computed, *args)
+        return computed
 
     def algorithm_checksum(self, value: dict[str, Any], algorithm: str) -> int:
         """The checksum ``algorithm`` computes for a decoded Go value."""

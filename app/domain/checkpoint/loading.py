@@ -146,7 +146,7 @@ def get_checkpoint(
     *,
     formats: FormatVersions,
     names: Mapping[str, Mapping[str, str]],
-    verify: Callable[[dict[str, Any], str, Reader], str | None],
+    verify: Callable[[Any, dict[str, Any], str, Reader], str | None],
 ) -> tuple[dict[str, Any], str | None]:
     """``GetCheckpoint`` of one version as ``reader``'s release does it (the Go struct names
     of its code line, ``names``, appear in type errors); records the attempt. The data version
@@ -167,7 +167,7 @@ def get_checkpoint(
         return obj, _verify_data_checkpoint(f, version, obj, jerr, formats)
     if jerr is not None:
         return obj, f.failed(version, str(jerr))
-    matched = verify(obj, version, reader)
+    matched = verify(f.tree, obj, version, reader)
     if matched is None:
         return obj, f.failed(version, CORRUPT)
     f.passed(version, matched)

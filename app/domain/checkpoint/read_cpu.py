@@ -18,7 +18,6 @@ from typing import Any
 from app.domain import releases
 from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import loading
-from app.domain.checkpoint.checksum import struct_checksum
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.detect import CPU
 from app.domain.checkpoint.reader import Reader
@@ -55,14 +54,14 @@ def _cpu_headers(version: str, reader: Reader) -> tuple[str, ...]:
     raise AssertionError(version)
 
 
-def _verify(obj: dict[str, Any], version: str, reader: Reader) -> str | None:
-    """``VerifyChecksum``: 0 passes for V1 and V2, else a header name the reader accepts."""
+def _verify(tree: Any, obj: dict[str, Any], version: str, reader: Reader) -> str | None:
+    """``VerifyChecksum`` of ``obj`` (``tree`` decoded as ``version``): 0 passes for V1 and
+    V2, else a header name the reader accepts."""
     stored = obj["Checksum"]
     if stored == 0 and version in ("V1", "V2"):
         return "zero"
-    t = C.CPU_FORMATS.struct(version)
     for header in _cpu_headers(version, reader):
-        if struct_checksum(obj, t, header) == stored:
+        if C.CPU_FORMATS.tree_checksum(tree, obj, version, header) == stored:
             return header
     return None
 

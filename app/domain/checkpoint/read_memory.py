@@ -17,7 +17,6 @@ from typing import Any
 from app.domain import releases
 from app.domain.checkpoint import loading
 from app.domain.checkpoint import memory as M
-from app.domain.checkpoint.checksum import struct_checksum
 from app.domain.checkpoint.detect import MEMORY
 from app.domain.checkpoint.memory_state import MemoryCheckpointState
 from app.domain.checkpoint.reader import Reader
@@ -32,12 +31,12 @@ _MEMORY_NAMES = {
 }
 
 
-def _verify(obj: dict[str, Any], version: str, reader: Reader) -> str | None:
-    """``VerifyChecksum``: 0 passes only for the newest line's readers, else the legacy
-    header name."""
+def _verify(tree: Any, obj: dict[str, Any], version: str, reader: Reader) -> str | None:
+    """``VerifyChecksum`` of ``obj`` (``tree`` decoded as ``version``): 0 passes only for the
+    newest line's readers, else the legacy header name."""
     if obj["Checksum"] == 0 and reader.line == releases.NEWEST_CHECKPOINT_LINE:
         return "zero"
-    if struct_checksum(obj, M.MEMORY_FORMATS.struct(version), M.LEGACY_HEADER) == obj["Checksum"]:
+    if M.MEMORY_FORMATS.tree_checksum(tree, obj, version, M.LEGACY_HEADER) == obj["Checksum"]:
         return M.LEGACY_HEADER
     return None
 

@@ -9,6 +9,7 @@ runs 1.37's code line. The procedures themselves are ``read_cpu`` and ``read_mem
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ _TABLE_OLDEST_MINOR = int(releases.OLDEST.split(".")[1])
 _NEWEST_MINOR = int(releases.NEWEST.split(".")[1])
 
 
+@functools.lru_cache(maxsize=64)  # every Reader asks it; a refusal is raised again each time
 def release_family(release: str | float) -> str:
     """Map a release (``"1.29"``, ``"<=1.17"``, ``"1.18-1.35"``) onto its family key."""
     text = str(release).strip().lower().lstrip("v")

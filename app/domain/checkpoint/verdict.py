@@ -27,6 +27,7 @@ from app.domain.checkpoint.detect import (
 )
 from app.domain.checkpoint.errors import CheckpointError
 from app.domain.checkpoint.findings import ChecksumReport, Issue, checksum_reports
+from app.domain.checkpoint.gojson_scan import TreeMemo
 from app.domain.checkpoint.gotext import go_text
 from app.domain.checkpoint.loading import DEFAULT_STATE_DIR
 from app.domain.checkpoint.memory_state import MemoryCheckpointState
@@ -212,6 +213,12 @@ def inspect(
     ).run(content, manager)
 
 
+#: Reports kept per parsed file: a node's upgrade check inspects each file for the release
+#: twice (the inspector's verdict and the start-up model's losses) and nodes share files
+#: (``InspectionReport`` is immutable).
+_inspected = TreeMemo()
+
+
 @dataclass(frozen=True, slots=True)
 class _Inspection:
     """One ``inspect`` call: its options, and the steps of the report."""
@@ -238,6 +245,36 @@ class _Inspection:
             text, tree = _parse(content)
         except CheckpointError as exc:
             return self._unreadable(content, size, mgr, "unreadable", exc)
+        key = self._memo_key(mgr, manager is not None, size)
+        if key is None:
+            return self._report(text, tree, size, mgr, manager)
+        known, kept = _inspected.get(tree, *key)
+        if known:
+            assert isinstance(kept, InspectionReport)
+            return kept
+        report = self._report(text, tree, size, mgr, manager)
+        _inspected.put(tree, report, *key)
+        return report
+
+    def _memo_key(self, mgr: str | None, forced: bool, size: int) -> tuple[Any, ...] | None:
+        """What the report of a kept tree depends on besides the tree (``None``: options
+        that are not kept, a topology or a list of live pods)."""
+        if (
+            self.initial_containers is not None
+            or self.consistency
+            or self.topology is not None
+            or self.reserved_cpus is not None
+            or self.live_pod_uids is not None
+        ):
+            return None
+        names = tuple(sorted(self.pod_names.items())) if self.pod_names else None
+        readers = tuple(self._reader(t) for t in self.targets)
+        return (mgr, forced, size, self.configured_policy, readers, self.state_dir, names)
+
+    def _report(
+        self, text: str, tree: Any, size: int, mgr: str | None, manager: str | None
+    ) -> InspectionReport:
+        """The report on a parsed file."""
         try:
             info = detect_tree(tree, mgr)
         except CheckpointError as exc:

@@ -11,7 +11,8 @@ for the CLI, the pages and the JSON API. One module per use case:
 * ``inspection``: one file's report (``inspect_content``, ``inspect_path``,
   ``inspect_kubelet_file``) and the server's kubelet files (``kubelet_files``);
 * ``conversion``: ``convert_file`` with its backup;
-* ``root_check``: ``check_root_dir``, what a release does with a root dir's state files.
+* ``root_check``: ``check_root_dir`` (``check_root_content`` for content already in
+  memory), what a release does with a root dir's state files.
 
 Every name is importable from this package as before the split.
 """
@@ -45,7 +46,14 @@ from app.services.checkpoints.inspection import (
     inspect_path,
     kubelet_files,
 )
-from app.services.checkpoints.root_check import DirCheck, FileCheck, Rescue, check_root_dir
+from app.services.checkpoints.root_check import (
+    DirCheck,
+    FileCheck,
+    Rescue,
+    RootContent,
+    check_root_content,
+    check_root_dir,
+)
 from app.services.checkpoints.tables import Table
 
 __all__ = [
@@ -63,10 +71,12 @@ __all__ = [
     "InspectionView",
     "KubeletFilesView",
     "Rescue",
+    "RootContent",
     "Table",
     "UploadTooLargeError",
     "UploadTooManyMembersError",
     "backup_name",
+    "check_root_content",
     "check_root_dir",
     "convert_file",
     "inspect_content",

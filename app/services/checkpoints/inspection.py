@@ -218,12 +218,15 @@ def inspect_content(
     state_dir: str | None = None,
     live_pod_uids: Sequence[str] | None = None,
     pod_names: Mapping[str, str] | None = None,
+    details: bool = True,
 ) -> InspectionView:
     """Inspect a state file's bytes. ``source`` names it (a path, an upload's file name); a
     name like ``cpu_manager_state.bak`` tells the manager when the content does not.
     ``size`` is the real size when ``content`` was cut at the 16 MiB cap; ``state_dir`` is the
     kubelet root dir the kubelet's start-up message names (default ``/var/lib/kubelet``);
-    ``live_pod_uids`` (the pods the node knows) adds ``stale-entry`` issues."""
+    ``live_pod_uids`` (the pods the node knows) adds ``stale-entry`` issues. ``details``
+    false leaves out the file's consistency findings and content tables (what people read;
+    a fleet's upgrade verdicts use neither)."""
     targets = tuple(targets)
     data = content.encode("utf-8", "surrogatepass") if isinstance(content, str) else content
     hint = manager if manager is not None else manager_for_name(source)
@@ -238,7 +241,7 @@ def inspect_content(
         # A truncated or hostile file has no keys to tell the manager: its name does.
         report = inspect(data, hint, configured_policy=policy, targets=targets, **extra)
     view = InspectionView(source, report, (), policy, targets)
-    if report.readable and report.manager is not None:
+    if details and report.readable and report.manager is not None:
         view = replace(
             view,
             consistency=_consistency(data, report.manager, live_pod_uids),

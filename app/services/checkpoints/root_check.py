@@ -11,12 +11,14 @@ version, which older releases read through its inline part).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from app.adapters.kubelet import (
+    STATE_FILES,
     KubeletDirError,
     KubeletFileTooLargeError,
     KubeletRootDir,
@@ -28,7 +30,9 @@ from app.domain.checkpoint import (
     COMPATIBLE_WITH_LOSS,
     POLICY_MISMATCH,
     WILL_FAIL,
+    CPUCheckpointState,
     Issue,
+    MemoryCheckpointState,
     Reader,
     TargetVerdict,
     check_consistency,
@@ -50,6 +54,10 @@ from app.services.checkpoints.inspection import (
     Rescue,
     inspect_content,
 )
+
+#: A file as the pair's check reads it: its bytes, or the state decoded from them (``None``:
+#: no file, or one too large to read).
+PairInput = bytes | CPUCheckpointState | MemoryCheckpointState | None
 
 # -- checking a kubelet root dir ---------------------------------------------------------------------
 
@@ -126,29 +134,89 @@ class DirCheck:
         }
 
 
-def _load_config(
-    d: KubeletRootDir, release: str
-) -> tuple[KubeletConfig | None, str | None, str | None]:
-    """(config, its path, the problem with it). An explicit file that cannot be read raises."""
-    path = d.config_path()
-    if path is None:
-        return None, None, None
+@dataclass(frozen=True, slots=True)
+class RootContent:
+    """What a check reads from a kubelet root dir: each state file's bytes by manager
+    (``None``: absent; a file over the cap is empty here and its size is in ``too_large``),
+    the KubeletConfiguration's text and path (``explicit``: named by the user, so a problem
+    with it is an error, not a warning), and the pod UIDs of ``<root>/pods/`` (sorted;
+    ``None``: no pods dir). A simulated node's files are such a content without a disk."""
+
+    root: str
+    states: Mapping[str, bytes | None]
+    too_large: Mapping[str, int] = field(default_factory=dict)
+    config_text: str | None = None
+    config_path: str | None = None
+    config_problem: str | None = None
+    explicit: bool = False
+    pod_uids: tuple[str, ...] | None = None
+
+    def state_path(self, manager: str) -> str:
+        return _joined(self.root, STATE_FILES[manager])
+
+
+@functools.lru_cache(maxsize=64)  # a fleet's checks name the same root again and again
+def _joined(root: str, name: str) -> str:
+    return str(Path(root) / name)
+
+
+def _read_root(d: KubeletRootDir) -> RootContent:
+    """The root dir's content (read-only); an explicit configuration file that cannot be read
+    raises."""
     try:
-        text = d.read_config_text()
+        d.check()
     except KubeletDirError as exc:
-        if d.config_file is not None:
-            raise CheckpointFileError(exc.message, "kubelet-config-file") from None
-        return None, str(path), exc.message
-    if text is None:
+        raise CheckpointFileError(exc.message, "dir") from None
+    path = d.config_path()
+    text: str | None = None
+    problem: str | None = None
+    if path is not None:
+        try:
+            text = d.read_config_text()
+        except KubeletDirError as exc:
+            if d.config_file is not None:
+                raise CheckpointFileError(exc.message, "kubelet-config-file") from None
+            problem = exc.message
+    states: dict[str, bytes | None] = {}
+    too_large: dict[str, int] = {}
+    for manager in MANAGERS:
+        try:
+            states[manager] = d.read_state(manager)
+        except KubeletFileTooLargeError as exc:
+            states[manager], too_large[manager] = b"", exc.size
+        except KubeletDirError as exc:
+            raise CheckpointFileError(exc.message, "dir") from None
+    uids = d.pod_uids()
+    return RootContent(
+        str(d.path),
+        states,
+        too_large,
+        text,
+        None if path is None else str(path),
+        problem,
+        d.config_file is not None,
+        None if uids is None else tuple(uids),
+    )
+
+
+def _load_config(
+    root: RootContent, release: str
+) -> tuple[KubeletConfig | None, str | None, str | None]:
+    """(config, its path, the problem with it). An explicit file that cannot be parsed
+    raises."""
+    path = root.config_path
+    if root.config_problem is not None:
+        return None, path, root.config_problem
+    if path is None or root.config_text is None:
         return None, None, None
     family = release if release in RELEASES else RELEASES[0]
     try:
-        return parse_kubelet_config_text(text, family), str(path), None
+        return parse_kubelet_config_text(root.config_text, family), path, None
     except KubeletConfigError as exc:
         problem = f"{path}: {exc}"
-        if d.config_file is not None:
+        if root.explicit:
             raise CheckpointUsageError(problem, "kubelet-config-file") from None
-        return None, str(path), problem
+        return None, path, problem
 
 
 def _gate_reads(reader: Reader, manager: str, view: InspectionView) -> bool:
@@ -202,22 +270,12 @@ def _file_advice(
     return tuple(advice)
 
 
-def _read_state(d: KubeletRootDir, manager: str) -> tuple[bytes | None, int | None]:
-    """(content, size when too large to read: content is then empty)."""
-    try:
-        return d.read_state(manager), None
-    except KubeletFileTooLargeError as exc:
-        return b"", exc.size
-    except KubeletDirError as exc:
-        raise CheckpointFileError(exc.message, "dir") from None
-
-
-def _without_memory_manager(path: Path, reader: Reader) -> FileCheck:
+def _without_memory_manager(path: str, reader: Reader) -> FileCheck:
     """A memory manager file on a release that has no memory manager: ignored."""
     return FileCheck(
         "memory",
-        path.name,
-        str(path),
+        Path(path).name,
+        path,
         True,
         advice=(f"a {reader.label} kubelet has no memory manager and ignores this file",),
         verdict=TargetVerdict(reader.key, reader.label, reader.release, reader.gate, COMPATIBLE),
@@ -225,42 +283,55 @@ def _without_memory_manager(path: Path, reader: Reader) -> FileCheck:
 
 
 def _check_file(
-    d: KubeletRootDir,
+    root: RootContent,
     manager: str,
     reader: Reader,
     policy: str | None,
     pod_names: Mapping[str, str] | None,
+    details: bool,
 ) -> tuple[FileCheck, bytes | None]:
     """One file read as ``reader`` would, and its bytes for the pair's check (or None)."""
-    path = d.state_path(manager)
-    content, too_large = _read_state(d, manager)
+    path = root.state_path(manager)
+    name = STATE_FILES[manager]
+    content = root.states.get(manager)
+    too_large = root.too_large.get(manager)
     kept = content if too_large is None else None
     if content is None:
-        return FileCheck(manager, path.name, str(path), False), kept
+        return FileCheck(manager, name, path, False), kept
     if manager == "memory" and reader.line == releases.OLDEST_CHECKPOINT_FAMILY:
         return _without_memory_manager(path, reader), kept
     view = inspect_content(
         content,
-        source=str(path),
+        source=path,
         manager=manager,
         policy=policy,
         targets=(reader,),
         size=too_large,
-        state_dir=str(d.path),
+        state_dir=root.root,
         pod_names=pod_names,
+        details=details,
     )
     verdict = view.report.verdict_for(reader.key)
     status = verdict.verdict if verdict is not None else WILL_FAIL
     lossy = status in (WILL_FAIL, COMPATIBLE_WITH_LOSS) and too_large is None
     rescues: tuple[Rescue, ...] = view.rescues.get(reader.key, ()) if lossy else ()
-    advice = _file_advice(status, rescues, reader, manager, view, str(d.path))
-    return FileCheck(manager, path.name, str(path), True, view, verdict, rescues, advice), kept
+    advice = _file_advice(status, rescues, reader, manager, view, root.root)
+    return FileCheck(manager, name, path, True, view, verdict, rescues, advice), kept
+
+
+def _pair_input(check: FileCheck, content: bytes | None) -> PairInput:
+    """What the pair's check reads of a file: the state the inspector already decoded from
+    it (``check_consistency`` decodes the bytes the same way, and the problems it would find
+    decoding are the inspector's own, left out as ``DUPLICATE_CODES``), else its bytes."""
+    if content is None or check.view is None or not check.view.report.readable:
+        return content
+    return check.view.report.state
 
 
 def _pair_issues(
     config: KubeletConfig | None,
     config_problem: str | None,
-    contents: Mapping[str, bytes | None],
+    contents: Mapping[str, PairInput],
     pod_uids: tuple[str, ...] | None,
 ) -> list[Issue]:
     """An unusable configuration, and the consistency of the pair of files (with the reserved
@@ -268,16 +339,17 @@ def _pair_issues(
     issues: list[Issue] = []
     if config_problem is not None:
         issues.append(Issue("kubelet-config-unreadable", "warning", config_problem))
-    cpu_bytes, mem_bytes = contents.get("cpu"), contents.get("memory")
-    if cpu_bytes is not None or mem_bytes is not None:
+    cpu_in, mem_in = contents.get("cpu"), contents.get("memory")
+    if cpu_in is not None or mem_in is not None:
         reserved = config.reserved_system_cpus if config is not None else None
         strict = (
             config is not None
             and config.cpu_manager_policy_options.get("strict-cpu-reservation") == "true"
         )
         found = check_consistency(
-            cpu=cpu_bytes,
-            memory=mem_bytes,
+            # a file's decoded state is of its own manager (``inspect_content`` was told it)
+            cpu=None if isinstance(cpu_in, MemoryCheckpointState) else cpu_in,
+            memory=None if isinstance(mem_in, CPUCheckpointState) else mem_in,
             reserved_cpus=reserved,
             strict_reservation=strict,
             live_pod_uids=pod_uids,
@@ -296,25 +368,37 @@ def check_root_dir(
 ) -> DirCheck:
     """What a kubelet of ``target`` does with the state files of ``root`` (read-only);
     ``pod_names`` (uid -> ``namespace/name``) names the pods of lost entries."""
-    d = KubeletRootDir(root, config_file=config_file)
-    try:
-        d.check()
-    except KubeletDirError as exc:
-        raise CheckpointFileError(exc.message, "dir") from None
+    return check_root_content(
+        _read_root(KubeletRootDir(root, config_file=config_file)),
+        target,
+        gate=gate,
+        pod_names=pod_names,
+    )
+
+
+def check_root_content(
+    root: RootContent,
+    target: str,
+    *,
+    gate: bool | None = None,
+    pod_names: Mapping[str, str] | None = None,
+    details: bool = True,
+) -> DirCheck:
+    """``check_root_dir`` on a root dir's content already read (or never on a disk);
+    ``details`` false leaves each file's consistency findings and tables out of its view
+    (``inspect_content``): the verdicts, rescues, advice and the pair's issues stay."""
     pre = resolve_target(target, gate, None)[0]
-    config, config_path, config_problem = _load_config(d, pre.release)
+    config, config_path, config_problem = _load_config(root, pre.release)
     reader, gate_source = resolve_target(target, gate, config)
     policies: dict[str, str | None] = {
         "cpu": config.cpu_manager_policy if config is not None else None,
         "memory": config.memory_manager_policy if config is not None else None,
     }
-    checked = {m: _check_file(d, m, reader, policies[m], pod_names) for m in MANAGERS}
-    contents = {m: content for m, (_, content) in checked.items()}
-    uids = d.pod_uids()
-    pod_uids = tuple(uids) if uids is not None else None
-    issues = _pair_issues(config, config_problem, contents, pod_uids)
+    checked = {m: _check_file(root, m, reader, policies[m], pod_names, details) for m in MANAGERS}
+    contents = {m: _pair_input(*checked[m]) for m in MANAGERS}
+    issues = _pair_issues(config, config_problem, contents, root.pod_uids)
     return DirCheck(
-        str(d.path),
+        root.root,
         reader,
         gate_source,
         config_path,
@@ -322,5 +406,5 @@ def check_root_dir(
         policies,
         tuple(check for check, _ in checked.values()),
         tuple(sorted(issues, key=lambda i: SEVERITY_ORDER.get(i.severity, 3))),
-        pod_uids,
+        root.pod_uids,
     )

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import multiprocessing
 import os
@@ -71,6 +72,7 @@ _summaries: dict[str, NodeSummaryV1] = {}
 _shared = SharedChecks()
 _states: dict[str, tuple[Any, ...]] = {}
 _verdicts: dict[tuple[str, str, bool | None], dict[str, Any]] = {}
+_frozen = False
 
 
 def _start(count: int, seed: int, shard: int, shards: int) -> None:
@@ -188,6 +190,7 @@ def _upgrade(release: str, gate: bool | None, names: Sequence[str]) -> tuple[lis
     """The upgrade rows of ``names`` (nodes of this shard), and the CPU seconds they took;
     an input the check refuses (a release or gate) is ``("error", message, field)``."""
     started = time.process_time()
+    _freeze_shard()
     rows: list[Any] = []
     for name in names:
         try:
@@ -196,6 +199,16 @@ def _upgrade(release: str, gate: bool | None, names: Sequence[str]) -> tuple[lis
             return [("error", exc.message, exc.field)], 0.0
         rows.append({**upgrade_result(name, verdict), "agent": None})
     return rows, time.process_time() - started
+
+
+def _freeze_shard() -> None:
+    """Leave what the worker holds so far (its shard, built once) out of the garbage
+    collector's walks: the checks allocate millions of short-lived objects, and each full
+    collection walked the whole shard again (7% of a 2,500-node upgrade question's CPU)."""
+    global _frozen
+    if not _frozen:
+        gc.freeze()
+        _frozen = True
 
 
 def _verdict(name: str, release: str, gate: bool | None) -> dict[str, Any]:

@@ -4,8 +4,8 @@ with their database rows and state files) by reference and answers for one name.
 writable: admissions, removals and restarts are durable changes of the service.
 
 Its upgrade verdict is the checkpoint inspector's on its committed state files and
-configuration (``app.services.upgrade.check_files``: a scratch kubelet root dir with one
-``pods/<uid>`` directory per admitted pod).
+configuration (``app.services.upgrade.check_files``: a kubelet root dir's content in memory,
+with one ``pods/<uid>`` directory per admitted pod).
 """
 
 from __future__ import annotations
