@@ -90,22 +90,35 @@ def fields(buf: bytes) -> Iterator[tuple[int, int, Any]]:
     the bytes of a length-delimited field, ``None`` for the others (skipped)."""
     pos, end = 0, len(buf)
     while pos < end:
-        key, pos = _varint(buf, pos)
+        # One-byte keys, lengths and values (nearly all of them) without a call.
+        key = buf[pos]
+        if key < 0x80:
+            pos += 1
+        else:
+            key, pos = _varint(buf, pos)
         number, wire = key >> 3, key & 7
         if number == 0:
             raise WireError("field number 0")
-        if wire == VARINT:
-            value, pos = _varint(buf, pos)
-            yield number, wire, value
-        elif wire == LEN:
-            size, pos = _varint(buf, pos)
-            if pos + size > end:
+        if wire in (VARINT, LEN):
+            if pos < end and buf[pos] < 0x80:
+                value, pos = buf[pos], pos + 1
+            else:
+                value, pos = _varint(buf, pos)
+            if wire == VARINT:
+                yield number, wire, value
+                continue
+            if pos + value > end:
                 raise WireError("truncated field")
-            yield number, wire, buf[pos : pos + size]
-            pos += size
+            yield number, wire, buf[pos : pos + value]
+            pos += value
         else:
             pos = _skip(buf, pos, key)
             yield number, wire, None
+
+
+def listed_pods(buf: bytes) -> list[bytes]:
+    """The bytes of each ``PodResources`` of a ``ListPodResourcesResponse``, in order."""
+    return [value for number, wire, value in fields(buf) if number == 1 and wire == LEN]
 
 
 def _signed(value: int) -> int:
@@ -271,12 +284,6 @@ def pod(buf: bytes) -> PodResources:
         cpu_ids=tuple(v.get("cpu_ids", ())),
         memory=_many(_memory, v, "memory"),
     )
-
-
-def listed_pods(buf: bytes) -> list[bytes]:
-    """The bytes of each ``PodResources`` of a ``ListPodResourcesResponse``, in order."""
-    pods: list[bytes] = _read(buf, {1: ("pod_resources", MESSAGES)}).get("pod_resources", [])
-    return pods
 
 
 def got_pod(buf: bytes) -> bytes | None:
