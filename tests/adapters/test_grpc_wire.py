@@ -13,39 +13,27 @@ from hypothesis import strategies as st
 from app.adapters.grpc import wire
 from app.adapters.grpc.generated import api_pb2 as pb
 from app.adapters.podresources_pb import from_message, to_message
-from app.domain.podresources import (
-    AllocatableResourcesResponse,
-    CDIDevice,
-    ClaimResource,
-    ContainerDevices,
-    ContainerMemory,
-    ContainerResources,
-    DynamicResource,
-    GetPodResourcesRequest,
-    NUMANode,
-    PodResources,
-    TopologyInfo,
-)
+from app.domain import podresources as pr
 
 texts = st.text(max_size=8)
 int64s = st.integers(-(2**63), 2**63 - 1)
 ids = st.lists(st.one_of(st.integers(0, 600), int64s), max_size=6).map(tuple)
 topologies = st.none() | st.builds(
-    TopologyInfo, st.lists(st.builds(NUMANode, int64s), max_size=3).map(tuple)
+    pr.TopologyInfo, st.lists(st.builds(pr.NUMANode, int64s), max_size=3).map(tuple)
 )
-memories = st.builds(ContainerMemory, texts, st.integers(0, 2**64 - 1), topologies)
-devices = st.builds(ContainerDevices, texts, st.lists(texts, max_size=3).map(tuple), topologies)
+memories = st.builds(pr.ContainerMemory, texts, st.integers(0, 2**64 - 1), topologies)
+devices = st.builds(pr.ContainerDevices, texts, st.lists(texts, max_size=3).map(tuple), topologies)
 claims = st.builds(
-    ClaimResource,
-    st.lists(st.builds(CDIDevice, texts), max_size=2).map(tuple),
+    pr.ClaimResource,
+    st.lists(st.builds(pr.CDIDevice, texts), max_size=2).map(tuple),
     texts,
     texts,
     texts,
     st.none() | texts,
 )
-dynamics = st.builds(DynamicResource, texts, texts, st.lists(claims, max_size=2).map(tuple))
+dynamics = st.builds(pr.DynamicResource, texts, texts, st.lists(claims, max_size=2).map(tuple))
 containers = st.builds(
-    ContainerResources,
+    pr.ContainerResources,
     texts,
     st.lists(devices, max_size=2).map(tuple),
     ids,
@@ -53,7 +41,7 @@ containers = st.builds(
     st.lists(dynamics, max_size=2).map(tuple),
 )
 pods = st.builds(
-    PodResources,
+    pr.PodResources,
     texts,
     texts,
     st.lists(containers, max_size=3).map(tuple),
@@ -61,7 +49,7 @@ pods = st.builds(
     st.lists(memories, max_size=2).map(tuple),
 )
 allocatables = st.builds(
-    AllocatableResourcesResponse,
+    pr.AllocatableResourcesResponse,
     st.lists(devices, max_size=3).map(tuple),
     ids,
     st.lists(memories, max_size=3).map(tuple),
@@ -70,7 +58,7 @@ allocatables = st.builds(
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(pods, max_size=4))
-def test_list_answers_decode_as_protobuf_decodes_them(listed: list[PodResources]) -> None:
+def test_list_answers_decode_as_protobuf_decodes_them(listed: list[pr.PodResources]) -> None:
     data = pb.ListPodResourcesResponse(pod_resources=[to_message(p) for p in listed])
     encoded = data.SerializeToString()
     decoded = [wire.pod(b) for b in wire.listed_pods(encoded)]
@@ -82,7 +70,7 @@ def test_list_answers_decode_as_protobuf_decodes_them(listed: list[PodResources]
 @settings(max_examples=100, deadline=None)
 @given(allocatables)
 def test_allocatable_answers_decode_as_protobuf_decodes_them(
-    answer: AllocatableResourcesResponse,
+    answer: pr.AllocatableResourcesResponse,
 ) -> None:
     encoded = to_message(answer).SerializeToString()
     assert wire.allocatable(encoded) == from_message(
@@ -91,13 +79,13 @@ def test_allocatable_answers_decode_as_protobuf_decodes_them(
     assert wire.allocatable(encoded) == answer
 
 
-@given(st.builds(GetPodResourcesRequest, texts, texts))
-def test_get_requests_are_the_bytes_protobuf_writes(request: GetPodResourcesRequest) -> None:
+@given(st.builds(pr.GetPodResourcesRequest, texts, texts))
+def test_get_requests_are_the_bytes_protobuf_writes(request: pr.GetPodResourcesRequest) -> None:
     assert wire.get_request(request) == to_message(request).SerializeToString()
 
 
 def test_a_get_answer_with_and_without_its_pod() -> None:
-    pod = PodResources("p", "ns", cpu_ids=(3,))
+    pod = pr.PodResources("p", "ns", cpu_ids=(3,))
     assert wire.got_pod(b"") is None
     found = wire.got_pod(
         pb.GetPodResourcesResponse(pod_resources=to_message(pod)).SerializeToString()

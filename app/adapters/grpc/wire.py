@@ -20,19 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from app.domain.podresources import (
-    AllocatableResourcesResponse,
-    CDIDevice,
-    ClaimResource,
-    ContainerDevices,
-    ContainerMemory,
-    ContainerResources,
-    DynamicResource,
-    GetPodResourcesRequest,
-    NUMANode,
-    PodResources,
-    TopologyInfo,
-)
+from app.domain import podresources as pr
 
 VARINT, I64, LEN, SGROUP, EGROUP, I32 = range(6)
 _U64 = (1 << 64) - 1
@@ -143,20 +131,22 @@ def _int64s(out: list[int], wire: int, value: Any) -> None:
             out.append(_signed(item))
 
 
-# -- the messages: field number -> (attribute, kind) ---------------------------------------
+# -- the messages: field number -> (attribute, kind, decoder of a message field) -------------
 STRING, UINT64, INT64, INT64S, STRINGS, MESSAGE, MESSAGES = range(7)
-Schema = dict[int, tuple[str, int]]
+Decoder = Callable[[bytes], Any]
+Schema = dict[int, tuple[str, int, Decoder | None]]
 
 
 def _read(buf: bytes, schema: Schema) -> dict[str, Any]:
-    """The fields of ``schema`` in ``buf``: strings decoded, integers as such, a message as
-    its bytes (merged when repeated), a repeated message as the list of its bytes."""
+    """The fields of ``schema`` in ``buf`` by attribute: strings decoded, repeated fields as
+    tuples, a message field decoded by its decoder (without one: its bytes, merged when
+    repeated, or the list of their bytes)."""
     values: dict[str, Any] = {}
     for number, wire, value in fields(buf):
         field = schema.get(number)
         if field is None:
             continue
-        name, kind = field
+        name, kind, _ = field
         if kind == INT64S:
             _int64s(values.setdefault(name, []), wire, value)
         elif wire == VARINT and kind in (UINT64, INT64):
@@ -171,138 +161,94 @@ def _read(buf: bytes, schema: Schema) -> dict[str, Any]:
             values[name] = values.get(name, b"") + value
         else:
             values.setdefault(name, []).append(value)
+    for name, kind, decode in schema.values():
+        if name not in values or kind < INT64S:
+            continue
+        if kind in (INT64S, STRINGS):
+            values[name] = tuple(values[name])
+        elif decode is not None:
+            value = values[name]
+            values[name] = decode(value) if kind == MESSAGE else tuple(map(decode, value))
     return values
 
 
-def _many(decode: Callable[[bytes], Any], values: dict[str, Any], name: str) -> tuple[Any, ...]:
-    return tuple(decode(b) for b in values.get(name, ()))
+def _message(cls: type, schema: Schema) -> Decoder:
+    """The decoder of the dataclass ``cls`` (its defaults for absent fields)."""
+    return lambda buf: cls(**_read(buf, schema))
 
 
-def _topology(buf: bytes | None) -> TopologyInfo | None:
-    if buf is None:
-        return None
-    values = _read(buf, {1: ("nodes", MESSAGES)})
-    return TopologyInfo(
-        _many(lambda b: NUMANode(_read(b, {1: ("id", INT64)}).get("id", 0)), values, "nodes")
-    )
-
-
-_MEMORY: Schema = {1: ("memory_type", STRING), 2: ("size", UINT64), 3: ("topology", MESSAGE)}
-
-
-def _memory(buf: bytes) -> ContainerMemory:
-    v = _read(buf, _MEMORY)
-    return ContainerMemory(v.get("memory_type", ""), v.get("size", 0), _topology(v.get("topology")))
-
-
-_DEVICES: Schema = {
-    1: ("resource_name", STRING),
-    2: ("device_ids", STRINGS),
-    3: ("topology", MESSAGE),
-}
-
-
-def _devices(buf: bytes) -> ContainerDevices:
-    v = _read(buf, _DEVICES)
-    return ContainerDevices(
-        v.get("resource_name", ""), tuple(v.get("device_ids", ())), _topology(v.get("topology"))
-    )
-
-
-_CLAIM: Schema = {
-    1: ("cdi_devices", MESSAGES),
-    2: ("driver_name", STRING),
-    3: ("pool_name", STRING),
-    4: ("device_name", STRING),
-    5: ("share_id", STRING),  # proto3 optional: absent is None
-}
-
-
-def _claim(buf: bytes) -> ClaimResource:
-    v = _read(buf, _CLAIM)
-    return ClaimResource(
-        cdi_devices=_many(
-            lambda b: CDIDevice(_read(b, {1: ("name", STRING)}).get("name", "")), v, "cdi_devices"
-        ),
-        driver_name=v.get("driver_name", ""),
-        pool_name=v.get("pool_name", ""),
-        device_name=v.get("device_name", ""),
-        share_id=v.get("share_id"),
-    )
-
-
-_DYNAMIC: Schema = {
-    2: ("claim_name", STRING),
-    3: ("claim_namespace", STRING),
-    4: ("claim_resources", MESSAGES),
-}
-
-
-def _dynamic(buf: bytes) -> DynamicResource:
-    v = _read(buf, _DYNAMIC)
-    return DynamicResource(
-        v.get("claim_name", ""), v.get("claim_namespace", ""), _many(_claim, v, "claim_resources")
-    )
-
-
-_CONTAINER: Schema = {
-    1: ("name", STRING),
-    2: ("devices", MESSAGES),
-    3: ("cpu_ids", INT64S),
-    4: ("memory", MESSAGES),
-    5: ("dynamic_resources", MESSAGES),
-}
-
-
-def _container(buf: bytes) -> ContainerResources:
-    v = _read(buf, _CONTAINER)
-    return ContainerResources(
-        name=v.get("name", ""),
-        devices=_many(_devices, v, "devices"),
-        cpu_ids=tuple(v.get("cpu_ids", ())),
-        memory=_many(_memory, v, "memory"),
-        dynamic_resources=_many(_dynamic, v, "dynamic_resources"),
-    )
-
-
-_POD: Schema = {
-    1: ("name", STRING),
-    2: ("namespace", STRING),
-    3: ("containers", MESSAGES),
-    4: ("cpu_ids", INT64S),
-    5: ("memory", MESSAGES),
-}
-
-
-def pod(buf: bytes) -> PodResources:
-    """A ``PodResources`` message."""
-    v = _read(buf, _POD)
-    return PodResources(
-        name=v.get("name", ""),
-        namespace=v.get("namespace", ""),
-        containers=_many(_container, v, "containers"),
-        cpu_ids=tuple(v.get("cpu_ids", ())),
-        memory=_many(_memory, v, "memory"),
-    )
+_numa = _message(pr.NUMANode, {1: ("id", INT64, None)})
+_topology = _message(pr.TopologyInfo, {1: ("nodes", MESSAGES, _numa)})
+_memory = _message(
+    pr.ContainerMemory,
+    {
+        1: ("memory_type", STRING, None),
+        2: ("size", UINT64, None),
+        3: ("topology", MESSAGE, _topology),
+    },
+)
+_devices = _message(
+    pr.ContainerDevices,
+    {
+        1: ("resource_name", STRING, None),
+        2: ("device_ids", STRINGS, None),
+        3: ("topology", MESSAGE, _topology),
+    },
+)
+_claim = _message(
+    pr.ClaimResource,
+    {
+        1: ("cdi_devices", MESSAGES, _message(pr.CDIDevice, {1: ("name", STRING, None)})),
+        2: ("driver_name", STRING, None),
+        3: ("pool_name", STRING, None),
+        4: ("device_name", STRING, None),
+        5: ("share_id", STRING, None),  # proto3 optional: absent is None
+    },
+)
+_dynamic = _message(
+    pr.DynamicResource,
+    {
+        2: ("claim_name", STRING, None),
+        3: ("claim_namespace", STRING, None),
+        4: ("claim_resources", MESSAGES, _claim),
+    },
+)
+_container = _message(
+    pr.ContainerResources,
+    {
+        1: ("name", STRING, None),
+        2: ("devices", MESSAGES, _devices),
+        3: ("cpu_ids", INT64S, None),
+        4: ("memory", MESSAGES, _memory),
+        5: ("dynamic_resources", MESSAGES, _dynamic),
+    },
+)
+#: A ``PodResources`` message.
+pod: Callable[[bytes], pr.PodResources] = _message(
+    pr.PodResources,
+    {
+        1: ("name", STRING, None),
+        2: ("namespace", STRING, None),
+        3: ("containers", MESSAGES, _container),
+        4: ("cpu_ids", INT64S, None),
+        5: ("memory", MESSAGES, _memory),
+    },
+)
+#: An ``AllocatableResourcesResponse`` message.
+allocatable: Callable[[bytes], pr.AllocatableResourcesResponse] = _message(
+    pr.AllocatableResourcesResponse,
+    {
+        1: ("devices", MESSAGES, _devices),
+        2: ("cpu_ids", INT64S, None),
+        3: ("memory", MESSAGES, _memory),
+    },
+)
 
 
 def got_pod(buf: bytes) -> bytes | None:
     """The bytes of the ``PodResources`` of a ``GetPodResourcesResponse`` (``None``: unset)."""
-    found: bytes | None = _read(buf, {1: ("pod_resources", MESSAGE)}).get("pod_resources")
+    found: bytes | None = _read(buf, {1: ("pod", MESSAGE, None)}).get("pod")
     return found
-
-
-_ALLOCATABLE: Schema = {1: ("devices", MESSAGES), 2: ("cpu_ids", INT64S), 3: ("memory", MESSAGES)}
-
-
-def allocatable(buf: bytes) -> AllocatableResourcesResponse:
-    """An ``AllocatableResourcesResponse`` message."""
-    v = _read(buf, _ALLOCATABLE)
-    return AllocatableResourcesResponse(
-        devices=_many(_devices, v, "devices"),
-        cpu_ids=tuple(v.get("cpu_ids", ())),
-        memory=_many(_memory, v, "memory"),
-    )
 
 
 def _varint_bytes(value: int) -> bytes:
@@ -322,7 +268,7 @@ def _string_field(number: int, text: str) -> bytes:
     return _varint_bytes(number << 3 | LEN) + _varint_bytes(len(data)) + data
 
 
-def get_request(request: GetPodResourcesRequest) -> bytes:
+def get_request(request: pr.GetPodResourcesRequest) -> bytes:
     """A ``GetPodResourcesRequest`` encoded (``List`` and ``GetAllocatableResources`` send the
     empty message, no bytes)."""
     return _string_field(1, request.pod_name) + _string_field(2, request.pod_namespace)
