@@ -3,7 +3,7 @@ in plain Python over the proto3 wire format (protobuf.dev ``programming-guides/e
 with the schema of ``proto/podresources/v1/api.proto``.
 
 Why not the generated messages: loading protobuf and the generated module costs the node agent
-about 3.4 MiB of resident memory and some 50 ms of start-up CPU (issue 20 pt 7), for three
+about 3.4 MiB of resident memory and 18-20 ms of start-up CPU (issue 20 pt 7), for three
 answers of a few message types. The servers of this project and the JSON of
 ``app.adapters.podresources_json`` keep the generated messages; tests decode random
 messages those encode, here and with protobuf, and compare.
