@@ -60,8 +60,14 @@ class HostDiscoveryError(RuntimeError):
 
 
 class _View(BaseModel):
+    # defer_build: validators are built on first use, not at import (the node agent uses few
+    # of these; issue 20 pt 7).
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, frozen=True, serialize_by_alias=True
+        alias_generator=to_camel,
+        populate_by_name=True,
+        frozen=True,
+        serialize_by_alias=True,
+        defer_build=True,
     )
 
 
