@@ -1,25 +1,43 @@
-"""Several state files replaced as one unit, even across a crash: a small commit journal.
+"""Several state files replaced as one unit, even across a crash: a commit journal kept in the
+names of the staged files.
 
 ``statefiles.write_files`` is atomic per file; a crash between its renames leaves some files
 new and some old, which a kubelet (or Numascope) cannot restore. The server's nodes change
 their three files (``cpu_manager_state``, ``memory_manager_state``, ``pods.json``) together and
-record the change in the database, so the unit here is two-phase:
+record the change in the database, so the unit here is two-phase. Each staged file names the
+change's ``version`` and its target, so the directory itself is the journal:
 
-1. ``prepare``: every new content goes to a complete, ``fsync``-ed temporary file; each current
-   target is hard-linked to a backup ``.numascope-prev-<name>`` (no data is copied); then the
-   journal ``.numascope-journal`` (JSON: the change's ``version``, the temporary file of every
-   target, which targets had a backup) is written atomically. Failures here (a full disk, a
-   read-only directory) leave the targets untouched and remove what was staged.
-2. ``apply``: the temporary files are renamed over the targets, the directory synced.
-3. The caller commits the database (the decision), then ``finish`` removes the journal and the
-   backups. ``rollback`` (the database refused) puts the backups back.
+1. ``prepare``: every new content goes to a complete, ``fsync``-ed file
+   ``.numascope-next-<version>-<name>``; each current target is hard-linked to a backup
+   ``.numascope-prev-<version>-<name>`` (no data is copied), or, when there is none, an empty
+   ``.numascope-none-<version>-<name>`` records its absence; then one ``fsync`` of the
+   directory. Failures here (a full disk, a read-only directory) leave the targets untouched
+   and remove what was staged.
+2. ``apply``: the staged files are renamed over the targets (not synced: see below).
+3. The caller commits the database (the decision), then ``finish`` removes the backups.
+   ``rollback`` (the database refused) puts the backups back.
 
-After a crash, ``recover(directory, committed_version)`` reads the journal: when the database
-holds the journal's version the change is rolled forward (the remaining renames are done),
-otherwise it is rolled back from the backups. Either way the files end up as one version, and
-no running pod's CPUs move. Every name used starts with ``.``, so readers (the kubelet's listing,
+One ``fsync`` per new file and one of the directory (there used to be six: a journal file of
+its own and a second directory sync). **Why that is enough**, the ordering argument:
+
+* Before the directory sync no target has been touched, so a crash there leaves the old files
+  (the staged ones are removed on recovery: the database cannot hold their version yet).
+* The directory sync makes every staged name, backup link and absence marker durable before
+  the first rename: whatever renames the file system kept after a crash, each target is either
+  renamed (its ``next`` file gone) or not (its ``next`` file still there, complete: fsynced),
+  and its backup is there.
+* After a crash, ``recover(directory, committed_version)`` decides per version: when the
+  database holds it the change is rolled forward (the ``next`` files still there are renamed),
+  otherwise rolled back (backups renamed over their targets, targets that had none removed).
+  Either way the files end up as one version, and no running pod's CPUs move.
+* Rolling forward needs only the ``next`` files, which only their own rename removes; so
+  ``finish`` may remove the backups without syncing the renames first (a rename lost in a
+  crash is redone from its ``next`` file). The durability of the renames themselves comes
+  with the next sync of the directory, or is redone by recovery.
+
+Every name used starts with ``.``, so readers (the kubelet's listing,
 ``statefiles.list_files``) skip them; ``clean_temp_files`` removes the leftovers of crashed
-writes (never the journal's files while a journal exists).
+writes (temporary files, backups that name no version) once ``recover`` has run.
 
 The caller holds the directory's ``StateDirLock`` from ``prepare`` to ``finish``/``rollback``
 (and while recovering). Errors are ``statefiles.StateFileError`` with the failing ``errno``.
@@ -28,7 +46,6 @@ The caller holds the directory's ``StateDirLock`` from ``prepare`` to ``finish``
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 from collections.abc import Mapping
@@ -37,11 +54,22 @@ from pathlib import Path
 
 from app.adapters import statefiles
 
-JOURNAL_NAME = ".numascope-journal"
-BACKUP_PREFIX = ".numascope-prev-"
+PREFIX = ".numascope-"
+NEXT = "next"
+BACKUP = "prev"
+ABSENT = "none"
+BACKUP_PREFIX = f"{PREFIX}{BACKUP}-"
 PROBE_BYTES = 4096
 # Go's os.CreateTemp(dir, ".") names: "." followed by digits (ours and the kubelet's).
 _TEMP_RE = re.compile(r"^\.\d+$")
+# A staged file: what it is, the change's version, its target.
+_STAGED_RE = re.compile(rf"^{re.escape(PREFIX)}({NEXT}|{BACKUP}|{ABSENT})-(\d+)-(.+)$")
+
+
+def staged_name(kind: str, version: int, name: str) -> str:
+    """The name of ``name``'s ``next`` content, ``prev`` backup or ``none`` marker of the
+    change to ``version``."""
+    return f"{PREFIX}{kind}-{version}-{name}"
 
 
 @dataclass(slots=True)
@@ -51,9 +79,12 @@ class StagedFiles:
     directory: Path
     files: Mapping[str, bytes | str]
     version: int
-    _temps: dict[str, Path] = field(default_factory=dict)
-    _backups: dict[str, bool] = field(default_factory=dict)
+    _next: list[Path] = field(default_factory=list)  # the new contents, staged
+    _backups: list[Path] = field(default_factory=list)  # backups and absence markers
     _applied: bool = False
+
+    def _path(self, kind: str, name: str) -> Path:
+        return self.directory / staged_name(kind, self.version, name)
 
     def prepare(self) -> StagedFiles:
         d = statefiles.ensure_dir(self.directory)
@@ -61,154 +92,156 @@ class StagedFiles:
             statefiles.check_name(name)
         try:
             for name, content in self.files.items():
-                self._temps[name] = statefiles.stage_file(d, name, content)
+                tmp = statefiles.stage_file(d, name, content)
+                self._next.append(tmp)
+                self._next[-1] = self._path(NEXT, name)
+                statefiles.replace(tmp, self._next[-1])
             for name in self.files:
-                target = d / name
-                backup = d / f"{BACKUP_PREFIX}{name}"
-                with contextlib.suppress(FileNotFoundError):
-                    backup.unlink()
-                try:
-                    os.link(target, backup)
-                    self._backups[name] = True
-                except FileNotFoundError:
-                    self._backups[name] = False
-                except OSError as err:
-                    raise statefiles.StateFileError(
-                        backup, f"cannot be linked: {err.strerror or err}", err.errno
-                    ) from None
-            journal = {
-                "version": self.version,
-                "files": {name: tmp.name for name, tmp in self._temps.items()},
-                "backups": self._backups,
-            }
-            tmp = statefiles.stage_file(d, JOURNAL_NAME, json.dumps(journal, sort_keys=True))
-            self._temps[JOURNAL_NAME] = tmp
-            statefiles.replace(tmp, d / JOURNAL_NAME)
-            del self._temps[JOURNAL_NAME]
+                self._back_up(name)
             statefiles.sync_dir(d)
         except BaseException:
             self._discard()
             raise
         return self
 
+    def _back_up(self, name: str) -> None:
+        backup = self._path(BACKUP, name)
+        with contextlib.suppress(FileNotFoundError):
+            backup.unlink()
+        try:
+            os.link(self.directory / name, backup)
+            self._backups.append(backup)
+        except FileNotFoundError:
+            marker = self._path(ABSENT, name)
+            try:
+                marker.touch()
+            except OSError as err:
+                raise statefiles.StateFileError(
+                    marker, f"cannot be created: {err.strerror or err}", err.errno
+                ) from None
+            self._backups.append(marker)
+        except OSError as err:
+            raise statefiles.StateFileError(
+                backup, f"cannot be linked: {err.strerror or err}", err.errno
+            ) from None
+
     def apply(self) -> None:
-        """Rename every temporary file over its target (the journal says how to finish)."""
-        d = self.directory
+        """Rename every staged file over its target (recovery finishes what a crash stops)."""
         self._applied = True
-        for name, tmp in list(self._temps.items()):
-            statefiles.replace(tmp, d / name)
-            del self._temps[name]
-        statefiles.sync_dir(d)
+        for name in self.files:
+            statefiles.replace(self._path(NEXT, name), self.directory / name)
+        self._next.clear()
 
     def finish(self) -> None:
-        """The change is committed: drop the journal and the backups (best effort: a journal
-        left behind is rolled forward by ``recover``)."""
-        with contextlib.suppress(OSError):
-            (self.directory / JOURNAL_NAME).unlink()
-        for name, had in self._backups.items():
-            if had:
-                with contextlib.suppress(OSError):
-                    (self.directory / f"{BACKUP_PREFIX}{name}").unlink()
+        """The change is committed: drop the backups (best effort: one left behind is
+        removed by ``recover``)."""
+        self._discard()
 
     def rollback(self) -> None:
         """Put every target back as it was before ``prepare``."""
         if self._applied:
-            _roll_back(self.directory, self._backups)
+            _roll_back(self.directory, self.version, list(self.files))
         self._discard()
 
     def _discard(self) -> None:
-        for tmp in self._temps.values():
+        for path in (*self._next, *self._backups):
             with contextlib.suppress(OSError):
-                tmp.unlink()
-        self._temps.clear()
-        for name, had in self._backups.items():
-            if had:
-                with contextlib.suppress(OSError):
-                    (self.directory / f"{BACKUP_PREFIX}{name}").unlink()
-        with contextlib.suppress(OSError):
-            (self.directory / JOURNAL_NAME).unlink()
+                path.unlink()
+        self._next.clear()
+        self._backups.clear()
 
 
-def _roll_back(d: Path, backups: Mapping[str, bool]) -> None:
-    for name, had in backups.items():
-        target = d / name
-        if had:
-            statefiles.replace(d / f"{BACKUP_PREFIX}{name}", target)
-        else:
+def _roll_back(d: Path, version: int, names: list[str]) -> None:
+    for name in names:
+        backup = d / staged_name(BACKUP, version, name)
+        if backup.exists():
+            statefiles.replace(backup, d / name)
+        elif (d / staged_name(ABSENT, version, name)).exists():
             with contextlib.suppress(FileNotFoundError):
-                target.unlink()
+                (d / name).unlink()
     statefiles.sync_dir(d)
+
+
+def _staged_files(d: Path) -> dict[int, list[tuple[str, str, Path]]]:
+    """The staged files in ``d`` by version: ``(kind, target, path)``."""
+    try:
+        entries = list(os.scandir(d))
+    except FileNotFoundError:
+        return {}
+    except OSError as err:
+        raise statefiles.StateFileError(d, f"cannot be listed: {err.strerror}", err.errno) from None
+    found: dict[int, list[tuple[str, str, Path]]] = {}
+    for e in entries:
+        m = _STAGED_RE.match(e.name)
+        if m is None:
+            continue
+        kind, version, name = m.group(1), int(m.group(2)), m.group(3)
+        statefiles.check_name(name)
+        found.setdefault(version, []).append((kind, name, Path(e.path)))
+    return found
 
 
 def pending_version(directory: str | Path) -> int | None:
     """The version of an unfinished change in ``directory``, or ``None``."""
-    journal = _read_journal(Path(directory))
-    return None if journal is None else journal[0]
-
-
-def _read_journal(d: Path) -> tuple[int, dict[str, str], dict[str, bool]] | None:
-    try:
-        raw = (d / JOURNAL_NAME).read_text("utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as err:
-        raise statefiles.StateFileError(d / JOURNAL_NAME, f"cannot be read: {err}") from None
-    try:
-        doc = json.loads(raw)
-        version = int(doc["version"])
-        files = {str(k): str(v) for k, v in dict(doc["files"]).items()}
-        backups = {str(k): bool(v) for k, v in dict(doc["backups"]).items()}
-    except (ValueError, KeyError, TypeError) as err:
-        raise statefiles.StateFileError(d / JOURNAL_NAME, f"is not a journal: {err}") from None
-    for name in (*files, *backups):
-        statefiles.check_name(name)
-    return version, files, backups
+    staged = _staged_files(Path(directory))
+    return max(staged) if staged else None
 
 
 def recover(directory: str | Path, committed_version: int) -> str | None:
     """Finish or undo an unfinished change (see the module docstring); what was done, or
     ``None`` when there was nothing to do."""
     d = Path(directory)
-    journal = _read_journal(d)
-    if journal is None:
+    staged = _staged_files(d)
+    if not staged:
         return None
-    version, files, backups = journal
-    if committed_version >= version:
-        for name, tmp_name in files.items():
-            tmp = d / tmp_name
-            if _TEMP_RE.match(tmp_name) and tmp.exists():
-                statefiles.replace(tmp, d / name)
+    done = []
+    for version in sorted(staged):
+        files = staged[version]
+        if committed_version >= version:
+            for kind, name, path in files:
+                if kind == NEXT:
+                    statefiles.replace(path, d / name)
+            done.append(
+                f"an interrupted write of version {version} was completed (the database has it)"
+            )
+        else:
+            _roll_back(d, version, sorted({name for _, name, _ in files}))
+            done.append(
+                f"an interrupted write of version {version} was undone (the database holds "
+                f"version {committed_version})"
+            )
         statefiles.sync_dir(d)
-        done = f"an interrupted write of version {version} was completed (the database has it)"
-    else:
-        _roll_back(d, backups)
-        done = (
-            f"an interrupted write of version {version} was undone (the database holds "
-            f"version {committed_version})"
-        )
-    (d / JOURNAL_NAME).unlink()
-    for name in backups:
-        with contextlib.suppress(FileNotFoundError):
-            (d / f"{BACKUP_PREFIX}{name}").unlink()
+        for _, _, path in files:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
     statefiles.sync_dir(d)
-    return done
+    return "; ".join(done)
+
+
+def forget(directory: str | Path) -> None:
+    """Remove every staged file of ``directory`` (its node is deleted)."""
+    for files in _staged_files(Path(directory)).values():
+        for _, _, path in files:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
 
 
 def clean_temp_files(directory: str | Path) -> int:
-    """Remove temporary files of crashed writes (``.`` + digits, old backups); the number
-    removed. Leaves everything alone while a journal exists (``recover`` first)."""
+    """Remove temporary files of crashed writes (``.`` + digits, our files that name no
+    change); the number removed. Leaves everything alone while a change is staged
+    (``recover`` first)."""
     d = Path(directory)
-    if (d / JOURNAL_NAME).exists():
-        return 0
     try:
         entries = list(os.scandir(d))
     except FileNotFoundError:
         return 0
     except OSError as err:
         raise statefiles.StateFileError(d, f"cannot be listed: {err.strerror}", err.errno) from None
+    if any(_STAGED_RE.match(e.name) for e in entries):
+        return 0
     removed = 0
     for e in entries:
-        if (_TEMP_RE.match(e.name) or e.name.startswith(BACKUP_PREFIX)) and e.is_file():
+        if (_TEMP_RE.match(e.name) or e.name.startswith(PREFIX)) and e.is_file():
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(e.path)
                 removed += 1

@@ -262,7 +262,7 @@ def test_a_crash_between_the_renames_never_moves_cpus(
     def crash(self: object) -> None:
         raise _Crash
 
-    if committed:  # the database committed, the journal not yet removed
+    if committed:  # the database committed, the backups not yet removed
         monkeypatch.setattr(statejournal.StagedFiles, "finish", crash)
     else:
         monkeypatch.setattr(statejournal.statefiles, "replace", replace_then_crash)
@@ -271,7 +271,7 @@ def test_a_crash_between_the_renames_never_moves_cpus(
     monkeypatch.undo()
     if not committed:
         assert [n for n in renames if not n.startswith(".")] == [CPU_FILE_NAME]
-    assert (node_dir / statejournal.JOURNAL_NAME).exists()
+    assert statejournal.pending_version(node_dir) is not None  # the staged files say so
     assert (node_dir / CPU_FILE_NAME).read_bytes() != old_files[CPU_FILE_NAME]
 
     again = NodeService(engine, state_dir=state_dir)

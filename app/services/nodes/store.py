@@ -5,7 +5,7 @@ making a change durable in both as one unit.
 (``app.adapters.db.node_repo.write``: the cross-process lock) and its state directory's
 ``StateDirLock``: the log rows are flushed (the database refuses bad values before any file is
 touched), the three files are staged and renamed through the commit journal
-(``app.adapters.statejournal``), then the database commits and the journal is dropped. If any
+(``app.adapters.statejournal``), then the database commits and the backups are dropped. If any
 step fails the files are rolled back, the transaction too, and the caller puts the engine back
 to the last committed state (``restore_committed``): nothing of the change remains.
 
@@ -320,8 +320,9 @@ class NodeStore:
         if directory is None or not directory.is_dir():
             return
         with statefiles.StateDirLock(directory):
+            statejournal.forget(directory)
             statejournal.clean_temp_files(directory)
-            for file_name in (*STATE_FILES, statejournal.JOURNAL_NAME):
+            for file_name in STATE_FILES:
                 try:
                     (directory / file_name).unlink(missing_ok=True)
                 except OSError as err:
