@@ -90,6 +90,9 @@ class RenderCache:
     """What the last render of a node's files encoded, for the next one to reuse."""
 
     fragments: dict[str, str] = field(default_factory=dict)  # uid -> its entry in pods.json
+    # The pods of the last render, in order, and their entries: an admission appends one.
+    order: tuple[str, ...] = ()
+    entries: list[str] = field(default_factory=list)
     # pods.json around the entries, with the configuration and topology it was made from
     frame: tuple[KubeletConfig, CPUTopology, str, str] | None = None
     writer: StateFilesWriter = field(default_factory=StateFilesWriter)
@@ -98,6 +101,8 @@ class RenderCache:
         """Forget ``pods.json``'s parts (the node's engine or configuration was replaced; the
         kubelet files' writer checks what it reuses)."""
         self.fragments.clear()
+        self.order = ()
+        self.entries = []
         self.frame = None
 
 
@@ -123,20 +128,29 @@ def _pods_frame(node: Node, cache: RenderCache) -> tuple[str, str]:
     return head, tail + "\n"
 
 
+def _pod_entry(node: Node, uid: str, cache: RenderCache) -> str:
+    """``pods.json``'s entry of pod ``uid`` (made once per pod: it never changes)."""
+    text = cache.fragments.get(uid)
+    if text is None:
+        pod = node.pods[uid]
+        entry = {"admittedAt": node.admitted_at.get(uid, 0.0), "manifest": pod_to_manifest(pod)}
+        text = "\n".join("    " + line for line in json.dumps(entry, indent=2).splitlines())
+        cache.fragments[uid] = text
+    return text
+
+
 def pods_json(node: Node, cache: RenderCache) -> str:
     """``pods.json`` for ``node`` (as ``simulation.state_files_of`` writes it), reusing and
     updating the cached parts."""
-    fragments = cache.fragments
-    entries = []
-    for uid, pod in node.pods.items():
-        text = fragments.get(uid)
-        if text is None:
-            entry = {"admittedAt": node.admitted_at.get(uid, 0.0), "manifest": pod_to_manifest(pod)}
-            text = "\n".join("    " + line for line in json.dumps(entry, indent=2).splitlines())
-            fragments[uid] = text
-        entries.append(text)
-    for uid in [u for u in fragments if u not in node.pods]:
-        del fragments[uid]
+    order = tuple(node.pods)
+    last = cache.order
+    if order[: len(last)] == last:  # pods only added since (compared in C)
+        entries = cache.entries + [_pod_entry(node, uid, cache) for uid in order[len(last) :]]
+    else:
+        entries = [_pod_entry(node, uid, cache) for uid in order]
+        for uid in [u for u in cache.fragments if u not in node.pods]:
+            del cache.fragments[uid]
+    cache.order, cache.entries = order, entries
     head, tail = _pods_frame(node, cache)
     body = "[\n" + ",\n".join(entries) + "\n  ]" if entries else "[]"
     return head + body + tail
