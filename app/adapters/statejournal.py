@@ -94,8 +94,8 @@ class StagedFiles:
             for name, content in self.files.items():
                 tmp = statefiles.stage_file(d, name, content)
                 self._next.append(tmp)
+                statefiles.replace(tmp, self._path(NEXT, name))
                 self._next[-1] = self._path(NEXT, name)
-                statefiles.replace(tmp, self._next[-1])
             for name in self.files:
                 self._back_up(name)
             statefiles.sync_dir(d)
