@@ -4,10 +4,12 @@ making a change durable in both as one unit.
 **A change** (``NodeStore.commit``) runs inside the node's database write transaction
 (``app.adapters.db.node_repo.write``: the cross-process lock) and its state directory's
 ``StateDirLock``: the log rows are flushed (the database refuses bad values before any file is
-touched), the three files are staged and renamed through the commit journal
-(``app.adapters.statejournal``), then the database commits and the backups are dropped. If any
-step fails the files are rolled back, the transaction too, and the caller puts the engine back
-to the last committed state (``restore_committed``): nothing of the change remains.
+touched), the three files are staged through the commit journal (``app.adapters.statejournal``),
+the database commits (the decision), then the staged files are renamed into place. If anything
+fails before the commit the staged files are removed, the transaction rolled back, and the
+caller puts the engine back to the last committed state (``restore_committed``): nothing of the
+change remains. After the commit the change stands: a crash or a failed rename is finished by
+the journal when the node is next loaded.
 
 **Loading** (``NodeStore.load``), at start and whenever another worker committed a newer
 version: an interrupted write is first finished or undone by the journal against the
@@ -174,9 +176,9 @@ class NodeStore:
 
     # -- changes ---------------------------------------------------------------------------
     def commit(self, live: Live, tx: node_repo.NodeWrite, *, write_files: bool = True) -> None:
-        """Bump the version, write the files (when the state changed) and commit, as one unit;
-        on failure everything is rolled back and the error raised (the caller restores the
-        engine with ``restore_committed``)."""
+        """Bump the version, stage the files (when the state changed), commit and put the
+        files in place, as one unit; a failure up to the commit rolls everything back and is
+        raised (the caller restores the engine with ``restore_committed``)."""
         version = tx.bump()
         directory = self.node_dir(live.definition.name)
         if directory is None or not write_files:
@@ -190,15 +192,23 @@ class NodeStore:
         changed = {n: t for n, t in files.items() if known is None or known.get(n) != t}
         staged = statejournal.StagedFiles(directory, changed, version).prepare()
         try:
-            staged.apply()
             tx.commit()
         except BaseException:
-            staged.rollback()
+            staged.discard()
             live.on_disk = None
             raise
-        staged.finish()
-        live.files = live.on_disk = files
+        live.files = files
         live.version = version
+        try:
+            staged.apply()
+        except statefiles.StateFileError as err:
+            # Committed, and the staged files are complete and synced: the node's next load
+            # (its version no longer matches) finishes the renames through ``recover``.
+            log.error("node %s: the committed files are not in place yet: %s", live.node.name, err)
+            live.on_disk = None
+            live.version = -1
+            return
+        live.on_disk = files
 
     def restore_committed(self, live: Live) -> None:
         """Put the engine back to its last committed state (after a failed change)."""
