@@ -144,4 +144,3 @@ class NodeCatalog:
             except Exception:  # a failing observation must not break the scrape
                 log.exception("observed node %s: no metrics", self.observed.name)
         yield from self.service.reads.metric_samples(hidden=hidden)
-
