@@ -39,6 +39,7 @@ removes the leftovers of crashed writes once ``recover`` has run. Errors are
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -50,6 +51,11 @@ from app.adapters import statefiles
 PREFIX = ".numascope-"
 NEXT_PREFIX = f"{PREFIX}next-"
 PROBE_BYTES = 4096
+#: The journal file of older releases (``version``, the temporary file of each target, which
+#: targets had a hard-linked backup ``.numascope-prev-<name>``): read by recovery only, so that
+#: a server upgraded after a crash in the middle of a write still finishes or undoes it.
+LEGACY_JOURNAL = f"{PREFIX}journal"
+_LEGACY_BACKUP = f"{PREFIX}prev-"
 # Go's os.CreateTemp(dir, ".") names: "." followed by digits (ours and the kubelet's).
 _TEMP_RE = re.compile(r"^\.\d+$")
 # A staged file: the change's version, its target.
@@ -132,10 +138,11 @@ def recover(directory: str | Path, committed_version: int) -> str | None:
     """Finish or undo an unfinished change (see the module docstring); what was done, or
     ``None`` when there was nothing to do."""
     d = Path(directory)
+    legacy = _recover_legacy(d, committed_version)
     staged = _staged_files(d)
     if not staged:
-        return None
-    done = []
+        return legacy
+    done = [] if legacy is None else [legacy]
     for version in sorted(staged):
         if committed_version >= version:
             for name, path in staged[version]:
@@ -155,8 +162,52 @@ def recover(directory: str | Path, committed_version: int) -> str | None:
     return "; ".join(done)
 
 
+def _recover_legacy(d: Path, committed_version: int) -> str | None:
+    """``recover`` for the journal of older releases (``LEGACY_JOURNAL``)."""
+    journal = d / LEGACY_JOURNAL
+    try:
+        doc = json.loads(journal.read_text("utf-8"))
+        version = int(doc["version"])
+        files = {str(k): str(v) for k, v in dict(doc["files"]).items()}
+        backups = {str(k): bool(v) for k, v in dict(doc["backups"]).items()}
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as err:
+        raise statefiles.StateFileError(journal, f"cannot be read: {err}") from None
+    except (ValueError, KeyError, TypeError) as err:
+        raise statefiles.StateFileError(journal, f"is not a journal: {err}") from None
+    for name in (*files, *backups):
+        statefiles.check_name(name)
+    forward = committed_version >= version
+    if forward:
+        for name, tmp_name in files.items():
+            if _TEMP_RE.match(tmp_name) and (d / tmp_name).exists():
+                statefiles.replace(d / tmp_name, d / name)
+    else:
+        for name, had in backups.items():
+            if had:
+                statefiles.replace(d / f"{_LEGACY_BACKUP}{name}", d / name)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    (d / name).unlink()
+    statefiles.sync_dir(d)
+    journal.unlink()
+    for name in backups:
+        with contextlib.suppress(FileNotFoundError):
+            (d / f"{_LEGACY_BACKUP}{name}").unlink()
+    statefiles.sync_dir(d)
+    if forward:
+        return f"an interrupted write of version {version} was completed (the database has it)"
+    return (
+        f"an interrupted write of version {version} was undone (the database holds "
+        f"version {committed_version})"
+    )
+
+
 def forget(directory: str | Path) -> None:
     """Remove every staged file of ``directory`` (its node is deleted)."""
+    with contextlib.suppress(FileNotFoundError):
+        (Path(directory) / LEGACY_JOURNAL).unlink()
     for files in _staged_files(Path(directory)).values():
         for _, path in files:
             with contextlib.suppress(FileNotFoundError):
@@ -174,7 +225,7 @@ def clean_temp_files(directory: str | Path) -> int:
         return 0
     except OSError as err:
         raise statefiles.StateFileError(d, f"cannot be listed: {err.strerror}", err.errno) from None
-    if any(_STAGED_RE.match(e.name) for e in entries):
+    if any(_STAGED_RE.match(e.name) or e.name == LEGACY_JOURNAL for e in entries):
         return 0
     removed = 0
     for e in entries:

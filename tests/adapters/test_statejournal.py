@@ -4,6 +4,7 @@ after the database committed (a lost rename is redone from its staged file)."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -71,3 +72,25 @@ def test_a_refused_decision_removes_what_was_staged(tmp_path: Path) -> None:
     statejournal.StagedFiles(tmp_path, NEW, 2).prepare().discard()
     assert sorted(os.listdir(tmp_path)) == sorted(OLD)
     assert _visible(tmp_path) == OLD
+
+
+@pytest.mark.parametrize("committed", [False, True])
+def test_the_journal_of_an_older_release_is_still_finished_or_undone(
+    tmp_path: Path, committed: bool
+) -> None:
+    """A crash of an older release between its renames: ``a`` renamed, ``b`` and ``c`` not,
+    with its journal, its backups (``c`` had none) and its temporary files."""
+    statefiles.write_files(tmp_path, OLD)
+    for name in OLD:
+        os.link(tmp_path / name, tmp_path / f".numascope-prev-{name}")
+    temps = {name: f".{100 + i}" for i, name in enumerate(NEW)}
+    for name, tmp in temps.items():
+        (tmp_path / tmp).write_text(NEW[name])
+    os.replace(tmp_path / temps["a"], tmp_path / "a")
+    journal = {"version": 2, "files": temps, "backups": {"a": True, "b": True, "c": False}}
+    (tmp_path / statejournal.LEGACY_JOURNAL).write_text(json.dumps(journal))
+    done = statejournal.recover(tmp_path, 2 if committed else 1)
+    assert done is not None and ("completed" if committed else "undone") in done
+    assert _visible(tmp_path) == (NEW if committed else OLD)
+    statejournal.clean_temp_files(tmp_path)
+    assert sorted(os.listdir(tmp_path)) == sorted(NEW if committed else OLD)

@@ -305,9 +305,8 @@ def test_temp_files_of_crashed_writes_are_removed_at_start(
     node_dir = state_dir / "small"
     for i in range(5):
         (node_dir / f".{1000 + i}").write_bytes(b"partial")
-    # A backup as older releases kept one, and their journal: leftovers now.
+    # A backup an older release left behind without its journal.
     (node_dir / f"{statejournal.PREFIX}prev-{MEMORY_FILE_NAME}").write_bytes(b"old")
-    (node_dir / f"{statejournal.PREFIX}journal").write_bytes(b"{}")
     again = NodeService(engine, state_dir=state_dir)
     again.start()
     assert sorted(p.name for p in node_dir.iterdir()) == sorted(
