@@ -83,6 +83,9 @@ class StagedFiles:
         d = statefiles.ensure_dir(self.directory)
         for name in self.files:
             statefiles.check_name(name)
+        # What a writer that died before its decision staged for this version (the database
+        # holds the one before) must not be taken for this change's by a later recovery.
+        recover(d, self.version - 1)
         try:
             for name, content in self.files.items():
                 tmp = statefiles.stage_file(d, name, content)

@@ -94,3 +94,14 @@ def test_the_journal_of_an_older_release_is_still_finished_or_undone(
     assert _visible(tmp_path) == (NEW if committed else OLD)
     statejournal.clean_temp_files(tmp_path)
     assert sorted(os.listdir(tmp_path)) == sorted(NEW if committed else OLD)
+
+
+def test_what_a_dead_writer_staged_is_not_taken_for_the_next_change(tmp_path: Path) -> None:
+    """A writer stages version 2 of every file and dies before its decision; the next writer
+    changes only ``a`` as version 2, commits, and dies before renaming: recovery puts its ``a``
+    in place and leaves ``b`` as it was."""
+    statefiles.write_files(tmp_path, OLD)
+    statejournal.StagedFiles(tmp_path, NEW, 2).prepare()
+    statejournal.StagedFiles(tmp_path, {"a": "other a"}, 2).prepare()
+    statejournal.recover(tmp_path, 2)
+    assert _visible(tmp_path) == {"a": "other a", "b": "old b"}
