@@ -116,7 +116,7 @@ PHASES: dict[str, tuple[tuple[str, str | None, str], ...]] = {
     "render": (("app.services.nodes.store", "NodeStore", "files_of"),),
     "files": tuple(
         ("app.adapters.statejournal", "StagedFiles", name)
-        for name in ("prepare", "apply", "finish")
+        for name in ("prepare", "apply")
     ),
     "database": (
         ("app.adapters.db.node_repo", None, "write"),
