@@ -115,8 +115,7 @@ PHASES: dict[str, tuple[tuple[str, str | None, str], ...]] = {
     "engine": (("app.services.nodes.service", None, "judge"),),
     "render": (("app.services.nodes.store", "NodeStore", "files_of"),),
     "files": tuple(
-        ("app.adapters.statejournal", "StagedFiles", name)
-        for name in ("prepare", "apply")
+        ("app.adapters.statejournal", "StagedFiles", name) for name in ("prepare", "apply")
     ),
     "database": (
         ("app.adapters.db.node_repo", None, "write"),
