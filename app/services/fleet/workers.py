@@ -48,15 +48,18 @@ from app.domain.checkpoint import CPU_FILE_NAME, MEMORY_FILE_NAME
 from app.domain.node.state_files import render_state_files
 from app.domain.pod.model import Pod
 from app.services.fleet.agent_summary import SummaryCache
+from app.services.fleet.ranked import CHECKED, Entry, entry, merged, ranked
 from app.services.fleet.rows import fit_error, fit_result, upgrade_result
-from app.services.fleet.score import rank_fits
+from app.services.fleet.score import node_score, placement_flags, scored
 from app.services.nodes.demo_fleet import DemoFleet, SimulatedNode, node_name
 from app.services.nodes.errors import NodeServiceError
 from app.services.nodes.inputs import parse_manifests
 from app.services.upgrade import SharedChecks, UpgradeInputError
 
-#: Fits kept per (manifest, strategy): the demo fleet never changes once built.
+#: Fits kept per (manifest, strategy): the demo fleet never changes once built (about 4 MiB
+#: of rows each at 5,000 nodes).
 FIT_CACHE = 16
+FIT_CACHE_BYTES = 48 << 20
 #: Nodes per upgrade task: answers arrive (and the page fills in) this many at a time.
 UPGRADE_CHUNK = 100
 WORKER_NICE = 5
@@ -134,14 +137,18 @@ def _data_of(text: str | bytes | None) -> dict[str, Any]:
     return json.loads(doc["data"]) if isinstance(doc.get("data"), str) else doc
 
 
-def _fit_rows(fleet: DemoFleet, manifest: str, pod: Pod) -> list[dict[str, Any]]:
-    """Every node's fit row (not scored). A single-pod manifest is dry-run once per free
-    state (``_free_state``) and the others in that state get that node's row under their own
-    name (with their own batch id); a node with a pod of the same name or uid is dry-run
-    itself. ``tests/fleet/test_fit_shared.py`` compares both ways over the demo fleet."""
+def _fit_entries(fleet: DemoFleet, manifest: str, pod: Pod, strategy: str) -> list[Entry]:
+    """Every node's fit, scored, as entries (``app.services.fleet.ranked``). A single-pod
+    manifest is dry-run once per free state (``_free_state``) and the others in that state
+    get that node's row under their own name (and a batch id of their own) and with their own
+    score; a node with a pod of the same name or uid is dry-run itself.
+    ``tests/fleet/test_fit_shared.py`` compares both ways over the demo fleet."""
     nodes = fleet.list()
     if not nodes or not _single_pod(manifest, nodes[0]):
-        return [fit_result(name, doc) for name, doc in fleet.dry_run_all(manifest)]
+        return [
+            entry(scored(fit_result(name, doc), pod, strategy, _summary_of))
+            for name, doc in fleet.dry_run_all(manifest)
+        ]
     first: dict[tuple[Any, ...], SimulatedNode] = {}
     asked: list[SimulatedNode] = []
     for sim in nodes:
@@ -152,17 +159,42 @@ def _fit_rows(fleet: DemoFleet, manifest: str, pod: Pod) -> list[dict[str, Any]]
             first[state] = sim
             asked.append(sim)
     rows = {name: fit_result(name, doc) for name, doc in fleet.dry_run_all(manifest, asked)}
+    # A row per (dry-run node, score), encoded once and renamed for each node sharing it.
+    shared: dict[tuple[str, int | None], Entry] = {}
     out = []
     for sim in nodes:
         row = rows.get(sim.name)
-        if row is None:
-            twin = first[_states[sim.name]]
-            # A row is JSON (``model_dump(mode="json")``): renamed as text, in C.
-            row = json.loads(json.dumps(rows[twin.name]).replace(twin.name, sim.name))
-            if "batch" in row:
-                row["batch"] = str(uuid.uuid4())
-        out.append(row)
+        if row is not None:
+            out.append(entry(scored(row, pod, strategy, _summary_of)))
+            continue
+        twin = first[_states[sim.name]]
+        row = rows[twin.name]
+        score = _score(sim.name, pod, strategy) if row["admitted"] else None
+        found = shared.get((twin.name, score))
+        if found is None:
+            found = shared[(twin.name, score)] = entry(_with_score(row, score))
+        out.append(_renamed(found, twin.name, sim.name, row.get("batch")))
     return out
+
+
+def _score(name: str, pod: Pod, strategy: str) -> int:
+    summary = _summary_of(name, None)
+    return node_score(strategy, pod, summary) if summary is not None else 0
+
+
+def _with_score(row: dict[str, Any], score: int | None) -> dict[str, Any]:
+    """An admitted row with ``score`` and its placement's flags (as ``score.scored``)."""
+    return row if score is None else {**row, "score": score, "flags": placement_flags(row)}
+
+
+def _renamed(found: Entry, old: str, new: str, batch: Any) -> Entry:
+    """``found`` (node ``old``'s row) as node ``new``'s: its name replaced wherever the row
+    says it (the node, its pods' pages), a fresh batch id."""
+    (group, score, flags, _, agent), bits, body = found
+    body = body.replace(old.encode(), new.encode())
+    if isinstance(batch, str):
+        body = body.replace(batch.encode(), str(uuid.uuid4()).encode())
+    return (group, score, flags, new, agent), bits, body
 
 
 def _single_pod(manifest: str, sim: SimulatedNode) -> bool:
@@ -172,16 +204,17 @@ def _single_pod(manifest: str, sim: SimulatedNode) -> bool:
         return False
 
 
-def _fit(manifest: str, pod: Pod, strategy: str, budget: float) -> tuple[list[Any], float]:
-    """The shard's fit rows, scored (and the CPU seconds they took)."""
+def _fit(manifest: str, pod: Pod, strategy: str, budget: float) -> tuple[list[Entry], float]:
+    """The shard's fit entries best first (and the CPU seconds they took)."""
     started = time.process_time()
     fleet = _shard()
     try:
         with deadline.within(budget, "the fleet fit"):
-            rows = rank_fits(_fit_rows(fleet, manifest, pod), pod, strategy, _summary_of)
+            entries = _fit_entries(fleet, manifest, pod, strategy)
     except deadline.DeadlineExceededError as exc:
-        rows = [fit_error(n.name, f"not checked: {exc.message}", asked=False) for n in fleet.list()]
-    return [{**r, "agent": None} for r in rows], time.process_time() - started
+        why = f"not checked: {exc.message}"
+        entries = [entry(fit_error(n.name, why, asked=False)) for n in fleet.list()]
+    return ranked(entries), time.process_time() - started
 
 
 def _upgrade(release: str, gate: bool | None, names: Sequence[str]) -> tuple[list[Any], float]:
@@ -233,7 +266,8 @@ class FleetWorkers:
         self.shards = max(1, min(shards or worker_count(), max(count, 1)))
         self._pools: list[ProcessPoolExecutor] = []
         self._built: list[Future[int]] = []
-        self._fits: OrderedDict[tuple[str, str], list[dict[str, Any]]] = OrderedDict()
+        self._fits: OrderedDict[tuple[str, str], list[Entry]] = OrderedDict()
+        self._fit_bytes: dict[tuple[str, str], int] = {}
         #: CPU seconds the workers spent on the last fit (figures for the benches).
         self.last_fit_cpu = 0.0
 
@@ -276,10 +310,8 @@ class FleetWorkers:
     def shard_names(self, shard: int) -> list[str]:
         return [node_name(i) for i in range(shard, self.count, self.shards)]
 
-    async def fit(
-        self, manifest: str, pod: Pod, strategy: str, budget: float
-    ) -> list[dict[str, Any]]:
-        """Every demo node's fit row, scored (order: shard by shard, each ranked)."""
+    async def fit(self, manifest: str, pod: Pod, strategy: str, budget: float) -> list[Entry]:
+        """Every demo node's fit, scored, as entries best first (the workers' bytes, merged)."""
         key = (manifest, strategy)
         cached = self._fits.get(key)
         if cached is not None:
@@ -298,14 +330,20 @@ class FleetWorkers:
             self.close()
             self.start()
             why = f"not checked: a fleet worker stopped ({exc}); it is being restarted"
-            return [{**fit_error(n, why, asked=False), "agent": None} for n in self.names()]
-        rows = [r for shard_rows, _ in answers for r in shard_rows]
+            return ranked([entry(fit_error(n, why, asked=False)) for n in self.names()])
+        entries = merged(shard for shard, _ in answers)
         self.last_fit_cpu = sum(cpu for _, cpu in answers)
-        if all(r.get("checked", True) for r in rows):  # a fit cut by the budget is not kept
-            self._fits[key] = rows
-            while len(self._fits) > FIT_CACHE:
-                self._fits.popitem(last=False)
-        return rows
+        if all(e[1] & CHECKED for e in entries):  # a fit cut by the budget is not kept
+            self._keep(key, entries)
+        return entries
+
+    def _keep(self, key: tuple[str, str], entries: list[Entry]) -> None:
+        """Keep a fit, the oldest dropped past ``FIT_CACHE`` fits or ``FIT_CACHE_BYTES``."""
+        self._fits[key] = entries
+        self._fit_bytes[key] = sum(len(e[2]) for e in entries)
+        while len(self._fits) > FIT_CACHE or sum(self._fit_bytes.values()) > FIT_CACHE_BYTES:
+            old, _ = self._fits.popitem(last=False)
+            del self._fit_bytes[old]
 
     def upgrade(self, release: str, gate: bool | None) -> list[Future[tuple[list[Any], float]]]:
         """One future per chunk of ``UPGRADE_CHUNK`` nodes of a shard (each shard's worker
