@@ -63,7 +63,8 @@ def _stable(doc: Any) -> Any:
 
 @pytest.fixture(scope="module")
 def fleet() -> DemoFleet:
-    workers._start(5000, SEED, SHARD, SHARDS)  # this process plays the worker
+    # this process plays a worker
+    workers._start(5000, SEED, SHARD, workers.shard_owners(5000, SEED, SHARDS))
     return workers._shard()
 
 
