@@ -4,7 +4,8 @@
   at least N CPUs), sorted (name, release, largest free single-NUMA block, findings) and paged
   (``/fleet``, ``/fleet.json``);
 * ``fit_view``: a fleet fit, ranked best first (``app.services.fleet.score``), counted, filtered
-  (every node, the fits, the fits without flags) and paged (``/fleet/fit``, ``/fleet/fit.json``).
+  (every node, the fits, the fits without flags) and paged (``/fleet/fit``); ``fit_view_json``
+  is its JSON twin (``/fleet/fit.json``) made of the rows' bytes (``app.services.fleet.ranked``).
 """
 
 from __future__ import annotations
