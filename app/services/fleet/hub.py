@@ -152,7 +152,6 @@ class Hub:
         self.questions = FleetQuestions(
             settings, self, self.remote_nodes, self.workers, self.semaphore, self.summary_of
         )
-        self.summaries = SummaryCache()
         self.generation = 0
         self._doc: tuple[int, int, dict[str, Any]] | None = None
         self._client: AgentClient | None = None
@@ -168,8 +167,9 @@ class Hub:
             tuple[NodeSummaryV1, str, tuple[str, ...], dict[str, Any], bytes],
         ] = {}
         self._bodies: tuple[tuple[int, int], list[bytes]] = ((-1, -1), [])
-        # A simulated node never changes once built: its summary is built once.
-        self._sim_summaries: dict[str, NodeSummaryV1] = {}
+        # A simulated node never changes once built: its row is built once, and its summary
+        # is not kept (5,000 summaries as models weigh some 35 MiB more than their rows).
+        self._sim_rows: dict[str, tuple[dict[str, Any], bytes]] = {}
         self.polls = 0
         self._bind_metrics()
 
@@ -493,7 +493,7 @@ class Hub:
         cached = self._doc
         if cached is not None and cached[:2] == key:
             return key, cached[2]
-        rows = [self._row(self._sim_summary(n), None, OK, ()) for n in sims]
+        rows = [self._sim_row(n) for n in sims]
         agents = sorted(list(self.agents.values()), key=lambda a: a.url)
         # Each agent's nodes and status read once: the event loop replaces them meanwhile.
         held = [(a.url, a.nodes, a.status) for a in agents]
@@ -535,17 +535,18 @@ class Hub:
         self._rows[key] = (summary, status, others, row, encode_json(row))
         return row, self._rows[key][4]
 
-    def _sim_summary(self, node: SimulatedNode) -> NodeSummaryV1:
-        summary = self._sim_summaries.get(node.name)
-        if summary is None:
-            summary = self._sim_summaries[node.name] = node.agent_summary(self.summaries)
-        return summary
+    def _sim_row(self, node: SimulatedNode) -> tuple[dict[str, Any], bytes]:
+        held = self._sim_rows.get(node.name)
+        if held is None:
+            row = fleet_node(node.agent_summary(SummaryCache()), None, OK)
+            held = self._sim_rows[node.name] = (row, encode_json(row))
+        return held
 
     def summary_of(self, node: str, agent: str | None) -> NodeSummaryV1 | None:
         """The summary of ``node`` as the hub holds it (``agent`` ``None``: a demo-fleet node)."""
         if agent is None:
             sim = self.fleet.nodes.get(node)
-            return self._sim_summary(sim) if sim is not None else None
+            return sim.agent_summary(SummaryCache()) if sim is not None else None
         state = self.agents.get(agent)
         return next((s for s in state.nodes if s.node == node), None) if state else None
 
