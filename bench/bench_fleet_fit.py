@@ -8,7 +8,8 @@ per pod shape (a Guaranteed pod of 2 and of 8 CPUs, a pod-level pod, a Burstable
 ``POST /api/v1/fleet/fit`` of ``FRESH`` new manifests (the pod renamed: least and median) and
 the last again: wall time, CPU time of the hub's process tree, ``/healthz`` p99 during the call
 (the worst), and how many nodes admit the pod (both versions must agree); the RSS after the
-fits and after an upgrade check. Prints figures only.
+fits, after an upgrade check and after the fleet's pages (``FLEET_PAGES``: the document the
+hub keeps of every node). Prints figures only.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ GOAL_S = 1.0
 #: them, the machine being shared.
 FRESH = 3
 UPGRADE_TO = "1.38"
+#: The pages that make the hub build its fleet document (rows of every node, heatmap).
+FLEET_PAGES = ("/fleet", "/api/v1/fleet", "/fleet/heatmap.svg")
 GOAL_HEALTHZ_MS = 100.0
 BURSTABLE = """\
 apiVersion: v1
@@ -78,6 +81,11 @@ def run(nodes: int, src: Path | None) -> dict[str, str]:
         upgrade = measure(hub, "GET", "/api/v1/fleet/upgrade", params={"release": UPGRADE_TO})
         cells[f"upgrade check to {UPGRADE_TO}: wall s"] = f"{upgrade.wall:.2f}"
         cells["hub RSS after an upgrade check (MiB)"] = f"{tree_rss_mib(hub.proc.pid):.0f}"
+        for path in FLEET_PAGES:
+            r = hub.client.get(path, timeout=600.0)
+            if r.status_code != 200:
+                raise SystemExit(f"GET {path}: HTTP {r.status_code}: {r.text[:300]}")
+        cells["hub RSS after the fleet pages (MiB)"] = f"{tree_rss_mib(hub.proc.pid):.0f}"
     return cells
 
 
