@@ -84,6 +84,12 @@ def _find_container(pod: Pod, container: Container | str) -> Container:
     raise CPUAllocationError(f"container {container!r} is not part of pod {pod.uid!r}")
 
 
+#: ``takeByTopology`` of the reserved CPUs per (machine, options, release, gates, count): a
+#: ``CPUSet`` is immutable, the machine is kept by identity.
+_RESERVED_TAKES: dict[tuple[object, ...], CPUSet] = {}
+_RESERVED_TAKES_KEPT = 256
+
+
 class StaticPolicy:
     """``staticPolicy``."""
 
@@ -146,10 +152,24 @@ class StaticPolicy:
         if reserved_cpus is not None and reserved_cpus.size() > 0:
             reserved = reserved_cpus
         else:
-            try:
-                reserved = self.take_by_topology(self.topology.all_cpus, num_reserved_cpus)
-            except (TakeByTopologyError, CPUAllocationError):
-                reserved = EMPTY  # upstream ignores the error; the size check reports it
+            # The take depends only on what built the policy: a fleet's nodes share a few
+            # (machine, options, release) and each upgrade check builds a node.
+            key = (
+                self.topology,
+                self.options,
+                self.release,
+                tuple(sorted(self.feature_gates.items())),
+                num_reserved_cpus,
+            )
+            reserved = _RESERVED_TAKES.get(key)
+            if reserved is None:
+                try:
+                    reserved = self.take_by_topology(self.topology.all_cpus, num_reserved_cpus)
+                except (TakeByTopologyError, CPUAllocationError):
+                    reserved = EMPTY  # upstream ignores the error; the size check reports it
+                if len(_RESERVED_TAKES) >= _RESERVED_TAKES_KEPT:
+                    del _RESERVED_TAKES[next(iter(_RESERVED_TAKES))]
+                _RESERVED_TAKES[key] = reserved
         check_reserved_size(reserved, num_reserved_cpus)
         return reserved
 
