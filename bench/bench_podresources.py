@@ -7,6 +7,8 @@ Prints the median and the best (ms) of:
   sharing 249 pod objects), and warm with every pod a fresh but equal value (what a node
   that rebuilds its snapshot per request hands over) — target ≤ 5 ms;
 * the same without the per-pod cache (builder + whole-message json_format), for reference;
+* the client's decoding of a ``List`` answer (``app.adapters.grpc.wire``) beside protobuf's:
+  every pod (cold), and the split into pods whose bytes key the client's cache (warm);
 * a gRPC ``List`` round trip over a unix socket: raw stub (protobuf messages) and
   ``PodResourcesClient.list()`` (dataclasses) — target ≤ 5 ms.
 
@@ -37,13 +39,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import grpc
 from google.protobuf import json_format
 
+from app.adapters.grpc import wire
 from app.adapters.grpc.client import PodResourcesClient
 from app.adapters.grpc.generated import api_pb2 as pb
 from app.adapters.grpc.generated import api_pb2_grpc as pb_grpc
 from app.adapters.grpc.ratelimit import TokenBucket
 from app.adapters.grpc.server import PodResourcesServer
 from app.adapters.podresources_cache import PodResourcesCache, list_response_json
-from app.adapters.podresources_pb import to_message
+from app.adapters.podresources_pb import from_message, to_message
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import kubelet_config_from_dict
 from app.domain.podresources import build_list_response
@@ -209,6 +212,49 @@ def main() -> int:
             timings_ms(
                 lambda: json_format.MessageToDict(to_message(build_list_response(snapshot))),
                 max(runs // 2, 10),
+            ),
+            None,
+        )
+    )
+
+    # -- the client's decoding of a List answer: its own (app.adapters.grpc.wire) and protobuf's
+    data = to_message(build_list_response(snapshot)).SerializeToString()
+    results.append(
+        (
+            "List answer decoded, cold: wire.pod per pod",
+            timings_ms(lambda: [wire.pod(p) for p in wire.listed_pods(data)], max(runs // 2, 10)),
+            None,
+        )
+    )
+    results.append(
+        (
+            "List answer decoded, cold: protobuf (reference)",
+            timings_ms(
+                lambda: [
+                    from_message(m)
+                    for m in pb.ListPodResourcesResponse.FromString(data).pod_resources
+                ],
+                max(runs // 2, 10),
+            ),
+            None,
+        )
+    )
+    results.append(
+        (
+            "List answer split into pods (warm: cached by bytes)",
+            timings_ms(lambda: wire.listed_pods(data), runs),
+            None,
+        )
+    )
+    results.append(
+        (
+            "protobuf parse + pod bytes (the keys before, reference)",
+            timings_ms(
+                lambda: [
+                    m.SerializeToString()
+                    for m in pb.ListPodResourcesResponse.FromString(data).pod_resources
+                ],
+                runs,
             ),
             None,
         )

@@ -1,28 +1,39 @@
-"""Several state files replaced as one unit, even across a crash: a small commit journal.
+"""Several state files replaced as one unit, even across a crash: a commit journal kept in the
+names of the staged files.
 
 ``statefiles.write_files`` is atomic per file; a crash between its renames leaves some files
 new and some old, which a kubelet (or Numascope) cannot restore. The server's nodes change
 their three files (``cpu_manager_state``, ``memory_manager_state``, ``pods.json``) together and
-record the change in the database, so the unit here is two-phase:
+record the change in the database (the decision), so a change is staged before the decision
+and applied after it. Each staged file names the change's ``version`` and its target, so the
+directory itself is the journal:
 
-1. ``prepare``: every new content goes to a complete, ``fsync``-ed temporary file; each current
-   target is hard-linked to a backup ``.numascope-prev-<name>`` (no data is copied); then the
-   journal ``.numascope-journal`` (JSON: the change's ``version``, the temporary file of every
-   target, which targets had a backup) is written atomically. Failures here (a full disk, a
-   read-only directory) leave the targets untouched and remove what was staged.
-2. ``apply``: the temporary files are renamed over the targets, the directory synced.
-3. The caller commits the database (the decision), then ``finish`` removes the journal and the
-   backups. ``rollback`` (the database refused) puts the backups back.
+1. ``prepare``: every new content goes to a complete, ``fsync``-ed file
+   ``.numascope-next-<version>-<name>``, then one ``fsync`` of the directory. No target is
+   touched. Failures here (a full disk, a read-only directory) remove what was staged.
+2. The caller commits the database; if that fails, ``discard`` removes the staged files.
+3. ``apply``: the staged files are renamed over their targets (not synced: see below).
 
-After a crash, ``recover(directory, committed_version)`` reads the journal: when the database
-holds the journal's version the change is rolled forward (the remaining renames are done),
-otherwise it is rolled back from the backups. Either way the files end up as one version, and
-no running pod's CPUs move. Every name used starts with ``.``, so readers (the kubelet's listing,
-``statefiles.list_files``) skip them; ``clean_temp_files`` removes the leftovers of crashed
-writes (never the journal's files while a journal exists).
+One ``fsync`` per new file and one of the directory, no backups (there used to be six
+``fsync``s: a journal file of its own and a second directory sync, and a hard-linked backup of
+every target). **Why that is enough**, the ordering argument:
 
-The caller holds the directory's ``StateDirLock`` from ``prepare`` to ``finish``/``rollback``
-(and while recovering). Errors are ``statefiles.StateFileError`` with the failing ``errno``.
+* Until the database commits, no target has been touched: a crash leaves the old files, and
+  recovery removes the staged ones (the database does not hold their version).
+* The directory sync before the commit makes every staged name durable, with its content
+  (each file was synced): after the commit, whatever renames a crash lost, their staged files
+  are still there, complete. ``recover(directory, committed_version)`` renames them (the
+  database holds their version), so every target ends up new. Hence nothing ever has to be
+  rolled back, and no running pod's CPUs move.
+* A rename needs no sync of its own: one lost in a crash is redone by recovery, and the next
+  change's directory sync makes it durable in any case.
+
+The caller holds the directory's ``StateDirLock`` from ``prepare`` to ``apply``/``discard``
+(and while recovering), so no reader of the server sees the files between the decision and the
+renames: a load takes the lock and recovers first. Every name used starts with ``.``, so
+readers (the kubelet's listing, ``statefiles.list_files``) skip them; ``clean_temp_files``
+removes the leftovers of crashed writes once ``recover`` has run. Errors are
+``statefiles.StateFileError`` with the failing ``errno``.
 """
 
 from __future__ import annotations
@@ -37,11 +48,23 @@ from pathlib import Path
 
 from app.adapters import statefiles
 
-JOURNAL_NAME = ".numascope-journal"
-BACKUP_PREFIX = ".numascope-prev-"
+PREFIX = ".numascope-"
+NEXT_PREFIX = f"{PREFIX}next-"
 PROBE_BYTES = 4096
+#: The journal file of older releases (``version``, the temporary file of each target, which
+#: targets had a hard-linked backup ``.numascope-prev-<name>``): read by recovery only, so that
+#: a server upgraded after a crash in the middle of a write still finishes or undoes it.
+LEGACY_JOURNAL = f"{PREFIX}journal"
+_LEGACY_BACKUP = f"{PREFIX}prev-"
 # Go's os.CreateTemp(dir, ".") names: "." followed by digits (ours and the kubelet's).
 _TEMP_RE = re.compile(r"^\.\d+$")
+# A staged file: the change's version, its target.
+_STAGED_RE = re.compile(rf"^{re.escape(NEXT_PREFIX)}(\d+)-(.+)$")
+
+
+def staged_name(version: int, name: str) -> str:
+    """The name of ``name``'s new content in the change to ``version``."""
+    return f"{NEXT_PREFIX}{version}-{name}"
 
 
 @dataclass(slots=True)
@@ -51,164 +74,165 @@ class StagedFiles:
     directory: Path
     files: Mapping[str, bytes | str]
     version: int
-    _temps: dict[str, Path] = field(default_factory=dict)
-    _backups: dict[str, bool] = field(default_factory=dict)
-    _applied: bool = False
+    _staged: list[Path] = field(default_factory=list)  # what prepare made, not yet renamed
+
+    def _next(self, name: str) -> Path:
+        return self.directory / staged_name(self.version, name)
 
     def prepare(self) -> StagedFiles:
         d = statefiles.ensure_dir(self.directory)
         for name in self.files:
             statefiles.check_name(name)
+        # What a writer that died before its decision staged for this version (the database
+        # holds the one before) must not be taken for this change's by a later recovery.
+        recover(d, self.version - 1)
         try:
             for name, content in self.files.items():
-                self._temps[name] = statefiles.stage_file(d, name, content)
-            for name in self.files:
-                target = d / name
-                backup = d / f"{BACKUP_PREFIX}{name}"
-                with contextlib.suppress(FileNotFoundError):
-                    backup.unlink()
-                try:
-                    os.link(target, backup)
-                    self._backups[name] = True
-                except FileNotFoundError:
-                    self._backups[name] = False
-                except OSError as err:
-                    raise statefiles.StateFileError(
-                        backup, f"cannot be linked: {err.strerror or err}", err.errno
-                    ) from None
-            journal = {
-                "version": self.version,
-                "files": {name: tmp.name for name, tmp in self._temps.items()},
-                "backups": self._backups,
-            }
-            tmp = statefiles.stage_file(d, JOURNAL_NAME, json.dumps(journal, sort_keys=True))
-            self._temps[JOURNAL_NAME] = tmp
-            statefiles.replace(tmp, d / JOURNAL_NAME)
-            del self._temps[JOURNAL_NAME]
+                tmp = statefiles.stage_file(d, name, content)
+                self._staged.append(tmp)
+                statefiles.replace(tmp, self._next(name))
+                self._staged[-1] = self._next(name)
             statefiles.sync_dir(d)
         except BaseException:
-            self._discard()
+            self.discard()
             raise
         return self
 
     def apply(self) -> None:
-        """Rename every temporary file over its target (the journal says how to finish)."""
-        d = self.directory
-        self._applied = True
-        for name, tmp in list(self._temps.items()):
-            statefiles.replace(tmp, d / name)
-            del self._temps[name]
-        statefiles.sync_dir(d)
+        """The change is committed: rename every staged file over its target (what a crash
+        stops, ``recover`` finishes)."""
+        for name in self.files:
+            statefiles.replace(self._next(name), self.directory / name)
+        self._staged.clear()
 
-    def finish(self) -> None:
-        """The change is committed: drop the journal and the backups (best effort: a journal
-        left behind is rolled forward by ``recover``)."""
-        with contextlib.suppress(OSError):
-            (self.directory / JOURNAL_NAME).unlink()
-        for name, had in self._backups.items():
-            if had:
-                with contextlib.suppress(OSError):
-                    (self.directory / f"{BACKUP_PREFIX}{name}").unlink()
-
-    def rollback(self) -> None:
-        """Put every target back as it was before ``prepare``."""
-        if self._applied:
-            _roll_back(self.directory, self._backups)
-        self._discard()
-
-    def _discard(self) -> None:
-        for tmp in self._temps.values():
+    def discard(self) -> None:
+        """The change is not committed: remove the staged files (the targets were never
+        touched)."""
+        for path in self._staged:
             with contextlib.suppress(OSError):
-                tmp.unlink()
-        self._temps.clear()
-        for name, had in self._backups.items():
-            if had:
-                with contextlib.suppress(OSError):
-                    (self.directory / f"{BACKUP_PREFIX}{name}").unlink()
-        with contextlib.suppress(OSError):
-            (self.directory / JOURNAL_NAME).unlink()
+                path.unlink()
+        self._staged.clear()
 
 
-def _roll_back(d: Path, backups: Mapping[str, bool]) -> None:
-    for name, had in backups.items():
-        target = d / name
-        if had:
-            statefiles.replace(d / f"{BACKUP_PREFIX}{name}", target)
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                target.unlink()
-    statefiles.sync_dir(d)
+def _staged_files(d: Path) -> dict[int, list[tuple[str, Path]]]:
+    """The staged files in ``d`` by version: ``(target, path)``."""
+    try:
+        entries = list(os.scandir(d))
+    except FileNotFoundError:
+        return {}
+    except OSError as err:
+        raise statefiles.StateFileError(d, f"cannot be listed: {err.strerror}", err.errno) from None
+    found: dict[int, list[tuple[str, Path]]] = {}
+    for e in entries:
+        m = _STAGED_RE.match(e.name)
+        if m is not None:
+            statefiles.check_name(m.group(2))
+            found.setdefault(int(m.group(1)), []).append((m.group(2), Path(e.path)))
+    return found
 
 
 def pending_version(directory: str | Path) -> int | None:
     """The version of an unfinished change in ``directory``, or ``None``."""
-    journal = _read_journal(Path(directory))
-    return None if journal is None else journal[0]
-
-
-def _read_journal(d: Path) -> tuple[int, dict[str, str], dict[str, bool]] | None:
-    try:
-        raw = (d / JOURNAL_NAME).read_text("utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as err:
-        raise statefiles.StateFileError(d / JOURNAL_NAME, f"cannot be read: {err}") from None
-    try:
-        doc = json.loads(raw)
-        version = int(doc["version"])
-        files = {str(k): str(v) for k, v in dict(doc["files"]).items()}
-        backups = {str(k): bool(v) for k, v in dict(doc["backups"]).items()}
-    except (ValueError, KeyError, TypeError) as err:
-        raise statefiles.StateFileError(d / JOURNAL_NAME, f"is not a journal: {err}") from None
-    for name in (*files, *backups):
-        statefiles.check_name(name)
-    return version, files, backups
+    staged = _staged_files(Path(directory))
+    return max(staged) if staged else None
 
 
 def recover(directory: str | Path, committed_version: int) -> str | None:
     """Finish or undo an unfinished change (see the module docstring); what was done, or
     ``None`` when there was nothing to do."""
     d = Path(directory)
-    journal = _read_journal(d)
-    if journal is None:
+    legacy = _recover_legacy(d, committed_version)
+    staged = _staged_files(d)
+    if not staged:
+        return legacy
+    done = [] if legacy is None else [legacy]
+    for version in sorted(staged):
+        if committed_version >= version:
+            for name, path in staged[version]:
+                statefiles.replace(path, d / name)
+            done.append(
+                f"an interrupted write of version {version} was completed (the database has it)"
+            )
+        else:
+            for _, path in staged[version]:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+            done.append(
+                f"an interrupted write of version {version} was undone (the database holds "
+                f"version {committed_version})"
+            )
+    statefiles.sync_dir(d)
+    return "; ".join(done)
+
+
+def _recover_legacy(d: Path, committed_version: int) -> str | None:
+    """``recover`` for the journal of older releases (``LEGACY_JOURNAL``)."""
+    journal = d / LEGACY_JOURNAL
+    try:
+        doc = json.loads(journal.read_text("utf-8"))
+        version = int(doc["version"])
+        files = {str(k): str(v) for k, v in dict(doc["files"]).items()}
+        backups = {str(k): bool(v) for k, v in dict(doc["backups"]).items()}
+    except FileNotFoundError:
         return None
-    version, files, backups = journal
-    if committed_version >= version:
+    except (OSError, UnicodeDecodeError) as err:
+        raise statefiles.StateFileError(journal, f"cannot be read: {err}") from None
+    except (ValueError, KeyError, TypeError) as err:
+        raise statefiles.StateFileError(journal, f"is not a journal: {err}") from None
+    for name in (*files, *backups):
+        statefiles.check_name(name)
+    forward = committed_version >= version
+    if forward:
         for name, tmp_name in files.items():
-            tmp = d / tmp_name
-            if _TEMP_RE.match(tmp_name) and tmp.exists():
-                statefiles.replace(tmp, d / name)
-        statefiles.sync_dir(d)
-        done = f"an interrupted write of version {version} was completed (the database has it)"
+            if _TEMP_RE.match(tmp_name) and (d / tmp_name).exists():
+                statefiles.replace(d / tmp_name, d / name)
     else:
-        _roll_back(d, backups)
-        done = (
-            f"an interrupted write of version {version} was undone (the database holds "
-            f"version {committed_version})"
-        )
-    (d / JOURNAL_NAME).unlink()
+        for name, had in backups.items():
+            if had:
+                statefiles.replace(d / f"{_LEGACY_BACKUP}{name}", d / name)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    (d / name).unlink()
+    statefiles.sync_dir(d)
+    journal.unlink()
     for name in backups:
         with contextlib.suppress(FileNotFoundError):
-            (d / f"{BACKUP_PREFIX}{name}").unlink()
+            (d / f"{_LEGACY_BACKUP}{name}").unlink()
     statefiles.sync_dir(d)
-    return done
+    if forward:
+        return f"an interrupted write of version {version} was completed (the database has it)"
+    return (
+        f"an interrupted write of version {version} was undone (the database holds "
+        f"version {committed_version})"
+    )
+
+
+def forget(directory: str | Path) -> None:
+    """Remove every staged file of ``directory`` (its node is deleted)."""
+    with contextlib.suppress(FileNotFoundError):
+        (Path(directory) / LEGACY_JOURNAL).unlink()
+    for files in _staged_files(Path(directory)).values():
+        for _, path in files:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
 
 
 def clean_temp_files(directory: str | Path) -> int:
-    """Remove temporary files of crashed writes (``.`` + digits, old backups); the number
-    removed. Leaves everything alone while a journal exists (``recover`` first)."""
+    """Remove temporary files of crashed writes (``.`` + digits, our files that name no
+    change, such as the backups of older versions); the number removed. Leaves everything
+    alone while a change is staged (``recover`` first)."""
     d = Path(directory)
-    if (d / JOURNAL_NAME).exists():
-        return 0
     try:
         entries = list(os.scandir(d))
     except FileNotFoundError:
         return 0
     except OSError as err:
         raise statefiles.StateFileError(d, f"cannot be listed: {err.strerror}", err.errno) from None
+    if any(_STAGED_RE.match(e.name) or e.name == LEGACY_JOURNAL for e in entries):
+        return 0
     removed = 0
     for e in entries:
-        if (_TEMP_RE.match(e.name) or e.name.startswith(BACKUP_PREFIX)) and e.is_file():
+        if (_TEMP_RE.match(e.name) or e.name.startswith(PREFIX)) and e.is_file():
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(e.path)
                 removed += 1

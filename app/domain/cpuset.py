@@ -6,8 +6,9 @@ kubelet's canonical text (ascending, runs of two or more ids as ``a-b``), which 
 what appears in checkpoints and error messages.
 
 Speed (bench/bench_cpuset.py): ``parse`` has a fast path for sorted, non-overlapping lists of
-plain decimal ids below ``_FAST_IDS`` (everything the kubelet writes); it converts all numbers
-with C-level ``map`` calls and builds the mask as sum(2^(last+1)) - sum(2^first). Any other
+plain decimal ids below ``_FAST_IDS`` (everything the kubelet writes; its tables grow to the
+largest id met); it converts all numbers with C-level ``map`` calls and builds the mask as
+sum(2^(last+1)) - sum(2^first). Any other
 input (unsorted, overlapping, ``+1``, ``007``, errors) takes the general item-by-item path, so
 results and error texts are the same either way. A set parsed from canonical text keeps that
 text, and ``str()`` caches its result on the (immutable) set, like upstream
@@ -18,6 +19,7 @@ precomputed ``,id``/``-id`` table with ``itertools.compress`` instead of a Pytho
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Iterator
 from itertools import compress, islice
 
@@ -29,14 +31,19 @@ MAX_CPU_ID = 65535
 
 _NUMBER = re.compile(r"\+?[0-9]+\Z")
 
-# -- fast-path tables (built on first use) ---------------------------------------------
+# -- fast-path tables (grown on demand) -------------------------------------------------
 # Plain decimal ids below _FAST_IDS are looked up instead of int()-converted; this also
-# validates them (no sign, no leading zero, no spaces).
+# validates them (no sign, no leading zero, no spaces). The tables cover the ids below
+# len(_ID_LIST), grown to the next power of two (at least _MIN_IDS) when an id beyond them is
+# met: sized to the machine, not to _FAST_IDS (8,192 ids cost 2 MiB, a node agent's 512 CPUs
+# an eighth of that; issue 20 pt 7).
 _FAST_IDS = 8192
+_MIN_IDS = 64
 _ID_OF: dict[str, int] = {}
 _ID_LIST: list[int] = []
 # _TOKENS[2*i] = ",i" (a run starts at i), _TOKENS[2*i+1] = "-i" (a run of 2+ ends at i).
 _TOKENS: list[str] = []
+_GROWING = threading.Lock()
 _SEPARATOR_FLAGS = bytes.maketrans(b",-", b"\x01\x00")
 _DIGITS = b"0123456789"
 _BIT_FLAGS = bytes.maketrans(b"01", b"\x00\x01")
@@ -48,11 +55,31 @@ _ONE_SHL = (1).__lshift__
 _LOOP_RUNS = 24
 
 
-def _fast_tables() -> None:
-    if not _ID_OF:
-        _ID_LIST.extend(range(_FAST_IDS))
-        _ID_OF.update((str(i), i) for i in _ID_LIST)
-        _TOKENS.extend(t for i in range(_FAST_IDS) for t in (f",{i}", f"-{i}"))
+def _cover(n: int) -> None:
+    """Grow the tables to cover the ids below ``n`` (at most ``_FAST_IDS``)."""
+    if len(_ID_LIST) >= n:
+        return
+    with _GROWING:
+        have = len(_ID_LIST)
+        if have >= n:
+            return
+        new = range(have, min(_FAST_IDS, max(_MIN_IDS, 1 << (n - 1).bit_length())))
+        # Readers need no lock: _ID_LIST grows last, in one step, and its length says what
+        # the other two cover; a lookup that misses meanwhile takes the general path.
+        _TOKENS.extend([t for i in new for t in (f",{i}", f"-{i}")])
+        _ID_OF.update({str(i): i for i in new})
+        _ID_LIST.extend(new)
+
+
+def _grow_for(tokens: list[str]) -> bool:
+    """Grow the tables for the plain decimal ids of ``tokens`` they do not cover yet; False
+    when there is none (the tokens need the general path)."""
+    have = len(_ID_LIST)
+    top = max((int(t) for t in tokens if len(t) < 5 and t.isascii() and t.isdigit()), default=-1)
+    if top < have or top >= _FAST_IDS:
+        return False
+    _cover(top + 1)
+    return True
 
 
 def _parse_fast(text: str) -> tuple[int, bool] | None:
@@ -62,7 +89,12 @@ def _parse_fast(text: str) -> tuple[int, bool] | None:
     try:
         ids = list(map(_ID_OF.__getitem__, tokens))
     except KeyError:
-        return None
+        if not _grow_for(tokens):
+            return None
+        try:
+            ids = list(map(_ID_OF.__getitem__, tokens))
+        except KeyError:
+            return None
     ranges = text.count("-")
     if ranges:
         flags = text.encode().translate(_SEPARATOR_FLAGS, _DIGITS)
@@ -101,7 +133,7 @@ def _ids_of(mask: int) -> list[int]:
     n = mask.bit_length()
     if mask.bit_count() * 32 < n or n > _FAST_IDS:
         return bits(mask)  # sparse: one step per set bit
-    _fast_tables()
+    _cover(n)
     return list(compress(_ID_LIST, bin(mask)[:1:-1].encode().translate(_BIT_FLAGS)))
 
 
@@ -112,7 +144,7 @@ def _format_mask(mask: int) -> str:
     runs = firsts.bit_count()
     n = mask.bit_length()
     if runs >= _LOOP_RUNS and n <= _FAST_IDS:
-        _fast_tables()
+        _cover(n)
         # One flag byte per token: (run starts at i, run of 2+ ends at i) for i = low..n-1.
         low = (firsts & -firsts).bit_length() - 1
         width = n - low
@@ -204,8 +236,6 @@ class CPUSet:
             raise CPUSetError(repr(text), "a cpuset must be given as text")
         if text == "":
             return EMPTY
-        if not _ID_OF:
-            _fast_tables()
         fast = _parse_fast(text)
         if fast is not None:
             s = cls.from_mask(fast[0])

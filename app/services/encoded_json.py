@@ -71,8 +71,13 @@ def encode(value: Any) -> EncodedJSON:
     """The bytes FastAPI would send for ``value`` (a pydantic model or plain JSON data)."""
     if isinstance(value, BaseModel):
         return EncodedJSON(value.model_dump_json(by_alias=True).encode())
-    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return EncodedJSON(text.encode())
+    return EncodedJSON(json_bytes(value))
+
+
+def json_bytes(value: Any) -> bytes:
+    """Plain JSON data as Starlette's ``JSONResponse`` writes it (without an ETag: parts of
+    an answer encoded once and joined, as the fleet fit's rows)."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
 
 
 class EncodedMemo:

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
 
 from app.adapters import sysfs
+from app.contracts.base import WIRE_CONFIG
 from app.domain import presets
 from app.domain.topology.model import CPUTopology, hugepage_resource_name
 from app.domain.topology.view import topology_to_dict
@@ -60,9 +60,9 @@ class HostDiscoveryError(RuntimeError):
 
 
 class _View(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, frozen=True, serialize_by_alias=True
-    )
+    # defer_build: validators are built on first use, not at import (the node agent uses few
+    # of these; issue 20 pt 7).
+    model_config = WIRE_CONFIG | ConfigDict(defer_build=True)
 
 
 class HugepagesView(_View):

@@ -247,3 +247,26 @@ def test_a_large_frame_read_with_the_settings_ack_is_accepted(sock_dir: str) -> 
     finally:
         thread.join(5)
         listener.close()
+
+
+def test_an_answer_that_is_not_a_valid_message_is_a_client_error(sock_dir: str) -> None:
+    path = os.path.join(sock_dir, "kubelet.sock")
+    # A List whose pod's name runs past the end; Get's pod with its cpu_ids unpacked (valid).
+    server = _serve(
+        path,
+        {
+            "List": lambda req, ctx: b"\x0a\x05\x0a\x09ab",
+            "Get": lambda req, ctx: b"\x0a\x04\x20\x01\x20\x03",
+        },
+    )
+    try:
+        with PodResourcesClient(path) as client:
+            with pytest.raises(PodResourcesClientError) as caught:
+                client.list()
+            assert caught.value.code == "INTERNAL"
+            assert "List on " in caught.value.message
+            assert "answered an invalid message: truncated field" in caught.value.message
+            found = client.get("ns", "p").pod_resources
+            assert found is not None and found.cpu_ids == (1, 3)
+    finally:
+        server.stop(None)

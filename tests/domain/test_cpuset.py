@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pickle
+import subprocess
+import sys
 from itertools import pairwise
 
 import pytest
@@ -203,3 +205,35 @@ def test_runs_cover_the_set(s: CPUSet) -> None:
     covered = [i for first, last in runs for i in range(first, last + 1)]
     assert covered == list(s)
     assert all(b[0] > a[1] + 1 for a, b in pairwise(runs))
+
+
+def test_the_fast_tables_grow_to_the_largest_id_met() -> None:
+    # A fresh interpreter: the tables are module state that other tests grow.
+    script = (
+        "from app.domain import cpuset as c\n"
+        "sizes = [len(c._ID_LIST)]\n"
+        "for text in ('0-3', '0-511', '5,700-701', '9000', '007', '1-2,3'):\n"
+        "    s = c.CPUSet.parse(text)\n"
+        "    assert str(s) == str(c.CPUSet.from_mask(s.mask)), text\n"
+        "    sizes.append(len(c._ID_LIST))\n"
+        "text = str(c.CPUSet.from_mask(int('01' * 1000, 2)))\n"
+        "assert text == ','.join(map(str, range(0, 2000, 2)))\n"
+        "sizes.append(len(c._ID_LIST))\n"
+        "assert c.CPUSet.from_mask((1 << 3000) - 1).ids()[-1] == 2999\n"
+        "sizes.append(len(c._ID_LIST))\n"
+        "print(sizes)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.split() == [
+        "[0,",
+        "64,",
+        "512,",
+        "1024,",
+        "1024,",
+        "1024,",
+        "1024,",
+        "2048,",
+        "4096]",
+    ]

@@ -1,11 +1,12 @@
 """The demo fleet workers' fit shared between nodes in the same free state
-(``app.services.fleet.workers._fit_rows``): every node's row is the one its own dry run gives
-(``DemoFleet.dry_run_all`` on every node), but for the dry run's own batch id and time, for
-pods of every kind, and for a pod whose name a node's pod already has (a conflict: asked of
-that node itself)."""
+(``app.services.fleet.workers._fit_entries``): every node's entry (rank, bits, row bytes) is
+the one its own dry run gives (``DemoFleet.dry_run_all`` on every node, scored), but for the dry
+run's own batch id and time, for pods of every kind and every scoring strategy, and for a pod
+whose name a node's pod already has (a conflict: asked of that node itself)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,11 @@ import pytest
 
 from app.domain.kubelet_config import DEFAULT_RELEASE, KubeletConfig
 from app.services.demo import bubble_pod, classic_pod
+from app.services.encoded_json import json_bytes
 from app.services.fleet import workers
+from app.services.fleet.ranked import kind
 from app.services.fleet.rows import fit_result
+from app.services.fleet.score import LEAST_ALLOCATED, STRATEGIES, fit_order, scored
 from app.services.nodes.demo_fleet import SEED, DemoFleet
 from app.services.nodes.inputs import parse_manifests
 
@@ -59,19 +63,32 @@ def _stable(doc: Any) -> Any:
 
 @pytest.fixture(scope="module")
 def fleet() -> DemoFleet:
-    workers._start(5000, SEED, SHARD, SHARDS)  # this process plays the worker
+    # this process plays a worker
+    workers._start(5000, SEED, SHARD, workers.shard_owners(5000, SEED, SHARDS))
     return workers._shard()
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-def test_shared_fit_rows_are_each_nodes_own(fleet: DemoFleet, shape: str) -> None:
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_shared_fit_entries_are_each_nodes_own(fleet: DemoFleet, shape: str, strategy: str) -> None:
     manifest = SHAPES[shape]
     pod = parse_manifests(manifest, KubeletConfig(release=DEFAULT_RELEASE))[0]
-    own = [fit_result(name, doc) for name, doc in fleet.dry_run_all(manifest)]
-    shared = workers._fit_rows(fleet, manifest, pod)
-    assert [r["node"] for r in shared] == [r["node"] for r in own]
-    for mine, theirs in zip(shared, own, strict=True):
-        assert _stable(mine) == _stable(theirs), mine["node"]
+    own = [
+        scored(fit_result(name, doc), pod, strategy, workers._summary_of)
+        for name, doc in fleet.dry_run_all(manifest)
+    ]
+    shared = workers._fit_entries(fleet, manifest, pod, strategy)
+    assert [e[0] for e in shared] == [fit_order(r) for r in own]
+    assert [e[1] for e in shared] == [kind(r) for r in own]
+    batches = set()
+    for (_, _, body), theirs in zip(shared, own, strict=True):
+        mine = json.loads(body)
+        assert _stable(mine) == _stable(theirs), theirs["node"]
+        if "batch" in theirs:  # an error answer has none
+            theirs = {**theirs, "batch": mine["batch"]}
+        assert body == json_bytes(theirs), theirs["node"]
+        batches.add(mine.get("batch"))
+    assert len(batches - {None}) == sum(1 for r in own if "batch" in r)  # each its own
     if shape == "conflict":
         assert any(r["reason"] == "AlreadyExists" for r in own) or any(
             "already" in (r.get("message") or "") for r in own
@@ -92,7 +109,7 @@ def test_nodes_in_one_state_are_dry_run_once(fleet: DemoFleet) -> None:
     try:
         manifest = SHAPES["guaranteed 2"]
         pod = parse_manifests(manifest, KubeletConfig(release=DEFAULT_RELEASE))[0]
-        workers._fit_rows(fleet, manifest, pod)
+        workers._fit_entries(fleet, manifest, pod, LEAST_ALLOCATED)
     finally:
         del fleet.dry_run_all
     assert asked == [len(states)]

@@ -13,6 +13,7 @@ import signal
 import threading
 import time
 import xml.etree.ElementTree as ET
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,11 +23,12 @@ import pytest
 
 from app.domain.kubelet_config import KubeletConfig
 from app.services.demo import bubble_pod, classic_pod
+from app.services.fleet import workers
 from app.services.fleet.agent_summary import SummaryCache
 from app.services.fleet.heatmap import BUCKETS, bucket
 from app.services.fleet.rows import fit_result, upgrade_result
 from app.services.fleet.score import rank_fits
-from app.services.nodes.demo_fleet import DemoFleet
+from app.services.nodes.demo_fleet import SEED, DemoFleet
 from app.services.nodes.inputs import parse_manifests
 from tests.processes import Server, children, server_env
 
@@ -228,6 +230,31 @@ def test_a_shard_of_the_fleet_is_the_same_nodes_as_the_whole() -> None:
         mine, theirs = node.state_files(), other.state_files()
         for name in ("cpu_manager_state", "memory_manager_state"):
             assert mine[name] == theirs[name]
+
+
+def test_shards_keep_the_nodes_that_share_dry_runs_together() -> None:
+    """``shard_owners``: the nodes of one machine, configuration and release (the only ones
+    that can share a free state) in one shard, every node in exactly one, shards of about
+    equal size; a shard built by it is those very nodes."""
+    count, shards = 300, 3
+    owner = workers.shard_owners(count, SEED, shards)
+    whole = DemoFleet(count)
+    whole.build()
+    group_shard: dict[tuple[str, str, str], int] = {}
+
+    def group_of(node: Any) -> tuple[str, str, str]:
+        return (node.preset, node.config_text, node.release)
+
+    for i, node in enumerate(whole.list()):
+        key = group_of(node)
+        assert group_shard.setdefault(key, owner[i]) == owner[i], key
+    sizes = [owner.count(k) for k in range(shards)]
+    largest = max(Counter(group_of(n) for n in whole.list()).values())
+    # dealt largest first to the smallest shard: never further apart than one group
+    assert sum(sizes) == count and max(sizes) - min(sizes) <= largest
+    part = DemoFleet(count)
+    part.build(1, owner=owner)
+    assert sorted(part.nodes) == [n.name for i, n in enumerate(whole.list()) if owner[i] == 1]
 
 
 def test_a_dead_worker_costs_one_answer_not_the_hub(hub: Server) -> None:

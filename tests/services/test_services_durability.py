@@ -262,23 +262,27 @@ def test_a_crash_between_the_renames_never_moves_cpus(
     def crash(self: object) -> None:
         raise _Crash
 
-    if committed:  # the database committed, the journal not yet removed
-        monkeypatch.setattr(statejournal.StagedFiles, "finish", crash)
-    else:
+    if committed:  # the database committed, one file renamed, the others not yet
         monkeypatch.setattr(statejournal.statefiles, "replace", replace_then_crash)
+    else:  # the process dies at the decision: every file staged, none renamed
+        monkeypatch.setattr(node_repo.NodeWrite, "commit", crash)
+        monkeypatch.setattr(statejournal.StagedFiles, "discard", crash)
     with pytest.raises(_Crash):
         service.admit("small", classic_pod("more", "batch", "2", "2Gi"))
     monkeypatch.undo()
-    if not committed:
+    assert statejournal.pending_version(node_dir) is not None  # the staged files say so
+    if committed:
         assert [n for n in renames if not n.startswith(".")] == [CPU_FILE_NAME]
-    assert (node_dir / statejournal.JOURNAL_NAME).exists()
-    assert (node_dir / CPU_FILE_NAME).read_bytes() != old_files[CPU_FILE_NAME]
+        assert (node_dir / CPU_FILE_NAME).read_bytes() != old_files[CPU_FILE_NAME]
+    else:
+        visible = {n: b for n, b in _files(node_dir).items() if not n.startswith(".")}
+        assert visible == old_files  # nothing touched before the decision
 
     again = NodeService(engine, state_dir=state_dir)
     again.start()
     error = again.reads.summary("small").load_error or ""
     files = _files(node_dir)
-    assert not any(n.startswith(".") for n in files)  # journal, backups, temp files gone
+    assert not any(n.startswith(".") for n in files)  # staged and temporary files gone
     snap = again.reads.snapshot("small")
     if committed:
         # The database has the change: it is completed, every pod where it was.
@@ -301,7 +305,8 @@ def test_temp_files_of_crashed_writes_are_removed_at_start(
     node_dir = state_dir / "small"
     for i in range(5):
         (node_dir / f".{1000 + i}").write_bytes(b"partial")
-    (node_dir / f"{statejournal.BACKUP_PREFIX}{MEMORY_FILE_NAME}").write_bytes(b"old")
+    # A backup an older release left behind without its journal.
+    (node_dir / f"{statejournal.PREFIX}prev-{MEMORY_FILE_NAME}").write_bytes(b"old")
     again = NodeService(engine, state_dir=state_dir)
     again.start()
     assert sorted(p.name for p in node_dir.iterdir()) == sorted(

@@ -3,9 +3,10 @@ builds it (``app.cli.parser_for`` and ``app.commands.serve.build_app``, in a fre
 interpreter):
 
 * the DaemonSet's agent (``--no-demo --observe --no-simulated``) has no database and answers
-  its probes, metrics and summaries (what a hub polls) without loading the database, the
-  migrations, the templates, the hub's fan-out, the other commands or the page routers; its
-  pages still work, the routers and templates loading on the first page;
+  its probes, metrics and summaries (what a hub polls) from its kubelet's state files and
+  PodResources without loading the database, the migrations, the templates, the hub's
+  fan-out, the other commands, the page routers, grpcio or protobuf; its pages and
+  PodResources JSON still work, what they need loading on the first request;
 * an agent with its database (``--no-demo --observe``) has migrated it without importing
   alembic, and imports neither jinja2 nor psycopg until a page is asked for;
 * the agent's lazily included routers change no answer: every path of the routes included at
@@ -19,6 +20,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from sqlalchemy import create_engine
 from starlette.routing import compile_path
 
 from app.adapters.db.migrate import current_revisions, head_revisions
+from app.adapters.grpc.server import PodResourcesServer
 from app.settings import Settings
 from app.web.app import create_app
 from tests.live.agent_host import NODE, agent_env, build_host
@@ -54,8 +57,11 @@ NOT_IMPORTED_LEAN = (
     "app.web.routers.api_nodes",
     "app.web.routers.workflow",
     "PIL",
-    # The kubelet's PodResources is read over h2 (app.adapters.grpc.unary); grpcio only serves.
+    # The kubelet's PodResources is read over h2 (app.adapters.grpc.unary) and decoded by
+    # app.adapters.grpc.wire: grpcio and protobuf only serve, and print its canonical JSON.
     "grpc",
+    "google.protobuf",
+    "app.adapters.podresources_json",
 )
 #: Loaded by the agent with a database before issue 20 pt 7, none of them needed to observe a
 #: node on SQLite.
@@ -93,25 +99,33 @@ print(json.dumps({
     "podresources": pod_json.status_code,
     "jinja2_after_page": "jinja2" in sys.modules,
     "pillow_after_page": "PIL" in sys.modules,
+    "protobuf_after_podresources": "google.protobuf" in sys.modules,
     "routers_after_page": "app.web.routers.nodes" in sys.modules,
 }))
 """
 
 
-def run_agent(tmp_path: Path, serve_args: list[str], watched: tuple[str, ...]) -> dict[str, Any]:
-    _, root, sysfs = build_host(tmp_path, 2)
+def run_agent(
+    tmp_path: Path, serve_args: list[str], watched: tuple[str, ...], *, kubelet: bool = False
+) -> dict[str, Any]:
+    """The answers of an agent on a fake host; ``kubelet``: its PodResources socket answers
+    (served from this process), else there is none."""
+    node, root, sysfs = build_host(tmp_path, 2)
     data = tmp_path / "data"
     data.mkdir()
-    env = agent_env(root, sysfs, tmp_path / "no.sock", data)
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, json.dumps(watched), json.dumps(serve_args), NODE],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    sock = tmp_path / "pr.sock"
+    env = agent_env(root, sysfs, sock, data)
+    snapshot = node.snapshot()
+    with PodResourcesServer(lambda: snapshot, str(sock)) if kubelet else nullcontext():
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, json.dumps(watched), json.dumps(serve_args), NODE],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
     assert done.returncode == 0, done.stderr
     answer: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return answer
@@ -120,7 +134,9 @@ def run_agent(tmp_path: Path, serve_args: list[str], watched: tuple[str, ...]) -
 def test_the_daemonsets_agent_answers_a_hub_without_database_templates_pages_or_fan_out(
     tmp_path: Path,
 ) -> None:
-    answer = run_agent(tmp_path, ["--no-demo", "--observe", "--no-simulated"], NOT_IMPORTED_LEAN)
+    answer = run_agent(
+        tmp_path, ["--no-demo", "--observe", "--no-simulated"], NOT_IMPORTED_LEAN, kubelet=True
+    )
     assert answer["answers"] == {
         "/readyz": 200,
         "/healthz": 200,
@@ -136,8 +152,9 @@ def test_the_daemonsets_agent_answers_a_hub_without_database_templates_pages_or_
     assert answer["page"] == 200
     assert answer["routers_after_page"] is True
     assert answer["jinja2_after_page"] is True
-    # No socket on this fake host: the kubelet's PodResources is unavailable, said as such.
-    assert answer["podresources"] == 503
+    # The kubelet's PodResources, as canonical JSON (protobuf loaded for it).
+    assert answer["podresources"] == 200
+    assert answer["protobuf_after_podresources"] is True
 
 
 def test_the_agent_with_a_database_imports_no_migrations_templates_or_postgres(

@@ -10,8 +10,9 @@ Before dialling, the client connects to the socket once to turn the common mista
 clear ``PodResourcesClientError``s: no socket at the path, permission refused (the kubelet's
 socket is root-owned; connecting needs write permission), or nothing listening. A peer that
 answers but does not serve ``v1.PodResourcesLister`` (UNIMPLEMENTED) is reported as such.
-Results are the dataclasses of ``app.domain.podresources``; unchanged pods are decoded once
-and reused (keyed by their wire bytes).
+Results are the dataclasses of ``app.domain.podresources``, decoded from the wire by
+``app.adapters.grpc.wire`` (not protobuf: issue 20 pt 7); unchanged pods are decoded once and
+reused (keyed by their wire bytes).
 
 The calls go over ``app.adapters.grpc.unary`` (HTTP/2 in pure Python), not grpcio: the node
 agent that observes through this client stays out of grpcio's memory (issue 20 pt 7; the
@@ -26,16 +27,15 @@ import socket
 import stat
 import threading
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Callable
+from typing import TypeVar
 
-from google.protobuf.message import Message
-
+from app.adapters.grpc import wire
 from app.adapters.grpc.address import split_address
-from app.adapters.grpc.generated import api_pb2 as pb
 from app.adapters.grpc.unary import RpcError, UnaryChannel
-from app.adapters.podresources_pb import from_message
 from app.domain.podresources import (
     AllocatableResourcesResponse,
+    GetPodResourcesRequest,
     GetPodResourcesResponse,
     ListPodResourcesResponse,
     PodResources,
@@ -45,6 +45,7 @@ DEFAULT_SOCKET = "unix:///var/lib/kubelet/pod-resources/kubelet.sock"
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_MAX_RECEIVE = 16 * 1024 * 1024
 SERVICE = "v1.PodResourcesLister"
+T = TypeVar("T")
 
 
 class PodResourcesClientError(Exception):
@@ -147,15 +148,20 @@ class PodResourcesClient:
 
     # -- calls ----------------------------------------------------------------------------
 
-    def _call(self, method: str, request: Message, answer: type[Any]) -> Any:
-        """``answer`` parsed from what ``/v1.PodResourcesLister/<method>`` answers."""
+    def _call(self, method: str, request: bytes, decode: Callable[[bytes], T]) -> T:
+        """What ``/v1.PodResourcesLister/<method>`` answers to ``request``, decoded."""
         try:
-            data = self._channel.call(
-                f"/{SERVICE}/{method}", request.SerializeToString(), self.timeout
-            )
+            data = self._channel.call(f"/{SERVICE}/{method}", request, self.timeout)
         except RpcError as exc:
             raise self._error(method, exc) from None
-        return answer.FromString(data)
+        try:
+            return decode(data)
+        except wire.WireError as exc:
+            raise PodResourcesClientError(
+                f"/{SERVICE}/{method} on {self.path} answered an invalid message: {exc}",
+                code="INTERNAL",
+                details=str(exc),
+            ) from None
 
     def _error(self, method: str, exc: RpcError) -> PodResourcesClientError:
         code, details = exc.code, exc.details
@@ -180,39 +186,31 @@ class PodResourcesClient:
             message = f"{full} failed: {details or code}"
         return PodResourcesClientError(message, code=code, details=details)
 
-    def _pod(self, msg: pb.PodResources) -> PodResources:
-        key = msg.SerializeToString()
+    def _pod(self, data: bytes) -> PodResources:
+        """The pod of a ``PodResources`` message, decoded once while its bytes recur."""
         with self._pods_lock:
-            found = self._pods.get(key)
+            found = self._pods.get(data)
             if found is not None:
-                self._pods.move_to_end(key)
+                self._pods.move_to_end(data)
                 return found
-        value: PodResources = from_message(msg)
+        value = wire.pod(data)
         with self._pods_lock:
-            self._pods[key] = value
+            self._pods[data] = value
             while len(self._pods) > 8192:
                 self._pods.popitem(last=False)
         return value
 
     def list(self) -> ListPodResourcesResponse:
-        response = self._call("List", pb.ListPodResourcesRequest(), pb.ListPodResourcesResponse)
-        return ListPodResourcesResponse(tuple(self._pod(p) for p in response.pod_resources))
+        pods = self._call("List", b"", wire.listed_pods)
+        return ListPodResourcesResponse(tuple(self._pod(p) for p in pods))
 
     def get(self, namespace: str, name: str) -> GetPodResourcesResponse:
-        request = pb.GetPodResourcesRequest(pod_name=name, pod_namespace=namespace)
-        response = self._call("Get", request, pb.GetPodResourcesResponse)
-        if not response.HasField("pod_resources"):
-            return GetPodResourcesResponse(None)
-        return GetPodResourcesResponse(self._pod(response.pod_resources))
+        request = wire.get_request(GetPodResourcesRequest(pod_name=name, pod_namespace=namespace))
+        found = self._call("Get", request, wire.got_pod)
+        return GetPodResourcesResponse(None if found is None else self._pod(found))
 
     def allocatable(self) -> AllocatableResourcesResponse:
-        response = self._call(
-            "GetAllocatableResources",
-            pb.AllocatableResourcesRequest(),
-            pb.AllocatableResourcesResponse,
-        )
-        result: AllocatableResourcesResponse = from_message(response)
-        return result
+        return self._call("GetAllocatableResources", b"", wire.allocatable)
 
     # -- lifetime -------------------------------------------------------------------------
 

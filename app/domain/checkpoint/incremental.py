@@ -82,18 +82,22 @@ class _PodMap:
         assert t.elem is not None
         self.elem = t.elem
         self.items: dict[str, _Item] = {}
-        self.current: list[_Item] = []
+        self.order: list[str] = []  # the UIDs of ``items``, sorted
+        # The current items' JSON and go-spew parts, in UID order, and their texts joined
+        # (made when first asked after a change: a write asks each several times).
+        self._parts: dict[bool, list[HashedText]] = {}
+        self._runs: dict[bool, str] = {}
 
     def refresh(
         self, entries: Mapping[str, Any], go_values: Callable[[dict[str, Any]], dict[str, Any]]
     ) -> None:
-        """Set ``current`` to the items of ``entries`` in UID order, encoding again only those
-        whose value changed (``go_values`` gives the Go values of those, by UID)."""
+        """Make the items those of ``entries``, encoding again only those whose value changed
+        (``go_values`` gives the Go values of those, by UID)."""
         items = self.items
         changed = {}
         for uid, value in entries.items():
             item = items.get(uid)
-            if item is None or item.value != value:
+            if item is None or (item.value is not value and item.value != value):
                 changed[uid] = value
         if changed:
             for uid, go in go_values(changed).items():
@@ -102,42 +106,75 @@ class _PodMap:
                 items[uid] = _Item(changed[uid], json, spew)
         if len(items) != len(entries):
             self.items = items = {uid: items[uid] for uid in entries}
-        self.current = [items[uid] for uid in sorted(entries)]
+        if changed or len(self.order) != len(items):
+            self.order = sorted(items)
+            self._parts.clear()
+            self._runs.clear()
 
-    def splice(self, parts: list[_Part], marker_go: Any, json: bool) -> None:
-        """Replace this map's marker item in the last of ``parts`` by the current items."""
+    @property
+    def current(self) -> list[_Item]:
+        """The items, in UID order."""
+        items = self.items
+        return [items[uid] for uid in self.order]
+
+    def parts(self, json: bool) -> list[HashedText]:
+        """The current items' JSON (or go-spew) texts, each after its separator, by UID."""
+        parts = self._parts.get(json)
+        if parts is None:
+            current = self.current
+            parts = [i.json for i in current] if json else [i.spew for i in current]
+            self._parts[json] = parts
+        return parts
+
+    def run(self, json: bool) -> str:
+        """``parts`` joined, without the first separator."""
+        run = self._runs.get(json)
+        if run is None:
+            run = self._runs[json] = "".join([p.text for p in self.parts(json)])[1:]
+        return run
+
+    def splice(self, parts: list[_Part], marker_go: Any, json: bool, hashed: bool) -> None:
+        """Replace this map's marker item in the last of ``parts`` by the current items: as
+        parts whose hash is kept when ``hashed``, else as one text."""
         if json:
             marker = _json_item(self.marker, marker_go, self.elem)
         else:
             marker = _spew_item(self.marker, marker_go, self.elem)
         before, found, after = str(parts.pop()).partition(marker)
         assert found, f"no {self.field} marker"
-        first, *rest = self.current
-        parts.append(before + (first.json if json else first.spew).text[1:])
-        parts.extend(item.json if json else item.spew for item in rest)
+        if not hashed:
+            parts.append(before + self.run(json))
+        else:
+            first, *rest = self.parts(json)
+            parts.append(before + first.text[1:])
+            parts.extend(rest)
         parts.append(after)
 
 
-def _document(text: str, go: Mapping[str, Any], maps: list[_PodMap], json: bool) -> list[_Part]:
+def _document(
+    text: str, go: Mapping[str, Any], maps: list[_PodMap], json: bool, hashed: bool = False
+) -> list[_Part]:
     """``text`` (a document encoded from ``go`` with marker items) as parts, the kept items
-    spliced in where ``go`` holds a marker."""
+    spliced in where ``go`` holds a marker (as parts to hash when ``hashed``)."""
     parts: list[_Part] = [text]
     for m in maps:
         value = go.get(m.field)
         if value and m.marker in value:
-            m.splice(parts, value[m.marker], json)
+            m.splice(parts, value[m.marker], json, hashed)
     return parts
 
 
-def _joined(parts: list[_Part]) -> str:
-    return "".join(p if isinstance(p, str) else p.text for p in parts)
+def _text(text: str, go: Mapping[str, Any], maps: list[_PodMap]) -> str:
+    """The JSON document ``text`` with the kept items spliced in."""
+    return "".join(_document(text, go, maps, True))  # type: ignore[arg-type]
 
 
 def _single(obj: dict[str, Any], t: GoType, header: str, maps: list[_PodMap]) -> str:
     """A file with one struct checksum (CPU V2/V3, memory V1/V2)."""
     obj["Checksum"] = 0
-    obj["Checksum"] = fnv1a_32_parts(_document(sdump_for_hash(obj, t, header), obj, maps, False))
-    return _joined(_document(marshal(obj, t), obj, maps, True))
+    spew = _document(sdump_for_hash(obj, t, header), obj, maps, False, hashed=True)
+    obj["Checksum"] = fnv1a_32_parts(spew)
+    return _text(marshal(obj, t), obj, maps)
 
 
 def _with_data(
@@ -150,15 +187,16 @@ def _with_data(
     """A file with an inline part (its struct checksum hashed as the older version), ``data``
     and ``dataChecksum`` (CPU V4, memory V3); ``types``: the hashed, data and file types."""
     hashed_t, data_t, file_t = types
-    data_parts = _document(marshal(data_value, data_t), data_value, maps, True)
-    data = _joined(data_parts)
+    data_skeleton = marshal(data_value, data_t)
+    data_parts = _document(data_skeleton, data_value, maps, True, hashed=True)
+    data = _text(data_skeleton, data_value, maps)
     inline["Checksum"] = 0
-    spew = _document(sdump_for_hash(inline, hashed_t, header), inline, maps, False)
+    spew = _document(sdump_for_hash(inline, hashed_t, header), inline, maps, False, hashed=True)
     inline["Checksum"] = fnv1a_32_parts(spew)
     inline["DataChecksum"] = fnv1a_32_parts([sdump_string(""), *data_parts])
     inline["Data"] = _DATA
     text = marshal(inline, file_t).replace(marshal(_DATA, STRING_T), marshal(data, STRING_T), 1)
-    return _joined(_document(text, inline, maps, True))
+    return _text(text, inline, maps)
 
 
 def _field_t(t: GoType, name: str) -> GoType:

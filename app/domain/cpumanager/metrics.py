@@ -17,12 +17,11 @@ The three gauges are kept per release by ``app.domain.cpumanager.gauges``.
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
-from typing import Self
+from typing import Any, Self
 
 RESOURCE_CPU = "cpu"
 RESOURCE_MEMORY = "memory"
@@ -37,6 +36,16 @@ ALIGNED_PHYSICAL_CPU = "physical_cpu"
 ALIGNED_UNCORE_CACHE = "uncore_cache"
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
+
+
 @dataclass(slots=True)
 class ResourceManagerCounters:
     """The ``resource_manager_*`` series (KEP-5526)."""
@@ -48,12 +57,19 @@ class ResourceManagerCounters:
     def copy(self) -> Self:
         """An independent copy (a dry run keeps the counters it found): the counters hold
         only ints under immutable keys, so copying each container is a deep copy, at a
-        fraction of ``copy.deepcopy``'s cost (it was 44% of a fleet fit's dry run)."""
-        out = copy.copy(self)
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, dict):
-                setattr(out, f.name, value.copy())
+        fraction of ``copy.deepcopy``'s cost (it was 44% of a fleet fit's dry run). Built
+        field by field, without ``copy.copy``'s reduce protocol or ``Counter``'s own copy
+        (its ``Mapping`` check): a quarter of their cost, a dry run copies two."""
+        out = object.__new__(type(self))
+        for name in _field_names(type(self)):
+            value = getattr(self, name)
+            if isinstance(value, Counter):
+                counter: Counter[Any] = Counter()
+                dict.update(counter, value)
+                value = counter
+            elif isinstance(value, dict):
+                value = value.copy()
+            setattr(out, name, value)
         return out
 
     def allocations(self, resource: str, source: str) -> int:

@@ -28,7 +28,7 @@ of these files (``app.domain.node.state``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from app.domain import releases
@@ -136,25 +136,27 @@ def _checkpoint_block(b: Block) -> CheckpointBlock:
 
 _Blocks = tuple[Block, ...]
 _CheckpointBlocks = tuple[CheckpointBlock, ...]
+_Containers = dict[str, _Blocks]
 
 
-_Kept = dict[int, tuple[_Blocks, _CheckpointBlocks]]
+@dataclass(slots=True)
+class _Kept:
+    """The last conversion of each pod's blocks, by pod UID: what it was made from (a copy)
+    and what it gave. Blocks are immutable, so an equal pod (compared in C, its tuples by
+    identity first) gives the very same objects, which the writer compares at once."""
+
+    entries: dict[str, tuple[_Containers, dict[str, _CheckpointBlocks]]] = field(
+        default_factory=dict
+    )
+    pod_entries: dict[str, tuple[_Blocks, _CheckpointBlocks]] = field(default_factory=dict)
 
 
-def _checkpoint_blocks(blocks: _Blocks, last: _Kept, now: _Kept) -> _CheckpointBlocks:
-    """``blocks`` converted (recorded in ``now``), or the conversion ``last`` holds for the
-    very same immutable tuple: unchanged pods then give the same objects, which compare at
-    once."""
-    hit = last.get(id(blocks))
-    converted = hit[1] if hit is not None and hit[0] is blocks else None
-    if converted is None:
-        converted = tuple(_checkpoint_block(b) for b in blocks)
-    now[id(blocks)] = (blocks, converted)
-    return converted
+def _converted(blocks: _Blocks) -> _CheckpointBlocks:
+    return tuple(_checkpoint_block(b) for b in blocks)
 
 
 def memory_checkpoint_state(node: Node, kept: _Kept | None = None) -> MemoryCheckpointState:
-    """What the node's memory manager checkpoints (``kept``: conversions of its blocks to
+    """What the node's memory manager checkpoints (``kept``: conversions of its pods' blocks to
     reuse, updated to hold this state's)."""
     if node.memory is None or node.config.memory_manager_policy != "Static":
         return MemoryCheckpointState(policy_name="None")
@@ -172,18 +174,26 @@ def memory_checkpoint_state(node: Node, kept: _Kept | None = None) -> MemoryChec
         )
         for numa, s in state.machine_state.items()
     }
-    last = {} if kept is None else dict(kept)
-    now: dict[int, tuple[_Blocks, _CheckpointBlocks]] = {}
-    entries = {
-        pod: {name: _checkpoint_blocks(blocks, last, now) for name, blocks in c.items()}
-        for pod, c in state.assignments.items()
-    }
-    pod_entries = {
-        pod: _checkpoint_blocks(blocks, last, now) for pod, blocks in state.pod_entries.items()
-    }
+    last = kept if kept is not None else _Kept()
+    now = _Kept()
+    entries = {}
+    for pod, containers in state.assignments.items():
+        hit = last.entries.get(pod)
+        if hit is None or hit[0] != containers:
+            converted = {name: _converted(blocks) for name, blocks in containers.items()}
+            hit = (dict(containers), converted)
+        now.entries[pod] = hit
+        entries[pod] = hit[1]
+    pod_entries = {}
+    for pod, blocks in state.pod_entries.items():
+        single = last.pod_entries.get(pod)
+        if single is None or single[0] is not blocks:
+            single = (blocks, _converted(blocks))
+        now.pod_entries[pod] = single
+        pod_entries[pod] = single[1]
     if kept is not None:
-        kept.clear()
-        kept.update(now)
+        kept.entries = now.entries
+        kept.pod_entries = now.pod_entries
     return MemoryCheckpointState("Static", machine, entries, pod_entries)
 
 
@@ -203,7 +213,7 @@ class StateFilesWriter:
 
     def __init__(self) -> None:
         self._writer = CheckpointWriter()
-        self._blocks: _Kept = {}
+        self._blocks = _Kept()
 
     def render(self, node: Node) -> dict[str, str]:
         versions = state_file_versions(node.config)

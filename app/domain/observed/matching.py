@@ -121,6 +121,39 @@ def _evidence(rec: Recorded, pod: PodResources, cpu_known: bool, mem_known: bool
     return found
 
 
+# (container name, or None for the pod's own entry; CPU mask) -> the UIDs recording it.
+CpuIndex = dict[tuple[str | None, int], list[str]]
+
+
+def _by_cpus(recorded: Mapping[str, Recorded]) -> CpuIndex:
+    index: CpuIndex = {}
+    for uid, rec in recorded.items():
+        if rec.pod_cpus is not None:
+            index.setdefault((None, rec.pod_cpus.mask), []).append(uid)
+        for name, cpus in rec.cpus.items():
+            index.setdefault((name, cpus.mask), []).append(uid)
+    return index
+
+
+def _suspects(
+    recorded: Mapping[str, Recorded], by_cpus: CpuIndex | None, pod: PodResources
+) -> Iterable[str]:
+    """The UIDs that may be ``pod``: with a CPU set it reports, only those recording that set
+    (``_evidence`` refuses every other), so matching 250 pods takes 250 lookups, not 62,500
+    comparisons; else every UID."""
+    if by_cpus is None:
+        return recorded
+    try:
+        if pod.cpu_ids:
+            return by_cpus.get((None, cpu_set_of(pod.cpu_ids).mask), ())
+        for c in pod.containers:
+            if c.cpu_ids:
+                return by_cpus.get((c.name, cpu_set_of(c.cpu_ids).mask), ())
+    except ValueError:  # a negative id: _evidence compares (and fails) as it always did
+        return recorded
+    return recorded
+
+
 @dataclass(frozen=True, slots=True)
 class Matching:
     """UID -> index of its PodResources pod; UIDs with candidates that could not be told
@@ -150,9 +183,10 @@ def match_recorded(
 ) -> Matching:
     by_uid: dict[str, set[int]] = {}
     by_pod: dict[int, set[str]] = {}
-    for uid, rec in recorded.items():
-        for i, pod in enumerate(pods):
-            score = _evidence(rec, pod, cpu_known, mem_known)
+    by_cpus = _by_cpus(recorded) if cpu_known and recorded else None
+    for i, pod in enumerate(pods):
+        for uid in _suspects(recorded, by_cpus, pod):
+            score = _evidence(recorded[uid], pod, cpu_known, mem_known)
             if score:
                 by_uid.setdefault(uid, set()).add(i)
                 by_pod.setdefault(i, set()).add(uid)

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from app.domain.pod.model import Pod
 from app.services.fleet.jobs import UpgradeJob
+from app.services.fleet.ranked import Entry, RankedFit, entry, merged, ranked
 from app.services.fleet.rows import fit_error, fit_result, upgrade_error, upgrade_result
-from app.services.fleet.score import fit_order, rank_fits
+from app.services.fleet.score import scored
 from app.services.nodes.errors import AgentUnreachableError, NodeInputError
 from app.services.nodes.remote import RemoteAnswer, RemoteNode
 
@@ -107,36 +108,31 @@ class FleetQuestions:
 
     async def fit(
         self, body: bytes, content_type: str, text: str, pod: Pod, strategy: str
-    ) -> dict[str, Any]:
+    ) -> RankedFit:
         """Every node's dry run of the manifest ``text`` (``pod``: its first pod, as parsed by
         the route), ranked by the scheduler plugin's ``strategy`` (``app.services.fleet.score``):
-        the demo fleet's in its worker processes, the agents' nodes through their agents."""
+        the demo fleet's in its worker processes (which answer entries with the rows encoded),
+        the agents' nodes through their agents, scored and encoded here."""
         remote = self.remote_nodes.reachable()
         budget = self.settings.cpu_time_budget
         local = self.workers.fit(text, pod, strategy, budget) if self.workers else _nothing()
-        remote_results, local_results = await asyncio.gather(
+        remote_rows, local_entries = await asyncio.gather(
             self._fan_out(
                 remote, lambda n: n.ask_dry_run(body, content_type), fit_result, fit_error
             ),
             local,
         )
-        # Thousands of rows: ranked and ordered off the event loop, which keeps /healthz quick.
-        results = await asyncio.to_thread(
-            self._ranked, local_results, remote_results, pod, strategy
+        remote_entries = (
+            await asyncio.to_thread(self._entries, remote_rows, pod, strategy)
+            if remote_rows
+            else []
         )
-        return {"strategy": strategy, "results": results, "unreachable": self._unreachable()}
+        entries = merged((local_entries, remote_entries))
+        return RankedFit(strategy, entries, self._unreachable())
 
-    def _ranked(
-        self,
-        local: list[dict[str, Any]],
-        remote: list[dict[str, Any]],
-        pod: Pod,
-        strategy: str,
-    ) -> list[dict[str, Any]]:
-        """Every row best first: the agents' nodes scored here (the demo fleet's were scored
-        in their workers)."""
-        ranked = rank_fits(remote, pod, strategy, self.summary_of)
-        return sorted([*local, *ranked], key=fit_order)
+    def _entries(self, rows: list[dict[str, Any]], pod: Pod, strategy: str) -> list[Entry]:
+        """The agents' nodes' rows, scored, as entries best first."""
+        return ranked([entry(scored(r, pod, strategy, self.summary_of)) for r in rows])
 
     def upgrade_job(self, release: str, gate: bool | None) -> UpgradeJob:
         """The upgrade-readiness check of (``release``, ``gate``) for the fleet as it is now
@@ -194,5 +190,5 @@ class FleetQuestions:
         return [a.to_dict() for a in self.directory.agents.values() if not a.ok]
 
 
-async def _nothing() -> list[dict[str, Any]]:
+async def _nothing() -> list[Entry]:
     return []

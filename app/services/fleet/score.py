@@ -173,7 +173,11 @@ def placement_flags(row: Mapping[str, Any]) -> list[str]:
     return flags
 
 
-def fit_order(row: Mapping[str, Any]) -> tuple[int, int, int, str, str]:
+#: A fit row's rank (``fit_order``): lower first.
+RankKey = tuple[int, int, int, str, str]
+
+
+def fit_order(row: Mapping[str, Any]) -> RankKey:
     """The rank of a fit row: fits by score (then fewer flags, then name), refusals, errors,
     nodes not asked."""
     if row["admitted"]:
@@ -202,12 +206,20 @@ def rank_fits(
     """``rows`` best first: the fits by the plugin's score under ``strategy`` (then fewer
     flags, then name), then the refusals, the errors, and the nodes not asked. Each admitted
     row gets its ``score`` and ``flags``."""
-    out = []
-    for row in rows:
-        if row["admitted"]:
-            summary = summary_of(row["node"], row.get("agent"))
-            score = node_score(strategy, pod, summary) if summary is not None else 0
-            row = {**row, "score": score, "flags": placement_flags(row)}
-        out.append(row)
+    out = [scored(row, pod, strategy, summary_of) for row in rows]
     out.sort(key=fit_order)
     return out
+
+
+def scored(
+    row: dict[str, Any],
+    pod: Pod,
+    strategy: str,
+    summary_of: Callable[[str, str | None], NodeSummaryV1 | None],
+) -> dict[str, Any]:
+    """``row`` with its ``score`` and ``flags`` if admitted (as it is if not)."""
+    if not row["admitted"]:
+        return row
+    summary = summary_of(row["node"], row.get("agent"))
+    score = node_score(strategy, pod, summary) if summary is not None else 0
+    return {**row, "score": score, "flags": placement_flags(row)}

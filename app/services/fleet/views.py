@@ -4,17 +4,20 @@
   at least N CPUs), sorted (name, release, largest free single-NUMA block, findings) and paged
   (``/fleet``, ``/fleet.json``);
 * ``fit_view``: a fleet fit, ranked best first (``app.services.fleet.score``), counted, filtered
-  (every node, the fits, the fits without flags) and paged (``/fleet/fit``, ``/fleet/fit.json``).
+  (every node, the fits, the fits without flags) and paged (``/fleet/fit``); ``fit_view_json``
+  is its JSON twin (``/fleet/fit.json``) made of the rows' bytes (``app.services.fleet.ranked``).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from app.domain.restart import with_node_names
+from app.services.fleet.ranked import ADMITTED, FLAGGED, Entry, RankedFit, spliced
 from app.services.fleet.score import STRATEGIES
 
 SORTS = ("name", "release", "free", "findings")
@@ -149,29 +152,34 @@ class FitQuery:
         return self
 
 
-def fit_view(result: dict[str, Any], query: FitQuery) -> dict[str, Any]:
-    """The ranked fit counted (fits, clean fits, refusals, errors, not checked) and paged."""
-    rows = result["results"]
-    fits = [r for r in rows if r["admitted"]]
-    clean = [r for r in fits if not r.get("flags")]
-    shown = {"fits": fits, "clean": clean, "all": rows}[query.show]
-    return {
+def _fit_page(result: RankedFit, query: FitQuery) -> tuple[dict[str, Any], list[Entry]]:
+    """The fit page's counters and the entries of its page."""
+    entries = result.entries
+    if query.show != "all":
+        mask = ADMITTED | FLAGGED if query.show == "clean" else ADMITTED
+        entries = [e for e in entries if (e[1] & mask) == ADMITTED]
+    head = {
         "strategy": query.strategy,
         "show": query.show,
-        "total": len(rows),
-        "fits": len(fits),
-        "clean": len(clean),
-        "refused": sum(
-            1 for r in rows if not r["admitted"] and r.get("checked", True) and not r.get("error")
-        ),
-        "errors": sum(1 for r in rows if r.get("error") and r.get("checked", True)),
-        "notChecked": sum(1 for r in rows if not r.get("checked", True)),
-        "matched": len(shown),
+        **result.counts(),
+        "matched": len(entries),
         "offset": query.offset,
         "limit": query.limit,
-        "results": shown[query.offset : query.offset + query.limit],
-        "unreachable": result["unreachable"],
     }
+    return head, list(entries[query.offset : query.offset + query.limit])
+
+
+def fit_view(result: RankedFit, query: FitQuery) -> dict[str, Any]:
+    """The ranked fit counted (fits, clean fits, refusals, errors, not checked) and paged."""
+    head, page = _fit_page(result, query)
+    rows = [json.loads(e[2]) for e in page]
+    return {**head, "results": rows, "unreachable": result.unreachable}
+
+
+def fit_view_json(result: RankedFit, query: FitQuery) -> bytes:
+    """``fit_view`` as JSON, the page's rows as the workers encoded them."""
+    head, page = _fit_page(result, query)
+    return spliced(head, (e[2] for e in page), {"unreachable": result.unreachable})
 
 
 # -- upgrade: the drain plan -------------------------------------------------------------------

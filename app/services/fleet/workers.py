@@ -4,24 +4,25 @@ thousands of dry runs and start-up checks run (issue 20: a fit over 5,000 nodes 
 upgrade readiness of 5,000 nodes in one call, ``/healthz`` within 100 ms meanwhile).
 
 **One process per shard.** ``FleetWorkers`` starts one single-process executor per shard
-(``shards``: the CPUs this process may run on, ``os.sched_getaffinity``); shard ``k`` holds the
-demo-fleet nodes whose index is ``k`` modulo the number of shards, so every question is split
-evenly and each node lives in exactly one worker. A plain ``ProcessPoolExecutor`` of N
-processes could send any node's work to any process, and each would end up holding the whole
-fleet.
+(``shards``: the CPUs this process may run on, ``os.sched_getaffinity``); each demo-fleet node
+lives in exactly one worker, the nodes of one machine, configuration and release in the same
+one (``shard_owners``: they are the nodes a fit's dry runs are shared among), the shards of
+about equal size. A plain ``ProcessPoolExecutor`` of N processes could send any node's work to
+any process, and each would end up holding the whole fleet.
 
 **The nodes are rebuilt from the seed, not shipped.** A worker replays the seed's draws for
 every node (cheap: ``demo_fleet.plan_node``) and builds the engines of its shard only
-(``DemoFleet.build(shard, shards)``), giving exactly the hub's nodes (the fleet is a function
+(``DemoFleet.build(shard, owner=…)``), giving exactly the hub's nodes (the fleet is a function
 of its seed and size) without pickling thousands of engines through a pipe or forking a
 process that runs an event loop and threads. The workers start with ``spawn`` and lower their
 scheduling priority (``WORKER_NICE``) so the hub's event loop wins the CPU when both want it.
 
 Each node answers through its ``NodeSource`` methods (``dry_run`` via ``DemoFleet.dry_run_all``,
-``upgrade``), so the rows are the ones the node's own page and API give; the fit rows are scored
-in the worker too (``app.services.fleet.score``). The fleet never changes once built, so a fit
-of the same manifest and strategy is answered from ``FIT_CACHE`` entries, and each node keeps
-its upgrade verdicts per release and gate (``SimulatedNode.upgrade``).
+``upgrade``), so the rows are the ones the node's own page and API give; the fit rows are
+scored, encoded and ranked in the worker too (``app.services.fleet.ranked``: the hub only
+merges bytes). The fleet never changes once built, so a fit of the same manifest and strategy
+is answered from ``FIT_CACHE`` entries, and each node keeps its upgrade verdicts per release
+and gate (``SimulatedNode.upgrade``).
 
 Time budgets count CPU time: a worker's fit runs under ``deadline.within`` (the thread's CPU
 time); nodes it does not reach are rows with ``checked`` false, never refusals.
@@ -35,29 +36,35 @@ import gc
 import json
 import multiprocessing
 import os
+import random
 import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import BrokenExecutor, Future, ProcessPoolExecutor
 from typing import Any
 
+from app.adapters.heap import release_free_heap
 from app.contracts.summary import NodeSummaryV1
 from app.domain import deadline
 from app.domain.checkpoint import CPU_FILE_NAME, MEMORY_FILE_NAME
 from app.domain.node.state_files import render_state_files
 from app.domain.pod.model import Pod
 from app.services.fleet.agent_summary import SummaryCache
+from app.services.fleet.ranked import CHECKED, Entry, entry, merged, ranked
 from app.services.fleet.rows import fit_error, fit_result, upgrade_result
-from app.services.fleet.score import rank_fits
-from app.services.nodes.demo_fleet import DemoFleet, SimulatedNode, node_name
+from app.services.fleet.score import node_score, placement_flags, scored
+from app.services.nodes.demo_fleet import DemoFleet, SimulatedNode, node_name, plan_node
 from app.services.nodes.errors import NodeServiceError
 from app.services.nodes.inputs import parse_manifests
 from app.services.upgrade import SharedChecks, UpgradeInputError
 
-#: Fits kept per (manifest, strategy): the demo fleet never changes once built.
+#: Fits kept per (manifest, strategy): the demo fleet never changes once built. At 5,000
+#: nodes a fit's rows are about 5 MiB of JSON: the bytes bound keeps three, which is what the
+#: hub's memory goal leaves for them (``deploy/hub.yaml``).
 FIT_CACHE = 16
+FIT_CACHE_BYTES = 16 << 20
 #: Nodes per upgrade task: answers arrive (and the page fills in) this many at a time.
 UPGRADE_CHUNK = 100
 WORKER_NICE = 5
@@ -77,19 +84,23 @@ _verdicts: dict[tuple[str, str, bool | None], dict[str, Any]] = {}
 _frozen = False
 
 
-def _start(count: int, seed: int, shard: int, shards: int) -> None:
-    """The worker's initializer: build its shard of the fleet."""
+def _start(count: int, seed: int, shard: int, owner: Sequence[int]) -> None:
+    """The worker's initializer: build its shard of the fleet (``owner``: each node's shard,
+    ``shard_owners``)."""
     global _fleet
     with contextlib.suppress(OSError):  # not allowed here: run at the hub's priority
         os.nice(WORKER_NICE)
     threading.Thread(target=_exit_with, args=(os.getppid(),), daemon=True).start()
     fleet = DemoFleet(count, seed)
-    fleet.build(shard, shards)
+    fleet.build(shard, owner=owner)
     _fleet = fleet
     for name, sim in fleet.nodes.items():  # built once, not in the first fit
         _summary_of(name, None)  # the scores read them
         files = _files[name] = render_state_files(sim.engine)
         _states[name] = _free_state(sim, files)
+    # The shard lives as long as the worker: out of the collector's sight, a collection
+    # walks only what a question allocated (a fit's collections walked the whole shard).
+    gc.freeze()
 
 
 def _exit_with(hub: int) -> None:
@@ -138,14 +149,18 @@ def _data_of(text: str | bytes | None) -> dict[str, Any]:
     return json.loads(doc["data"]) if isinstance(doc.get("data"), str) else doc
 
 
-def _fit_rows(fleet: DemoFleet, manifest: str, pod: Pod) -> list[dict[str, Any]]:
-    """Every node's fit row (not scored). A single-pod manifest is dry-run once per free
-    state (``_free_state``) and the others in that state get that node's row under their own
-    name (with their own batch id); a node with a pod of the same name or uid is dry-run
-    itself. ``tests/fleet/test_fit_shared.py`` compares both ways over the demo fleet."""
+def _fit_entries(fleet: DemoFleet, manifest: str, pod: Pod, strategy: str) -> list[Entry]:
+    """Every node's fit, scored, as entries (``app.services.fleet.ranked``). A single-pod
+    manifest is dry-run once per free state (``_free_state``) and the others in that state
+    get that node's row under their own name (and a batch id of their own) and with their own
+    score; a node with a pod of the same name or uid is dry-run itself.
+    ``tests/fleet/test_fit_shared.py`` compares both ways over the demo fleet."""
     nodes = fleet.list()
     if not nodes or not _single_pod(manifest, nodes[0]):
-        return [fit_result(name, doc) for name, doc in fleet.dry_run_all(manifest)]
+        return [
+            entry(scored(fit_result(name, doc), pod, strategy, _summary_of))
+            for name, doc in fleet.dry_run_all(manifest)
+        ]
     first: dict[tuple[Any, ...], SimulatedNode] = {}
     asked: list[SimulatedNode] = []
     for sim in nodes:
@@ -156,17 +171,42 @@ def _fit_rows(fleet: DemoFleet, manifest: str, pod: Pod) -> list[dict[str, Any]]
             first[state] = sim
             asked.append(sim)
     rows = {name: fit_result(name, doc) for name, doc in fleet.dry_run_all(manifest, asked)}
+    # A row per (dry-run node, score), encoded once and renamed for each node sharing it.
+    shared: dict[tuple[str, int | None], Entry] = {}
     out = []
     for sim in nodes:
         row = rows.get(sim.name)
-        if row is None:
-            twin = first[_states[sim.name]]
-            # A row is JSON (``model_dump(mode="json")``): renamed as text, in C.
-            row = json.loads(json.dumps(rows[twin.name]).replace(twin.name, sim.name))
-            if "batch" in row:
-                row["batch"] = str(uuid.uuid4())
-        out.append(row)
+        if row is not None:
+            out.append(entry(scored(row, pod, strategy, _summary_of)))
+            continue
+        twin = first[_states[sim.name]]
+        row = rows[twin.name]
+        score = _score(sim.name, pod, strategy) if row["admitted"] else None
+        found = shared.get((twin.name, score))
+        if found is None:
+            found = shared[(twin.name, score)] = entry(_with_score(row, score))
+        out.append(_renamed(found, twin.name, sim.name, row.get("batch")))
     return out
+
+
+def _score(name: str, pod: Pod, strategy: str) -> int:
+    summary = _summary_of(name, None)
+    return node_score(strategy, pod, summary) if summary is not None else 0
+
+
+def _with_score(row: dict[str, Any], score: int | None) -> dict[str, Any]:
+    """An admitted row with ``score`` and its placement's flags (as ``score.scored``)."""
+    return row if score is None else {**row, "score": score, "flags": placement_flags(row)}
+
+
+def _renamed(found: Entry, old: str, new: str, batch: Any) -> Entry:
+    """``found`` (node ``old``'s row) as node ``new``'s: its name replaced wherever the row
+    says it (the node, its pods' pages), a fresh batch id."""
+    (group, score, flags, _, agent), bits, body = found
+    body = body.replace(old.encode(), new.encode())
+    if isinstance(batch, str):
+        body = body.replace(batch.encode(), str(uuid.uuid4()).encode())
+    return (group, score, flags, new, agent), bits, body
 
 
 def _single_pod(manifest: str, sim: SimulatedNode) -> bool:
@@ -176,16 +216,29 @@ def _single_pod(manifest: str, sim: SimulatedNode) -> bool:
         return False
 
 
-def _fit(manifest: str, pod: Pod, strategy: str, budget: float) -> tuple[list[Any], float]:
-    """The shard's fit rows, scored (and the CPU seconds they took)."""
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cycle collection during one question: a fit allocates some 100,000 objects, nearly
+    all freed by reference counting, and collections meanwhile cost a tenth of its CPU."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _fit(manifest: str, pod: Pod, strategy: str, budget: float) -> tuple[list[Entry], float]:
+    """The shard's fit entries best first (and the CPU seconds they took)."""
     started = time.process_time()
     fleet = _shard()
     try:
-        with deadline.within(budget, "the fleet fit"):
-            rows = rank_fits(_fit_rows(fleet, manifest, pod), pod, strategy, _summary_of)
+        with _collector_paused(), deadline.within(budget, "the fleet fit"):
+            entries = _fit_entries(fleet, manifest, pod, strategy)
     except deadline.DeadlineExceededError as exc:
-        rows = [fit_error(n.name, f"not checked: {exc.message}", asked=False) for n in fleet.list()]
-    return [{**r, "agent": None} for r in rows], time.process_time() - started
+        why = f"not checked: {exc.message}"
+        entries = [entry(fit_error(n.name, why, asked=False)) for n in fleet.list()]
+    release_free_heap()
+    return ranked(entries), time.process_time() - started
 
 
 def _upgrade(release: str, gate: bool | None, names: Sequence[str]) -> tuple[list[Any], float]:
@@ -231,6 +284,27 @@ def _ping() -> int:
 # -- in the hub ---------------------------------------------------------------------------------
 
 
+def shard_owners(count: int, seed: int, shards: int) -> list[int]:
+    """Each demo node's shard. A fit dry-runs one node per free state (``_fit_entries``), and
+    nodes share a state only with nodes of the same machine, configuration and release: such
+    nodes go to one shard, so that no two workers dry-run the same state (at 5,000 nodes and
+    2 shards, 1,736 dry runs instead of 2,258 by index). Groups are dealt largest first to the
+    shard with the fewest nodes so far (the seed's draws, replayed: ``plan_node``)."""
+    rng = random.Random(seed)
+    groups: dict[tuple[str, str, str], list[int]] = {}
+    for i in range(count):
+        plan = plan_node(rng, i)
+        groups.setdefault((plan.preset, plan.config_text, plan.release), []).append(i)
+    owner = [0] * count
+    load = [0] * shards
+    for members in sorted(groups.values(), key=lambda m: (-len(m), m[0])):
+        shard = min(range(shards), key=lambda k: (load[k], k))
+        load[shard] += len(members)
+        for i in members:
+            owner[i] = shard
+    return owner
+
+
 def worker_count() -> int:
     """One worker per CPU this process may run on (at most ``MAX_WORKERS``)."""
     try:
@@ -249,7 +323,9 @@ class FleetWorkers:
         self.shards = max(1, min(shards or worker_count(), max(count, 1)))
         self._pools: list[ProcessPoolExecutor] = []
         self._built: list[Future[int]] = []
-        self._fits: OrderedDict[tuple[str, str], list[dict[str, Any]]] = OrderedDict()
+        self._fits: OrderedDict[tuple[str, str], list[Entry]] = OrderedDict()
+        self._fit_bytes: dict[tuple[str, str], int] = {}
+        self._owner: list[int] | None = None
         #: CPU seconds the workers spent on the last fit (figures for the benches).
         self.last_fit_cpu = 0.0
 
@@ -262,7 +338,7 @@ class FleetWorkers:
                 1,
                 mp_context=context,
                 initializer=_start,
-                initargs=(self.count, self.seed, k, self.shards),
+                initargs=(self.count, self.seed, k, self._owners()),
             )
             for k in range(self.shards)
         ]
@@ -290,12 +366,16 @@ class FleetWorkers:
         return [node_name(i) for i in range(self.count)]
 
     def shard_names(self, shard: int) -> list[str]:
-        return [node_name(i) for i in range(shard, self.count, self.shards)]
+        owner = self._owners()
+        return [node_name(i) for i in range(self.count) if owner[i] == shard]
 
-    async def fit(
-        self, manifest: str, pod: Pod, strategy: str, budget: float
-    ) -> list[dict[str, Any]]:
-        """Every demo node's fit row, scored (order: shard by shard, each ranked)."""
+    def _owners(self) -> list[int]:
+        if self._owner is None:
+            self._owner = shard_owners(self.count, self.seed, self.shards)
+        return self._owner
+
+    async def fit(self, manifest: str, pod: Pod, strategy: str, budget: float) -> list[Entry]:
+        """Every demo node's fit, scored, as entries best first (the workers' bytes, merged)."""
         key = (manifest, strategy)
         cached = self._fits.get(key)
         if cached is not None:
@@ -314,14 +394,22 @@ class FleetWorkers:
             self.close()
             self.start()
             why = f"not checked: a fleet worker stopped ({exc}); it is being restarted"
-            return [{**fit_error(n, why, asked=False), "agent": None} for n in self.names()]
-        rows = [r for shard_rows, _ in answers for r in shard_rows]
+            return ranked([entry(fit_error(n, why, asked=False)) for n in self.names()])
+        entries = merged(shard for shard, _ in answers)
         self.last_fit_cpu = sum(cpu for _, cpu in answers)
-        if all(r.get("checked", True) for r in rows):  # a fit cut by the budget is not kept
-            self._fits[key] = rows
-            while len(self._fits) > FIT_CACHE:
-                self._fits.popitem(last=False)
-        return rows
+        del answers
+        await asyncio.to_thread(release_free_heap)  # the last fit's garbage, off the loop
+        if all(e[1] & CHECKED for e in entries):  # a fit cut by the budget is not kept
+            self._keep(key, entries)
+        return entries
+
+    def _keep(self, key: tuple[str, str], entries: list[Entry]) -> None:
+        """Keep a fit, the oldest dropped past ``FIT_CACHE`` fits or ``FIT_CACHE_BYTES``."""
+        self._fits[key] = entries
+        self._fit_bytes[key] = sum(len(e[2]) for e in entries)
+        while len(self._fits) > FIT_CACHE or sum(self._fit_bytes.values()) > FIT_CACHE_BYTES:
+            old, _ = self._fits.popitem(last=False)
+            del self._fit_bytes[old]
 
     def upgrade(self, release: str, gate: bool | None) -> list[Future[tuple[list[Any], float]]]:
         """One future per chunk of ``UPGRADE_CHUNK`` nodes of a shard (each shard's worker

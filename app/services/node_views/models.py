@@ -28,7 +28,9 @@ OWNER_NODE_SHARED = "node-shared"
 
 
 class _View(BaseModel):
-    model_config = WIRE_CONFIG | ConfigDict(str_max_length=MAX_STRING)
+    # defer_build: validators are built on first use, not at import: an idle node agent
+    # builds only its summary's (issue 20 pt 7).
+    model_config = WIRE_CONFIG | ConfigDict(str_max_length=MAX_STRING, defer_build=True)
 
 
 #: A name or key of a view (``namespace/name/container``: three Kubernetes names).

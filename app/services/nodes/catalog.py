@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from app.services.observe.observer import NodeObserver
 
 log = logging.getLogger(__name__)
+#: Whether the sources of a class are ``WritableNodeSource``s.
+_WRITABLE: dict[type, bool] = {}
 
 #: Looks up a remote agent's node by name (``None``: no agent reports it).
 RemoteLookup = Callable[[str], NodeSource | None]
@@ -95,10 +97,13 @@ class NodeCatalog:
         """The node called ``name`` if it can be changed; else ``ReadOnlyNodeError`` saying it
         cannot ``action``."""
         source = self.get(name)
-        if not isinstance(source, WritableNodeSource):
+        writable = _WRITABLE.get(type(source))
+        if writable is None:  # a protocol's isinstance looks up each member: once per class
+            writable = _WRITABLE[type(source)] = isinstance(source, WritableNodeSource)
+        if not writable:
             kind = "an observed node" if source is self.observed else "a node of the fleet"
             raise ReadOnlyNodeError(name, action, kind=kind)
-        return source
+        return cast("WritableNodeSource", source)
 
     def names(self) -> list[str]:
         """The nodes of the index: the observed one (if any) first, then the simulated ones."""

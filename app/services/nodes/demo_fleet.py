@@ -362,13 +362,14 @@ class DemoFleet:
         if count == 0:
             self.ready.set()
 
-    def build(self, shard: int = 0, shards: int = 1) -> None:
-        """Build the nodes (``shards`` > 1: only those whose index is ``shard`` modulo
-        ``shards``; the others' draws are replayed, not built)."""
+    def build(self, shard: int = 0, shards: int = 1, owner: Sequence[int] | None = None) -> None:
+        """Build the nodes (``shards`` > 1: only those of ``shard``, by default the nodes whose
+        index is ``shard`` modulo ``shards``, else those ``owner[index]`` gives it; the
+        others' draws are replayed, not built)."""
         rng = random.Random(self.seed)
         for i in range(self.count):
             plan = plan_node(rng, i)
-            if i % shards == shard:
+            if (i % shards if owner is None else owner[i]) == shard:
                 node = build_planned(plan)
                 self.nodes[node.name] = node  # a dict assignment: readers see whole nodes only
         self.ready.set()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from app.domain.node.model import AdmissionResult, Node
@@ -39,8 +40,8 @@ from app.services.nodes.inputs import build_engine_node
 class PodsOnNode:
     """The pods a node holds, as far as conflicts go: ``namespace/name`` keys and uids."""
 
-    keys: frozenset[str]
-    uids: frozenset[str]
+    keys: AbstractSet[str]
+    uids: AbstractSet[str]
 
     @classmethod
     def of(cls, pods: Iterable[tuple[str, str]]) -> PodsOnNode:
@@ -48,16 +49,21 @@ class PodsOnNode:
         pairs = list(pods)
         return cls(frozenset(k for k, _ in pairs), frozenset(u for _, u in pairs))
 
+    @classmethod
+    def on(cls, node: Node) -> PodsOnNode:
+        """The pods of an engine (its uids as they are: it is keyed by them)."""
+        return cls(frozenset([p.key for p in node.pods.values()]), node.pods.keys())
+
 
 def check_conflicts(node_name: str, existing: PodsOnNode, pods: Sequence[Pod]) -> None:
     """Step 1 of ``judge``: raise ``PodConflictError`` for the first pod already on the node or
     earlier in the submission (its name first, then its uid)."""
-    keys = set(existing.keys)
-    uids = set(existing.uids)
+    keys: set[str] = set()  # of the pods before in the submission
+    uids: set[str] = set()
     for p in pods:
-        if p.key in keys:
+        if p.key in existing.keys or p.key in keys:
             raise PodConflictError(f"pod {p.key} is already on node {node_name}", "metadata.name")
-        if p.uid in uids:
+        if p.uid in existing.uids or p.uid in uids:
             raise PodConflictError(
                 f"pod with uid {p.uid} ({p.key}) is already on node {node_name}", "metadata.uid"
             )
@@ -93,7 +99,7 @@ def judge(
     ``node`` itself when ``commit``, else on a copy. ``existing`` defaults to ``node``'s own
     pods and ``scratch`` to ``scratch_copy(node)``."""
     if existing is None:
-        existing = PodsOnNode.of((p.key, uid) for uid, p in node.pods.items())
+        existing = PodsOnNode.on(node)
     check_conflicts(node.name, existing, pods)
     if commit:
         return [node.admit(p) for p in pods]

@@ -4,10 +4,12 @@ making a change durable in both as one unit.
 **A change** (``NodeStore.commit``) runs inside the node's database write transaction
 (``app.adapters.db.node_repo.write``: the cross-process lock) and its state directory's
 ``StateDirLock``: the log rows are flushed (the database refuses bad values before any file is
-touched), the three files are staged and renamed through the commit journal
-(``app.adapters.statejournal``), then the database commits and the journal is dropped. If any
-step fails the files are rolled back, the transaction too, and the caller puts the engine back
-to the last committed state (``restore_committed``): nothing of the change remains.
+touched), the three files are staged through the commit journal (``app.adapters.statejournal``),
+the database commits (the decision), then the staged files are renamed into place. If anything
+fails before the commit the staged files are removed, the transaction rolled back, and the
+caller puts the engine back to the last committed state (``restore_committed``): nothing of the
+change remains. After the commit the change stands: a crash or a failed rename is finished by
+the journal when the node is next loaded.
 
 **Loading** (``NodeStore.load``), at start and whenever another worker committed a newer
 version: an interrupted write is first finished or undone by the journal against the
@@ -90,6 +92,9 @@ class RenderCache:
     """What the last render of a node's files encoded, for the next one to reuse."""
 
     fragments: dict[str, str] = field(default_factory=dict)  # uid -> its entry in pods.json
+    # The pods of the last render, in order, and their entries: an admission appends one.
+    order: tuple[str, ...] = ()
+    entries: list[str] = field(default_factory=list)
     # pods.json around the entries, with the configuration and topology it was made from
     frame: tuple[KubeletConfig, CPUTopology, str, str] | None = None
     writer: StateFilesWriter = field(default_factory=StateFilesWriter)
@@ -98,6 +103,8 @@ class RenderCache:
         """Forget ``pods.json``'s parts (the node's engine or configuration was replaced; the
         kubelet files' writer checks what it reuses)."""
         self.fragments.clear()
+        self.order = ()
+        self.entries = []
         self.frame = None
 
 
@@ -123,20 +130,29 @@ def _pods_frame(node: Node, cache: RenderCache) -> tuple[str, str]:
     return head, tail + "\n"
 
 
+def _pod_entry(node: Node, uid: str, cache: RenderCache) -> str:
+    """``pods.json``'s entry of pod ``uid`` (made once per pod: it never changes)."""
+    text = cache.fragments.get(uid)
+    if text is None:
+        pod = node.pods[uid]
+        entry = {"admittedAt": node.admitted_at.get(uid, 0.0), "manifest": pod_to_manifest(pod)}
+        text = "\n".join("    " + line for line in json.dumps(entry, indent=2).splitlines())
+        cache.fragments[uid] = text
+    return text
+
+
 def pods_json(node: Node, cache: RenderCache) -> str:
     """``pods.json`` for ``node`` (as ``simulation.state_files_of`` writes it), reusing and
     updating the cached parts."""
-    fragments = cache.fragments
-    entries = []
-    for uid, pod in node.pods.items():
-        text = fragments.get(uid)
-        if text is None:
-            entry = {"admittedAt": node.admitted_at.get(uid, 0.0), "manifest": pod_to_manifest(pod)}
-            text = "\n".join("    " + line for line in json.dumps(entry, indent=2).splitlines())
-            fragments[uid] = text
-        entries.append(text)
-    for uid in [u for u in fragments if u not in node.pods]:
-        del fragments[uid]
+    order = tuple(node.pods)
+    last = cache.order
+    if order[: len(last)] == last:  # pods only added since (compared in C)
+        entries = cache.entries + [_pod_entry(node, uid, cache) for uid in order[len(last) :]]
+    else:
+        entries = [_pod_entry(node, uid, cache) for uid in order]
+        for uid in [u for u in cache.fragments if u not in node.pods]:
+            del cache.fragments[uid]
+    cache.order, cache.entries = order, entries
     head, tail = _pods_frame(node, cache)
     body = "[\n" + ",\n".join(entries) + "\n  ]" if entries else "[]"
     return head + body + tail
@@ -160,9 +176,9 @@ class NodeStore:
 
     # -- changes ---------------------------------------------------------------------------
     def commit(self, live: Live, tx: node_repo.NodeWrite, *, write_files: bool = True) -> None:
-        """Bump the version, write the files (when the state changed) and commit, as one unit;
-        on failure everything is rolled back and the error raised (the caller restores the
-        engine with ``restore_committed``)."""
+        """Bump the version, stage the files (when the state changed), commit and put the
+        files in place, as one unit; a failure up to the commit rolls everything back and is
+        raised (the caller restores the engine with ``restore_committed``)."""
         version = tx.bump()
         directory = self.node_dir(live.definition.name)
         if directory is None or not write_files:
@@ -176,15 +192,23 @@ class NodeStore:
         changed = {n: t for n, t in files.items() if known is None or known.get(n) != t}
         staged = statejournal.StagedFiles(directory, changed, version).prepare()
         try:
-            staged.apply()
             tx.commit()
         except BaseException:
-            staged.rollback()
+            staged.discard()
             live.on_disk = None
             raise
-        staged.finish()
-        live.files = live.on_disk = files
+        live.files = files
         live.version = version
+        try:
+            staged.apply()
+        except statefiles.StateFileError as err:
+            # Committed, and the staged files are complete and synced: the node's next load
+            # (its version no longer matches) finishes the renames through ``recover``.
+            log.error("node %s: the committed files are not in place yet: %s", live.node.name, err)
+            live.on_disk = None
+            live.version = -1
+            return
+        live.on_disk = files
 
     def restore_committed(self, live: Live) -> None:
         """Put the engine back to its last committed state (after a failed change)."""
@@ -320,8 +344,9 @@ class NodeStore:
         if directory is None or not directory.is_dir():
             return
         with statefiles.StateDirLock(directory):
+            statejournal.forget(directory)
             statejournal.clean_temp_files(directory)
-            for file_name in (*STATE_FILES, statejournal.JOURNAL_NAME):
+            for file_name in STATE_FILES:
                 try:
                     (directory / file_name).unlink(missing_ok=True)
                 except OSError as err:

@@ -19,7 +19,6 @@ from dataclasses import replace
 from typing import Any
 
 from app.adapters.kubelet import KubeletDirError, KubeletRootDir
-from app.adapters.podresources_json import message_to_dict
 from app.domain.observed import (
     SOURCE_CHECKPOINT,
     SOURCE_PODRESOURCES,
@@ -39,6 +38,15 @@ log = logging.getLogger(__name__)
 DEFAULT_TTL = 2.0
 #: The sources counted in ``numascope_source_errors_total`` (users.md §5.4).
 METRIC_SOURCES = (SOURCE_PODRESOURCES, SOURCE_CHECKPOINT, SOURCE_SYSFS)
+
+
+def _canonical_json(value: Any) -> dict[str, Any]:
+    """The canonical proto3 JSON of a PodResources answer: protobuf comes with the first
+    request for one, never into an agent that only answers probes and summaries (3.4 MiB,
+    issue 20 pt 7)."""
+    from app.adapters.podresources_json import message_to_dict
+
+    return message_to_dict(value)
 
 
 class ObservedNodeUnavailableError(NodeServiceError):
@@ -171,7 +179,7 @@ class NodeObserver:
         if row is None:
             raise UnknownPodError(self.name, namespace, name)
         pod = observed.podresources_pod(namespace, name)
-        podresources = message_to_dict(GetPodResourcesResponse(pod)) if pod is not None else {}
+        podresources = _canonical_json(GetPodResourcesResponse(pod)) if pod is not None else {}
         return views.pod_view(summary, row, podresources)
 
     def _podresources(self) -> ObservedNode:
@@ -187,19 +195,19 @@ class NodeObserver:
     def podresources_list(self) -> dict[str, Any]:
         observed = self._podresources()
         assert observed.list_response is not None
-        return message_to_dict(observed.list_response)
+        return _canonical_json(observed.list_response)
 
     def podresources_get(self, namespace: str, name: str) -> dict[str, Any]:
         observed = self._podresources()
         pod = observed.podresources_pod(namespace, name)
         if pod is None:
             raise UnknownPodError(self.name, namespace, name)
-        return message_to_dict(GetPodResourcesResponse(pod))
+        return _canonical_json(GetPodResourcesResponse(pod))
 
     def allocatable(self) -> dict[str, Any]:
         observed = self._podresources()
         assert observed.allocatable is not None
-        return message_to_dict(observed.allocatable)
+        return _canonical_json(observed.allocatable)
 
     def metric_samples(self) -> Iterable[tuple[str, dict[str, str], float]]:
         cached = self._current()
