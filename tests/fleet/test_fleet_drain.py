@@ -76,6 +76,7 @@ def test_failing_nodes_are_grouped_by_cause(hub: TestClient) -> None:
 def test_the_page_gives_each_recovery_once_and_collapses_the_nodes_that_start(
     hub: TestClient,
 ) -> None:
+    _api(hub)  # the whole check first, as in the test below
     plan = hub.get("/fleet/upgrade.json", params={"release": RELEASE}).json()
     page = hub.get("/fleet/upgrade", params={"release": RELEASE})
     assert page.status_code == 200
@@ -95,6 +96,7 @@ def test_the_page_gives_each_recovery_once_and_collapses_the_nodes_that_start(
 
 
 def test_the_nodes_to_drain_as_csv(hub: TestClient) -> None:
+    _api(hub)  # the whole check first: the JSON twin answers with what is checked so far
     plan = hub.get("/fleet/upgrade.json", params={"release": RELEASE}).json()
     r = hub.get("/fleet/upgrade.csv", params={"release": RELEASE})
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv")

@@ -222,16 +222,33 @@ def fnv1a_32_parts(parts: Iterable[str | HashedText]) -> int:
     return h
 
 
-@functools.lru_cache(maxsize=32)
+#: Texts up to this length are remembered by the thousand (a few MB at most), longer ones
+#: only the last few.
+SHORT_TEXT = 2048
+SHORT_KEPT = 16384
+LONG_KEPT = 32
+
+
 def text_checksum(text: str) -> int:
     """FNV-1a 32 of the UTF-8 bytes of ``text`` (what ``fmt.Fprintf(hash, "%v", s)`` feeds).
 
-    Remembered for the last few texts: one file's inspection hashes the same dump for every
-    check and reader that verifies it (about 30 times per node in a fleet upgrade check)."""
+    Remembered: one file's inspection hashes the same dump for every check and reader that
+    verifies it (about 30 times per node in a fleet upgrade check), and the reader hashes the
+    dump the writer hashed. A fleet worker renders its whole shard's files when it starts
+    (about 3 short dumps per node): keeping thousands of short dumps lets its first upgrade
+    check reuse those hashes instead of hashing them again."""
+    if len(text) <= SHORT_TEXT:
+        return _short_checksum(text)
+    return _long_checksum(text)
+
+
+def _text_checksum(text: str) -> int:
     return fnv1a_32(text.encode("utf-8"))
 
 
-FORGET.append(text_checksum.cache_clear)
+_short_checksum = functools.lru_cache(maxsize=SHORT_KEPT)(_text_checksum)
+_long_checksum = functools.lru_cache(maxsize=LONG_KEPT)(_text_checksum)
+FORGET.extend((_short_checksum.cache_clear, _long_checksum.cache_clear))
 
 
 def string_checksum(data: str) -> int:

@@ -84,6 +84,12 @@ def _find_container(pod: Pod, container: Container | str) -> Container:
     raise CPUAllocationError(f"container {container!r} is not part of pod {pod.uid!r}")
 
 
+#: ``takeByTopology`` of the reserved CPUs per (machine, options, release, gates, count): a
+#: ``CPUSet`` is immutable, the machine is kept by identity.
+_RESERVED_TAKES: dict[tuple[object, ...], CPUSet] = {}
+_RESERVED_TAKES_KEPT = 256
+
+
 class StaticPolicy:
     """``staticPolicy``."""
 
@@ -146,11 +152,31 @@ class StaticPolicy:
         if reserved_cpus is not None and reserved_cpus.size() > 0:
             reserved = reserved_cpus
         else:
+            reserved = self._take_reserved_by_topology(num_reserved_cpus)
+        check_reserved_size(reserved, num_reserved_cpus)
+        return reserved
+
+    def _take_reserved_by_topology(self, num_reserved_cpus: int) -> CPUSet:
+        """``takeByTopology`` of ``num_reserved_cpus`` over all CPUs (empty when it fails:
+        upstream ignores the error and the size check reports it). Remembered: the take
+        depends only on what built the policy, and a fleet's nodes share a few (machine,
+        options, release) while each upgrade check builds a node."""
+        key = (
+            self.topology,
+            self.options,
+            self.release,
+            tuple(sorted(self.feature_gates.items())),
+            num_reserved_cpus,
+        )
+        reserved = _RESERVED_TAKES.get(key)
+        if reserved is None:
             try:
                 reserved = self.take_by_topology(self.topology.all_cpus, num_reserved_cpus)
             except (TakeByTopologyError, CPUAllocationError):
-                reserved = EMPTY  # upstream ignores the error; the size check reports it
-        check_reserved_size(reserved, num_reserved_cpus)
+                reserved = EMPTY
+            if len(_RESERVED_TAKES) >= _RESERVED_TAKES_KEPT:
+                del _RESERVED_TAKES[next(iter(_RESERVED_TAKES))]
+            _RESERVED_TAKES[key] = reserved
         return reserved
 
     def name(self) -> str:

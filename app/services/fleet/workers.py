@@ -41,7 +41,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import BrokenExecutor, Future, ProcessPoolExecutor
 from typing import Any
 
@@ -78,6 +78,8 @@ _fleet: DemoFleet | None = None
 _summaries: dict[str, NodeSummaryV1] = {}
 _shared = SharedChecks()
 _states: dict[str, tuple[Any, ...]] = {}
+#: Each node's state files, rendered once when the worker starts (its shard never changes).
+_files: dict[str, dict[str, str]] = {}
 _verdicts: dict[tuple[str, str, bool | None], dict[str, Any]] = {}
 _frozen = False
 
@@ -94,7 +96,8 @@ def _start(count: int, seed: int, shard: int, owner: Sequence[int]) -> None:
     _fleet = fleet
     for name, sim in fleet.nodes.items():  # built once, not in the first fit
         _summary_of(name, None)  # the scores read them
-        _states[name] = _free_state(sim)
+        files = _files[name] = render_state_files(sim.engine)
+        _states[name] = _free_state(sim, files)
     # The shard lives as long as the worker: out of the collector's sight, a collection
     # walks only what a question allocated (a fit's collections walked the whole shard).
     gc.freeze()
@@ -124,13 +127,12 @@ def _summary_of(node: str, agent: str | None) -> NodeSummaryV1 | None:
     return summary
 
 
-def _free_state(sim: SimulatedNode) -> tuple[Any, ...]:
+def _free_state(sim: SimulatedNode, files: Mapping[str, str]) -> tuple[Any, ...]:
     """What a dry run of a new pod depends on besides the pod: the machine, the kubelet
     configuration and release, and what its CPU and memory managers have free (the shared
     pool, and each NUMA node's memory table, from the state files its engine writes). The
     other pods matter only by their names (a conflict), which ``_fit_rows`` checks."""
     engine = sim.engine
-    files = render_state_files(engine)
     cpu = _data_of(files.get(CPU_FILE_NAME))
     memory = _data_of(files.get(MEMORY_FILE_NAME))
     return (
@@ -270,7 +272,8 @@ def _verdict(name: str, release: str, gate: bool | None) -> dict[str, Any]:
     key = (name, release, gate)
     verdict = _verdicts.get(key)
     if verdict is None:
-        verdict = _verdicts[key] = _shared.check(_shard().nodes[name].node_files(), release, gate)
+        files = _shard().nodes[name].node_files(_files.get(name))
+        verdict = _verdicts[key] = _shared.check(files, release, gate)
     return verdict
 
 

@@ -20,7 +20,7 @@ import random
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -196,14 +196,15 @@ class SimulatedNode:
             results = judge(self.engine, pods)
         return AdmissionBatch(self.name, str(uuid.uuid4()), True, tuple(results), ())
 
-    def node_files(self) -> NodeFiles:
-        """What its kubelet's start-up is judged on (the upgrade verdict, as for any node)."""
+    def node_files(self, files: Mapping[str, str] | None = None) -> NodeFiles:
+        """What its kubelet's start-up is judged on (the upgrade verdict, as for any node);
+        ``files``: its state files as ``render_state_files`` gave them, when already known."""
         return NodeFiles(
             self.name,
             self.engine.topology,
             self.release,
             self.config_text,
-            render_state_files(self.engine),
+            render_state_files(self.engine) if files is None else files,
             {uid: p.key for uid, p in self.engine.pods.items()},
         )
 

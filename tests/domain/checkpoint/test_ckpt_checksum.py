@@ -9,8 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.domain.checkpoint.checksum import (
+    SHORT_TEXT,
     _fnv1a_32_bitsliced,
     _fnv1a_32_loop,
+    _long_checksum,
+    _short_checksum,
     fnv1a_32,
     string_checksum,
     text_checksum,
@@ -23,7 +26,7 @@ from app.domain.checkpoint.cpu import (
     decode_cpu,
 )
 from app.domain.checkpoint.detect import compute_checksum
-from app.domain.checkpoint.gojson_scan import parse
+from app.domain.checkpoint.gojson_scan import forget, parse
 from app.domain.checkpoint.gospew import sdump_for_hash
 from app.domain.checkpoint.memory import MEMORY_V1_T, decode_memory
 
@@ -212,3 +215,16 @@ def test_bit_sliced_fnv_over_three_byte_positions_equals_the_byte_loop(
 def test_fnv_switches_to_bit_slicing_on_large_inputs() -> None:
     data = bytes(range(256)) * 40
     assert fnv1a_32(data) == _fnv1a_32_loop(data)
+
+
+@pytest.mark.parametrize("size", [SHORT_TEXT - 1, SHORT_TEXT, SHORT_TEXT + 1, 3 * SHORT_TEXT])
+def test_remembered_text_checksums_are_the_hash_of_the_text(size: int) -> None:
+    text = "".join(random.Random(size).choice("{}[]:,abc\u00e9") for _ in range(size))
+    forget()
+    first = text_checksum(text)
+    assert first == fnv1a_32(text.encode("utf-8"))
+    assert text_checksum(text) == first  # remembered: the same answer
+    kept = _short_checksum if size <= SHORT_TEXT else _long_checksum
+    assert kept.cache_info().currsize == 1
+    forget()
+    assert kept.cache_info().currsize == 0

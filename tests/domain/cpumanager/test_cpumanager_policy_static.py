@@ -93,6 +93,19 @@ def test_reserved_cpus_picked_by_own_algorithm(
     assert p.name() == "static"
 
 
+def test_reserved_take_remembered_per_machine_options_and_count() -> None:
+    # The same machine object each time: the remembered take must still tell the options
+    # and counts apart, in any order.
+    for n, options, reserved in [
+        (2, None, "0,6"),
+        (2, {"distribute-cpus-across-cores": "true"}, "0,2"),
+        (1, None, "0"),
+        (2, None, "0,6"),
+        (2, {"distribute-cpus-across-cores": "true"}, "0,2"),
+    ]:
+        assert policy("topoDualSocketHT", n, options=options).reserved_cpus == P(reserved)
+
+
 def test_explicit_reserved_list_is_used_as_given() -> None:
     p = policy(reserved=2, explicit="5,11")
     assert p.reserved_cpus == P("5,11")
