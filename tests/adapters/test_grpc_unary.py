@@ -141,8 +141,10 @@ def test_large_answers_cross_flow_control_and_the_limit_holds(sock_dir: str) -> 
         server.stop(None).wait()
 
 
-def _peer(path: str, answer: bytes) -> tuple[socket.socket, threading.Thread]:
-    """A unix socket peer that reads once, writes ``answer`` and hangs up."""
+def _one_connection(
+    path: str, serve: Callable[[socket.socket], None]
+) -> tuple[socket.socket, threading.Thread]:
+    """A unix socket at ``path`` whose first connection ``serve`` answers in a thread."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(1)
@@ -150,12 +152,21 @@ def _peer(path: str, answer: bytes) -> tuple[socket.socket, threading.Thread]:
     def run() -> None:
         conn, _ = listener.accept()
         with conn:
-            conn.recv(65536)
-            conn.sendall(answer)
+            serve(conn)
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return listener, thread
+
+
+def _peer(path: str, answer: bytes) -> tuple[socket.socket, threading.Thread]:
+    """A unix socket peer that reads once, writes ``answer`` and hangs up."""
+
+    def serve(conn: socket.socket) -> None:
+        conn.recv(65536)
+        conn.sendall(answer)
+
+    return _one_connection(path, serve)
 
 
 @pytest.mark.parametrize(
@@ -206,31 +217,23 @@ def _h2_server_writing_at_once(path: str, body: bytes) -> tuple[socket.socket, t
     from h2.connection import H2Connection
     from h2.events import StreamEnded
 
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    listener.listen(1)
+    def serve(sock: socket.socket) -> None:
+        conn = H2Connection(H2Configuration(client_side=False))
+        conn.initiate_connection()
+        stream = None
+        while stream is None:
+            for event in conn.receive_data(sock.recv(65536)):
+                if isinstance(event, StreamEnded):
+                    stream = event.stream_id
+        conn.send_headers(stream, [(":status", "200"), ("content-type", "application/grpc")])
+        framed = b"\0" + len(body).to_bytes(4, "big") + body
+        assert conn.max_outbound_frame_size > len(framed)  # one frame, past 16 KiB
+        conn.send_data(stream, framed)
+        conn.send_headers(stream, [("grpc-status", "0")], end_stream=True)
+        sock.sendall(conn.data_to_send())
+        sock.recv(65536)  # until the client hangs up
 
-    def run() -> None:
-        sock, _ = listener.accept()
-        with sock:
-            conn = H2Connection(H2Configuration(client_side=False))
-            conn.initiate_connection()
-            stream = None
-            while stream is None:
-                for event in conn.receive_data(sock.recv(65536)):
-                    if isinstance(event, StreamEnded):
-                        stream = event.stream_id
-            conn.send_headers(stream, [(":status", "200"), ("content-type", "application/grpc")])
-            framed = b"\0" + len(body).to_bytes(4, "big") + body
-            assert conn.max_outbound_frame_size > len(framed)  # one frame, past 16 KiB
-            conn.send_data(stream, framed)
-            conn.send_headers(stream, [("grpc-status", "0")], end_stream=True)
-            sock.sendall(conn.data_to_send())
-            sock.recv(65536)  # until the client hangs up
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return listener, thread
+    return _one_connection(path, serve)
 
 
 def test_a_large_frame_read_with_the_settings_ack_is_accepted(sock_dir: str) -> None:
