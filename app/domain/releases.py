@@ -287,6 +287,26 @@ CHECKPOINT_FAMILIES: dict[str, str] = {
 }
 OLDEST_CHECKPOINT_FAMILY = next(iter(CHECKPOINT_FAMILIES))
 
+
+def _minor(name: str) -> int:
+    return int(name.split(".")[1])
+
+
+_BY_MINOR = {_minor(r.name): r for r in TABLE}
+
+
+def checkpoint_family(minor: int) -> str | None:
+    """The checkpoint family kubelet ``1.<minor>`` reads state files as (``None``: a release
+    not modelled, newer than the table or below 1.1)."""
+    if minor < 1 or minor > _minor(NEWEST):
+        return None
+    if minor <= _minor(OLDEST_CHECKPOINT_FAMILY):
+        return OLDEST_CHECKPOINT_FAMILY
+    if minor <= _minor(OLDEST):
+        return OLDEST
+    return _BY_MINOR[minor].name
+
+
 #: Which releases write each state file version (manager, version) -> label.
 STATE_FILE_WRITERS: dict[tuple[str, str], str] = {
     ("cpu", "V1"): "≤1.17",

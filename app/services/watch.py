@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,17 +54,18 @@ class WatchState:
         return {"node": self.node, "source": self.source, "token": self.token}
 
 
-def _without_volatile(value: Any) -> Any:
+def without_keys(value: Any, keys: Collection[str] = VOLATILE_KEYS) -> Any:
+    """A JSON value with the members named ``keys`` left out, at every depth."""
     if isinstance(value, dict):
-        return {k: _without_volatile(v) for k, v in value.items() if k not in VOLATILE_KEYS}
+        return {k: without_keys(v, keys) for k, v in value.items() if k not in keys}
     if isinstance(value, list):
-        return [_without_volatile(v) for v in value]
+        return [without_keys(v, keys) for v in value]
     return value
 
 
 def view_digest(view: NodeView) -> str:
     """A digest of ``view`` as JSON, observation times left out (same in every process)."""
-    data = _without_volatile(view.model_dump(mode="json", by_alias=True))
+    data = without_keys(view.model_dump(mode="json", by_alias=True))
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 

@@ -22,6 +22,7 @@ from app.services.fleet.rows import fit_result
 from app.services.fleet.score import LEAST_ALLOCATED, STRATEGIES, fit_order, scored
 from app.services.nodes.demo_fleet import SEED, DemoFleet
 from app.services.nodes.inputs import parse_manifests
+from app.services.watch import without_keys
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from bench_fleet_fit import BURSTABLE  # the bench's Burstable pod
@@ -54,11 +55,7 @@ VOLATILE = ("batch", "admittedAt")
 
 
 def _stable(doc: Any) -> Any:
-    if isinstance(doc, dict):
-        return {k: _stable(v) for k, v in doc.items() if k not in VOLATILE}
-    if isinstance(doc, list):
-        return [_stable(v) for v in doc]
-    return doc
+    return without_keys(doc, VOLATILE)
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,6 @@ from app.domain.checkpoint.errors import CheckpointInputError
 #: Release families, by the newest release of each (the release table's checkpoint families).
 RELEASE_FAMILIES = tuple(releases.CHECKPOINT_FAMILIES)
 _FAMILY_LABEL = releases.CHECKPOINT_FAMILIES
-_OLDEST_MINOR = int(releases.OLDEST_CHECKPOINT_FAMILY.split(".")[1])
-_TABLE_OLDEST_MINOR = int(releases.OLDEST.split(".")[1])
-_NEWEST_MINOR = int(releases.NEWEST.split(".")[1])
 
 
 @functools.lru_cache(maxsize=64)  # every Reader asks it; a refusal is raised again each time
@@ -41,16 +38,13 @@ def release_family(release: str | float) -> str:
             f"unknown kubelet release {release!r}; expected e.g. "
             f"{', '.join(RELEASE_FAMILIES[:-1])} or {RELEASE_FAMILIES[-1]}"
         ) from None
-    if major != 1 or minor < 1 or minor > _NEWEST_MINOR:
+    family = releases.checkpoint_family(minor) if major == 1 else None
+    if family is None:
         raise CheckpointInputError(
             f"kubelet release {release!r} is not modelled; supported: 1.x up to "
             f"{releases.NEWEST} ({releases.NEWEST} = upstream master)"
         )
-    if minor <= _OLDEST_MINOR:
-        return releases.OLDEST_CHECKPOINT_FAMILY
-    if minor <= _TABLE_OLDEST_MINOR:
-        return releases.OLDEST
-    return str(f"1.{minor}")
+    return family
 
 
 @dataclass(frozen=True, slots=True)
