@@ -14,6 +14,7 @@ A hub with ``--demo-fleet N`` is ready once all N simulated nodes are built (``d
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter
@@ -88,6 +89,47 @@ def _check_podresources(observer: NodeObserver) -> str | None:
     return ("podresources: " + "; ".join(errors)) if errors else None
 
 
+def _check_demo_fleet(hub: Any) -> tuple[str | None, str | None]:
+    """What is not built yet of a hub's demo fleet: in the hub, and in the worker processes
+    that answer its fits and upgrade checks (``None``, ``None`` once all of it is)."""
+    fleet = hub.fleet
+    building = (
+        None
+        if fleet.ready.is_set()
+        else f"demo fleet: {len(fleet.nodes)} of {fleet.count} nodes built"
+    )
+    return building, hub.workers.problem() if hub.workers is not None else None
+
+
+@dataclass
+class _Readiness:
+    """The checks of one ``/readyz`` answer: each check's status, and the problems that make
+    the server unready (``problems``) or are only reported (``warnings``)."""
+
+    checks: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def add(
+        self, name: str, problem: str | None, failed: str = "failed", blocking: bool = True
+    ) -> None:
+        self.checks[name] = "ok" if problem is None else failed
+        if problem:
+            (self.problems if blocking else self.warnings).append(problem)
+
+    def response(self) -> JSONResponse:
+        body: dict[str, Any] = {
+            "status": "unready" if self.problems else "ready",
+            "checks": self.checks,
+        }
+        if self.problems:
+            body["error"] = {"reason": "ServiceUnavailable", "message": "; ".join(self.problems)}
+        if self.warnings:
+            body["warnings"] = self.warnings
+        status = 503 if self.problems else 200
+        return JSONResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
+
+
 @router.get(
     "/readyz",
     name="readyz",
@@ -96,58 +138,26 @@ def _check_podresources(observer: NodeObserver) -> str | None:
     responses={503: {"description": "Not ready; the body names the failing checks"}},
 )
 def readyz(request: Request) -> JSONResponse:
-    checks: dict[str, str] = {}
-    problems: list[str] = []
-    warnings: list[str] = []
-    engine: Engine | None = request.app.state.engine
+    state = request.app.state
+    readiness = _Readiness()
+    engine: Engine | None = state.engine
     if engine is not None:  # None: --no-simulated, no database
-        db_problem = _check_database(engine)
-        checks["database"] = "ok" if db_problem is None else "failed"
-        if db_problem:
-            problems.append(db_problem)
-        migrated: bool = request.app.state.migrated
-        checks["migrations"] = "ok" if migrated else "skipped"
-    nodes = getattr(request.app.state, "nodes", None)
+        readiness.add("database", _check_database(engine))
+        readiness.checks["migrations"] = "ok" if state.migrated else "skipped"
+    nodes = getattr(state, "nodes", None)
     if nodes is not None:
-        durability = _check_durability(nodes)
-        checks["durability"] = "ok" if durability is None else "failed"
-        if durability:
-            problems.append(durability)
-    hub = getattr(request.app.state, "hub", None)
+        readiness.add("durability", _check_durability(nodes))
+    hub = getattr(state, "hub", None)
     if hub is not None and hub.fleet.count:
-        fleet = hub.fleet
-        built = fleet.ready.is_set()
-        checks["demoFleet"] = "ok" if built else "building"
-        if not built:
-            problems.append(f"demo fleet: {len(fleet.nodes)} of {fleet.count} nodes built")
-        # The workers that answer the demo fleet's fits and upgrade checks hold it too.
-        workers = hub.workers.problem() if hub.workers is not None else None
-        checks["fleetWorkers"] = "ok" if workers is None else "building"
-        if workers:
-            problems.append(workers)
-    observer: NodeObserver | None = getattr(request.app.state, "observer", None)
+        fleet_problem, workers_problem = _check_demo_fleet(hub)
+        readiness.add("demoFleet", fleet_problem, failed="building")
+        readiness.add("fleetWorkers", workers_problem, failed="building")
+    observer: NodeObserver | None = getattr(state, "observer", None)
     if observer is not None:
-        observation_problem = _check_observation(observer)
-        checks["observation"] = "ok" if observation_problem is None else "failed"
-        if observation_problem:
-            problems.append(observation_problem)
+        readiness.add("observation", _check_observation(observer))
         socket_problem = _check_podresources(observer)
-        checks["podresources"] = "ok" if socket_problem is None else "unavailable"
-        if socket_problem:
-            warnings.append(socket_problem)
-    if not problems:
-        ready: dict[str, Any] = {"status": "ready", "checks": checks}
-        if warnings:
-            ready["warnings"] = warnings
-        return JSONResponse(ready, headers={"Cache-Control": "no-store"})
-    body: dict[str, Any] = {
-        "status": "unready",
-        "checks": checks,
-        "error": {"reason": "ServiceUnavailable", "message": "; ".join(problems)},
-    }
-    if warnings:
-        body["warnings"] = warnings
-    return JSONResponse(body, status_code=503, headers={"Cache-Control": "no-store"})
+        readiness.add("podresources", socket_problem, failed="unavailable", blocking=False)
+    return readiness.response()
 
 
 @router.get(
