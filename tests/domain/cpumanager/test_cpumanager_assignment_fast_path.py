@@ -402,3 +402,24 @@ def test_sibling_pairs_are_the_linux_and_the_adjacent_smt2_numberings_only() -> 
     # a core split over two NUMA nodes
     split = CPUTopology([CPUInfo(c, c % 4, 0, c // 6, 0) for c in range(8)])
     assert index_of(split).siblings is None
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(cases(), st.booleans())
+def test_spread_take_by_topology_matches_the_straight_port(case, sbt: bool) -> None:
+    """The spread take on its own, 1.38's round-robin over cores (``spread_by_topology``, read
+    three runs at a time on sibling pairs) and the older socket order (a socket at a time)."""
+    topo, available, n, *_ = case
+    try:
+        ours: object = sorted(
+            take_by_topology_numa_packed(
+                topo, CPUSet(available), n, "spread", False, spread_by_topology=sbt
+            )
+        )
+    except TakeByTopologyError as exc:
+        ours = str(exc)
+    try:
+        theirs: object = sorted(ref.packed(topo, set(available), n, "spread", False, sbt))
+    except ref.NotEnoughError as exc:
+        theirs = str(exc)
+    assert ours == theirs

@@ -545,6 +545,9 @@ class CPUAccumulator:
         if not self.spread_by_topology:
             self.take_mask(self._first_spread(need))
             return
+        if self.ix.siblings is not None:
+            self.take_mask(self._first_spread_pairs(self.ix.siblings, need))
+            return
         mask = 0
         for cpu in itertools.islice(self._iter_free_cpus(), need):
             mask |= 1 << cpu
@@ -565,6 +568,35 @@ class CPUAccumulator:
                 return mask | _lowest(cpus, need)
             mask |= cpus
             need -= count
+        return mask
+
+    def _first_spread_pairs(self, siblings: SiblingPairs, need: int) -> int:
+        """The first ``need`` CPUs of the 1.38 spread order on ``SiblingPairs``. A socket's
+        cores in (count, id) order are those with one available CPU by key, then those with
+        both by key; round-robin over them lists the one CPU of each of the first, the lower
+        CPU of each of the others, then their upper CPUs: three runs in key order."""
+        av = self.avail_mask
+        one, both = siblings.counts(av)
+        keys_in = siblings.keys_in_socket
+        stride = siblings.stride
+        mask = 0
+        for s in self._socket_order():
+            inside = keys_in.get(s, 0)
+            single, pairs = one & inside, both & inside
+            # (keys of the run, their CPUs): each key gives one CPU of its run
+            for keys, cpus in (
+                (single, siblings.cpus(single) & av),
+                (pairs, pairs),
+                (pairs, pairs << stride),
+            ):
+                if need <= 0:
+                    return mask
+                count = keys.bit_count()
+                if count > need:
+                    low = _lowest(keys, need)
+                    return mask | (siblings.cpus(low) & cpus)
+                mask |= cpus
+                need -= count
         return mask
 
     def _first_packed(self, need: int) -> int:
