@@ -543,7 +543,8 @@ class CPUAccumulator:
             self.take_mask(self._first_packed(need))
             return
         if not self.spread_by_topology:
-            self.take_mask(self._first_spread(need))
+            # the older spread order: socket by socket in socket order
+            self.take_mask(self._first_in(self._socket_order(), self.ix.socket_mask, need))
             return
         if self.ix.siblings is not None:
             self.take_mask(self._first_spread_pairs(self.ix.siblings, need))
@@ -553,16 +554,15 @@ class CPUAccumulator:
             mask |= 1 << cpu
         self.take_mask(mask)
 
-    def _first_spread(self, need: int) -> int:
-        """The first ``need`` CPUs of the spread order (socket by socket in socket order,
-        ascending within a socket), a socket's CPUs at a time."""
+    def _first_in(self, order: Iterable[int], masks: dict[int, int], need: int) -> int:
+        """The first ``need`` available CPUs of the elements in ``order`` (ascending within
+        an element), an element's CPUs at a time."""
         av = self.avail_mask
-        sm = self.ix.socket_mask
         mask = 0
-        for s in self._socket_order():
+        for i in order:
             if need <= 0:
                 break
-            cpus = sm[s] & av  # a socket listed twice counts twice, as in Go
+            cpus = masks[i] & av  # an element listed twice (in two parents) counts twice, as in Go
             count = cpus.bit_count()
             if count > need:
                 return mask | _lowest(cpus, need)
@@ -605,19 +605,7 @@ class CPUAccumulator:
         siblings = self.ix.siblings
         if siblings is not None:
             return self._first_packed_pairs(siblings, need)
-        av = self.avail_mask
-        cm = self.ix.core_mask
-        mask = 0
-        for c in self._core_order():
-            if need <= 0:
-                break
-            cpus = cm[c] & av  # a core listed twice (in two parents) counts twice, as in Go
-            count = cpus.bit_count()
-            if count > need:
-                return mask | _lowest(cpus, need)
-            mask |= cpus
-            need -= count
-        return mask
+        return self._first_in(self._core_order(), self.ix.core_mask, need)
 
     def _first_packed_pairs(self, siblings: SiblingPairs, need: int) -> int:
         """``_first_packed`` on ``SiblingPairs``: a parent's cores in (count, id) order are
