@@ -27,7 +27,6 @@ Each accumulator caches its orderings until the next ``take``.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Iterator
 
 from app.domain.cpumanager.cpu_assignment.common import (
@@ -549,10 +548,38 @@ class CPUAccumulator:
         if self.ix.siblings is not None:
             self.take_mask(self._first_spread_pairs(self.ix.siblings, need))
             return
+        self.take_mask(self._first_round_robin(need))
+
+    def _first_round_robin(self, need: int) -> int:
+        """The first ``need`` CPUs of the 1.38 spread order on any topology
+        (``sort_available_cpus_spread_by_topology``): a socket whose CPUs are all needed is
+        taken whole, the next one round by round (the lowest CPU left of each core, in core
+        order), without listing the CPUs of the sockets not reached."""
+        av = self.avail_mask
+        ix = self.ix
         mask = 0
-        for cpu in itertools.islice(self._iter_free_cpus(), need):
-            mask |= 1 << cpu
-        self.take_mask(mask)
+        for s in self._socket_order():
+            if need <= 0:
+                break
+            cores = [
+                ix.core_mask[c] & av for c in self._sorted(ix.cores_in_socket.get(s, ()), _CORE)
+            ]
+            total = sum(cpus.bit_count() for cpus in cores)
+            if total <= need:  # a socket listed twice counts twice, as in Go
+                for cpus in cores:
+                    mask |= cpus
+                need -= total
+                continue
+            while need > 0:
+                rest = []
+                for cpus in cores[:need]:
+                    low = cpus & -cpus
+                    mask |= low
+                    if cpus != low:
+                        rest.append(cpus ^ low)
+                need -= min(need, len(cores))
+                cores = rest
+        return mask
 
     def _first_in(self, order: Iterable[int], masks: dict[int, int], need: int) -> int:
         """The first ``need`` available CPUs of the elements in ``order`` (ascending within
