@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from app.domain.checkpoint.gojson_scan import (
+    FORGET,
     GoJSONError,
     GoNumber,
     GoSyntaxError,
@@ -76,6 +77,24 @@ def _parse_uint64(text: str) -> int | None:
         return None
     v = int(text.lstrip("0") or "0")
     return v if v <= _UINT64_MAX else None
+
+
+#: The value of each short run of digits decoded lately (a state file repeats a few sizes and
+#: NUMA ids by the thousand): a look-up instead of checking and converting the text each time.
+_DIGIT_VALUES: dict[str, int] = {}
+_DIGIT_VALUES_KEPT = 4096
+FORGET.append(_DIGIT_VALUES.clear)
+
+
+def _digits_value(text: str) -> int | None:
+    """The value of ``text`` (a JSON number's text) when it is a run of fewer than 19 digits
+    (no sign, no fraction: it cannot overflow an ``int64``), else ``None``."""
+    if not (text.isdigit() and len(text) < 19):
+        return None
+    if len(_DIGIT_VALUES) >= _DIGIT_VALUES_KEPT:
+        _DIGIT_VALUES.clear()
+    v = _DIGIT_VALUES[text] = int(text)
+    return v
 
 
 def _kind_of(node: Any) -> str:
@@ -171,8 +190,11 @@ def _compile_int(t: GoType) -> _DecodeFn:
     def dec_int(d: Decoder, node: Any, cur: Any) -> Any:
         if type(node) is GoNumber:
             # Fast path: plain decimal digits that cannot overflow.
-            if node.isdigit() and len(node) < 19:
-                return int(node)
+            v = _DIGIT_VALUES.get(node)
+            if v is None:
+                v = _digits_value(node)
+            if v is not None:
+                return v
             v = parse_number(node)
             if v is None:
                 d.type_error("number " + node, t)
@@ -393,15 +415,23 @@ def _flat_struct_decoder(
                     obj[folded[0]] = folded[2](d, value, obj[folded[0]])
                 continue
             name, shape, dec, elem_dec = entry
-            tv = type(value)
-            if shape == _TEXT and tv is str:
-                obj[name] = value
-            elif shape == _COUNT and tv is GoNumber and value.isdigit() and len(value) < 19:
-                obj[name] = int(value)
-            elif shape == _COUNTS and tv is list and not obj[name]:
+            tv = value.__class__
+            if tv is str:
+                if shape == _TEXT:
+                    obj[name] = value
+                    continue
+            elif tv is GoNumber:
+                if shape == _COUNT:
+                    n = _DIGIT_VALUES.get(value)
+                    if n is None:
+                        n = _digits_value(value)
+                    if n is not None:
+                        obj[name] = n
+                        continue
+            elif tv is list and shape == _COUNTS and not obj[name]:
                 obj[name] = _ints(d, value, elem_dec)
-            else:
-                obj[name] = dec(d, value, obj[name])
+                continue
+            obj[name] = dec(d, value, obj[name])
         return obj
 
     return dec_flat_struct
@@ -416,10 +446,12 @@ def _ints(d: Decoder, node: list[Any], elem_dec: _DecodeFn) -> list[Any]:
     # A loop, not a comprehension: these arrays are short (a NUMA affinity), and a
     # comprehension's own call costs more than the loop here.
     out = []
+    known = _DIGIT_VALUES.get
     for v in node:
-        out.append(
-            int(v) if type(v) is GoNumber and v.isdigit() and len(v) < 19 else elem_dec(d, v, 0)
-        )
+        n = known(v) if type(v) is GoNumber else None
+        if n is None:
+            n = elem_dec(d, v, 0)
+        out.append(n)
     return out
 
 

@@ -15,6 +15,7 @@ Decoding the tree into Go values is ``gojson_decode``.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
@@ -189,14 +190,20 @@ def parse(text: str) -> Any:
     return tree
 
 
+#: A number's ``GoNumber`` for the fast path: one object per text, as a state file repeats a
+#: few sizes and NUMA ids by the thousand (a cache hit costs less than building the string).
+_number = functools.lru_cache(maxsize=4096)(GoNumber)
+FORGET.append(_number.cache_clear)
+
+
 def _parse(text: str) -> Any:
     if not _SURROGATE_ESCAPE.search(text):
         try:
             return json.loads(
                 text,
                 object_pairs_hook=JObj,
-                parse_float=GoNumber,
-                parse_int=GoNumber,
+                parse_float=_number,
+                parse_int=_number,
                 parse_constant=_reject_constant,
             )
         except (ValueError, RecursionError):

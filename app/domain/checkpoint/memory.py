@@ -144,9 +144,10 @@ def _table_from_go(v: Any) -> MemoryTable:
 _BlockKey = tuple[tuple[int, ...], str, int]
 
 
-def _blocks_from_go(v: Any, seen: dict[_BlockKey, Block] | None = None) -> tuple[Block, ...]:
-    """The blocks of ``v``; ``seen`` shares one (immutable, equal) ``Block`` between equal
-    blocks of one file, which spares the frozen dataclass's slow constructor."""
+def _blocks_from_go(v: Any, seen: dict[_BlockKey, tuple[Block]] | None = None) -> tuple[Block, ...]:
+    """The blocks of ``v``; ``seen`` holds each distinct block of one file once, as a 1-tuple
+    (immutable, equal: shared), which spares the frozen dataclass's slow constructor and,
+    for the usual container of one block, building its tuple."""
     if not v:
         return ()
     if seen is None:
@@ -154,10 +155,12 @@ def _blocks_from_go(v: Any, seen: dict[_BlockKey, Block] | None = None) -> tuple
     out = []
     for b in v:
         key = (tuple(b["NUMAAffinity"] or ()), b["Type"], b["Size"])
-        block = seen.get(key)
-        if block is None:
-            block = seen[key] = Block(*key)
-        out.append(block)
+        one = seen.get(key)
+        if one is None:
+            one = seen[key] = (Block(*key),)
+        if len(v) == 1:
+            return one
+        out.append(one[0])
     return tuple(out)
 
 
@@ -176,7 +179,7 @@ def machine_state_from_go(ms: Any) -> dict[int, NUMANodeState]:
 
 
 def entries_from_go(
-    entries: Any, seen: dict[_BlockKey, Block] | None = None
+    entries: Any, seen: dict[_BlockKey, tuple[Block]] | None = None
 ) -> dict[str, dict[str, tuple[Block, ...]]]:
     seen = {} if seen is None else seen
     out: dict[str, dict[str, tuple[Block, ...]]] = {}
@@ -191,7 +194,7 @@ def entries_from_go(
 
 
 def pod_entries_from_go(
-    pod_entries: Any, seen: dict[_BlockKey, Block] | None = None
+    pod_entries: Any, seen: dict[_BlockKey, tuple[Block]] | None = None
 ) -> dict[str, tuple[Block, ...]]:
     seen = {} if seen is None else seen
     return {pod: _blocks_from_go(e["MemoryBlocks"], seen) for pod, e in (pod_entries or {}).items()}

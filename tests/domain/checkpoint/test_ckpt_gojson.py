@@ -12,7 +12,14 @@ from app.domain.checkpoint.cpu import CPU_V1_T, CPU_V3_T, decode_cpu, new_cpu_ch
 from app.domain.checkpoint.errors import CheckpointTooLargeError
 from app.domain.checkpoint.gojson_decode import Decoder, unmarshal
 from app.domain.checkpoint.gojson_encode import marshal
-from app.domain.checkpoint.gojson_scan import GoNumber, GoSyntaxError, JObj, _Scanner, parse
+from app.domain.checkpoint.gojson_scan import (
+    GoNumber,
+    GoSyntaxError,
+    JObj,
+    _Scanner,
+    forget,
+    parse,
+)
 from app.domain.checkpoint.gotext import go_text
 from app.domain.checkpoint.gotypes import STRING_T, fold_name
 from app.domain.checkpoint.memory import MEMORY_V1_T, decode_memory, new_memory_checkpoint
@@ -319,3 +326,35 @@ def test_block_fast_path_decodes_like_the_tracked_decoder(
         d.decode(tree, MEMORY_V1_T, obj)
         values.append((obj, d.saved is None))
     assert values[0] == values[1]
+
+
+@pytest.mark.parametrize(
+    ("number", "value", "error"),
+    [
+        ("0", 0, None),
+        ("268435456", 268435456, None),
+        ("999999999999999999", 999999999999999999, None),
+        ("9223372036854775807", 9223372036854775807, None),
+        ("9223372036854775808", None, "number 9223372036854775808 into Go struct field"),
+        ("1.0", None, "number 1.0 into Go struct field"),
+        ("-1", -1, None),
+    ],
+)
+def test_a_number_seen_again_decodes_as_the_first_time(
+    number: str, value: int | None, error: str | None
+) -> None:
+    """Numbers repeat by the thousand in a state file (their values are remembered): each
+    occurrence, in an int field, a slice of ints or a block, decodes like the first, read cold
+    (``forget``) or not."""
+    node = f'{{"numberOfAssignments": {number}, "cells": [{number}, {number}]}}'
+    text = f'{{"machineState": {{"0": {node}, "1": {node}}}}}'
+    for _ in range(2):
+        obj, err = decode_memory(parse(text), "V1")
+        if error is None:
+            assert err is None
+            for state in obj["MachineState"].values():
+                assert state["NumberOfAssignments"] == value
+                assert state["Cells"] == [value, value]
+        else:
+            assert err is not None and error in str(err)
+        forget()

@@ -163,19 +163,33 @@ def test_distributed_take_matches_the_straight_port(case) -> None:
 def test_packed_take_matches_the_straight_port(case, uncore: bool) -> None:
     topo, available, n, _, release, strategy, _, _ = case
     sbt = bool(switches(release)["spread_by_topology"])
+    assert packed_outcome(topo, available, n, strategy, uncore, sbt) == ref_packed_outcome(
+        topo, available, n, strategy, uncore, sbt
+    )
+
+
+def packed_outcome(
+    topo: CPUTopology, available: set[int], n: int, strategy: str, uncore: bool, sbt: bool
+) -> object:
+    """The engine's packed take: the CPUs, sorted, or the error text."""
     try:
-        ours: object = sorted(
+        return sorted(
             take_by_topology_numa_packed(
                 topo, CPUSet(available), n, strategy, uncore, spread_by_topology=sbt
             )
         )
     except TakeByTopologyError as exc:
-        ours = str(exc)
+        return str(exc)
+
+
+def ref_packed_outcome(
+    topo: CPUTopology, available: set[int], n: int, strategy: str, uncore: bool, sbt: bool
+) -> object:
+    """The straight port's packed take: the CPUs, sorted, or the error text."""
     try:
-        theirs: object = sorted(ref.packed(topo, set(available), n, strategy, uncore, sbt))
+        return sorted(ref.packed(topo, set(available), n, strategy, uncore, sbt))
     except ref.NotEnoughError as exc:
-        theirs = str(exc)
-    assert ours == theirs
+        return str(exc)
 
 
 def _fragmented_1024() -> tuple[CPUTopology, set[int]]:
@@ -402,3 +416,38 @@ def test_sibling_pairs_are_the_linux_and_the_adjacent_smt2_numberings_only() -> 
     # a core split over two NUMA nodes
     split = CPUTopology([CPUInfo(c, c % 4, 0, c // 6, 0) for c in range(8)])
     assert index_of(split).siblings is None
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(cases(), st.booleans())
+def test_spread_take_by_topology_matches_the_straight_port(case, sbt: bool) -> None:
+    """The spread take on its own, 1.38's round-robin over cores (``spread_by_topology``, read
+    three runs at a time on sibling pairs) and the older socket order (a socket at a time)."""
+    topo, available, n, *_ = case
+    assert packed_outcome(topo, available, n, "spread", False, sbt) == ref_packed_outcome(
+        topo, available, n, "spread", False, sbt
+    )
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    st.integers(1, 3),
+    st.integers(1, 2),
+    st.integers(1, 4),
+    st.sampled_from([1, 3, 4]),
+    st.randoms(use_true_random=False),
+    st.integers(0, 50),
+)
+def test_spread_take_by_topology_without_sibling_pairs_matches_the_straight_port(
+    sockets: int, numa_per_socket: int, cores: int, threads: int, rnd, n: int
+) -> None:
+    """1.38's round-robin over cores where cores are not sibling pairs (one thread, or SMT-3
+    and SMT-4 as on POWER), some NUMA nodes spilling into the next socket: a socket taken
+    whole or round by round."""
+    spill = 1 if sockets > 1 and cores > 1 and rnd.random() < 0.3 else 0
+    topo = machine(sockets, numa_per_socket, cores, threads, spill)
+    assert index_of(topo).siblings is None
+    available = {c for c in topo.cpu_details if rnd.random() < 0.7}
+    assert packed_outcome(topo, available, n, "spread", False, True) == ref_packed_outcome(
+        topo, available, n, "spread", False, True
+    )

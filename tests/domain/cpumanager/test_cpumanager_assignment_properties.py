@@ -11,6 +11,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.domain.cpumanager.cpu_assignment import accumulator
 from app.domain.cpumanager.cpu_assignment.accumulator import CPUAccumulator
 from app.domain.cpumanager.cpu_assignment.common import TakeByTopologyError
 from app.domain.cpumanager.cpu_assignment.distributed import take_by_topology_numa_distributed
@@ -133,3 +134,11 @@ def test_accumulator_orders_cover_the_available_cpus(request) -> None:
         assert topo.cpus_of_numa_node(n).is_subset_of(available)
     for c in acc.free_cores():
         assert topo.cpus_of_core(c).is_subset_of(available)
+
+
+@given(st.integers(0, (1 << 1100) - 1), st.integers(0, 1200))
+def test_lowest_bits_are_the_lowest_set_bits(mask: int, count: int) -> None:
+    """``_lowest`` (a bisection for many bits) gives the ``count`` lowest set bits of the mask,
+    all of them when it has fewer."""
+    bits = [i for i in range(mask.bit_length()) if mask >> i & 1][:count]
+    assert accumulator._lowest(mask, count) == sum(1 << i for i in bits)

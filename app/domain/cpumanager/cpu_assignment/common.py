@@ -50,15 +50,18 @@ class DistributedAllocationHangError(TakeByTopologyError):
     """A kubelet without kubernetes#140730 would loop forever here (1.35-1.37)."""
 
 
+#: Each strategy by its value (a member hashes and compares as its value): one dict look-up,
+#: where the enum's own call cost a microsecond of an 8-microsecond take.
+_STRATEGIES: dict[str, CPUSortingStrategy] = {s.value: s for s in CPUSortingStrategy}
+
+
 def parse_strategy(value: CPUSortingStrategy | str) -> CPUSortingStrategy:
-    if value.__class__ is CPUSortingStrategy:
-        return value
-    try:
-        return CPUSortingStrategy(value)
-    except ValueError:
+    strategy = _STRATEGIES.get(value) if isinstance(value, str) else None
+    if strategy is None:
         raise CPUAssignmentInputError(
             f"unknown CPU sorting strategy {value!r} (expected 'packed' or 'spread')"
-        ) from None
+        )
+    return strategy
 
 
 def check_args(topo: object, available: object, num_cpus: object) -> None:

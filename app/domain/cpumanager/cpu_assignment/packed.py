@@ -10,7 +10,6 @@ from app.domain.cpumanager.cpu_assignment.common import (
     CPUSortingStrategy,
     TakeByTopologyError,
     not_enough,
-    parse_strategy,
 )
 from app.domain.cpuset import CPUSet
 from app.domain.topology.model import CPUTopology
@@ -35,8 +34,7 @@ def take_by_topology_numa_packed(
     Raises ``TakeByTopologyError`` with the kubelet's text when there are too few CPUs.
     ``spread_by_topology`` is the 1.38 spread order (kubernetes#140766).
     """
-    strategy = parse_strategy(cpu_sorting_strategy)
-    acc = CPUAccumulator(topo, available, num_cpus, strategy, spread_by_topology)
+    acc = CPUAccumulator(topo, available, num_cpus, cpu_sorting_strategy, spread_by_topology)
     if acc.is_satisfied():
         return acc.result
     if acc.is_failed():
