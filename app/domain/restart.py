@@ -362,6 +362,7 @@ def _inspect_for_release(
         targets=(reader.with_policy(policy),),
         state_dir=state_dir or "/var/lib/kubelet",
         pod_names=names,
+        findings=False,  # its content and verdict only
     )
 
 
