@@ -295,7 +295,7 @@ class _Inspection:
             info = detect_tree(tree, mgr)
         except CheckpointError as exc:
             return self._unreadable(text, size, mgr, "unknown-format", exc)
-        fc: FileContent = file_content(tree, info)
+        fc: FileContent = file_content(tree, info, text)
         if core is None:
             core = InspectionReport(
                 readable=True,
