@@ -58,6 +58,7 @@ class Reader:
     # What the release table says of the family, looked up once (every read asks them).
     _has_gate: bool = field(default=False, init=False, repr=False, compare=False)
     _line: str = field(default="", init=False, repr=False, compare=False)
+    _hash: int = field(default=0, init=False, repr=False, compare=False)  # a key of kept answers
 
     def __post_init__(self) -> None:
         family = release_family(self.release)
@@ -68,6 +69,14 @@ class Reader:
         object.__setattr__(self, "_line", row.checkpoint_line if row is not None else family)
         if not has_gate and self.gate:
             object.__setattr__(self, "gate", False)  # the gate does not exist there
+        object.__setattr__(self, "_hash", hash((self.release, self.gate, self.policy)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # made again where it is unpickled: a string's hash differs between processes
+        return (Reader, (self.release, self.gate, self.policy))
 
     @property
     def has_gate(self) -> bool:
