@@ -180,7 +180,9 @@ class SharedChecks:
     both ways over the fleet for every release and gate setting."""
 
     def __init__(self) -> None:
-        self._by_inputs: dict[tuple[Any, ...], tuple[CPUTopology, str, dict[str, Any]]] = {}
+        # the first node's machine (its id is in the key), name, and verdict (as JSON text
+        # once a second node shares it)
+        self._by_inputs: dict[tuple[Any, ...], tuple[CPUTopology, str, dict[str, Any] | str]] = {}
 
     def __len__(self) -> int:
         """How many distinct inputs were checked."""
@@ -198,12 +200,15 @@ class SharedChecks:
         )
         hit = self._by_inputs.get(key)
         if hit is not None:
-            _, name, doc = hit
+            topology, name, text = hit
+            if not isinstance(text, str):
+                text = json.dumps(text)
+                self._by_inputs[key] = (topology, name, text)
             # renamed as JSON text, in C: names are in values, never in the document's keys
-            renamed: dict[str, Any] = json.loads(json.dumps(doc).replace(name, node.name))
+            renamed: dict[str, Any] = json.loads(text.replace(name, node.name))
             return renamed
         doc = check_files(node, release, gate)
-        self._by_inputs[key] = (node.topology, node.name, doc)  # the machine kept: its id is named
+        self._by_inputs[key] = (node.topology, node.name, doc)
         return doc
 
 
