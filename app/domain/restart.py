@@ -59,7 +59,7 @@ from app.domain.kubelet_config import (
     kubelet_config_from_dict,
 )
 from app.domain.node.model import Node
-from app.domain.node.state import check_pod_list, start_managers
+from app.domain.node.state import check_managers, check_pod_list, start_managers
 from app.domain.node.state_files import (
     GATE,
     NodeStateError,
@@ -362,6 +362,7 @@ def _inspect_for_release(
         targets=(reader.with_policy(policy),),
         state_dir=state_dir or "/var/lib/kubelet",
         pod_names=names,
+        findings=False,  # its content and verdict only
     )
 
 
@@ -437,32 +438,103 @@ def restart_node(
     lost entries when known). Raises ``KubeletConfigError`` for a configuration
     the node cannot take and ``RestartInputError`` when the files and the pods disagree."""
     node = Node(name, topology, config, clock=clock or time.time)
-    release = config.release
-    gates = {g: config.gate(g) for g in ("PodLevelResources", GATE)}
     try:
         by_uid = check_pod_list(pods or ())
     except NodeStateError as err:
         raise RestartInputError(err.message) from None
-    result = RestartResult(release, gates, False, previous_release=previous_release)
     names = {uid: pod.key for uid, (pod, _) in by_uid.items()}
     if pods is None and pod_names:
         names = dict(pod_names)
+    known = None if pods is None else set(by_uid)
+    result, before = _start_up(
+        config,
+        files,
+        lambda: start_managers(node, files, known, state_dir),
+        state_dir,
+        name,
+        names,
+        previous_release,
+    )
+    if before is None:
+        return result
+    result.node = node
+    _readmit_pods(result, node, by_uid.values(), before, state_dir)
+    return result
+
+
+def _start_up(
+    config: KubeletConfig,
+    files: Mapping[str, str | bytes | None],
+    start: Callable[[], Mapping[str, LoadResult]],
+    state_dir: str,
+    name: str,
+    names: Mapping[str, str],
+    previous_release: str | None,
+) -> tuple[RestartResult, _Before | None]:
+    """Step 1 of the restart: the managers started by ``start`` (their readers' results), and
+    what the release's readers drop; with the files' content when the kubelet started."""
+    gates = {g: config.gate(g) for g in ("PodLevelResources", GATE)}
+    result = RestartResult(config.release, gates, False, previous_release=previous_release)
     try:
-        loaded = start_managers(node, files, None if pods is None else set(by_uid), state_dir)
+        loaded = start()
     except NodeStateError as err:
         if err.manager == "pods":
             raise RestartInputError(err.message) from None
         result.error = err.message
-        result.recovery = recovery_steps(state_dir, release, name)
+        result.recovery = recovery_steps(state_dir, config.release, name)
         lost_uids = _record_losses(result, files, {}, config, state_dir, names)[1]
         if lost_uids and "could not restore state" not in err.message:
             result.notes = (SAFELY_RESTORES,)  # read without the pod entries, then refused
-        return result
+        return result, None
     before = _record_losses(result, files, loaded, config, state_dir, names)[0]
     result.started = True
-    result.node = node
-    _readmit_pods(result, node, by_uid.values(), before, state_dir)
-    return result
+    return result, before
+
+
+#: Nodes that judge start-ups (``start_up``) by machine and configuration: a fleet repeats a
+#: few, and building a node's managers cost a tenth of a fleet's upgrade check. A judge is
+#: never changed (``check_managers``), so it is shared.
+_judges: dict[tuple[int, int], tuple[CPUTopology, KubeletConfig, Node]] = {}
+_JUDGES_KEPT = 64
+
+
+def _judge(topology: CPUTopology, config: KubeletConfig) -> Node:
+    """A node of ``topology`` under ``config`` that only judges start-ups."""
+    key = (id(topology), id(config))
+    kept = _judges.get(key)
+    if kept is not None and kept[0] is topology and kept[1] is config:
+        return kept[2]
+    node = Node("start-up", topology, config)
+    if len(_judges) >= _JUDGES_KEPT:
+        _judges.clear()
+    _judges[key] = (topology, config, node)
+    return node
+
+
+def start_up(
+    target: TargetConfig,
+    topology: CPUTopology,
+    files: Mapping[str, str | bytes | None],
+    *,
+    state_dir: str = "",
+    name: str = "simulated",
+    pod_names: Mapping[str, str] | None = None,
+) -> RestartResult:
+    """``restart_for`` with the pods not known (``pod_names`` names the pods of lost
+    entries), without the node that results (``node`` stays ``None``): whether a kubelet of
+    the target starts on ``files``, its error and recovery, and what its readers drop."""
+    config = target.config
+    judge = _judge(topology, config)
+    result, _ = _start_up(
+        config,
+        files,
+        lambda: check_managers(judge, files, state_dir),
+        state_dir,
+        name,
+        dict(pod_names or {}),
+        None,
+    )
+    return _with_refusals(target, result)
 
 
 def _readmit_pods(
@@ -523,7 +595,12 @@ def restart_for(
     """``restart_node`` under ``target``: when the release refuses a gate of the
     configuration, the kubelet does not start (``error`` is its text), ``recovery`` says what
     to change, and ``once_changed`` is the restart with the configuration changed so."""
-    result = restart_node(topology, target.config, files, pods, **kw)
+    return _with_refusals(target, restart_node(topology, target.config, files, pods, **kw))
+
+
+def _with_refusals(target: TargetConfig, result: RestartResult) -> RestartResult:
+    """``result`` (the kubelet under ``target.config``) as the configuration's refusals
+    leave it: the result itself when the release refuses no gate."""
     if not target.refusals:
         return result
     steps = [f"change the kubelet configuration: {r.change}" for r in target.refusals]

@@ -32,7 +32,7 @@ from app.domain.checkpoint import (
 )
 from app.domain.kubelet_config import KubeletConfigError
 from app.domain.node.state_files import GATE
-from app.domain.restart import RestartResult, TargetConfig, restart_for, with_node_names
+from app.domain.restart import RestartResult, TargetConfig, start_up, with_node_names
 from app.domain.topology.model import CPUTopology
 from app.services.checkpoints import (
     CheckpointServiceError,
@@ -141,7 +141,7 @@ class NodeFiles:
 def check_files(node: NodeFiles, release: str, gate: bool | None) -> dict[str, Any]:
     """A simulated node's verdict for a kubelet of ``release`` (``gate``: the
     ``PodLevelResourceManagers`` setting, ``None`` as configured): the start-up model
-    (``app.domain.restart.restart_for``, the rehearsal's own start-up, so the verdict says the
+    (``app.domain.restart.start_up``, the rehearsal's own start-up, so the verdict says the
     kubelet starts exactly when the rehearsal does) judges; the inspector, on the node's files
     as a kubelet root dir in memory, gives the details per file (what is lost, rescues)."""
     try:
@@ -149,11 +149,10 @@ def check_files(node: NodeFiles, release: str, gate: bool | None) -> dict[str, A
     except NodeInputError as exc:
         raise UpgradeInputError(exc.message, exc.field or "kubeletConfig") from None
     try:
-        start = restart_for(
+        start = start_up(
             target,
             node.topology,
             node.files,
-            None,
             state_dir=KUBELET_ROOT,
             name=node.name,
             pod_names=node.pods,  # its files' reports are then the inspector's
@@ -181,7 +180,9 @@ class SharedChecks:
     both ways over the fleet for every release and gate setting."""
 
     def __init__(self) -> None:
-        self._by_inputs: dict[tuple[Any, ...], tuple[CPUTopology, str, dict[str, Any]]] = {}
+        # the first node's machine (its id is in the key), name, and verdict (as JSON text
+        # once a second node shares it)
+        self._by_inputs: dict[tuple[Any, ...], tuple[CPUTopology, str, dict[str, Any] | str]] = {}
 
     def __len__(self) -> int:
         """How many distinct inputs were checked."""
@@ -199,12 +200,15 @@ class SharedChecks:
         )
         hit = self._by_inputs.get(key)
         if hit is not None:
-            _, name, doc = hit
+            topology, name, text = hit
+            if not isinstance(text, str):
+                text = json.dumps(text)
+                self._by_inputs[key] = (topology, name, text)
             # renamed as JSON text, in C: names are in values, never in the document's keys
-            renamed: dict[str, Any] = json.loads(json.dumps(doc).replace(name, node.name))
+            renamed: dict[str, Any] = json.loads(text.replace(name, node.name))
             return renamed
         doc = check_files(node, release, gate)
-        self._by_inputs[key] = (node.topology, node.name, doc)  # the machine kept: its id is named
+        self._by_inputs[key] = (node.topology, node.name, doc)
         return doc
 
 

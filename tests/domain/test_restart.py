@@ -4,6 +4,8 @@ returned, and the start-up refusal's shape."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,8 +23,12 @@ from app.domain.restart import (
     RESTORED,
     RestartInputError,
     RestartResult,
+    _judge,
+    config_for_release,
     recovery_steps,
+    restart_for,
     restart_node,
+    start_up,
     with_node_names,
 )
 from app.services.demo import bubble_pod, classic_pod
@@ -249,3 +255,30 @@ def test_recovery_steps_name_the_node_or_say_where_its_name_goes() -> None:
     # One step for several nodes speaks of them all.
     assert "drain the nodes (kubectl drain a b" in both and "uncordon the nodes (" in both
     assert "admits each node's pods afresh" in both and "the node " not in both
+
+
+@pytest.mark.parametrize("to", RELEASES)
+@pytest.mark.parametrize("pod_level", [False, True])
+def test_a_start_up_is_the_restart_without_pods_and_leaves_its_judge_as_it_was(
+    to: str, pod_level: bool
+) -> None:
+    """``start_up`` answers as ``restart_for`` without pods (started or not, error,
+    recovery, losses, refusals) but for the node that results; the node kept to judge
+    start-ups is not changed by judging files that hold pods."""
+    release = RELEASES[-1] if pod_level else RELEASES[0]
+    node = filled(POD_SCOPE if pod_level else CLASSIC, release, [("classic", 2), ("bubble", 2)])
+    files = render_state_files(node)
+    names = {uid: p.key for uid, p in node.pods.items()}
+    target = config_for_release(node.config.to_dict(), to)
+    kw: dict[str, Any] = {"state_dir": "/var/lib/kubelet", "name": "n", "pod_names": names}
+    judge = _judge(node.topology, target.config)
+    before = (judge.cpu_state.to_dict(), judge.memory.state.to_dict() if judge.memory else None)
+    for _ in range(2):  # the second with the judge kept
+        started = start_up(target, node.topology, files, **kw)
+        rehearsed = restart_for(target, node.topology, files, None, **kw)
+        expected = {**rehearsed.to_dict(), "previousRelease": None}
+        assert started.node is None and started.to_dict() == expected
+        assert _judge(node.topology, target.config) is judge
+    assert node.pods  # files that name pods were judged
+    after = (judge.cpu_state.to_dict(), judge.memory.state.to_dict() if judge.memory else None)
+    assert after == before

@@ -12,6 +12,7 @@ from typing import Any
 from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
+from app.domain.checkpoint.data_twin import read_twin
 from app.domain.checkpoint.detect import CPU, VersionInfo
 from app.domain.checkpoint.gojson_decode import unmarshal_text
 from app.domain.checkpoint.gojson_scan import TreeMemo
@@ -36,18 +37,32 @@ class FileContent:
 _contents = TreeMemo()
 
 
-def file_content(tree: Any, info: VersionInfo) -> FileContent:
+def file_content(tree: Any, info: VersionInfo, text: str | None = None) -> FileContent:
     """Decode the file's content for the detected ``info`` (kept for a kept tree: the
-    inspector and the consistency checks ask for it)."""
+    inspector and the consistency checks ask for it); ``text``, the file's text when known,
+    lets a data-carrying file written as a kubelet writes it be decoded once (``read_twin``:
+    the same content, without the second decode)."""
     known, content = _contents.get(tree, info)
     if not known:
-        content = _contents.put(tree, _file_content(tree, info), info)
+        content = _contents.put(tree, _file_content(tree, info, text), info)
     return content
 
 
-def _file_content(tree: Any, info: VersionInfo) -> FileContent:
+def _file_content(tree: Any, info: VersionInfo, text: str | None) -> FileContent:
     problems: list[str] = []
-    if info.manager == CPU:
+    formats = C.CPU_FORMATS if info.manager == CPU else M.MEMORY_FORMATS
+    twin = None
+    if text is not None and info.version == formats.data_version:
+        twin = read_twin(tree, text, formats, info.version, None)
+    if twin is not None:  # both decodes without error: the inline part, then the data
+        outer, data = twin
+        if info.manager == CPU:
+            inline: State | None = C.cpu_state_from_go(outer, None, problems.append)
+            state: State | None = C.cpu_state_from_go(data, pod_entries_of(data), problems.append)
+        else:
+            inline = M.memory_state_from_go(outer, None)
+            state = M.memory_state_from_go(data, pod_entries_of(data))
+    elif info.manager == CPU:
         state, inline = _cpu_content(tree, info.version, problems)
     else:
         state, inline = _memory_content(tree, info.version, problems)

@@ -196,11 +196,11 @@ def _detect_tree(tree: Any, manager: str | None) -> VersionInfo:
     if mgr == MEMORY:
         if has_data:
             return VersionInfo(MEMORY, "V3")
-        v1 = _memory_header(tree, "V1")
         v2 = _memory_header(tree, "V2")
         if _has(keys, "podEntries"):
             return VersionInfo(MEMORY, "V2", v2)
         # A V2 file without pod entries omits the key; its checksum still tells it apart.
+        v1 = _memory_header(tree, "V1")
         if v1 is None and v2 is not None:
             return VersionInfo(MEMORY, "V2", v2)
         return VersionInfo(MEMORY, "V1", v1)

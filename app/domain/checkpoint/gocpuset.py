@@ -12,8 +12,10 @@ kubelet allocate a map with that many entries. The project refuses ids above
 
 from __future__ import annotations
 
+import functools
 import re
 
+from app.domain.checkpoint.gojson_scan import FORGET
 from app.domain.cpuset import CPUSet, CPUSetError
 from app.domain.golang.strconv import go_quote
 
@@ -74,8 +76,19 @@ def _check_id(cpu: int) -> None:
 
 
 def parse_cpuset(text: str) -> CPUSet:
-    """``cpuset.Parse``: the fast project parser, Go's parser (and texts) on any doubt."""
+    """``cpuset.Parse``: the fast project parser, Go's parser (and texts) on any doubt.
+    Remembered by text (a ``CPUSet`` is immutable; an error is raised again each time): one
+    file's sets are parsed by each reader, the inspector and the start-up model, and a
+    fleet's files repeat a few sets."""
+    return _parse_kept(text)
+
+
+def _parse(text: str) -> CPUSet:
     try:
         return CPUSet.parse(text)
     except CPUSetError:
         return parse_go_cpuset(text)
+
+
+_parse_kept = functools.lru_cache(maxsize=8192)(_parse)
+FORGET.append(_parse_kept.cache_clear)

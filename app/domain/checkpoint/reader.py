@@ -10,7 +10,7 @@ runs 1.37's code line. The procedures themselves are ``read_cpu`` and ``read_mem
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from app.domain import releases
@@ -55,23 +55,38 @@ class Reader:
     release: str
     gate: bool = False
     policy: str | None = None
+    # What the release table says of the family, looked up once (every read asks them).
+    _has_gate: bool = field(default=False, init=False, repr=False, compare=False)
+    _line: str = field(default="", init=False, repr=False, compare=False)
+    _hash: int = field(default=0, init=False, repr=False, compare=False)  # a key of kept answers
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "release", release_family(self.release))
-        if not self.has_gate and self.gate:
+        family = release_family(self.release)
+        row = releases.get(family) if family in releases.RELEASES else None
+        has_gate = row is not None and row.knows_pod_level_gate
+        object.__setattr__(self, "release", family)
+        object.__setattr__(self, "_has_gate", has_gate)
+        object.__setattr__(self, "_line", row.checkpoint_line if row is not None else family)
+        if not has_gate and self.gate:
             object.__setattr__(self, "gate", False)  # the gate does not exist there
+        object.__setattr__(self, "_hash", hash((self.release, self.gate, self.policy)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # made again where it is unpickled: a string's hash differs between processes
+        return (Reader, (self.release, self.gate, self.policy))
 
     @property
     def has_gate(self) -> bool:
         """Whether this release knows the PodLevelResourceManagers gate (from 1.36)."""
-        return self.release in releases.RELEASES and releases.get(self.release).knows_pod_level_gate
+        return self._has_gate
 
     @property
     def line(self) -> str:
         """The checkpoint code line this release runs (1.38 reads files as 1.37 does)."""
-        if self.release in releases.RELEASES:
-            return releases.get(self.release).checkpoint_line
-        return self.release
+        return self._line
 
     @property
     def label(self) -> str:
@@ -88,10 +103,15 @@ class Reader:
         return self.release
 
     def with_policy(self, policy: str | None) -> Reader:
-        return Reader(self.release, self.gate, policy)
+        return self if policy == self.policy else _with_policy(self, policy)
 
     def to_dict(self) -> dict[str, Any]:
         return {"release": self.release, "gate": self.gate, "label": self.label, "key": self.key}
+
+
+@functools.lru_cache(maxsize=256)  # a few families, gates and policies
+def _with_policy(reader: Reader, policy: str | None) -> Reader:
+    return Reader(reader.release, reader.gate, policy)
 
 
 #: The target list of the inspector (spec ``users.md`` §5.3).

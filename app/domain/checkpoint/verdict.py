@@ -9,7 +9,7 @@ with its status, the content, and a verdict per kubelet release (spec ``checkpoi
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from app.domain import releases
@@ -193,12 +193,15 @@ def inspect(
     reserved_cpus: CPUSet | None = None,
     live_pod_uids: Iterable[str] | None = None,
     pod_names: Mapping[str, str] | None = None,
+    findings: bool = True,
 ) -> InspectionReport:
     """Inspect a state file (bytes or text). ``manager`` (``cpu``/``memory`` or the file name)
     is detected when omitted. ``configured_policy`` enables the policy comparison.
     ``consistency`` adds the issues of ``check_consistency`` on the content (implied by
     ``topology``, ``reserved_cpus`` or ``live_pod_uids``, the last for ``stale-entry``
-    issues). ``pod_names`` (uid -> ``namespace/name``) names the pods of lost entries. Never
+    issues). ``pod_names`` (uid -> ``namespace/name``) names the pods of lost entries.
+    ``findings`` false leaves the checksums and the issues of a readable file out (the
+    version, content and verdicts are the same: what a start-up judgement reads). Never
     raises for bad file content."""
     return _Inspection(
         configured_policy,
@@ -210,12 +213,13 @@ def inspect(
         reserved_cpus,
         live_pod_uids,
         pod_names,
+        findings,
     ).run(content, manager)
 
 
 #: Reports kept per parsed file: a node's upgrade check inspects each file for the release
 #: twice (the inspector's verdict and the start-up model's losses) and nodes share files
-#: (``InspectionReport`` is immutable).
+#: (``InspectionReport`` is immutable). A report with findings answers for one without.
 _inspected = TreeMemo()
 
 
@@ -232,6 +236,7 @@ class _Inspection:
     reserved_cpus: CPUSet | None
     live_pod_uids: Iterable[str] | None
     pod_names: Mapping[str, str] | None
+    findings: bool = True
 
     def run(self, content: str | bytes, manager: str | None) -> InspectionReport:
         size = _size(content)
@@ -248,12 +253,17 @@ class _Inspection:
         key = self._memo_key(mgr, manager is not None, size)
         if key is None:
             return self._report(text, tree, size, mgr, manager)
-        known, kept = _inspected.get(tree, *key)
+        known, kept = _inspected.get(tree, True, *key)
+        if not known and not self.findings:
+            known, kept = _inspected.get(tree, False, *key)
         if known:
             assert isinstance(kept, InspectionReport)
             return kept
-        report = self._report(text, tree, size, mgr, manager)
-        _inspected.put(tree, report, *key)
+        core: InspectionReport | None = None
+        if self.findings:
+            known, core = _inspected.get(tree, False, *key)
+        report = self._report(text, tree, size, mgr, manager, core)
+        _inspected.put(tree, report, self.findings, *key)
         return report
 
     def _memo_key(self, mgr: str | None, forced: bool, size: int) -> tuple[Any, ...] | None:
@@ -272,30 +282,38 @@ class _Inspection:
         return (mgr, forced, size, self.configured_policy, readers, self.state_dir, names)
 
     def _report(
-        self, text: str, tree: Any, size: int, mgr: str | None, manager: str | None
+        self,
+        text: str,
+        tree: Any,
+        size: int,
+        mgr: str | None,
+        manager: str | None,
+        core: InspectionReport | None = None,
     ) -> InspectionReport:
-        """The report on a parsed file."""
+        """The report on a parsed file (``core``: its report without findings, if known)."""
         try:
             info = detect_tree(tree, mgr)
         except CheckpointError as exc:
             return self._unreadable(text, size, mgr, "unknown-format", exc)
-        fc: FileContent = file_content(tree, info)
+        fc: FileContent = file_content(tree, info, text)
+        if core is None:
+            core = InspectionReport(
+                readable=True,
+                size=size,
+                manager=info.manager,
+                version=info,
+                policy_name=fc.state.policy_name if fc.state is not None else None,
+                state=fc.state,
+                inline_state=fc.inline,
+                verdicts=tuple(self._verdicts(text, info, fc.state)),
+            )
+        if not self.findings:
+            return core
         checks = checksum_reports(tree, info)
         issues = _forced_manager_issues(tree, manager, info.manager)
         issues += _content_issues(fc, checks, info)
         issues += self._state_issues(fc.state, info.manager)
-        return InspectionReport(
-            readable=True,
-            size=size,
-            manager=info.manager,
-            version=info,
-            policy_name=fc.state.policy_name if fc.state is not None else None,
-            checksums=checks,
-            state=fc.state,
-            inline_state=fc.inline,
-            verdicts=tuple(self._verdicts(text, info, fc.state)),
-            issues=tuple(issues),
-        )
+        return replace(core, checksums=checks, issues=tuple(issues))
 
     def _state_issues(self, state: State | None, mgr: str) -> list[Issue]:
         """The policy name, and the consistency checks when asked for."""

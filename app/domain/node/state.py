@@ -48,7 +48,13 @@ from app.domain.node.state_files import (
 )
 from app.domain.pod.model import Pod
 
-__all__ = ["check_pod_list", "restore_managers", "restore_node", "start_managers"]
+__all__ = [
+    "check_managers",
+    "check_pod_list",
+    "restore_managers",
+    "restore_node",
+    "start_managers",
+]
 
 
 _State = TypeVar("_State", CPUCheckpointState, MemoryCheckpointState)
@@ -138,6 +144,16 @@ def _take(node: Node, started: _Started) -> None:
         node.cpu_state = started.cpu
     if started.memory is not None and node.memory is not None:
         node.memory.state = started.memory
+
+
+def check_managers(
+    node: Node, files: Mapping[str, str | bytes | None], state_dir: str = ""
+) -> dict[str, LoadResult]:
+    """What the node's CPU and memory managers make of ``files`` at start-up (reader, then
+    ``Start`` validation; CPU manager first), the node left as it was: a start-up judged
+    without the node that results (the node's policies only judge; their states are new).
+    Returns each present file's load result; raises ``NodeStateError`` as ``start_managers``."""
+    return _start(node, files, state_dir).loaded
 
 
 def start_managers(

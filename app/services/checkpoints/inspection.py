@@ -225,8 +225,8 @@ def inspect_content(
     ``size`` is the real size when ``content`` was cut at the 16 MiB cap; ``state_dir`` is the
     kubelet root dir the kubelet's start-up message names (default ``/var/lib/kubelet``);
     ``live_pod_uids`` (the pods the node knows) adds ``stale-entry`` issues. ``details``
-    false leaves out the file's consistency findings and content tables (what people read;
-    a fleet's upgrade verdicts use neither)."""
+    false leaves out the file's checksums, findings and content tables (what people read;
+    a fleet's upgrade verdicts use none of them)."""
     targets = tuple(targets)
     data = content.encode("utf-8", "surrogatepass") if isinstance(content, str) else content
     hint = manager if manager is not None else manager_for_name(source)
@@ -236,6 +236,8 @@ def inspect_content(
     extra: dict[str, Any] = {"state_dir": state_dir} if state_dir is not None else {}
     if pod_names:
         extra["pod_names"] = pod_names
+    if not details:
+        extra["findings"] = False  # what the view leaves out anyway: no one reads them
     report = inspect(data, manager, configured_policy=policy, targets=targets, **extra)
     if not report.readable and manager is None and hint is not None:
         # A truncated or hostile file has no keys to tell the manager: its name does.

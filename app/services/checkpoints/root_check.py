@@ -385,7 +385,7 @@ def check_root_content(
     details: bool = True,
 ) -> DirCheck:
     """``check_root_dir`` on a root dir's content already read (or never on a disk);
-    ``details`` false leaves each file's consistency findings and tables out of its view
+    ``details`` false leaves each file's checksums, findings and tables out of its view
     (``inspect_content``): the verdicts, rescues, advice and the pair's issues stay."""
     pre = resolve_target(target, gate, None)[0]
     config, config_path, config_problem = _load_config(root, pre.release)

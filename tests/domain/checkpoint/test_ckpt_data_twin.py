@@ -20,7 +20,9 @@ from app.domain.checkpoint import (
 )
 from app.domain.checkpoint import cpu as C
 from app.domain.checkpoint import memory as M
+from app.domain.checkpoint.content import file_content
 from app.domain.checkpoint.data_twin import read_twin
+from app.domain.checkpoint.detect import detect_tree
 from app.domain.checkpoint.gojson_decode import unmarshal_text
 from app.domain.checkpoint.gojson_scan import forget, parse
 from tests.domain.checkpoint.ckpt_samples import CPU_STATE
@@ -109,3 +111,36 @@ def test_the_data_string_may_be_escaped_any_way(name: str) -> None:
     # a member written with a space is another layout: the usual decodes
     spaced = escaped.replace(',"dataChecksum":', ', "dataChecksum":')
     assert read_twin(parse(spaced), spaced, formats, version, None) is None
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_a_file_content_is_the_same_read_in_one_decode(name: str) -> None:
+    """``file_content`` given the file's text reads a file laid out as the kubelet writes it
+    in one decode: the same content (state, inline part, problems) as the usual decodes."""
+    text, formats, version = FILES[name]
+    info = detect_tree(parse(text), "cpu" if formats is C.CPU_FORMATS else "memory")
+    assert info.version == version
+    forget()
+    usual = file_content(parse(text), info)
+    forget()
+    assert read_twin(parse(text), text, formats, version, None) is not None
+    assert file_content(parse(text), info, text) == usual
+    assert usual.state is not None and usual.inline is not None
+
+
+def test_a_file_content_with_a_bad_cpuset_has_the_same_problems_either_way() -> None:
+    """A cpuset no kubelet parses, in the inline part and the data alike: each part's
+    problem is reported, in the same order, whichever way the file is decoded."""
+    good = write_cpu_checkpoint(CPU_STATE, "V4")
+    text = good.replace('\\"defaultCpuSet\\":\\"0-1,8-11\\"', '\\"defaultCpuSet\\":\\"3-1\\"')
+    text = text.replace('"defaultCpuSet":"0-1,8-11"', '"defaultCpuSet":"3-1"')
+    assert text.count("3-1") == 2
+    tree = parse(text)
+    info = detect_tree(tree, "cpu")
+    forget()
+    usual = file_content(parse(text), info)
+    forget()
+    tree = parse(text)
+    assert read_twin(tree, text, C.CPU_FORMATS, "V4", None) is not None
+    assert file_content(tree, info, text) == usual
+    assert len(usual.problems) == 2

@@ -436,3 +436,25 @@ def test_release_138_reads_every_file_as_137(gate: bool) -> None:
             b.state,
         )
     assert Reader("1.38", gate).key == f"1.38-gate-{'on' if gate else 'off'}"
+
+
+def test_a_reader_unpickled_in_another_process_is_a_key_there() -> None:
+    """A reader keeps its hash (kept answers are keyed by it); pickled, it is made again
+    where it is unpickled, whose string hashes differ (another hash seed)."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    reader = Reader("1.37", True, "static")
+    code = (
+        "import pickle, sys\n"
+        "from app.domain.checkpoint import Reader\n"
+        "r = pickle.loads(sys.stdin.buffer.read())\n"
+        "print({Reader('1.37', True, 'static'): 'found'}.get(r), r.key)\n"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], input=pickle.dumps(reader), capture_output=True, env=env
+    )
+    assert out.stdout.decode().split() == ["found", "1.37-gate-on"], out.stderr.decode()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -24,6 +25,7 @@ from app.domain.checkpoint import (
     write_cpu_checkpoint,
     write_memory_checkpoint,
 )
+from app.domain.checkpoint.gojson_scan import forget
 from app.domain.golang.strconv import go_quote
 from tests.domain.checkpoint.ckpt_samples import CPU_STATE
 
@@ -381,3 +383,38 @@ def test_a_policy_name_no_kubelet_has_is_an_error_quoted_not_echoed(
         assert found[0].severity == "error"
         assert go_quote(policy) in found[0].message
         assert "\u0007" not in found[0].message
+
+
+_LEAN_FILES = [
+    (write_cpu_checkpoint(CPU_STATE, "V2"), "cpu"),
+    (write_cpu_checkpoint(CPU_STATE, "V4"), "cpu"),
+    (write_memory_checkpoint(MEM_STATE, "V1"), "memory"),
+    (write_memory_checkpoint(MEM_STATE, "V3"), "memory"),
+    ('{"policyName":"none","defaultCpuSet":"0-3","checksum":12345}', "cpu"),  # invalid
+    ('{"policyName":"bogus","defaultCpuSet":"0-3","checksum":0}', "cpu"),  # unknown policy
+    ('{"policyName":"none","defaultCpuSet":"0-3"', "cpu"),  # truncated
+]
+
+
+@pytest.mark.parametrize(("content", "manager"), _LEAN_FILES)
+@pytest.mark.parametrize("lean_first", [True, False])
+def test_a_report_without_findings_is_the_full_report_without_them(
+    content: str, manager: str, lean_first: bool
+) -> None:
+    """``findings=False`` leaves the checksums and issues of a readable file out, nothing
+    else; kept reports answer for each other in either order as a cold inspection would."""
+    targets = TARGETS[-2:]
+    forget()
+    cold = inspect(content, manager, targets=targets)
+    forget()
+    first = inspect(content, manager, targets=targets, findings=not lean_first)
+    second = inspect(content, manager, targets=targets, findings=lean_first)
+    full, lean = (second, first) if lean_first else (first, second)
+    assert full == cold
+    if not full.readable:
+        assert lean == full  # an unreadable file's issue is what its verdicts stand on
+    elif lean_first:
+        assert full.checksums  # every readable file has its checksum reported
+        assert lean == replace(full, checksums=(), issues=())
+    else:
+        assert lean is full  # the kept full report answers
