@@ -1,4 +1,4 @@
-"""Incremental state-file writing (app.domain.checkpoint.incremental, checksum.HashedText,
+"""Incremental state-file writing (app.domain.checkpoint.incremental,
 state_files.StateFilesWriter): after every admission and removal, on every release's formats,
 the bytes equal a full render (issue 20 point 8)."""
 
@@ -9,13 +9,6 @@ import time
 
 import pytest
 
-from app.domain.checkpoint.checksum import (
-    FNV32_OFFSET,
-    HashedText,
-    _fnv1a_32_loop,
-    fnv1a_32,
-    fnv1a_32_parts,
-)
 from app.domain.node.state_files import (
     StateFilesWriter,
     render_state_files,
@@ -28,29 +21,6 @@ from app.services.nodes.inputs import (
     parse_manifests,
     resolve_topology,
 )
-
-
-def test_hashing_from_parts_equals_hashing_the_whole_text() -> None:
-    rng = random.Random(7)
-    alphabet = "ab{}:,é \x00\u2028\U0001f600"
-    for _ in range(200):
-        parts: list[str | HashedText] = []
-        for _ in range(rng.randrange(7)):
-            size = rng.choice([0, 1, 2, 7, 150, 2100, 5000])
-            text = "".join(rng.choice(alphabet) for _ in range(size))
-            parts.append(HashedText(text) if rng.random() < 0.5 else text)
-        whole = "".join(p.text if isinstance(p, HashedText) else p for p in parts).encode()
-        assert fnv1a_32_parts(parts) == _fnv1a_32_loop(whole)
-
-
-def test_a_summary_continues_from_any_state() -> None:
-    rng = random.Random(8)
-    text = "".join(rng.choice("xyz:{} ") for _ in range(300))
-    piece = HashedText(text)
-    for _ in range(300):
-        h = rng.randrange(1 << 32)
-        assert piece.advance(h) == _fnv1a_32_loop(text.encode(), h) == fnv1a_32(text.encode(), h)
-    assert piece.advance(FNV32_OFFSET) == fnv1a_32(text.encode())
 
 
 def _pod(rng: random.Random, i: int) -> str:
