@@ -8,7 +8,9 @@ item per pod, sorted by pod UID, and the memory manager's ``machineState`` one i
 node. ``CheckpointWriter`` keeps each item as JSON and as go-spew text. A write encodes the
 struct with a marker item in place of each kept map (what remains, policy and default set, is
 small), splices the kept items in and hashes the whole text (FNV-1a in C: a 250-pod dump in
-about 0.1 ms). CPU V1 (entries keyed by container ID) is written in full.
+about 0.1 ms). The V4/V3 ``data`` is also kept escaped as the file's JSON string holds it
+(escaping is per character, so the escaped items splice like the others). CPU V1 (entries keyed
+by container ID) is written in full.
 """
 
 from __future__ import annotations
@@ -54,6 +56,15 @@ _MACHINE_STATE = "\x00machineState\x00"
 _DATA = "\x00data\x00"
 
 
+# The texts a kept map's items come in: JSON, JSON inside a JSON string, go-spew.
+_JSON, _QUOTED, _SPEW = range(3)
+
+
+def _quoted(json: str) -> str:
+    """``json`` escaped as a JSON string holds it (without the quotes)."""
+    return marshal(json, STRING_T)[1:-1]
+
+
 def _json_item(key: str | int, go: Any, elem: GoType) -> str:
     return go_escape(encode_fragment(str(key), STRING_T) + ":" + encode_fragment(go, elem))
 
@@ -64,11 +75,11 @@ def _spew_item(key: str | int, go: Any, elem: GoType) -> str:
 
 @dataclasses.dataclass(slots=True)
 class _Item:
-    """One item of a kept map: the state value it encodes, its JSON and its go-spew text."""
+    """One item of a kept map: the state value it encodes and its texts (by ``_JSON``,
+    ``_QUOTED``, ``_SPEW``)."""
 
     value: Any
-    json: str
-    spew: str
+    texts: tuple[str, str, str]
 
 
 class _KeptMap:
@@ -83,11 +94,12 @@ class _KeptMap:
         self.elem = t.elem
         self.int_keys = t.key.kind != Kind.STRING
         self.items: dict[Any, _Item] = {}
+        self._values: dict[Any, Any] = {}  # the entries of the last refresh
         self.order: list[Any] = []  # the keys of ``items``, sorted (go-spew's order)
         self.json_order: list[Any] = []  # the same in JSON's order
-        # The current items' JSON and go-spew texts joined, in order (made when first asked
-        # after a change: a write asks for each several times).
-        self._runs: dict[bool, str] = {}
+        # The current items' texts joined, in order, by kind (made when first asked after a
+        # change: a write asks for each several times).
+        self._runs: dict[int, str] = {}
 
     def refresh(
         self, entries: Mapping[Any, Any], go_values: Callable[[dict[Any, Any]], Mapping[Any, Any]]
@@ -95,15 +107,12 @@ class _KeptMap:
         """Make the items those of ``entries``, encoding again only those whose value changed
         (``go_values`` gives the Go values of those, by key)."""
         items = self.items
-        changed = {}
-        for key, value in entries.items():
-            item = items.get(key)
-            if item is None or (item.value is not value and item.value != value):
-                changed[key] = value
+        changed = self._changed(entries)
         if changed:
             for key, go in go_values(changed).items():
                 json = _json_item(key, go, self.elem)
-                items[key] = _Item(changed[key], json, _spew_item(key, go, self.elem))
+                texts = (json, _quoted(json), _spew_item(key, go, self.elem))
+                items[key] = _Item(changed[key], texts)
         if len(items) != len(entries):
             self.items = items = {key: items[key] for key in entries}
         if changed or len(self.order) != len(items):
@@ -111,55 +120,83 @@ class _KeptMap:
             self.json_order = sorted(items, key=str) if self.int_keys else self.order
             self._runs.clear()
 
+    def _changed(self, entries: Mapping[Any, Any]) -> dict[Any, Any]:
+        """The entries whose value is not the kept one. Usually a few are added or removed
+        and the others are the same: that is checked with set and dict operations (in C, values
+        by identity first), the loop over every entry only runs when it is not so."""
+        now = dict(entries)
+        last, self._values = self._values, now
+        added = now.keys() - last.keys()
+        removed = last.keys() - now.keys()
+        same, before = now, last
+        if added:
+            same = dict(now)
+            for key in added:
+                del same[key]
+        if removed:
+            before = dict(last)
+            for key in removed:
+                del before[key]
+        if same == before:
+            return {key: now[key] for key in added}
+        items = self.items
+        return {
+            key: value
+            for key, value in now.items()
+            if (item := items.get(key)) is None or (item.value is not value and item.value != value)
+        }
+
     @property
     def current(self) -> list[_Item]:
         """The items, in go-spew's order."""
         items = self.items
         return [items[key] for key in self.order]
 
-    def run(self, json: bool) -> str:
-        """The current items' JSON (or go-spew) texts, in order, with their separators."""
-        run = self._runs.get(json)
+    def run(self, kind: int) -> str:
+        """The current items' texts of ``kind``, in order, with their separators."""
+        run = self._runs.get(kind)
         if run is None:
             items = self.items
-            if json:
-                run = ",".join([items[key].json for key in self.json_order])
+            if kind == _SPEW:
+                run = " ".join([items[key].texts[_SPEW] for key in self.order])
             else:
-                run = " ".join([items[key].spew for key in self.order])
-            self._runs[json] = run
+                run = ",".join([items[key].texts[kind] for key in self.json_order])
+            self._runs[kind] = run
         return run
 
-    def splice(self, text: str, marker_go: Any, json: bool) -> str:
+    def splice(self, text: str, marker_go: Any, kind: int) -> str:
         """``text`` with this map's marker item replaced by the current items."""
-        if json:
-            marker = _json_item(self.marker, marker_go, self.elem)
-        else:
+        if kind == _SPEW:
             marker = _spew_item(self.marker, marker_go, self.elem)
+        else:
+            marker = _json_item(self.marker, marker_go, self.elem)
+            if kind == _QUOTED:
+                marker = _quoted(marker)
         before, found, after = text.partition(marker)
         assert found, f"no {self.field} marker"
-        return before + self.run(json) + after
+        return before + self.run(kind) + after
 
 
-def _document(text: str, go: Mapping[str, Any], maps: list[_KeptMap], json: bool) -> str:
-    """``text`` (a document encoded from ``go`` with marker items, as JSON or go-spew) with the
-    kept items spliced in where ``go`` holds a marker."""
+def _document(text: str, go: Mapping[str, Any], maps: list[_KeptMap], kind: int) -> str:
+    """``text`` (a document encoded from ``go`` with marker items, its texts of ``kind``)
+    with the kept items spliced in where ``go`` holds a marker."""
     for m in maps:
         value = go.get(m.field)
         if value and m.marker in value:
-            text = m.splice(text, value[m.marker], json)
+            text = m.splice(text, value[m.marker], kind)
     return text
 
 
 def _struct_checksum(obj: dict[str, Any], t: GoType, header: str, maps: list[_KeptMap]) -> int:
     """``checksum.struct_checksum`` of ``obj`` with the kept items spliced in."""
     obj["Checksum"] = 0
-    return text_checksum(_document(sdump_for_hash(obj, t, header), obj, maps, False))
+    return text_checksum(_document(sdump_for_hash(obj, t, header), obj, maps, _SPEW))
 
 
 def _single(obj: dict[str, Any], t: GoType, header: str, maps: list[_KeptMap]) -> str:
     """A file with one struct checksum (CPU V2/V3, memory V1/V2)."""
     obj["Checksum"] = _struct_checksum(obj, t, header, maps)
-    return _document(marshal(obj, t), obj, maps, True)
+    return _document(marshal(obj, t), obj, maps, _JSON)
 
 
 def _with_data(
@@ -172,12 +209,15 @@ def _with_data(
     """A file with an inline part (its struct checksum hashed as the older version), ``data``
     and ``dataChecksum`` (CPU V4, memory V3); ``types``: the hashed, data and file types."""
     hashed_t, data_t, file_t = types
-    data = _document(marshal(data_value, data_t), data_value, maps, True)
+    skeleton = marshal(data_value, data_t)
+    data = _document(skeleton, data_value, maps, _JSON)
     inline["Checksum"] = _struct_checksum(inline, hashed_t, header, maps)
     inline["DataChecksum"] = string_checksum(data)
     inline["Data"] = _DATA
-    text = marshal(inline, file_t).replace(marshal(_DATA, STRING_T), marshal(data, STRING_T), 1)
-    return _document(text, inline, maps, True)
+    # ``data`` as a JSON string: the skeleton escaped, with the kept escaped items.
+    quoted = '"' + _document(_quoted(skeleton), data_value, maps, _QUOTED) + '"'
+    text = marshal(inline, file_t).replace(marshal(_DATA, STRING_T), quoted, 1)
+    return _document(text, inline, maps, _JSON)
 
 
 def _field_t(t: GoType, name: str) -> GoType:
