@@ -1,6 +1,6 @@
 """The layer contract (DESIGN.md §1): data flows adapters → domain → services → web.
 
-- the domain imports only the standard library and ``app.domain``;
+- the domain imports only the standard library, ``app.domain`` and ``DOMAIN_LIBRARIES``;
 - contracts import only pydantic, the standard library and ``app.domain``;
 - adapters never import services or web; services never import web;
 - routers never import each other.
@@ -16,6 +16,9 @@ from tests.import_graph import imported_names, module_names
 
 MODULES = module_names()
 STDLIB = frozenset(sys.stdlib_module_names) | {"__future__"}
+# Pure computation without I/O the domain may call, each by its exact module name: fnv_c hashes
+# the checkpoints' FNV-1a checksums in C (issue 20 point 8).
+DOMAIN_LIBRARIES = frozenset({"fnv_c"})
 
 
 def _imports_of(prefix: str) -> dict[str, set[str]]:
@@ -44,7 +47,7 @@ def _breaches(prefix: str, allowed: object) -> list[str]:
 
 
 def domain_allowed(name: str) -> bool:
-    return _top(name) in STDLIB or _under(name, "app.domain")
+    return _top(name) in STDLIB or _under(name, "app.domain") or name in DOMAIN_LIBRARIES
 
 
 def contracts_allowed(name: str) -> bool:
@@ -63,7 +66,7 @@ def services_allowed(name: str) -> bool:
     return not _under(name, "app.web", "app.commands", "app.cli")
 
 
-def test_domain_imports_only_the_standard_library_and_itself() -> None:
+def test_domain_imports_only_the_standard_library_itself_and_its_libraries() -> None:
     assert "app.domain.releases" in MODULES
     assert _breaches("app.domain", domain_allowed) == []
 
@@ -98,6 +101,9 @@ def test_routers_never_import_each_other() -> None:
         (domain_allowed, "json", True),
         (domain_allowed, "app.domain.cpuset", True),
         (domain_allowed, "pydantic", False),
+        (domain_allowed, "fnv_c", True),
+        (domain_allowed, "fnv_c.ext", False),
+        (domain_allowed, "yaml", False),
         (domain_allowed, "app.services.nodes", False),
         (contracts_allowed, "pydantic", True),
         (contracts_allowed, "fastapi", False),

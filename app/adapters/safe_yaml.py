@@ -136,14 +136,16 @@ def _load(text: str, field: str, read: Any) -> Any:
     if _FastLimitedLoader is not None:
         fast = None
         try:
-            fast = type("FastLimitedLoaderFor", (_FastLimitedLoader,), {"field": field})(text)
+            fast = _FastLimitedLoader(text)
+            fast.field = field
             return read(fast)
         except yaml.YAMLError:
             pass
         finally:
             if fast is not None:
                 fast.dispose()
-    loader = type("SafeLimitedLoaderFor", (SafeLimitedLoader,), {"field": field})(text)
+    loader = SafeLimitedLoader(text)
+    loader.field = field
     try:
         return read(loader)
     finally:

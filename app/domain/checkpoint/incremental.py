@@ -4,11 +4,13 @@
 
 Every text the kubelet writes or hashes (the file, the V4/V3 ``data`` JSON, the go-spew dump
 under the struct checksum) encodes a struct whose ``entries`` and ``podEntries`` maps hold one
-item per pod, sorted by pod UID. ``CheckpointWriter`` keeps each pod's item as JSON and as
-go-spew text, each a ``checksum.HashedText`` whose FNV-1a summary is computed once. A write
-encodes the struct with a marker item in place of each pod map (policy, default set, machine
-state: small), splices the kept items in, and hashes the result part by part: O(1) per
-unchanged pod. CPU V1 (entries keyed by container ID) is written in full.
+item per pod, sorted by pod UID, and the memory manager's ``machineState`` one item per NUMA
+node. ``CheckpointWriter`` keeps each item as JSON and as go-spew text. A write encodes the
+struct with a marker item in place of each kept map (what remains, policy and default set, is
+small), splices the kept items in and hashes the whole text (FNV-1a in C: a 250-pod dump in
+about 0.1 ms). The V4/V3 ``data`` is also kept escaped as the file's JSON string holds it
+(escaping is per character, so the escaped items splice like the others). CPU V1 (entries keyed
+by container ID) is written in full.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from app.domain.checkpoint.checksum import HashedText, fnv1a_32_parts
+from app.domain.checkpoint.checksum import string_checksum, text_checksum
 from app.domain.checkpoint.cpu import (
     CPU_DATA_T,
     CPU_V2_T,
@@ -31,8 +33,8 @@ from app.domain.checkpoint.cpu import (
 from app.domain.checkpoint.cpu import LEGACY_HEADER as CPU_HEADER
 from app.domain.checkpoint.cpu_state import CPUCheckpointState
 from app.domain.checkpoint.gojson_encode import encode_fragment, go_escape, marshal
-from app.domain.checkpoint.gospew import sdump_for_hash, sdump_item, sdump_string
-from app.domain.checkpoint.gotypes import STRING_T, GoType
+from app.domain.checkpoint.gospew import sdump_for_hash, sdump_item
+from app.domain.checkpoint.gotypes import STRING_T, GoType, Kind
 from app.domain.checkpoint.memory import LEGACY_HEADER as MEMORY_HEADER
 from app.domain.checkpoint.memory import (
     MEMORY_DATA_T,
@@ -40,141 +42,161 @@ from app.domain.checkpoint.memory import (
     MEMORY_V2_T,
     MEMORY_V3_T,
     MEMORY_VERSIONS,
+    machine_state_to_go,
     memory_data_value,
     memory_go_value,
 )
-from app.domain.checkpoint.memory_state import MemoryCheckpointState
+from app.domain.checkpoint.memory_state import MemoryCheckpointState, NUMANodeState
 from app.domain.cpuset import CPUSet
 
 # Keys no pod UID can be (a NUL): the marker items of the skeleton, and of the data string.
 _ENTRIES = "\x00entries\x00"
 _POD_ENTRIES = "\x00podEntries\x00"
+_MACHINE_STATE = "\x00machineState\x00"
 _DATA = "\x00data\x00"
 
-_Part = str | HashedText
+
+# The texts a kept map's items come in: JSON, JSON inside a JSON string, go-spew.
+_JSON, _QUOTED, _SPEW = range(3)
 
 
-def _json_item(key: str, go: Any, elem: GoType) -> str:
-    return go_escape(encode_fragment(key, STRING_T) + ":" + encode_fragment(go, elem))
+def _quoted(json: str) -> str:
+    """``json`` escaped as a JSON string holds it (without the quotes)."""
+    return marshal(json, STRING_T)[1:-1]
 
 
-def _spew_item(key: str, go: Any, elem: GoType) -> str:
-    return key + ":" + sdump_item(go, elem)
+def _json_item(key: str | int, go: Any, elem: GoType) -> str:
+    return go_escape(encode_fragment(str(key), STRING_T) + ":" + encode_fragment(go, elem))
+
+
+def _spew_item(key: str | int, go: Any, elem: GoType) -> str:
+    return f"{key}:" + sdump_item(go, elem)
 
 
 @dataclasses.dataclass(slots=True)
 class _Item:
-    """One pod's item of a map: the state value it encodes, its JSON (after a comma) and its
-    go-spew text (after a space)."""
+    """One item of a kept map: the state value it encodes and its texts (by ``_JSON``,
+    ``_QUOTED``, ``_SPEW``)."""
 
     value: Any
-    json: HashedText
-    spew: HashedText
+    texts: tuple[str, str, str]
 
 
-class _PodMap:
-    """A pod map (``Entries`` or ``PodEntries``) of one manager's documents: its marker, the
-    Go type of its values and its pods' items."""
+class _KeptMap:
+    """A map of one manager's documents whose items are kept (``Entries`` or ``PodEntries``
+    by pod UID, ``MachineState`` by NUMA node): its marker, the Go type of its values and its
+    items. Go's JSON sorts integer keys by their text, go-spew by their value."""
 
     def __init__(self, field: str, marker: str, t: GoType) -> None:
         self.field = field
         self.marker = marker
-        assert t.elem is not None
+        assert t.elem is not None and t.key is not None
         self.elem = t.elem
-        self.items: dict[str, _Item] = {}
-        self.order: list[str] = []  # the UIDs of ``items``, sorted
-        # The current items' JSON and go-spew parts, in UID order, and their texts joined
-        # (made when first asked after a change: a write asks each several times).
-        self._parts: dict[bool, list[HashedText]] = {}
-        self._runs: dict[bool, str] = {}
+        self.int_keys = t.key.kind != Kind.STRING
+        self.items: dict[Any, _Item] = {}
+        self._values: dict[Any, Any] = {}  # the entries of the last refresh
+        self.order: list[Any] = []  # the keys of ``items``, sorted (go-spew's order)
+        self.json_order: list[Any] = []  # the same in JSON's order
+        # The current items' texts joined, in order, by kind (made when first asked after a
+        # change: a write asks for each several times).
+        self._runs: dict[int, str] = {}
 
     def refresh(
-        self, entries: Mapping[str, Any], go_values: Callable[[dict[str, Any]], dict[str, Any]]
+        self, entries: Mapping[Any, Any], go_values: Callable[[dict[Any, Any]], Mapping[Any, Any]]
     ) -> None:
         """Make the items those of ``entries``, encoding again only those whose value changed
-        (``go_values`` gives the Go values of those, by UID)."""
+        (``go_values`` gives the Go values of those, by key)."""
         items = self.items
-        changed = {}
-        for uid, value in entries.items():
-            item = items.get(uid)
-            if item is None or (item.value is not value and item.value != value):
-                changed[uid] = value
+        changed = self._changed(entries)
         if changed:
-            for uid, go in go_values(changed).items():
-                json = HashedText("," + _json_item(uid, go, self.elem))
-                spew = HashedText(" " + _spew_item(uid, go, self.elem))
-                items[uid] = _Item(changed[uid], json, spew)
+            for key, go in go_values(changed).items():
+                json = _json_item(key, go, self.elem)
+                texts = (json, _quoted(json), _spew_item(key, go, self.elem))
+                items[key] = _Item(changed[key], texts)
         if len(items) != len(entries):
-            self.items = items = {uid: items[uid] for uid in entries}
+            self.items = items = {key: items[key] for key in entries}
         if changed or len(self.order) != len(items):
             self.order = sorted(items)
-            self._parts.clear()
+            self.json_order = sorted(items, key=str) if self.int_keys else self.order
             self._runs.clear()
+
+    def _changed(self, entries: Mapping[Any, Any]) -> dict[Any, Any]:
+        """The entries whose value is not the kept one. Usually a few are added or removed
+        and the others are the same: that is checked with set and dict operations (in C, values
+        by identity first), the loop over every entry only runs when it is not so."""
+        now = dict(entries)
+        last, self._values = self._values, now
+        added = now.keys() - last.keys()
+        removed = last.keys() - now.keys()
+        same, before = now, last
+        if added:
+            same = dict(now)
+            for key in added:
+                del same[key]
+        if removed:
+            before = dict(last)
+            for key in removed:
+                del before[key]
+        if same == before:
+            return {key: now[key] for key in added}
+        items = self.items
+        return {
+            key: value
+            for key, value in now.items()
+            if (item := items.get(key)) is None or (item.value is not value and item.value != value)
+        }
 
     @property
     def current(self) -> list[_Item]:
-        """The items, in UID order."""
+        """The items, in go-spew's order."""
         items = self.items
-        return [items[uid] for uid in self.order]
+        return [items[key] for key in self.order]
 
-    def parts(self, json: bool) -> list[HashedText]:
-        """The current items' JSON (or go-spew) texts, each after its separator, by UID."""
-        parts = self._parts.get(json)
-        if parts is None:
-            current = self.current
-            parts = [i.json for i in current] if json else [i.spew for i in current]
-            self._parts[json] = parts
-        return parts
-
-    def run(self, json: bool) -> str:
-        """``parts`` joined, without the first separator."""
-        run = self._runs.get(json)
+    def run(self, kind: int) -> str:
+        """The current items' texts of ``kind``, in order, with their separators."""
+        run = self._runs.get(kind)
         if run is None:
-            run = self._runs[json] = "".join([p.text for p in self.parts(json)])[1:]
+            items = self.items
+            if kind == _SPEW:
+                run = " ".join([items[key].texts[_SPEW] for key in self.order])
+            else:
+                run = ",".join([items[key].texts[kind] for key in self.json_order])
+            self._runs[kind] = run
         return run
 
-    def splice(self, parts: list[_Part], marker_go: Any, json: bool, hashed: bool) -> None:
-        """Replace this map's marker item in the last of ``parts`` by the current items: as
-        parts whose hash is kept when ``hashed``, else as one text."""
-        if json:
-            marker = _json_item(self.marker, marker_go, self.elem)
-        else:
+    def splice(self, text: str, marker_go: Any, kind: int) -> str:
+        """``text`` with this map's marker item replaced by the current items."""
+        if kind == _SPEW:
             marker = _spew_item(self.marker, marker_go, self.elem)
-        before, found, after = str(parts.pop()).partition(marker)
-        assert found, f"no {self.field} marker"
-        if not hashed:
-            parts.append(before + self.run(json))
         else:
-            first, *rest = self.parts(json)
-            parts.append(before + first.text[1:])
-            parts.extend(rest)
-        parts.append(after)
+            marker = _json_item(self.marker, marker_go, self.elem)
+            if kind == _QUOTED:
+                marker = _quoted(marker)
+        before, found, after = text.partition(marker)
+        assert found, f"no {self.field} marker"
+        return before + self.run(kind) + after
 
 
-def _document(
-    text: str, go: Mapping[str, Any], maps: list[_PodMap], json: bool, hashed: bool = False
-) -> list[_Part]:
-    """``text`` (a document encoded from ``go`` with marker items) as parts, the kept items
-    spliced in where ``go`` holds a marker (as parts to hash when ``hashed``)."""
-    parts: list[_Part] = [text]
+def _document(text: str, go: Mapping[str, Any], maps: list[_KeptMap], kind: int) -> str:
+    """``text`` (a document encoded from ``go`` with marker items, its texts of ``kind``)
+    with the kept items spliced in where ``go`` holds a marker."""
     for m in maps:
         value = go.get(m.field)
         if value and m.marker in value:
-            m.splice(parts, value[m.marker], json, hashed)
-    return parts
+            text = m.splice(text, value[m.marker], kind)
+    return text
 
 
-def _text(text: str, go: Mapping[str, Any], maps: list[_PodMap]) -> str:
-    """The JSON document ``text`` with the kept items spliced in."""
-    return "".join(_document(text, go, maps, True))  # type: ignore[arg-type]
-
-
-def _single(obj: dict[str, Any], t: GoType, header: str, maps: list[_PodMap]) -> str:
-    """A file with one struct checksum (CPU V2/V3, memory V1/V2)."""
+def _struct_checksum(obj: dict[str, Any], t: GoType, header: str, maps: list[_KeptMap]) -> int:
+    """``checksum.struct_checksum`` of ``obj`` with the kept items spliced in."""
     obj["Checksum"] = 0
-    spew = _document(sdump_for_hash(obj, t, header), obj, maps, False, hashed=True)
-    obj["Checksum"] = fnv1a_32_parts(spew)
-    return _text(marshal(obj, t), obj, maps)
+    return text_checksum(_document(sdump_for_hash(obj, t, header), obj, maps, _SPEW))
+
+
+def _single(obj: dict[str, Any], t: GoType, header: str, maps: list[_KeptMap]) -> str:
+    """A file with one struct checksum (CPU V2/V3, memory V1/V2)."""
+    obj["Checksum"] = _struct_checksum(obj, t, header, maps)
+    return _document(marshal(obj, t), obj, maps, _JSON)
 
 
 def _with_data(
@@ -182,21 +204,20 @@ def _with_data(
     data_value: dict[str, Any],
     types: tuple[GoType, GoType, GoType],
     header: str,
-    maps: list[_PodMap],
+    maps: list[_KeptMap],
 ) -> str:
     """A file with an inline part (its struct checksum hashed as the older version), ``data``
     and ``dataChecksum`` (CPU V4, memory V3); ``types``: the hashed, data and file types."""
     hashed_t, data_t, file_t = types
-    data_skeleton = marshal(data_value, data_t)
-    data_parts = _document(data_skeleton, data_value, maps, True, hashed=True)
-    data = _text(data_skeleton, data_value, maps)
-    inline["Checksum"] = 0
-    spew = _document(sdump_for_hash(inline, hashed_t, header), inline, maps, False, hashed=True)
-    inline["Checksum"] = fnv1a_32_parts(spew)
-    inline["DataChecksum"] = fnv1a_32_parts([sdump_string(""), *data_parts])
+    skeleton = marshal(data_value, data_t)
+    data = _document(skeleton, data_value, maps, _JSON)
+    inline["Checksum"] = _struct_checksum(inline, hashed_t, header, maps)
+    inline["DataChecksum"] = string_checksum(data)
     inline["Data"] = _DATA
-    text = marshal(inline, file_t).replace(marshal(_DATA, STRING_T), marshal(data, STRING_T), 1)
-    return _text(text, inline, maps)
+    # ``data`` as a JSON string: the skeleton escaped, with the kept escaped items.
+    quoted = '"' + _document(_quoted(skeleton), data_value, maps, _QUOTED) + '"'
+    text = marshal(inline, file_t).replace(marshal(_DATA, STRING_T), quoted, 1)
+    return _document(text, inline, maps, _JSON)
 
 
 def _field_t(t: GoType, name: str) -> GoType:
@@ -205,17 +226,21 @@ def _field_t(t: GoType, name: str) -> GoType:
 
 class CheckpointWriter:
     """Writes one node's ``cpu_manager_state`` and ``memory_manager_state`` again and again,
-    keeping its pods' encoded items in between (see the module docstring). Not thread-safe."""
+    keeping the encoded items of its pods and NUMA nodes in between (see the module
+    docstring). Not thread-safe."""
 
     def __init__(self) -> None:
         self._cpu = [
-            _PodMap("Entries", _ENTRIES, _field_t(CPU_V3_T, "Entries")),
-            _PodMap("PodEntries", _POD_ENTRIES, _field_t(CPU_V3_T, "PodEntries")),
+            _KeptMap("Entries", _ENTRIES, _field_t(CPU_V3_T, "Entries")),
+            _KeptMap("PodEntries", _POD_ENTRIES, _field_t(CPU_V3_T, "PodEntries")),
         ]
         self._memory = [
-            _PodMap("Entries", _ENTRIES, _field_t(MEMORY_V2_T, "Entries")),
-            _PodMap("PodEntries", _POD_ENTRIES, _field_t(MEMORY_V2_T, "PodEntries")),
+            _KeptMap("Entries", _ENTRIES, _field_t(MEMORY_V2_T, "Entries")),
+            _KeptMap("PodEntries", _POD_ENTRIES, _field_t(MEMORY_V2_T, "PodEntries")),
         ]
+        self._machine = _KeptMap(
+            "MachineState", _MACHINE_STATE, _field_t(MEMORY_V2_T, "MachineState")
+        )
 
     def cpu(self, state: CPUCheckpointState, version: str | int) -> str:
         """``write_cpu_checkpoint(state, version)``."""
@@ -267,15 +292,19 @@ class CheckpointWriter:
                 "PodEntries"
             ],
         )
+        self._machine.refresh(state.machine_state, machine_state_to_go)
+        machine: Mapping[Any, NUMANodeState] = {_MACHINE_STATE: NUMANodeState()}
         skeleton = dataclasses.replace(
             state,
+            machine_state=machine if state.machine_state else {},
             entries={_ENTRIES: {}} if state.entries else {},
             pod_entries={_POD_ENTRIES: ()} if state.pod_entries else state.pod_entries,
         )
+        maps = [*self._memory, self._machine]
         if version in ("V1", "V2"):
             t = MEMORY_V1_T if version == "V1" else MEMORY_V2_T
-            return _single(memory_go_value(skeleton, version), t, MEMORY_HEADER, self._memory)
+            return _single(memory_go_value(skeleton, version), t, MEMORY_HEADER, maps)
         types = (MEMORY_V1_T, MEMORY_DATA_T, MEMORY_V3_T)
         inline = memory_go_value(skeleton, "V1")
         data_value = memory_data_value(skeleton)
-        return _with_data(inline, data_value, types, MEMORY_HEADER, self._memory)
+        return _with_data(inline, data_value, types, MEMORY_HEADER, maps)

@@ -92,9 +92,10 @@ class RenderCache:
     """What the last render of a node's files encoded, for the next one to reuse."""
 
     fragments: dict[str, str] = field(default_factory=dict)  # uid -> its entry in pods.json
-    # The pods of the last render, in order, and their entries: an admission appends one.
+    # The pods of the last render, in order, and their entries joined: an admission appends
+    # one (a 250-pod list is about 250 KB, copied once).
     order: tuple[str, ...] = ()
-    entries: list[str] = field(default_factory=list)
+    body: str = ""
     # pods.json around the entries, with the configuration and topology it was made from
     frame: tuple[KubeletConfig, CPUTopology, str, str] | None = None
     writer: StateFilesWriter = field(default_factory=StateFilesWriter)
@@ -104,7 +105,7 @@ class RenderCache:
         kubelet files' writer checks what it reuses)."""
         self.fragments.clear()
         self.order = ()
-        self.entries = []
+        self.body = ""
         self.frame = None
 
 
@@ -147,15 +148,17 @@ def pods_json(node: Node, cache: RenderCache) -> str:
     order = tuple(node.pods)
     last = cache.order
     if order[: len(last)] == last:  # pods only added since (compared in C)
-        entries = cache.entries + [_pod_entry(node, uid, cache) for uid in order[len(last) :]]
+        added = [_pod_entry(node, uid, cache) for uid in order[len(last) :]]
+        body = ",\n".join([cache.body, *added] if last else added)
     else:
-        entries = [_pod_entry(node, uid, cache) for uid in order]
+        body = ",\n".join([_pod_entry(node, uid, cache) for uid in order])
         for uid in [u for u in cache.fragments if u not in node.pods]:
             del cache.fragments[uid]
-    cache.order, cache.entries = order, entries
+    cache.order, cache.body = order, body
     head, tail = _pods_frame(node, cache)
-    body = "[\n" + ",\n".join(entries) + "\n  ]" if entries else "[]"
-    return head + body + tail
+    if not order:
+        return head + "[]" + tail
+    return "".join((head, "[\n", body, "\n  ]", tail))
 
 
 class NodeStore:
