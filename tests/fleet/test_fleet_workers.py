@@ -153,10 +153,13 @@ def test_healthz_answers_while_fits_and_an_upgrade_check_run(hub: Server) -> Non
 
     threads = [threading.Thread(target=fit, args=(m,)) for m in manifests]
     threads.append(threading.Thread(target=upgrade))
-    for t in threads:
-        t.start()
     probes: list[tuple[int, float, bool]] = []  # status, seconds, sent while work ran
+    # The probe's client is made and connected first: the work may end within the time that
+    # takes.
     with httpx.Client(base_url=hub.url, timeout=10.0, trust_env=False) as client:
+        assert client.get("/healthz").status_code == 200
+        for t in threads:
+            t.start()
         while True:
             running = any(t.is_alive() for t in threads)
             t0 = time.perf_counter()
