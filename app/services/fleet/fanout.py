@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from app.adapters.heap import release_free_heap
 from app.domain.pod.model import Pod
 from app.services.fleet.jobs import UpgradeJob
 from app.services.fleet.ranked import Entry, RankedFit, entry, merged, ranked
@@ -181,6 +182,7 @@ class FleetQuestions:
             job.add(await remote_task)
             job.unreachable = self._unreachable()
             job.finish()
+            await asyncio.to_thread(release_free_heap)  # the answers' pickles, off the loop
         except Exception as exc:  # a worker died: what was answered stays, the rest says why
             remote_task.cancel()
             log.exception("fleet upgrade check %s stopped", job.release)
