@@ -30,7 +30,7 @@ from app.services.fleet import workers
 from app.services.fleet.agent_summary import SummaryCache
 from app.services.fleet.heatmap import BUCKETS, bucket
 from app.services.fleet.rows import fit_result, upgrade_result
-from app.services.fleet.score import rank_fits
+from app.services.fleet.score import ScoreBasis, rank_fits
 from app.services.nodes.demo_fleet import SEED, DemoFleet
 from app.services.nodes.inputs import parse_manifests
 from tests.processes import Server, children, server_env
@@ -68,10 +68,10 @@ def _serial_fit(fleet: DemoFleet, manifest: str, strategy: str) -> list[dict[str
     rows = [fit_result(name, doc) for name, doc in fleet.dry_run_all(manifest)]
     cache = SummaryCache()
 
-    def summary_of(node: str, agent: str | None) -> Any:
-        return fleet.nodes[node].agent_summary(cache)
+    def basis_of(node: str, agent: str | None) -> ScoreBasis:
+        return ScoreBasis.of(fleet.nodes[node].agent_summary(cache))
 
-    return rank_fits(rows, pod, strategy, summary_of)
+    return rank_fits(rows, pod, strategy, basis_of)
 
 
 def _fields(rows: list[dict[str, Any]], names: tuple[str, ...]) -> list[dict[str, Any]]:
