@@ -6,7 +6,8 @@
 Figures are CPU time of the whole process tree (the hub and its worker processes, from
 ``/proc``: the machine is shared, so wall time says more about the neighbours), wall time of
 the one call, ``/healthz`` latency while the call runs (a probe every ``PROBE_EVERY`` seconds
-from a thread of the bench) and the tree's summed RSS.
+from a thread of the bench) and the tree's memory (``tree_memory``: summed RSS, hub and
+children apart, and PSS).
 """
 
 from __future__ import annotations
@@ -79,15 +80,59 @@ def tree_cpu(pid: int) -> float:
     return total / TICKS
 
 
-def tree_rss_mib(pid: int) -> float:
-    """Summed RSS of ``pid``'s process tree in MiB (shared pages counted in each process)."""
-    kib = 0
-    for p in _tree(pid):
-        with contextlib.suppress(OSError):
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    kib += int(line.split()[1])
-    return kib / 1024
+@dataclass(frozen=True)
+class TreeMemory:
+    """The memory of a hub's process tree in MiB, from each process's
+    ``/proc/<pid>/smaps_rollup``: RSS (shared pages counted in every process that maps them:
+    the headline figure) and PSS (shared pages divided among their sharers: closer to what
+    the container's memory cgroup is charged), of the hub itself and of its children (the
+    fleet workers and multiprocessing's resource tracker)."""
+
+    hub_rss: float
+    children_rss: float
+    hub_pss: float
+    children_pss: float
+
+    @property
+    def rss(self) -> float:
+        return self.hub_rss + self.children_rss
+
+    @property
+    def pss(self) -> float:
+        return self.hub_pss + self.children_pss
+
+    def cells(self, when: str) -> dict[str, str]:
+        """The bench's cells: the tree's RSS, its split and its PSS."""
+        return {
+            f"hub RSS {when} (MiB)": f"{self.rss:.0f}",
+            f"  RSS hub / children {when}": f"{self.hub_rss:.0f} / {self.children_rss:.0f}",
+            f"  PSS {when} (MiB)": f"{self.pss:.0f}",
+        }
+
+
+def _rollup_kib(pid: int) -> tuple[int, int]:
+    """(RSS, PSS) of one process in KiB; (0, 0) once it is gone."""
+    rss = pss = 0
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key == "Rss":
+                rss = int(value.split()[0])
+            elif key == "Pss":
+                pss = int(value.split()[0])
+    return rss, pss
+
+
+def tree_memory(pid: int) -> TreeMemory:
+    """The memory of ``pid`` (the hub) and of every process under it."""
+    hub = _rollup_kib(pid)
+    children = [_rollup_kib(p) for p in _tree(pid) if p != pid]
+    return TreeMemory(
+        hub[0] / 1024,
+        sum(c[0] for c in children) / 1024,
+        hub[1] / 1024,
+        sum(c[1] for c in children) / 1024,
+    )
 
 
 @dataclass

@@ -3,11 +3,12 @@ within 100 ms meanwhile), this checkout side by side with a reference (``--ref``
 ``main``), each as a real ``numascope serve --hub --demo-fleet N`` process (``bench/_hub.py``).
 
 Run: .venv/bin/python bench/bench_fleet_fit.py [--nodes 1000 5000] [--ref main]
-Per fleet size and version: the hub's RSS once ready (the hub and its worker processes), then
+Per fleet size and version: the hub's memory once ready (``_hub.tree_memory``: the RSS of the
+hub and its worker processes summed, the hub and its children apart, and PSS), then
 per pod shape (a Guaranteed pod of 2 and of 8 CPUs, a pod-level pod, a Burstable pod) the first
 ``POST /api/v1/fleet/fit`` of ``FRESH`` new manifests (the pod renamed: least and median) and
 the last again: wall time, CPU time of the hub's process tree, ``/healthz`` p99 during the call
-(the worst), and how many nodes admit the pod (both versions must agree); the RSS after the
+(the worst), and how many nodes admit the pod (both versions must agree); the memory after the
 fits, after an upgrade check and after the fleet's pages (``FLEET_PAGES``: the document the
 hub keeps of every node). Prints figures only.
 """
@@ -18,7 +19,7 @@ import re
 import statistics
 from pathlib import Path
 
-from _hub import Measured, compare, hub_process, measure, tree_rss_mib
+from _hub import Measured, compare, hub_process, measure, tree_memory
 
 from app.services.demo import bubble_pod, classic_pod
 from tests.processes import Server
@@ -61,7 +62,7 @@ def run(nodes: int, src: Path | None) -> dict[str, str]:
     cells: dict[str, str] = {}
     with hub_process(nodes, src) as hub:
         assert hub.proc is not None
-        cells["hub RSS once ready (MiB)"] = f"{tree_rss_mib(hub.proc.pid):.0f}"
+        cells.update(tree_memory(hub.proc.pid).cells("once ready"))
         for label, pod in SHAPES:
             firsts = [_fit(hub, variant(pod, k)) for k in range(FRESH)]
             again = _fit(hub, variant(pod, FRESH - 1))
@@ -77,15 +78,15 @@ def run(nodes: int, src: Path | None) -> dict[str, str]:
             assert isinstance(results, list)
             fits = sum(1 for r in results if r["admitted"])
             cells[f"{label}: fits"] = f"{fits}/{len(results)}"
-        cells["hub RSS after the fits (MiB)"] = f"{tree_rss_mib(hub.proc.pid):.0f}"
+        cells.update(tree_memory(hub.proc.pid).cells("after the fits"))
         upgrade = measure(hub, "GET", "/api/v1/fleet/upgrade", params={"release": UPGRADE_TO})
         cells[f"upgrade check to {UPGRADE_TO}: wall s"] = f"{upgrade.wall:.2f}"
-        cells["hub RSS after an upgrade check (MiB)"] = f"{tree_rss_mib(hub.proc.pid):.0f}"
+        cells.update(tree_memory(hub.proc.pid).cells("after an upgrade check"))
         for path in FLEET_PAGES:
             r = hub.client.get(path, timeout=600.0)
             if r.status_code != 200:
                 raise SystemExit(f"GET {path}: HTTP {r.status_code}: {r.text[:300]}")
-        cells["hub RSS after the fleet pages (MiB)"] = f"{tree_rss_mib(hub.proc.pid):.0f}"
+        cells.update(tree_memory(hub.proc.pid).cells("after the fleet pages"))
     return cells
 
 

@@ -7,7 +7,7 @@ Run: .venv/bin/python bench/bench_fleet_upgrade.py [--nodes 1000 5000] [--ref ma
 Per fleet size and version: ``GET /api/v1/fleet/upgrade?release=1.38`` the first time and once
 more: wall time, CPU time of the hub's process tree (and per node), ``/healthz`` p99 during the
 call, how many nodes the one call checked (the reference stops at its time budget) and how
-many will fail; the hub's RSS after. Prints figures only. How much of it the verdicts shared
+many will fail; the hub's memory after (RSS, hub and children apart, PSS). Prints figures only. How much of it the verdicts shared
 between nodes of the same inputs save: ``bench_upgrade_shared.py``.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from _hub import compare, hub_process, measure, tree_rss_mib
+from _hub import compare, hub_process, measure, tree_memory
 
 GOAL_S = 5.0
 RELEASE = "1.38"
@@ -38,7 +38,7 @@ def run(nodes: int, src: Path | None) -> dict[str, str]:
             cells[f"{call} call: healthz p99 ms"] = f"{m.healthz_p99_ms:.0f}"
             cells[f"{call} call: checked"] = f"{len(checked)}/{len(results)}"
             cells[f"{call} call: will not start"] = str(failing)
-        cells["hub RSS after (MiB)"] = f"{tree_rss_mib(hub.proc.pid):.0f}"
+        cells.update(tree_memory(hub.proc.pid).cells("after"))
     return cells
 
 

@@ -44,7 +44,7 @@ from app.services.checkpoints import (
 )
 from app.services.node_views import pod_url
 from app.services.nodes.errors import NodeInputError
-from app.services.nodes.restart import restart_config
+from app.services.nodes.target_config import restart_config
 
 KUBELET_ROOT = "/var/lib/kubelet"
 _ORDER = {COMPATIBLE: 0, "missing": 0, COMPATIBLE_WITH_LOSS: 1, POLICY_MISMATCH: 2, WILL_FAIL: 3}

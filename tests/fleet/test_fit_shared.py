@@ -71,7 +71,7 @@ def test_shared_fit_entries_are_each_nodes_own(fleet: DemoFleet, shape: str, str
     manifest = SHAPES[shape]
     pod = parse_manifests(manifest, KubeletConfig(release=DEFAULT_RELEASE))[0]
     own = [
-        scored(fit_result(name, doc), pod, strategy, workers._summary_of)
+        scored(fit_result(name, doc), pod, strategy, workers._basis_of)
         for name, doc in fleet.dry_run_all(manifest)
     ]
     shared = workers._fit_entries(fleet, manifest, pod, strategy)

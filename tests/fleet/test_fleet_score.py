@@ -23,6 +23,7 @@ from app.services.fleet.score import (
     MOST_ALLOCATED,
     MULTI_NUMA,
     SHARED_CPUS,
+    ScoreBasis,
     effective_request,
     node_score,
     placement_flags,
@@ -41,8 +42,9 @@ def _pod(manifest: str) -> Pod:
 
 def _node(
     cpus: int, memory: int, *, policy: str = "single-numa-node", scope: str = "container"
-) -> NodeSummaryV1:
-    """A node of two NUMA zones, each offering ``cpus`` CPUs and ``memory`` bytes."""
+) -> ScoreBasis:
+    """A node of two NUMA zones, each offering ``cpus`` CPUs and ``memory`` bytes, as its
+    score reads its summary."""
     row = {
         "total": cpus,
         "reserved": 0,
@@ -52,7 +54,7 @@ def _node(
         "available": cpus,
         "memory": [{"resource": "memory", "allocatable": memory, "reserved": 0, "free": memory}],
     }
-    return NodeSummaryV1.model_validate(
+    summary = NodeSummaryV1.model_validate(
         {
             "node": "n",
             "source": "simulation",
@@ -78,6 +80,7 @@ def _node(
             "rejected": 0,
         }
     )
+    return ScoreBasis.of(summary)
 
 
 NODE1, NODE2, NODE3 = _node(4, 500 * MI), _node(2, 50 * MI), _node(6, 60 * MI)
@@ -96,7 +99,7 @@ POD = _pod(classic_pod("pod1", "default", "2", "20Mi"))
         pytest.param(BALANCED_ALLOCATION, NODE1, 89, id="balanced-node1"),
     ],
 )
-def test_the_plugins_own_vectors(strategy: str, node: NodeSummaryV1, score: int) -> None:
+def test_the_plugins_own_vectors(strategy: str, node: ScoreBasis, score: int) -> None:
     assert node_score(strategy, POD, node) == score
 
 
@@ -167,7 +170,8 @@ def test_the_fleet_fit_is_ranked_best_first(hub: TestClient, strategy: str) -> N
     pod = _pod(classic_pod("rank", "default", "2", "1Gi"))
     fleet = hub.app.state.hub  # type: ignore[attr-defined]
     for r in fits:
-        assert r["score"] == node_score(strategy, pod, fleet.summary_of(r["node"], None))
+        basis = ScoreBasis.of(fleet.summary_of(r["node"], None))
+        assert r["score"] == node_score(strategy, pod, basis)
         assert r["flags"] == placement_flags(r)
     assert all(r["score"] is None for r in rows[len(fits) :])
 

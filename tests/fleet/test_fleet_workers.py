@@ -8,8 +8,11 @@ Not timed beyond generous bounds: the figures are the benches' (``bench/bench_fl
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -27,7 +30,7 @@ from app.services.fleet import workers
 from app.services.fleet.agent_summary import SummaryCache
 from app.services.fleet.heatmap import BUCKETS, bucket
 from app.services.fleet.rows import fit_result, upgrade_result
-from app.services.fleet.score import rank_fits
+from app.services.fleet.score import ScoreBasis, rank_fits
 from app.services.nodes.demo_fleet import SEED, DemoFleet
 from app.services.nodes.inputs import parse_manifests
 from tests.processes import Server, children, server_env
@@ -65,10 +68,10 @@ def _serial_fit(fleet: DemoFleet, manifest: str, strategy: str) -> list[dict[str
     rows = [fit_result(name, doc) for name, doc in fleet.dry_run_all(manifest)]
     cache = SummaryCache()
 
-    def summary_of(node: str, agent: str | None) -> Any:
-        return fleet.nodes[node].agent_summary(cache)
+    def basis_of(node: str, agent: str | None) -> ScoreBasis:
+        return ScoreBasis.of(fleet.nodes[node].agent_summary(cache))
 
-    return rank_fits(rows, pod, strategy, summary_of)
+    return rank_fits(rows, pod, strategy, basis_of)
 
 
 def _fields(rows: list[dict[str, Any]], names: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -277,3 +280,33 @@ def test_a_dead_worker_costs_one_answer_not_the_hub(hub: Server) -> None:
     again = hub.client.post("/api/v1/fleet/fit", content=manifest, headers=YAML).json()
     assert all(x["checked"] for x in again["results"])
     assert any(x["admitted"] for x in again["results"])
+
+
+#: What a fleet worker never loads, a fit and an upgrade check answered: the database layer
+#: and the Kubernetes API client were 24 MiB of every worker's RSS (bench/bench_fleet_fit.py).
+WORKER_NEVER_IMPORTS = ("sqlalchemy", "sqlmodel", "httpx", "app.adapters.db", "fastapi")
+WORKER = """
+import json, sys
+from app.domain.kubelet_config import KubeletConfig
+from app.services.fleet import workers
+from app.services.nodes.demo_fleet import SEED
+from app.services.nodes.inputs import parse_manifests
+
+count, manifest, never = int(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+workers._start(count, SEED, 0, workers.shard_owners(count, SEED, 1))
+pod = parse_manifests(manifest, KubeletConfig())[0]
+entries, _ = workers._fit(manifest, pod, "LeastAllocated", 10.0)
+rows, _ = workers._upgrade("1.38", None, [f"sim-{i:04d}" for i in range(count)])
+print(json.dumps({"fits": len(entries), "upgrades": len(rows),
+                  "loaded": [m for m in never if m in sys.modules]}))
+"""
+
+
+def test_a_worker_loads_neither_the_database_nor_http_clients() -> None:
+    """A worker process, started as the pool starts it (a fresh interpreter running
+    ``workers._start``), answers a fit and an upgrade check without the database layer."""
+    manifest = classic_pod("fit-2", "default", "2", "2Gi")
+    argv = [sys.executable, "-c", WORKER, "12", manifest, json.dumps(WORKER_NEVER_IMPORTS)]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=300)
+    answer = json.loads(out.stdout.splitlines()[-1])
+    assert answer == {"fits": 12, "upgrades": 12, "loaded": []}

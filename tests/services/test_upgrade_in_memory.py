@@ -21,7 +21,7 @@ from app.domain.restart import restart_for
 from app.services.checkpoints import check_root_dir
 from app.services.nodes.demo_fleet import DemoFleet
 from app.services.nodes.errors import NodeInputError
-from app.services.nodes.restart import restart_config
+from app.services.nodes.target_config import restart_config
 from app.services.upgrade import (
     KUBELET_ROOT,
     NodeFiles,

@@ -11,8 +11,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.domain.checkpoint import detect_version
-from app.services.nodes.restart import restart_config
 from app.services.nodes.service import NodeService
+from app.services.nodes.target_config import restart_config
 from app.settings import Settings
 from tests.helpers import DB_POD, POD_SCOPE, SMALL
 

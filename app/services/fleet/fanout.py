@@ -21,11 +21,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from app.adapters.heap import release_free_heap
 from app.domain.pod.model import Pod
 from app.services.fleet.jobs import UpgradeJob
 from app.services.fleet.ranked import Entry, RankedFit, entry, merged, ranked
 from app.services.fleet.rows import fit_error, fit_result, upgrade_error, upgrade_result
-from app.services.fleet.score import scored
+from app.services.fleet.score import ScoreBasis, scored
 from app.services.nodes.errors import AgentUnreachableError, NodeInputError
 from app.services.nodes.remote import RemoteAnswer, RemoteNode
 
@@ -132,7 +133,11 @@ class FleetQuestions:
 
     def _entries(self, rows: list[dict[str, Any]], pod: Pod, strategy: str) -> list[Entry]:
         """The agents' nodes' rows, scored, as entries best first."""
-        return ranked([entry(scored(r, pod, strategy, self.summary_of)) for r in rows])
+        return ranked([entry(scored(r, pod, strategy, self._basis_of)) for r in rows])
+
+    def _basis_of(self, node: str, agent: str | None) -> ScoreBasis | None:
+        summary = self.summary_of(node, agent)
+        return ScoreBasis.of(summary) if summary is not None else None
 
     def upgrade_job(self, release: str, gate: bool | None) -> UpgradeJob:
         """The upgrade-readiness check of (``release``, ``gate``) for the fleet as it is now
@@ -181,6 +186,7 @@ class FleetQuestions:
             job.add(await remote_task)
             job.unreachable = self._unreachable()
             job.finish()
+            await asyncio.to_thread(release_free_heap)  # the answers' pickles, off the loop
         except Exception as exc:  # a worker died: what was answered stays, the rest says why
             remote_task.cancel()
             log.exception("fleet upgrade check %s stopped", job.release)

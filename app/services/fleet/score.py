@@ -32,6 +32,7 @@ scores 0 here.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from app.contracts.summary import NodeSummaryV1, NumaRow
@@ -129,30 +130,49 @@ def numa_score(strategy: str, requested: Mapping[str, int], capacity: Mapping[st
     raise ValueError(f"unknown scoring strategy {strategy!r}")
 
 
-def _for_each_numa(strategy: str, requested: Mapping[str, int], numa: Sequence[NumaRow]) -> int:
+@dataclass(frozen=True, slots=True)
+class ScoreBasis:
+    """What the score of a node reads of its summary: its topology manager's policy and scope
+    and each NUMA node's capacity (``_capacity``). A fleet worker keeps this of each node of
+    its shard, not the summary: some 1 KiB instead of 9 (20 MiB per worker at 5,000 nodes)."""
+
+    policy: str
+    scope: str
+    capacities: tuple[Mapping[str, int], ...]
+
+    @classmethod
+    def of(cls, summary: NodeSummaryV1) -> ScoreBasis:
+        p = summary.policies
+        capacities = tuple(_capacity(row) for row in summary.numa)
+        return cls(p.topology_manager_policy, p.topology_manager_scope, capacities)
+
+
+def _for_each_numa(
+    strategy: str, requested: Mapping[str, int], capacities: Sequence[Mapping[str, int]]
+) -> int:
     """``scoreForEachNUMANode``: the lowest non-zero NUMA score (0 when none is)."""
     low = 0
-    for row in numa:
-        score = numa_score(strategy, requested, _capacity(row))
+    for capacity in capacities:
+        score = numa_score(strategy, requested, capacity)
         if low == 0 or (score != 0 and score < low):
             low = score
     return low
 
 
-def node_score(strategy: str, pod: Pod, summary: NodeSummaryV1) -> int:
-    """The plugin's ``Score`` of ``pod`` on the node of ``summary`` (0–100)."""
+def node_score(strategy: str, pod: Pod, node: ScoreBasis) -> int:
+    """The plugin's ``Score`` of ``pod`` on ``node`` (0–100)."""
     if pod_qos_class(pod) != QOS_GUARANTEED:
         return MAX_NODE_SCORE
-    policies = summary.policies
-    if policies.topology_manager_policy != SINGLE_NUMA_NODE:
+    if node.policy != SINGLE_NUMA_NODE:
         return 0
-    if policies.topology_manager_scope == "pod":
+    if node.scope == "pod":
         app = [_requests(c.resources.requests) for c in pod.containers]
         init = [_requests(c.resources.requests) for c in pod.init_containers]
-        return _for_each_numa(strategy, effective_request(app, init), summary.numa)
+        return _for_each_numa(strategy, effective_request(app, init), node.capacities)
     containers = pod.init_containers + pod.containers
     scores = [
-        _for_each_numa(strategy, _requests(c.resources.requests), summary.numa) for c in containers
+        _for_each_numa(strategy, _requests(c.resources.requests), node.capacities)
+        for c in containers
     ]
     return int(sum(scores) / len(scores)) if scores else 0
 
@@ -201,12 +221,12 @@ def rank_fits(
     rows: Sequence[dict[str, Any]],
     pod: Pod,
     strategy: str,
-    summary_of: Callable[[str, str | None], NodeSummaryV1 | None],
+    basis_of: Callable[[str, str | None], ScoreBasis | None],
 ) -> list[dict[str, Any]]:
     """``rows`` best first: the fits by the plugin's score under ``strategy`` (then fewer
     flags, then name), then the refusals, the errors, and the nodes not asked. Each admitted
     row gets its ``score`` and ``flags``."""
-    out = [scored(row, pod, strategy, summary_of) for row in rows]
+    out = [scored(row, pod, strategy, basis_of) for row in rows]
     out.sort(key=fit_order)
     return out
 
@@ -215,11 +235,11 @@ def scored(
     row: dict[str, Any],
     pod: Pod,
     strategy: str,
-    summary_of: Callable[[str, str | None], NodeSummaryV1 | None],
+    basis_of: Callable[[str, str | None], ScoreBasis | None],
 ) -> dict[str, Any]:
     """``row`` with its ``score`` and ``flags`` if admitted (as it is if not)."""
     if not row["admitted"]:
         return row
-    summary = summary_of(row["node"], row.get("agent"))
-    score = node_score(strategy, pod, summary) if summary is not None else 0
+    basis = basis_of(row["node"], row.get("agent"))
+    score = node_score(strategy, pod, basis) if basis is not None else 0
     return {**row, "score": score, "flags": placement_flags(row)}

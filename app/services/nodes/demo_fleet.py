@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.adapters.podresources_cache import get_pod_json, list_response_json
 from app.adapters.podresources_json import allocatable_json
@@ -55,11 +55,14 @@ from app.services.nodes.inputs import (
     pod_memory_requests,
 )
 from app.services.nodes.judge import judge
-from app.services.nodes.restart import Rehearsal, restart_config
-from app.services.nrt import build_nrt
+from app.services.nodes.target_config import restart_config
 from app.services.simulation import state_files_of
 from app.services.upgrade import NodeFiles, UpgradeInputError, check_files
 from app.services.watch import SOURCE_FLEET, LastDigest
+
+if TYPE_CHECKING:  # the restart use case and NRT publishing load the database and httpx: a
+    # fleet worker, which only dry-runs and checks upgrades, never needs them
+    from app.services.nodes.restart import Rehearsal
 
 _FLEET = fleet_data()
 SEED = _FLEET.seed
@@ -221,11 +224,15 @@ class SimulatedNode:
         return cached
 
     def nrt(self, fingerprint_method: str) -> dict[str, Any]:
+        from app.services.nrt import build_nrt
+
         return build_nrt(self.views(), fingerprint_method)
 
     def rehearse(self, release: str, gate: bool | None) -> Rehearsal:
         """A kubelet of ``release`` restarting on this node's state files and pods (a copy:
         the node keeps its release)."""
+        from app.services.nodes.restart import Rehearsal
+
         target, text = restart_config(self.config_text, self.release, release, gate)
         with self.lock:
             files = render_state_files(self.engine)

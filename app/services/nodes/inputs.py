@@ -9,9 +9,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from app.adapters.db.tables import NodeRecord, as_utc, utc_now
 from app.adapters.kubelet_files import parse_kubelet_config_text
 from app.adapters.manifests import parse_pod_manifests
 from app.contracts.admission import AdmissionAnswer
@@ -26,6 +25,9 @@ from app.domain.topology.spec import parse_topology_spec
 from app.services.node_views import AdmissionLogEntry, pod_url
 from app.services.nodes.errors import NodeInputError
 
+if TYPE_CHECKING:  # the database's rows: a fleet worker parses pods without loading SQLModel
+    from app.adapters.db.tables import NodeRecord
+
 MAX_MANIFEST_BYTES = 1024 * 1024
 MAX_CONFIG_BYTES = 1024 * 1024
 
@@ -38,7 +40,7 @@ class NodeDefinition:
     kubelet_config: str
     release: str = DEFAULT_RELEASE
     demo: bool = False
-    created_at: datetime = field(default_factory=utc_now)
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,9 +207,13 @@ _DEFINED = ("name", "topology", "topology_kind", "kubelet_config", "release", "d
 
 
 def definition_of(r: NodeRecord) -> NodeDefinition:
+    from app.adapters.db.tables import as_utc
+
     return NodeDefinition(**{f: getattr(r, f) for f in _DEFINED}, created_at=as_utc(r.created_at))
 
 
 def record_of(d: NodeDefinition) -> NodeRecord:
     """The database row of a new node's definition (``definition_of`` read back)."""
+    from app.adapters.db.tables import NodeRecord
+
     return NodeRecord(**{f: getattr(d, f) for f in _DEFINED}, created_at=d.created_at)

@@ -30,31 +30,31 @@ from app.adapters.db import node_repo
 from app.adapters.db.tables import ACTION_RESTART, AdmissionRecord, utc_now
 from app.contracts.base import checked
 from app.contracts.restart import RestartReport
-from app.domain import releases
-from app.domain.kubelet_config import RELEASES, KubeletConfig, KubeletConfigError
+from app.domain.kubelet_config import KubeletConfig, KubeletConfigError
 from app.domain.node.model import Node
 from app.domain.node.state_files import GATE
 from app.domain.restart import (
     REJECTED,
     RestartInputError,
     RestartResult,
-    TargetConfig,
-    config_for_release,
     restart_for,
 )
 from app.services.node_views import NodeMapView, NodeViews, node_topology_view
 from app.services.nodes.admission import removal_record
 from app.services.nodes.errors import NodeInputError, NodeUnavailableError
-from app.services.nodes.inputs import parse_config, pod_memory_requests
+from app.services.nodes.inputs import pod_memory_requests
 from app.services.nodes.store import Live
+from app.services.nodes.target_config import (
+    check_release,
+    config_with_gate,
+    gate_known,
+    restart_config,
+)
 
 if TYPE_CHECKING:
     from app.services.nodes.reads import NodeReads
     from app.services.nodes.registry import NodeRegistry
     from app.services.observe.observer import NodeObserver
-
-#: The first release that knows the PodLevelResourceManagers gate.
-_GATE_SINCE = releases.GATE_SINCE
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,62 +82,6 @@ class Rehearsal:
             }
         )
         return checked(RestartReport, out)
-
-
-def _gate_known(release: str) -> bool:
-    return RELEASES.index(release) >= RELEASES.index(_GATE_SINCE)
-
-
-def _check_release(release: str) -> None:
-    problem = releases.complaint(release)
-    if problem is not None:
-        raise NodeInputError(f"release: {problem}", "release")
-
-
-def config_with_gate(base: dict[str, Any], release: str, gate: bool) -> TargetConfig:
-    """``base`` (KubeletConfiguration spelling) for ``release`` with ``PodLevelResourceManagers``
-    set to ``gate`` (left out where the release does not know the gate and ``gate`` is false);
-    ``base`` is updated in place. A gate the release refuses is an answer
-    (``TargetConfig.refusals``), not an input error."""
-    gates = dict(base.get("featureGates") or {})
-    if gate or _gate_known(release):
-        gates[GATE] = gate
-    else:
-        gates.pop(GATE, None)
-    base.pop("featureGates", None)
-    if gates:
-        base["featureGates"] = gates
-    return _target(base, release)
-
-
-def _target(base: dict[str, Any], release: str) -> TargetConfig:
-    try:
-        return config_for_release(base, release)
-    except KubeletConfigError as err:
-        field = "podLevelResourceManagers" if err.field == f"featureGates.{GATE}" else err.field
-        raise NodeInputError(f"{field}: {err.message}", field) from None
-
-
-def restart_config(
-    text: str, current_release: str, release: str, gate: bool | None
-) -> tuple[TargetConfig, str]:
-    """The node's configuration for ``release`` and the text to keep: the definition's own
-    text, or (``gate`` given) the configuration with the gate set (``config_with_gate``). A
-    gate of the configuration that ``release`` refuses is recorded in the answer."""
-    _check_release(release)
-    try:
-        same = parse_config(text, release)
-    except NodeInputError as err:
-        if not (err.field or "").startswith("featureGates."):
-            raise
-        same = None
-    if same is not None and (gate is None or same.gate(GATE) == gate):
-        return TargetConfig(same), text  # as configured: the user's text (and comments) stay
-    base = parse_config(text, current_release).to_dict()
-    if gate is None:
-        return _target(base, release), text
-    target = config_with_gate(base, release, gate)
-    return target, json.dumps(base, indent=2) + "\n"
 
 
 OBSERVED_NOTE = (
@@ -269,7 +213,7 @@ class NodeRestarts:
 def rehearse_observed(observed: NodeObserver, release: str, gate: bool | None) -> Rehearsal:
     """The rehearsal of the observed node: its kubelet's files on a copy, in memory (see
     the module docstring)."""
-    _check_release(release)
+    check_release(release)
     views: NodeViews = observed.views()
     snapshot = views.snapshot
     base = snapshot.config.to_dict()
@@ -302,7 +246,7 @@ def restart_row(live: Live, batch: str, config: KubeletConfig, text: str) -> Adm
         "fromConfig": live.definition.kubelet_config,
         "toRelease": after,
         "toConfig": text,
-        "podLevelResourceManagers": config.gate(GATE) if _gate_known(after) else None,
+        "podLevelResourceManagers": config.gate(GATE) if gate_known(after) else None,
     }
     return AdmissionRecord(
         node_id=live.record_id,
