@@ -144,7 +144,11 @@ def test_hub_metrics_count_the_simulated_nodes(hub: TestClient) -> None:
 def test_a_causes_recovery_names_its_nodes_not_a_placeholder(hub: TestClient) -> None:
     """Issue 21 point 2: the inspector's "kubectl drain NODE" / "kubectl uncordon NODE" in a
     cause's steps name the cause's nodes."""
+    # The API answers once every node is checked; the page's twin then has them all (asked
+    # first, it answers at once with the nodes still pending).
+    assert hub.get("/api/v1/fleet/upgrade", params={"release": "1.35"}).status_code == 200
     plan = hub.get("/fleet/upgrade.json", params={"release": "1.35"}).json()
+    assert plan["notChecked"] == []
     steps = [(c, a) for c in plan["drain"]["causes"] for a in c["advice"]]
     named = [(c, a) for c, a in steps if "kubectl uncordon" in a]
     assert named, "no cause asks for the documented recovery: the test proves nothing"
