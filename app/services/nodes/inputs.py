@@ -23,7 +23,7 @@ from app.domain.pod.model import Pod, PodManifestError, is_hugepage_resource_nam
 from app.domain.presets import get_preset
 from app.domain.topology.model import CPUTopology, TopologyError
 from app.domain.topology.spec import parse_topology_spec
-from app.services.node_views import AdmissionLogEntry, pod_url
+from app.services.node_views import pod_url
 from app.services.nodes.errors import NodeInputError
 
 MAX_MANIFEST_BYTES = 1024 * 1024
@@ -49,7 +49,6 @@ class AdmissionBatch:
     batch: str
     dry_run: bool
     results: tuple[AdmissionResult, ...]
-    entries: tuple[AdmissionLogEntry, ...]
 
     @property
     def admitted(self) -> int:
