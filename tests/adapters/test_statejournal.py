@@ -21,13 +21,26 @@ def _visible(d: Path) -> dict[str, str]:
     return {n: (d / n).read_text() for n in sorted(os.listdir(d)) if not n.startswith(".")}
 
 
+def _count_fsyncs(monkeypatch: pytest.MonkeyPatch, fail_at: int = 0) -> list[int]:
+    """The descriptors ``os.fsync`` is given from now on; call ``fail_at`` fails (ENOSPC)."""
+    synced: list[int] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(fd)
+        if len(synced) == fail_at:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return synced
+
+
 def test_a_change_syncs_each_new_file_and_the_directory_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     statefiles.write_files(tmp_path, OLD)
-    synced: list[int] = []
-    real = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    synced = _count_fsyncs(monkeypatch)
     staged = statejournal.StagedFiles(tmp_path, NEW, 2).prepare()
     assert _visible(tmp_path) == OLD  # nothing touched before the decision
     staged.apply()
@@ -83,16 +96,7 @@ def test_a_failed_write_removes_what_was_staged_and_names_the_target(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     statefiles.write_files(tmp_path, OLD)
-    calls: list[int] = []
-    real = os.fsync
-
-    def fsync(fd: int) -> None:  # the disk fills up on the second file
-        calls.append(fd)
-        if len(calls) == 2:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
+    _count_fsyncs(monkeypatch, fail_at=2)  # the disk fills up on the second file
     with pytest.raises(statefiles.StateFileError, match="No space left") as info:
         statejournal.StagedFiles(tmp_path, NEW, 2).prepare()
     assert Path(info.value.path).name == "b" and info.value.errno == errno.ENOSPC
