@@ -134,13 +134,31 @@ def _fsync_dir(d: Path) -> None:
 def stage_file(d: Path, name: str, content: bytes | str) -> Path:
     """A complete, synced temporary file in ``d`` holding ``content`` (to be renamed over
     ``d/name``); nothing is left behind when it fails."""
-    data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
     try:
         fd, tmp = _create_temp(d)
     except OSError as err:
         raise StateFileError(
             d, f"cannot create a temporary file: {_describe(err)}", err.errno
         ) from None
+    _write_synced(fd, tmp, d / name, content)
+    return tmp
+
+
+def write_synced(path: Path, target: Path, content: bytes | str) -> None:
+    """``path`` created (or emptied) with mode 0600, holding ``content`` and synced; removed
+    when that fails, with an error naming ``target`` (the file ``path`` is to become). Not
+    atomic: for a name nothing reads until a later decision says so."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
+    except OSError as err:
+        raise StateFileError(target, f"cannot be written: {_describe(err)}", err.errno) from None
+    _write_synced(fd, path, target, content)
+
+
+def _write_synced(fd: int, path: Path, target: Path, content: bytes | str) -> None:
+    """Write ``content`` to the open ``fd`` (of ``path``), sync and close it; on failure
+    remove ``path`` and name ``target`` in the error."""
+    data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -148,9 +166,8 @@ def stage_file(d: Path, name: str, content: bytes | str) -> Path:
             os.fsync(fh.fileno())
     except OSError as err:
         with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise StateFileError(d / name, f"cannot be written: {_describe(err)}", err.errno) from None
-    return tmp
+            path.unlink()
+        raise StateFileError(target, f"cannot be written: {_describe(err)}", err.errno) from None
 
 
 def sync_dir(d: Path) -> None:

@@ -10,7 +10,9 @@ directory itself is the journal:
 
 1. ``prepare``: every new content goes to a complete, ``fsync``-ed file
    ``.numascope-next-<version>-<name>``, then one ``fsync`` of the directory. No target is
-   touched. Failures here (a full disk, a read-only directory) remove what was staged.
+   touched. Failures here (a full disk, a read-only directory) remove what was staged. The
+   staged files are written under their own names: one a crash left half-written is of a
+   version the database never got (its commit comes after this step), so recovery removes it.
 2. The caller commits the database; if that fails, ``discard`` removes the staged files.
 3. ``apply``: the staged files are renamed over their targets (not synced: see below).
 
@@ -88,10 +90,11 @@ class StagedFiles:
         recover(d, self.version - 1)
         try:
             for name, content in self.files.items():
-                tmp = statefiles.stage_file(d, name, content)
-                self._staged.append(tmp)
-                statefiles.replace(tmp, self._next(name))
-                self._staged[-1] = self._next(name)
+                # Written in place, no temporary file and rename: a staged name counts only
+                # once the database holds its version, after this whole step has synced.
+                staged = self._next(name)
+                self._staged.append(staged)
+                statefiles.write_synced(staged, d / name, content)
             statefiles.sync_dir(d)
         except BaseException:
             self.discard()

@@ -4,6 +4,7 @@ after the database committed (a lost rename is redone from its staged file)."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
@@ -20,13 +21,26 @@ def _visible(d: Path) -> dict[str, str]:
     return {n: (d / n).read_text() for n in sorted(os.listdir(d)) if not n.startswith(".")}
 
 
+def _count_fsyncs(monkeypatch: pytest.MonkeyPatch, fail_at: int = 0) -> list[int]:
+    """The descriptors ``os.fsync`` is given from now on; call ``fail_at`` fails (ENOSPC)."""
+    synced: list[int] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(fd)
+        if len(synced) == fail_at:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return synced
+
+
 def test_a_change_syncs_each_new_file_and_the_directory_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     statefiles.write_files(tmp_path, OLD)
-    synced: list[int] = []
-    real = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    synced = _count_fsyncs(monkeypatch)
     staged = statejournal.StagedFiles(tmp_path, NEW, 2).prepare()
     assert _visible(tmp_path) == OLD  # nothing touched before the decision
     staged.apply()
@@ -65,6 +79,28 @@ def test_a_crash_before_the_decision_leaves_the_old_files(tmp_path: Path) -> Non
     assert done is not None and "undone" in done
     assert sorted(os.listdir(tmp_path)) == sorted(OLD)
     assert _visible(tmp_path) == OLD
+
+
+def test_a_staged_file_a_crash_cut_short_is_removed_not_taken(tmp_path: Path) -> None:
+    """Staged files are written under their own names: one half-written when the process
+    died is of a version the database never got, so recovery removes it."""
+    statefiles.write_files(tmp_path, OLD)
+    (tmp_path / statejournal.staged_name(2, "a")).write_text("new")  # "new a" cut short
+    assert statejournal.pending_version(tmp_path) == 2
+    done = statejournal.recover(tmp_path, 1)
+    assert done is not None and "undone" in done
+    assert sorted(os.listdir(tmp_path)) == sorted(OLD) and _visible(tmp_path) == OLD
+
+
+def test_a_failed_write_removes_what_was_staged_and_names_the_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    statefiles.write_files(tmp_path, OLD)
+    _count_fsyncs(monkeypatch, fail_at=2)  # the disk fills up on the second file
+    with pytest.raises(statefiles.StateFileError, match="No space left") as info:
+        statejournal.StagedFiles(tmp_path, NEW, 2).prepare()
+    assert Path(info.value.path).name == "b" and info.value.errno == errno.ENOSPC
+    assert sorted(os.listdir(tmp_path)) == sorted(OLD) and _visible(tmp_path) == OLD
 
 
 def test_a_refused_decision_removes_what_was_staged(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -140,6 +141,19 @@ def test_duplicate_and_unknown_pods_are_errors() -> None:
         node.admit(pod)
     with pytest.raises(NodeError, match="is not on node"):
         node.remove("default/missing")
+
+
+def test_pods_are_found_by_name_in_step_with_admissions_and_removals() -> None:
+    node = make_node()
+    a, b = make_pod("a", [container("a", "1", "1Gi")]), make_pod("b", [container("b", "1")])
+    assert node.admit(a).admitted and node.dry_run(b).admitted
+    assert node.find_pod("default/a") is a and node.find_pod("default/b") is None
+    assert set(node.pod_keys) == {"default/a"}
+    node.remove("a")  # by uid: the name goes too
+    assert node.find_pod("default/a") is None and not node.pod_keys
+    assert node.admit(a).admitted and node.find_pod("default/a") is a
+    with pytest.raises(NodeError, match="default/a is already admitted"):
+        node.admit(replace(a, uid="other"))
 
 
 @pytest.mark.parametrize(

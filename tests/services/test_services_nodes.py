@@ -130,7 +130,7 @@ def test_admit_keeps_the_pod_logs_it_and_writes_state_files(
 ) -> None:
     batch = small.admit("small", bubble_pod("db", "prod", 4, {"main": 2}, ("side",)))
     assert batch.all_admitted and not batch.dry_run
-    (entry,) = batch.entries
+    (entry,) = small.reads.admissions("small", batch=batch.batch)
     assert (entry.action, entry.namespace, entry.name, entry.admitted) == (
         "admit", "prod", "db", True,
     )  # fmt: skip

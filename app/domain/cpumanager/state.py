@@ -6,8 +6,9 @@
 * ``assignments[pod_uid][container_name]``: container CPU sets (``ContainerCPUAssignments``);
 * ``pod_entries[pod_uid]``: pod-level CPU sets, the KEP-5526 bubble (``PodCPUAssignments``).
 
-It is a mutable container: policies mutate it in place. ``copy()`` is cheap because CPU sets
-are immutable, so a caller can admit a pod on a copy and keep it only on success. Reading and
+It is a mutable container: policies change it through its writers only. ``copy()`` is cheap
+(CPU sets are immutable; the pods' container maps are copied on write), so a caller can admit
+a pod on a copy and keep it only on success. Reading and
 writing state files is the checkpoint package's job; ``to_dict``/``from_dict`` use the
 normalised shape of the conformance README (``defaultCpuSet``, ``entries``, ``podEntries``).
 """
@@ -31,7 +32,7 @@ class CPUStateFormatError(ValueError):
 class CPUManagerState:
     """``stateMemory``: default set, container assignments and pod entries."""
 
-    __slots__ = ("assignments", "default_cpuset", "pod_entries")
+    __slots__ = ("_assigned", "_owned", "assignments", "default_cpuset", "pod_entries")
 
     def __init__(
         self,
@@ -40,10 +41,26 @@ class CPUManagerState:
         pod_entries: Mapping[str, CPUSet] | None = None,
     ) -> None:
         self.default_cpuset: CPUSet = default_cpuset if default_cpuset is not None else CPUSet()
-        self.assignments: ContainerCPUAssignments = {
-            pod: dict(containers) for pod, containers in (assignments or {}).items()
-        }
         self.pod_entries: PodCPUAssignments = dict(pod_entries or {})
+        self._take_assignments(assignments or {})
+
+    def _take_assignments(self, assignments: Mapping[str, Mapping[str, CPUSet]]) -> None:
+        self.assignments: ContainerCPUAssignments = {
+            pod: dict(containers) for pod, containers in assignments.items()
+        }
+        # Copy-on-write: the pods whose container maps this state alone holds; ``copy``
+        # shares the others, so a writer copies a pod's map before changing it.
+        self._owned: set[str] = set(self.assignments)
+        # The union of every assignment as a mask, or ``None`` until asked again.
+        self._assigned: int | None = None
+
+    def _own(self, pod_uid: str) -> dict[str, CPUSet]:
+        """The container map of ``pod_uid`` that this state may change (made if missing)."""
+        containers = self.assignments.get(pod_uid)
+        if containers is None or pod_uid not in self._owned:
+            containers = self.assignments[pod_uid] = dict(containers or {})
+            self._owned.add(pod_uid)
+        return containers
 
     # -- reader ---------------------------------------------------------------------
     def get_cpu_set(self, pod_uid: str, container_name: str) -> CPUSet | None:
@@ -77,21 +94,28 @@ class CPUManagerState:
 
     # -- writer ---------------------------------------------------------------------
     def set_cpu_set(self, pod_uid: str, container_name: str, cset: CPUSet) -> None:
-        self.assignments.setdefault(pod_uid, {})[container_name] = cset
+        containers = self._own(pod_uid)
+        replaced = containers.get(container_name)
+        containers[container_name] = cset
+        if self._assigned is not None:
+            self._assigned = None if replaced is not None else self._assigned | cset.mask
 
     def set_default_cpu_set(self, cset: CPUSet) -> None:
         self.default_cpuset = cset
 
     def set_cpu_assignments(self, assignments: Mapping[str, Mapping[str, CPUSet]]) -> None:
-        self.assignments = {pod: dict(c) for pod, c in assignments.items()}
+        self._take_assignments(assignments)
 
     def delete(self, pod_uid: str, container_name: str) -> None:
         """``Delete``: drop one container; an emptied pod disappears from the map."""
-        drop_container_entry(self.assignments, pod_uid, container_name)
+        if pod_uid in self.assignments:
+            self._own(pod_uid)
+            drop_container_entry(self.assignments, pod_uid, container_name)
+            self._assigned = None
 
     def clear_state(self) -> None:
         self.default_cpuset = CPUSet()
-        self.assignments = {}
+        self._take_assignments({})
         self.pod_entries = {}
 
     def set_pod_cpu_set(self, pod_uid: str, cset: CPUSet) -> None:
@@ -106,21 +130,32 @@ class CPUManagerState:
 
     # -- whole-state helpers ----------------------------------------------------------
     def copy(self) -> CPUManagerState:
-        return CPUManagerState(self.default_cpuset, self.assignments, self.pod_entries)
+        """An independent state equal to this one, in time independent of the number of
+        pods: the two share the pods' container maps until either writes to one."""
+        twin = CPUManagerState.__new__(CPUManagerState)
+        twin.default_cpuset = self.default_cpuset
+        twin.assignments = dict(self.assignments)
+        twin.pod_entries = dict(self.pod_entries)
+        twin._owned = set()
+        twin._assigned = self._assigned
+        self._owned = set()
+        return twin
 
     def restore(self, other: CPUManagerState) -> None:
         """Make this state equal to ``other`` (used to roll back a failed admission)."""
         self.default_cpuset = other.default_cpuset
-        self.assignments = {pod: dict(c) for pod, c in other.assignments.items()}
+        self._take_assignments(other.assignments)
         self.pod_entries = dict(other.pod_entries)
 
     def assigned_cpus(self) -> CPUSet:
         """Union of every container assignment."""
-        mask = 0
-        for containers in self.assignments.values():
-            for cset in containers.values():
-                mask |= cset.mask
-        return CPUSet.from_mask(mask)
+        if self._assigned is None:
+            mask = 0
+            for containers in self.assignments.values():
+                for cset in containers.values():
+                    mask |= cset.mask
+            self._assigned = mask
+        return CPUSet.from_mask(self._assigned)
 
     def pod_entry_cpus(self) -> CPUSet:
         mask = 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from app.domain.admission import AdmissionError, UnexpectedAdmissionError
@@ -192,6 +193,9 @@ class Node:
         self.clock = clock
         self.pods: dict[str, Pod] = {}
         self.admitted_at: dict[str, float] = {}
+        # uid by ``namespace/name`` of the pods above: a lookup by name must not scan a full
+        # node on every admission. Only ``keep`` and ``remove`` change either.
+        self._uid_by_key: dict[str, str] = {}
         gates = config.gates()
         self.cpu_policy, self.cpu_state = _new_cpu_manager(topology, config, gates)
         self.topology_manager = _new_topology_manager(topology, config, gates)
@@ -213,10 +217,20 @@ class Node:
         """A pod by uid or by ``namespace/name``."""
         if key in self.pods:
             return self.pods[key]
-        for pod in self.pods.values():
-            if pod.key == key:
-                return pod
-        return None
+        uid = self._uid_by_key.get(key)
+        return None if uid is None else self.pods[uid]
+
+    @property
+    def pod_keys(self) -> AbstractSet[str]:
+        """The ``namespace/name`` of every pod on the node (a live view)."""
+        return self._uid_by_key.keys()
+
+    def keep(self, pod: Pod, admitted_at: float) -> None:
+        """Record ``pod`` as on the node since ``admitted_at`` (its resources are the
+        managers' business: an admission or a restored state has already placed them)."""
+        self.pods[pod.uid] = pod
+        self._uid_by_key[pod.key] = pod.uid
+        self.admitted_at[pod.uid] = admitted_at
 
     # -- admission ---------------------------------------------------------------------
     def admit(self, pod: Pod) -> AdmissionResult:
@@ -229,8 +243,8 @@ class Node:
 
     def readmit(self, pod: Pod, admitted_at: float) -> AdmissionResult:
         """Admit a pod again after a kubelet restart, keeping its admission time. The caller
-        vouches that the pods it re-admits are distinct (a checked record), which spares the
-        name scan of ``admit``; the answer carries no allocation view."""
+        vouches that the pods it re-admits are distinct (a checked record), so no name is
+        checked; the answer carries no allocation view."""
         result = self._admit(pod, commit=True, checked=True)
         if result.admitted:
             self.admitted_at[pod.uid] = admitted_at
@@ -276,8 +290,7 @@ class Node:
         now = self.clock()
         allocation = None if checked else pod_allocation(self, pod, now)
         if commit:
-            self.pods[pod.uid] = pod
-            self.admitted_at[pod.uid] = now
+            self.keep(pod, now)
         else:
             self._restore(saved, pod)
         return AdmissionResult(
@@ -334,6 +347,7 @@ class Node:
             raise NodeError(f"pod {key} is not on node {self.name}", "pod")
         self.release_resources(pod)
         del self.pods[pod.uid]
+        del self._uid_by_key[pod.key]
         self.admitted_at.pop(pod.uid, None)
         return pod
 

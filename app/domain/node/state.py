@@ -216,9 +216,8 @@ def restore_node(
         raise NodeStateError("state can only be restored into a node without pods", "pods")
     by_uid = check_pod_list(pods)
     start_managers(node, files, set(by_uid), state_dir)
-    for uid, (pod, admitted_at) in by_uid.items():
-        node.pods[uid] = pod
-        node.admitted_at[uid] = admitted_at
+    for pod, admitted_at in by_uid.values():
+        node.keep(pod, admitted_at)
 
 
 def restore_managers(

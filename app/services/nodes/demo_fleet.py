@@ -197,7 +197,7 @@ class SimulatedNode:
             pods = parse_manifests(manifest, self.engine.config)
         with self.lock:
             results = judge(self.engine, pods)
-        return AdmissionBatch(self.name, str(uuid.uuid4()), True, tuple(results), ())
+        return AdmissionBatch(self.name, str(uuid.uuid4()), True, tuple(results))
 
     def node_files(self, files: Mapping[str, str] | None = None) -> NodeFiles:
         """What its kubelet's start-up is judged on (the upgrade verdict, as for any node);

@@ -22,7 +22,7 @@ from app.domain.pod.model import Pod, PodManifestError, is_hugepage_resource_nam
 from app.domain.presets import get_preset
 from app.domain.topology.model import CPUTopology, TopologyError
 from app.domain.topology.spec import parse_topology_spec
-from app.services.node_views import AdmissionLogEntry, pod_url
+from app.services.node_views import pod_url
 from app.services.nodes.errors import NodeInputError
 
 if TYPE_CHECKING:  # the database's rows: a fleet worker parses pods without loading SQLModel
@@ -51,7 +51,6 @@ class AdmissionBatch:
     batch: str
     dry_run: bool
     results: tuple[AdmissionResult, ...]
-    entries: tuple[AdmissionLogEntry, ...]
 
     @property
     def admitted(self) -> int:

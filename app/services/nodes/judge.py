@@ -51,8 +51,9 @@ class PodsOnNode:
 
     @classmethod
     def on(cls, node: Node) -> PodsOnNode:
-        """The pods of an engine (its uids as they are: it is keyed by them)."""
-        return cls(frozenset([p.key for p in node.pods.values()]), node.pods.keys())
+        """The pods of an engine, as live views of its own indexes (read before anything
+        is admitted)."""
+        return cls(node.pod_keys, node.pods.keys())
 
 
 def check_conflicts(node_name: str, existing: PodsOnNode, pods: Sequence[Pod]) -> None:

@@ -85,7 +85,7 @@ def dry_run_observed(
     release_stale(engine, stale - uids)
     # The engine is already a copy: several pods are admitted on it in order.
     results = judge(engine, pods, existing=existing, scratch=lambda: engine)
-    return AdmissionBatch(name, str(uuid.uuid4()), True, tuple(results), ())
+    return AdmissionBatch(name, str(uuid.uuid4()), True, tuple(results))
 
 
 def release_stale(engine: Node, uids: set[str]) -> None:

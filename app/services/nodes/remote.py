@@ -345,7 +345,7 @@ class RemoteNode:
         body = manifest.encode("utf-8")
         answer = anyio.from_thread.run(self.ask_dry_run, body, "application/yaml")
         checked = answer.model(AdmissionAnswer)
-        return AgentDryRun(self._name, checked.batch, True, (), (), answer.doc)
+        return AgentDryRun(self._name, checked.batch, True, (), answer.doc)
 
     def upgrade(self, release: str, gate: bool | None) -> dict[str, Any]:
         return anyio.from_thread.run(self.ask_upgrade, release, gate).document()

@@ -161,8 +161,7 @@ class NodeService:
                     admitted = any(r.admitted for r in results)
                     registry.store.commit(live, tx, write_files=admitted)
                     live.rejected += sum(1 for r in results if not r.admitted)
-            entries = [self.reads.log_entry(live, r) for r in records]
-            return AdmissionBatch(name, batch, dry_run, tuple(results), tuple(entries))
+            return AdmissionBatch(name, batch, dry_run, tuple(results))
 
     def remove_pod(self, name: str, namespace: str, pod_name: str) -> AdmissionLogEntry:
         """Remove a pod from the node (all its containers); its CPUs and memory go back."""

@@ -87,6 +87,22 @@ def test_copy_is_independent_and_restore_rolls_back() -> None:
     assert s.get_cpu_set("pod1", "z") is None
 
 
+def test_copies_share_nothing_a_writer_can_see_in_either_direction() -> None:
+    s = _state()
+    assert s.assigned_cpus() == P("1-3")  # cached before the copy: the copy carries it
+    c = s.copy()
+    s.set_cpu_set("pod1", "a", P("6"))  # the original writes: the copy keeps the old map
+    s.delete("pod1", "b")
+    assert c == _state() and c.assigned_cpus() == P("1-3")
+    assert s.get_cpu_set("pod1", "b") is None and s.assigned_cpus() == P("6")
+    c.delete("pod1", "a")
+    c.delete("pod1", "b")
+    c.set_cpu_set("pod1", "n", P("7"))  # a pod emptied then filled again
+    assert c.assigned_cpus() == P("7") and s.get_cpu_set("pod1", "n") is None
+    c.copy().set_cpu_set("pod1", "n", P("0"))  # a second generation writes
+    assert c.get_cpu_set("pod1", "n") == P("7") and c.assigned_cpus() == P("7")
+
+
 def test_equality_with_other_types() -> None:
     assert _state() != "state"
     assert _state() == _state()
