@@ -14,6 +14,9 @@ directory itself is the journal:
    staged files are written under their own names: one a crash left half-written is of a
    version the database never got (its commit comes after this step), so recovery removes it.
 2. The caller commits the database; if that fails, ``discard`` removes the staged files.
+   A staged file ``discard`` could not remove would pass for the files of the next change
+   of that version: ``prepare`` runs ``recover`` first, and a change that stages nothing
+   must too (``recover(directory, version - 1)`` before its commit).
 3. ``apply``: the staged files are renamed over their targets (not synced: see below).
 
 One ``fsync`` per new file and one of the directory, no backups (there used to be six

@@ -230,6 +230,37 @@ def test_a_failing_database_gives_503_and_keeps_nothing(tmp_path: Path) -> None:
     )
 
 
+def test_files_a_refused_change_left_staged_are_not_taken_by_a_later_change(
+    service: NodeService, engine: Engine, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database refuses an admission and its staged files cannot be removed; the next
+    change writes no files (a rejected pod) and takes the same version: a later load must not
+    take the leftovers for that change's files."""
+    service.create("small", SMALL, POD_SCOPE)
+    service.admit("small", classic_pod("solo", "batch", "2", "2Gi"))
+    node_dir = state_dir / "small"
+    old_state, old_files = _state(service, "small"), _files(node_dir)
+
+    def refuse(self: object) -> None:
+        raise OperationalError("COMMIT", {}, Exception("disk I/O error"))
+
+    monkeypatch.setattr(node_repo.NodeWrite, "commit", refuse)
+    monkeypatch.setattr(statejournal.StagedFiles, "discard", lambda self: None)
+    with pytest.raises(NodeUnavailableError):
+        service.admit("small", classic_pod("lost", "batch", "2", "2Gi"))
+    monkeypatch.undo()
+    leftover = statejournal.pending_version(node_dir)
+    assert leftover is not None, "nothing was left staged: the test proves nothing"
+    rejected = service.admit("small", classic_pod("huge", "batch", "64", "1Gi"))
+    assert not rejected.results[0].admitted
+    again = NodeService(engine, state_dir=state_dir)
+    again.start()
+    assert "completed" not in (again.reads.summary("small").load_error or "")
+    assert [p.name for p in again.reads.snapshot("small").pods] == ["solo"]
+    assert _state(again, "small") == old_state
+    assert _files(node_dir) == old_files
+
+
 class _Crash(BaseException):
     """Stands for the process dying: nothing after it runs, no cleanup catches it."""
 

@@ -185,6 +185,10 @@ class NodeStore:
         version = tx.bump()
         directory = self.node_dir(live.definition.name)
         if directory is None or not write_files:
+            if directory is not None:
+                # What a change refused by the database staged for this version (and could not
+                # remove) must not be taken for this change's by a later recovery.
+                statejournal.recover(directory, version - 1)
             tx.commit()
             if write_files:  # no state directory: keep the committed state in memory only
                 live.files = self.files_of(live)
