@@ -3,8 +3,9 @@
 ``users.md`` §5.3).
 
 Releases fall into families that read files the same way (pkg/kubelet/cm/cpumanager/state and
-pkg/kubelet/cm/memorymanager/state of v1.17, v1.35, v1.36 and v1.37); 1.38 (upstream master)
-runs 1.37's code line. The procedures themselves are ``read_cpu`` and ``read_memory``.
+pkg/kubelet/cm/memorymanager/state of each family's newest release:
+``releases.CHECKPOINT_FAMILIES``); upstream master runs the code line the release table names
+(``checkpoint_line``). The procedures themselves are ``read_cpu`` and ``read_memory``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ _FAMILY_LABEL = releases.CHECKPOINT_FAMILIES
 
 @functools.lru_cache(maxsize=64)  # every Reader asks it; a refusal is raised again each time
 def release_family(release: str | float) -> str:
-    """Map a release (``"1.29"``, ``"<=1.17"``, ``"1.18-1.35"``) onto its family key."""
+    """Map a release (a minor release, ``<=`` a release, or a range of releases joined by ``-``,
+    optionally with a ``v``) onto its family key (``releases.checkpoint_family``)."""
     text = str(release).strip().lower().lstrip("v")
     for prefix in ("≤", "<=", "<"):
         if text.startswith(prefix):
@@ -80,12 +82,14 @@ class Reader:
 
     @property
     def has_gate(self) -> bool:
-        """Whether this release knows the PodLevelResourceManagers gate (from 1.36)."""
+        """Whether this release knows the PodLevelResourceManagers gate (``releases.GATE_SINCE``
+        on)."""
         return self._has_gate
 
     @property
     def line(self) -> str:
-        """The checkpoint code line this release runs (1.38 reads files as 1.37 does)."""
+        """The checkpoint code line this release runs (the release table's ``checkpoint_line``:
+        upstream master reads files as the newest release does)."""
         return self._line
 
     @property
@@ -97,7 +101,8 @@ class Reader:
 
     @property
     def key(self) -> str:
-        """A stable identifier: ``1.17``, ``1.35``, ``1.36-gate-off``..."""
+        """A stable identifier: the family, and ``-gate-on``/``-gate-off`` where the gate
+        exists."""
         if self.has_gate:
             return f"{self.release}-gate-{'on' if self.gate else 'off'}"
         return self.release
@@ -123,7 +128,8 @@ TARGETS: tuple[Reader, ...] = tuple(
 
 
 def parse_reader(text: str, policy: str | None = None) -> Reader:
-    """``"1.36-gate-on"``, ``"1.37 gate off"``, ``"1.35"``, ``"<=1.17"`` -> ``Reader``."""
+    """A reader from its text: a release as ``release_family`` takes it, then optionally
+    ``-gate-on``/``-gate-off`` (or `` gate on``, ``-on``...)."""
     t = text.strip().lower().replace("_", "-").replace(" ", "-")
     gate = False
     for suffix, value in (("-gate-on", True), ("-gate-off", False), ("-on", True), ("-off", False)):

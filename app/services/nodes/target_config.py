@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from app.domain import releases
-from app.domain.kubelet_config import RELEASES, KubeletConfigError
+from app.domain.kubelet_config import KubeletConfigError
 from app.domain.node.state_files import GATE
 from app.domain.restart import TargetConfig, config_for_release
 from app.services.nodes.errors import NodeInputError
@@ -20,8 +20,9 @@ from app.services.nodes.inputs import parse_config
 
 
 def gate_known(release: str) -> bool:
-    """Whether ``release`` knows the ``PodLevelResourceManagers`` gate."""
-    return RELEASES.index(release) >= RELEASES.index(releases.GATE_SINCE)
+    """Whether ``release`` knows the ``PodLevelResourceManagers`` gate (the release table's
+    answer)."""
+    return releases.get(release).knows_pod_level_gate
 
 
 def check_release(release: str) -> None:
