@@ -30,7 +30,7 @@ import yaml
 from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
 from yaml.events import AliasEvent
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.nodes import Node, ScalarNode
 from yaml.resolver import Resolver
 
 from app.domain.limits import (
@@ -56,42 +56,45 @@ class _Limits:
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)  # type: ignore[call-arg]
+        self._reset_counts()
+
+    def _reset_counts(self) -> None:
         self._depth = 0
+        # The expanded size of each anchored node (what an alias to it counts).
         self._sizes: dict[int, int] = {}
+        # Nodes counted so far in the stream, expanded: a node adds 1 once composed, an alias
+        # the size of the node it refers to; a node's size is what its composing added.
         self._total = 0
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         if self.check_event(AliasEvent):  # type: ignore[attr-defined]
             node = super().compose_node(parent, index)  # type: ignore[misc]
-            if id(node) not in self._sizes:
+            size = self._sizes.get(id(node))
+            if size is None:
                 raise InputLimitError(self.field, "a YAML alias refers to itself")
+            self._count(size)
             return node
         self._depth += 1
         if self._depth > self.max_depth:
             raise depth_error(self.field, self.max_depth)
+        anchor = self.peek_event().anchor  # type: ignore[attr-defined]
+        before = self._total
         try:
             node = super().compose_node(parent, index)  # type: ignore[misc]
         finally:
             self._depth -= 1
-        # The expanded size: an alias child counts its whole subtree each time it is used.
-        size = 1
-        if isinstance(node, SequenceNode):
-            size += sum(self._sizes.get(id(c), 1) for c in node.value)
-        elif isinstance(node, MappingNode):
-            size += sum(
-                self._sizes.get(id(k), 1) + self._sizes.get(id(v), 1) for k, v in node.value
-            )
-        if size > self.max_nodes:
-            raise nodes_error(self.field, self.max_nodes)
-        self._sizes[id(node)] = size
+        self._count(1)
+        if anchor is not None:
+            self._sizes[id(node)] = self._total - before
         return node
+
+    def _count(self, size: int) -> None:
+        self._total += size
+        if self._total > self.max_nodes:
+            raise nodes_error(self.field, self.max_nodes)
 
     def compose_document(self) -> Node | None:
         node: Node | None = super().compose_document()  # type: ignore[misc]
-        if node is not None:
-            self._total += self._sizes.get(id(node), 1)
-            if self._total > self.max_nodes:
-                raise nodes_error(self.field, self.max_nodes)
         self._sizes.clear()  # ids may be reused by the next document's nodes
         return node
 
@@ -123,9 +126,7 @@ else:
             SafeConstructor.__init__(self)
             Resolver.__init__(self)
             Composer.__init__(self)
-            self._depth = 0
-            self._sizes: dict[int, int] = {}
-            self._total = 0
+            self._reset_counts()
 
     _FastLimitedLoader.add_constructor(_INT_TAG, _FastLimitedLoader.construct_yaml_int)
 
