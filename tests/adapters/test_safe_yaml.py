@@ -7,6 +7,8 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.adapters.kubelet_files import parse_kubelet_config_text
 from app.adapters.manifests import ManifestLimitError, parse_pod_manifests
@@ -166,3 +168,70 @@ def test_libyaml_parsing_answers_as_the_python_parser(text: str) -> None:
         assert repr(answer) == repr(expected)
     else:
         assert answer == expected or repr(answer) == repr(expected)
+
+
+def test_libyaml_composes_here() -> None:
+    """The libyaml on this machine bounds nesting, so the cases above and below run through
+    its composer and the graph checks (not only the Python composer)."""
+    from app.adapters.safe_yaml import _FastLimitedLoader, _GraphLimits
+
+    assert issubclass(_FastLimitedLoader, _GraphLimits)
+
+
+@st.composite
+def _flow_yaml(draw: st.DrawFn) -> str:
+    """A flow-style document with anchors on some nodes and aliases to anchors already
+    written (or still open: an alias to itself), several documents sometimes."""
+    anchors: list[str] = []  # written so far, in order
+    open_: list[str] = []
+
+    def node(depth: int) -> str:
+        kind = draw(st.sampled_from(["scalar", "alias", "seq", "map"] if depth < 7 else ["scalar"]))
+        if kind == "alias" and anchors:
+            return "*" + draw(st.sampled_from(anchors))
+        anchor = ""
+        if draw(st.booleans()):
+            name = f"a{len(anchors) + len(open_)}"
+            anchor = f"&{name} "
+        else:
+            name = ""
+        if kind in ("scalar", "alias"):
+            text = anchor + draw(st.sampled_from(["1", "x", "null", "2.5", "'s'", "0x1f"]))
+            if name:
+                anchors.append(name)
+            return text
+        if name:
+            open_.append(name)
+            anchors.append(name)  # an alias inside refers to a node still being written
+        items = [node(depth + 1) for _ in range(draw(st.integers(0, 3)))]
+        if name:
+            open_.remove(name)
+        if kind == "seq":
+            return anchor + "[" + ", ".join(items) + "]"
+        keys = [f"k{i}" for i in range(len(items))]
+        return anchor + "{" + ", ".join(f"{k}: {v}" for k, v in zip(keys, items, strict=True)) + "}"
+
+    docs = []
+    for _ in range(draw(st.integers(1, 2))):
+        anchors.clear()
+        docs.append(node(1))
+    return "---\n" + "\n---\n".join(docs) + "\n"
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_flow_yaml(), max_depth=st.integers(2, 8), max_nodes=st.integers(3, 80))
+def test_libyaml_limits_answer_as_the_python_composer(
+    text: str, max_depth: int, max_nodes: int
+) -> None:
+    """Under any limits, composing in libyaml and counting on its nodes answers what the
+    Python composer counting as it goes answers: the same values or the same refusal."""
+    from app.adapters import safe_yaml
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(safe_yaml._LimitBase, "max_depth", max_depth)
+        mp.setattr(safe_yaml._LimitBase, "max_nodes", max_nodes)
+        try:
+            answer: object = load_yaml_all(text)
+        except Exception as err:
+            answer = (type(err), str(err))
+        assert repr(answer) == repr(_python_only(text))
