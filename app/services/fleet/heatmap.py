@@ -55,16 +55,13 @@ def _cells(node: Mapping[str, Any]) -> list[int]:
     return [len(BUCKETS) if stale else bucket(int(r["available"])) for r in node["numa"]]
 
 
-def heatmap(nodes: Sequence[Mapping[str, Any]]) -> Heatmap:
-    """The heatmap of the fleet rows ``nodes`` (``FleetNode``s, in the order given)."""
-    columns = max(1, min(MAX_COLUMNS, len(nodes)))
-    cells = [_cells(n) for n in nodes]
-    depth = max((len(c) for c in cells), default=1) or 1
+def _paths(cells: list[list[int]], columns: int, depth: int) -> tuple[list[list[str]], list[int]]:
+    """Per colour, the SVG path pieces of its cells (runs of one colour along a NUMA row of a
+    band merged into one rectangle) and its number of cells."""
     band = depth + 1
-    bands = max(1, -(-len(nodes) // columns))
     runs: list[list[str]] = [[] for _ in range(len(BUCKETS) + 1)]
     counts = [0] * (len(BUCKETS) + 1)
-    for first in range(0, len(nodes), columns):
+    for first in range(0, len(cells), columns):
         group = cells[first : first + columns]
         y0 = (first // columns) * band
         for numa in range(depth):
@@ -80,9 +77,19 @@ def heatmap(nodes: Sequence[Mapping[str, Any]]) -> Heatmap:
                 runs[colour].append(f"M{x} {y0 + numa}h{end - x}v1h-{end - x}z")
                 counts[colour] += end - x
                 x = end
+    return runs, counts
+
+
+def heatmap(nodes: Sequence[Mapping[str, Any]]) -> Heatmap:
+    """The heatmap of the fleet rows ``nodes`` (``FleetNode``s, in the order given)."""
+    columns = max(1, min(MAX_COLUMNS, len(nodes)))
+    cells = [_cells(n) for n in nodes]
+    depth = max((len(c) for c in cells), default=1) or 1
+    bands = max(1, -(-len(nodes) // columns))
+    runs, counts = _paths(cells, columns, depth)
     names = [(label, colour) for _, label, colour in BUCKETS] + [STALE]
     legend = tuple((label, colour, counts[i]) for i, (label, colour) in enumerate(names))
-    height = bands * band - 1
+    height = bands * (depth + 1) - 1
     summary = "; ".join(f"{n} NUMA nodes {label}" for label, _, n in legend if n)
     title = (
         f"Free exclusive CPUs of {len(nodes)} nodes, one column per node, one row per NUMA "
