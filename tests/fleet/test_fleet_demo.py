@@ -213,9 +213,9 @@ def test_the_fleet_bytes_never_miss_a_node_added_while_they_were_built(
             return nodes
 
         monkeypatch.setattr(fleet, "list", list_then_grow)
-        first = json.loads(hub.encoded().body)
+        first = json.loads(hub.view.encoded().body)
         assert name not in {n["node"] for n in first["nodes"]}
         monkeypatch.setattr(fleet, "list", listed)
-        second = json.loads(hub.encoded().body)
+        second = json.loads(hub.view.encoded().body)
         assert name in {n["node"] for n in second["nodes"]}
         assert len(second["nodes"]) == 4

@@ -46,9 +46,8 @@ type) are read from the live state at scrape time.
 
 Pages and JSON read what the agents last said: none waits for an agent. ``/api/v1/fleet`` is
 served from bytes built once per change of the fleet (``generation``: a node's data, an
-agent's status or error, the agent set; never a bookmark), joined from per-node rows that are
-encoded again only when that node's summary, status or co-claimers changed, so its ETag moves
-only when the fleet does. Fit and upgrade fan out to every node (``hub.questions``:
+agent's status or error, the agent set; never a bookmark) by ``hub.view``
+(``app.services.fleet.document``), so its ETag moves only when the fleet does. Fit and upgrade fan out to every node (``hub.questions``:
 ``app.services.fleet.fanout``).
 The demo fleet's nodes (``--demo-fleet``) answer in the hub's process
 (``app.services.nodes.demo_fleet``).
@@ -63,20 +62,15 @@ import random
 import time
 from collections.abc import Callable
 from functools import partial
-from typing import Any
 
 from prometheus_client import CollectorRegistry
 
 from app.adapters.agents import AgentClient, AgentError, WatchUnsupportedError
 from app.adapters.dns import DNSLookupError, agent_url, make_resolver, resolve_addresses
-from app.adapters.heap import limit_arenas, release_free_heap
-from app.contracts.summary import Finding, NodeSummaryV1, SummaryWatchEventV1
+from app.adapters.heap import limit_arenas
+from app.contracts.summary import NodeSummaryV1, SummaryWatchEventV1
 from app.services.fleet.agent_summary import (
-    Encoded,
     SummaryCache,
-    encode,
-    encode_json,
-    encoded_bytes,
 )
 from app.services.fleet.agents import (
     LAST_SEEN_STEP,
@@ -88,11 +82,10 @@ from app.services.fleet.agents import (
     AgentState,
     HubMetrics,
 )
+from app.services.fleet.document import FleetDocument
 from app.services.fleet.fanout import FleetQuestions
-from app.services.fleet.heatmap import Heatmap, heatmap
-from app.services.fleet.rows import fleet_node
 from app.services.fleet.workers import FleetWorkers
-from app.services.nodes.demo_fleet import DemoFleet, SimulatedNode
+from app.services.nodes.demo_fleet import DemoFleet
 from app.services.nodes.remote import RemoteNodes
 from app.settings import Settings, check_dns_target, split_list
 
@@ -108,9 +101,6 @@ IDLE_BOOKMARKS = 3
 WATCH_RETRY = 300.0
 #: A watch stream that ends sooner than this after opening is reconnected after a backoff.
 SHORT_STREAM = 1.0
-#: Rows built into one document past which its garbage is given back to the system (a
-#: simulated node's row draws the node's views, then drops them: some 30 MiB at 5,000 nodes).
-TRIM_AFTER_ROWS = 500
 #: Backoff of a watch stream's reconnects: this × 2^failures (at most ``MAX_STREAM_BACKOFF``),
 #: plus up to a quarter of it at random so that agents back after an outage spread out.
 STREAM_BACKOFF = 0.5
@@ -157,24 +147,12 @@ class Hub:
             settings, self, self.remote_nodes, self.workers, self.semaphore, self.summary_of
         )
         self.generation = 0
-        self._doc: tuple[int, int, dict[str, Any]] | None = None
+        self.view = FleetDocument(self)
         self._client: AgentClient | None = None
         self._task: asyncio.Task[None] | None = None
         self._semaphore: asyncio.Semaphore | None = None
         self._in_flight: dict[str, asyncio.Task[None]] = {}
         self._streams: dict[str, asyncio.Task[None]] = {}
-        self._encoded: tuple[int, int, Encoded] | None = None
-        self._heatmap: tuple[tuple[int, int], Heatmap, Encoded] | None = None
-        # Per node row (agent, node): what it was built from, the row and its JSON.
-        self._rows: dict[
-            tuple[str | None, str],
-            tuple[NodeSummaryV1, str, tuple[str, ...], dict[str, Any], bytes],
-        ] = {}
-        self._bodies: tuple[tuple[int, int], list[bytes]] = ((-1, -1), [])
-        # A simulated node never changes once built: its row is built once, and its summary
-        # is not kept (5,000 summaries as models weigh some 35 MiB more than their rows).
-        self._sim_rows: dict[str, tuple[dict[str, Any], bytes]] = {}
-        self._built = 0  # rows built since the heap was last trimmed
         self.polls = 0
         self._bind_metrics()
 
@@ -486,73 +464,6 @@ class Hub:
         return float(n + (len(self.fleet.nodes) if status == OK else 0))
 
     # -- views ------------------------------------------------------------------------------
-    def document(self) -> dict[str, Any]:
-        """``GET /api/v1/fleet``: every agent and every node known (cached per generation)."""
-        return self._document()[1]
-
-    def _document(self) -> tuple[tuple[int, int], dict[str, Any]]:
-        """The document and the (generation, simulated nodes) it was built from: the nodes are
-        listed once, so the key never claims nodes added while it was being built."""
-        generation = self.generation
-        sims = self.fleet.list()  # a fresh list: the builder thread may add nodes meanwhile
-        key = (generation, len(sims))
-        cached = self._doc
-        if cached is not None and cached[:2] == key:
-            return key, cached[2]
-        rows = [self._sim_row(n) for n in sims]
-        agents = sorted(list(self.agents.values()), key=lambda a: a.url)
-        # Each agent's nodes and status read once: the event loop replaces them meanwhile.
-        held = [(a.url, a.nodes, a.status) for a in agents]
-        claims: dict[str, list[str]] = {}
-        for url, summaries, _ in held:
-            for s in summaries:
-                claims.setdefault(s.node, []).append(url)
-        for url, summaries, agent_status in held:
-            status = agent_status if agent_status != PENDING else UNREACHABLE
-            for s in summaries:
-                others = tuple(u for u in claims[s.node] if u != url)
-                rows.append(self._row(s, url, status, others))
-        rows.sort(key=lambda r: (r[0]["node"], r[0]["agent"] or ""))
-        kept = {(r[0]["agent"], r[0]["node"]) for r in rows}
-        for gone in [k for k in list(self._rows) if k not in kept]:
-            self._rows.pop(gone, None)
-        doc: dict[str, Any] = {
-            "agents": [a.to_dict() for a in agents],
-            "nodes": [r[0] for r in rows],
-        }
-        if self.dns is not None:
-            name, port = self.dns
-            doc["discovery"] = {"dns": f"{name}:{port}", "error": self.dns_error}
-        self._doc = (*key, doc)
-        self._bodies = (key, [r[1] for r in rows])
-        if self._built >= TRIM_AFTER_ROWS:  # in a request's thread, never on the event loop
-            self._built = 0
-            release_free_heap()
-        return key, doc
-
-    def _row(
-        self, summary: NodeSummaryV1, agent: str | None, status: str, others: tuple[str, ...]
-    ) -> tuple[dict[str, Any], bytes]:
-        """A node's fleet row and its JSON, built again only when the summary (the very
-        object the agent's last event or answer gave), its status or its co-claimers change:
-        one change costs one row, not the fleet."""
-        key = (agent, summary.node)
-        held = self._rows.get(key)
-        if held is not None and held[0] is summary and held[1] == status and held[2] == others:
-            return held[3], held[4]
-        row = fleet_node(summary, agent, status, _duplicate(summary.node, list(others)))
-        self._built += 1
-        self._rows[key] = (summary, status, others, row, encode_json(row))
-        return row, self._rows[key][4]
-
-    def _sim_row(self, node: SimulatedNode) -> tuple[dict[str, Any], bytes]:
-        held = self._sim_rows.get(node.name)
-        if held is None:
-            row = fleet_node(node.agent_summary(SummaryCache()), None, OK)
-            self._built += 1
-            held = self._sim_rows[node.name] = (row, encode_json(row))
-        return held
-
     def summary_of(self, node: str, agent: str | None) -> NodeSummaryV1 | None:
         """The summary of ``node`` as the hub holds it (``agent`` ``None``: a demo-fleet node)."""
         if agent is None:
@@ -561,43 +472,6 @@ class Hub:
         state = self.agents.get(agent)
         return next((s for s in state.nodes if s.node == node), None) if state else None
 
-    def heatmap(self) -> tuple[Heatmap, Encoded]:
-        """The fleet heatmap and its SVG as bytes with an ETag, drawn once per document."""
-        key, doc = self._document()
-        cached = self._heatmap
-        if cached is None or cached[0] != key:
-            drawn = heatmap(doc["nodes"])
-            cached = self._heatmap = (key, drawn, encoded_bytes(drawn.svg.encode()))
-        return cached[1], cached[2]
-
-    def encoded(self) -> Encoded:
-        """The document as bytes with its ETag (for 304s), encoded once per generation."""
-        key, doc = self._document()
-        cached = self._encoded
-        if cached is None or cached[:2] != key:
-            bodies = self._bodies[1] if self._bodies[0] == key else None
-            if bodies is None:  # built meanwhile for another key: encode this one whole
-                cached = (*key, encode(doc))
-            else:  # the rows' JSON joined, as ``encode`` would write the whole (sorted keys)
-                parts = [b'{"agents":', encode_json(doc["agents"])]
-                if "discovery" in doc:
-                    parts += [b',"discovery":', encode_json(doc["discovery"])]
-                parts += [b',"nodes":[', b",".join(bodies), b"]}"]
-                cached = (*key, encoded_bytes(b"".join(parts)))
-            self._encoded = cached
-        return cached[2]
-
 
 def _refused(field: str, problem: str) -> AgentError:
     return AgentError(f"answered a summary the hub refuses: {field}: {problem}", field)
-
-
-def _duplicate(name: str, others: list[str]) -> list[Finding]:
-    """The finding of a node name other agents claim too (both are listed: the hub cannot
-    tell which is the node's real agent)."""
-    if not others:
-        return []
-    message = f"node {name} is also claimed by agent {', '.join(others[:5])}"
-    if len(others) > 5:
-        message += f" and {len(others) - 5} more"
-    return [Finding(code="duplicate-node", severity="error", message=message)]

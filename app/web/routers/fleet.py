@@ -93,7 +93,7 @@ FleetQueryDep = Annotated[FleetQuery, Depends(fleet_query)]
     responses=model_responses(FleetDocument, "The fleet", (404, "Not a hub"), tagged=True),
 )
 def api_fleet(request: Request, hub: HubDep) -> Response:
-    encoded = hub.encoded()
+    encoded = hub.view.encoded()
     return tagged_response(request, encoded.body, encoded.etag)
 
 
@@ -106,13 +106,13 @@ def api_fleet(request: Request, hub: HubDep) -> Response:
 def fleet_json(hub: HubDep, query: FleetQueryDep) -> dict[str, Any]:
     # Every row was built from a summary that passed the contract (FleetView is the schema):
     # no second validation of 500 rows per request.
-    return fleet_view(hub.document(), query)
+    return fleet_view(hub.view.document(), query)
 
 
 @pages.get("/fleet", name="fleet", include_in_schema=False)
 def fleet_page(request: Request, hub: HubDep, query: FleetQueryDep) -> HTMLResponse:
-    view = fleet_view(hub.document(), query)
-    drawn, encoded = hub.heatmap()
+    view = fleet_view(hub.view.document(), query)
+    drawn, encoded = hub.view.heatmap()
     return render(
         request,
         "pages/fleet.html",
@@ -135,7 +135,7 @@ def fleet_page(request: Request, hub: HubDep, query: FleetQueryDep) -> HTMLRespo
     responses={200: {"content": {"image/svg+xml": {}}}, **NOT_MODIFIED},
 )
 def fleet_heatmap(request: Request, hub: HubDep) -> Response:
-    _, encoded = hub.heatmap()
+    _, encoded = hub.view.heatmap()
     return tagged_response(request, encoded.body, encoded.etag, "image/svg+xml")
 
 
