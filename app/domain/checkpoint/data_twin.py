@@ -32,6 +32,31 @@ def read_twin(
 ) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """``(file object, data object)`` as ``GetCheckpoint``'s two decodes give them, without
     error, or ``None`` (decode the usual way)."""
+    layout = _twin_layout(tree, text)
+    if layout is None:
+        return None
+    inline, checksum, data_text, data_checksum, rest = layout
+    fields = _shared_fields(formats, version, name)
+    if fields is None:
+        return None
+    inline_names, extra = fields
+    more = _rest_members(rest, extra)
+    if more is None:
+        return None
+    data = formats.new("data")
+    if unmarshal(JObj([*inline, *more]), formats.data_t, data) is not None:
+        return None
+    obj = formats.new(version)
+    for go_name in inline_names:
+        obj[go_name] = data[go_name]
+    obj.update(Checksum=int(checksum), Data=data_text, DataChecksum=int(data_checksum))
+    obj["CheckpointData"] = data  # the inline fields share its values: read, never changed
+    return obj, data
+
+
+def _twin_layout(tree: Any, text: str) -> tuple[list[Any], GoNumber, str, GoNumber, str] | None:
+    """The inline members, the checksum, the data text, its checksum and the data's text after
+    the inline part, when the file is laid out as the module docstring says; else ``None``."""
     if type(tree) is not JObj or len(tree) < 3 or tuple(k for k, _ in tree[-3:]) != _TAIL:
         return None
     inline = tree[:-3]
@@ -53,22 +78,7 @@ def read_twin(
     rest = data_text[len(head) :]
     if not data_text.startswith(head) or not rest or rest[0] not in ",}":
         return None
-    fields = _shared_fields(formats, version, name)
-    if fields is None:
-        return None
-    inline_names, extra = fields
-    more = _rest_members(rest, extra)
-    if more is None:
-        return None
-    data = formats.new("data")
-    if unmarshal(JObj([*inline, *more]), formats.data_t, data) is not None:
-        return None
-    obj = formats.new(version)
-    for go_name in inline_names:
-        obj[go_name] = data[go_name]
-    obj.update(Checksum=int(checksum), Data=data_text, DataChecksum=int(data_checksum))
-    obj["CheckpointData"] = data  # the inline fields share its values: read, never changed
-    return obj, data
+    return inline, checksum, data_text, data_checksum, rest
 
 
 def _is_count(value: Any) -> bool:
