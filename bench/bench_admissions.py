@@ -5,9 +5,10 @@ Starts ``numascope serve`` (a real uvicorn process, SQLite file, state files in 
 folder), creates a node on ``server-2s-8numa-512t`` with the demo-512 configuration and posts
 ``--pods`` single-pod admissions over HTTP (httpx, one connection, after a warm-up on a node
 of its own), timing each request from send to the full answer. Prints the median and mean of
-the first 25 and the last 25 admissions and their ratio (issue 10: last 25 at most 1.5 x the first 25), and beside them the server's
-CPU time per admission over the same 25 (the server threads' ``schedstat``, read before and
-after each block of 25: independent of the load on the machine, which wall time is not).
+the first 25 and the last 25 admissions and their ratio (issue 10: last 25 at most 1.5 x the
+first 25), and beside them the server's CPU time per admission over the same 25 (the server
+threads' ``schedstat``, read before and after each block of 25: independent of the load on the
+machine, which wall time is not).
 With ``--workers 1`` the server is one process.
 
 Then the same admissions in this process, on a ``NodeService`` of its own (SQLite file, state
