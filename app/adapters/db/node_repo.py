@@ -30,6 +30,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from app.adapters.db.change_probe import probe_for
+from app.adapters.db.direct import DirectStatement
 from app.adapters.db.engine import immediate_engine
 from app.adapters.db.tables import (
     ACTION_ADMIT,
@@ -65,17 +66,23 @@ class LogEvent:
 
 _NODES = NodeRecord.__table__  # type: ignore[attr-defined]
 _LOG = AdmissionRecord.__table__  # type: ignore[attr-defined]
-# The statements of a change, built once (SQLAlchemy caches their compiled form, the driver
-# its prepared statement): a change runs them as Core statements on the transaction's
-# connection, without the ORM's unit of work (issue 20 pt 8: a third of an admission's CPU).
-_VERSION_OF = sa_select(_NODES.c.version).where(_NODES.c.id == bindparam("node_id"))
-_LAST_SEQ = sa_select(func.max(_LOG.c.seq)).where(_LOG.c.node_id == bindparam("node_id"))
-_SET_VERSION = (
-    update(_NODES).where(_NODES.c.id == bindparam("node_id")).values(version=bindparam("version"))
-)
-_INSERT_LOG = insert(_LOG).returning(_LOG.c.id, sort_by_parameter_order=True)
 #: The columns of a log row as written (all but ``id``).
 _LOG_COLUMNS = tuple(c.name for c in _LOG.columns if c.name != "id")
+# The statements of a change, built once and run on the transaction's DBAPI connection
+# (``direct``), without the ORM's unit of work or Core's execution overhead (issue 20 pt 8).
+_VERSION_OF = sa_select(_NODES.c.version).where(_NODES.c.id == bindparam("node_id"))
+_LOCKED_VERSION_OF = DirectStatement(_VERSION_OF.with_for_update())  # not SQLite
+_UNLOCKED_VERSION_OF = DirectStatement(_VERSION_OF)  # SQLite: BEGIN IMMEDIATE locked it
+_LAST_SEQ = DirectStatement(
+    sa_select(func.max(_LOG.c.seq)).where(_LOG.c.node_id == bindparam("node_id"))
+)
+_SET_VERSION = DirectStatement(
+    update(_NODES).where(_NODES.c.id == bindparam("node_id")).values(version=bindparam("version"))
+)
+_INSERT_ROW = DirectStatement(insert(_LOG).returning(_LOG.c.id), _LOG_COLUMNS)
+# Several rows at once: one multi-row INSERT (SQLAlchemy's "insertmanyvalues"), not one
+# round trip each.
+_INSERT_ROWS = insert(_LOG).returning(_LOG.c.id, sort_by_parameter_order=True)
 
 
 class NodeWrite:
@@ -118,14 +125,18 @@ class NodeWrite:
         if not records:
             return
         conn = self.connection
-        last = conn.execute(_LAST_SEQ, {"node_id": self.node_id}).scalar()
+        ((last,),) = _LAST_SEQ.rows(conn, {"node_id": self.node_id})
         seq = int(last or 0)
         rows = []
         for r in records:
             seq += 1
             r.seq = seq
             rows.append({name: getattr(r, name) for name in _LOG_COLUMNS})
-        ids = conn.execute(_INSERT_LOG, rows).scalars().all()
+        if len(rows) == 1:
+            ((row_id,),) = _INSERT_ROW.rows(conn, rows[0])
+            ids = [row_id]
+        else:
+            ids = list(conn.execute(_INSERT_ROWS, rows).scalars().all())
         for r, row_id in zip(records, ids, strict=True):
             r.id = int(row_id)
 
@@ -133,7 +144,7 @@ class NodeWrite:
         """Increment the node's version (written in this transaction); the new version."""
         self.version += 1
         params = {"node_id": self.node_id, "version": self.version}
-        self.connection.execute(_SET_VERSION, params)
+        _SET_VERSION.rows(self.connection, params)
         return self.version
 
     def redefine(self, *, release: str, kubelet_config: str) -> None:
@@ -193,10 +204,9 @@ def _transaction(engine: Engine) -> Iterator[Connection]:
 def write(engine: Engine, node_id: int) -> Iterator[NodeWrite | None]:
     """The node's write transaction (``None`` when the node no longer exists)."""
     with _transaction(engine) as conn:
-        query = _VERSION_OF
-        if engine.dialect.name != "sqlite":
-            query = query.with_for_update()
-        version = conn.execute(query, {"node_id": node_id}).scalar()
+        query = _UNLOCKED_VERSION_OF if engine.dialect.name == "sqlite" else _LOCKED_VERSION_OF
+        found = query.rows(conn, {"node_id": node_id})
+        version = found[0][0] if found else None
         if version is None:
             yield None
             return
