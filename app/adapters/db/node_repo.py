@@ -24,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, update
 from sqlalchemy import select as sa_select
@@ -241,19 +242,32 @@ _LAST_VERSIONS: weakref.WeakKeyDictionary[Engine, tuple[int, dict[str, NodeVersi
 
 def versions(engine: Engine) -> dict[str, NodeVersion]:
     """Every node's id and committed version by name (one small query). Every request asks
-    it, so it runs as one plain statement on a pooled DBAPI connection: a tenth of what an ORM
-    session costs. A single SELECT sees one committed state on both databases. On a SQLite
-    file nothing is queried while the database's change counter (``change_probe``) stays
-    where it was at the last query: the answer is that query's."""
-    probe = probe_for(engine)
-    stamp = probe.stamp() if probe is not None else None
-    if stamp is not None:
-        seen = _LAST_VERSIONS.get(engine)
-        if seen is not None and seen[0] == stamp:
-            return dict(seen[1])
+    it, so it runs as one plain statement: a tenth of what an ORM session costs. A single
+    SELECT sees one committed state on both databases. On a SQLite file it runs on the change
+    probe's connection (``change_probe``), and not at all while the database's change counter
+    stays where it was at the last query: the answer is that query's."""
     sql = _VERSIONS_SQL.get(engine.dialect.name)
     if sql is None:
         sql = _VERSIONS_SQL[engine.dialect.name] = str(_VERSIONS.compile(dialect=engine.dialect))
+    probe = probe_for(engine)
+    if probe is None:
+        return _found(_pooled_rows(engine, sql))
+    seen = _LAST_VERSIONS.get(engine)
+    stamp, rows = probe.read(sql, None if seen is None else seen[0])
+    if rows is None:
+        assert seen is not None
+        return dict(seen[1])
+    found = _found(rows)
+    _LAST_VERSIONS[engine] = (stamp, found)
+    return dict(found)
+
+
+def _found(rows: Sequence[Any]) -> dict[str, NodeVersion]:
+    return {name: NodeVersion(int(i), name, int(v)) for i, name, v in rows if i is not None}
+
+
+def _pooled_rows(engine: Engine, sql: str) -> list[Any]:
+    """The rows of ``sql`` on a pooled DBAPI connection."""
     conn = engine.raw_connection()
     try:
         cursor = conn.cursor()
@@ -271,12 +285,7 @@ def versions(engine: Engine) -> dict[str, NodeVersion]:
         raise
     finally:
         conn.close()
-    found = {name: NodeVersion(int(i), name, int(v)) for i, name, v in rows if i is not None}
-    if stamp is not None:
-        # The stamp read before the query: a commit in between changes the next stamp, so
-        # the answer is never reused past a change it may have missed.
-        _LAST_VERSIONS[engine] = (stamp, found)
-    return dict(found)
+    return list(rows)
 
 
 def node_version(engine: Engine, node_id: int) -> int | None:
