@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.pool import StaticPool
@@ -137,6 +137,12 @@ def immediate_engine(engine: Engine) -> Engine:
     """``engine`` whose transactions take the write lock when they begin (SQLite's
     ``BEGIN IMMEDIATE``; other databases lock rows with ``SELECT … FOR UPDATE`` instead)."""
     return engine.execution_options(**{IMMEDIATE: True})
+
+
+def immediate_connection(engine: Engine) -> Connection:
+    """A connection of ``engine`` whose transactions take the write lock when they begin, as
+    ``immediate_engine``'s do (the option set on the connection: no engine copy each time)."""
+    return engine.connect().execution_options(**{IMMEDIATE: True})
 
 
 @contextmanager

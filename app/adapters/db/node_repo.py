@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, update
 from sqlalchemy import select as sa_select
@@ -32,12 +32,13 @@ from sqlmodel import Session, col, select
 
 from app.adapters.db.change_probe import probe_for
 from app.adapters.db.direct import DirectStatement
-from app.adapters.db.engine import immediate_engine
+from app.adapters.db.engine import immediate_connection
 from app.adapters.db.tables import (
     ACTION_ADMIT,
     ACTION_DRY_RUN,
     ACTION_REMOVE,
     AdmissionRecord,
+    LogRow,
     NodeRecord,
     as_utc,
 )
@@ -67,8 +68,9 @@ class LogEvent:
 
 _NODES = NodeRecord.__table__  # type: ignore[attr-defined]
 _LOG = AdmissionRecord.__table__  # type: ignore[attr-defined]
-#: The columns of a log row as written (all but ``id``).
+#: The columns of a log row as written (all but ``id``), and as built (``LogRow``).
 _LOG_COLUMNS = tuple(c.name for c in _LOG.columns if c.name != "id")
+_ROW_COLUMNS = tuple(name for name in _LOG_COLUMNS if name != "seq")
 # The statements of a change, built once and run on the transaction's DBAPI connection
 # (``direct``), without the ORM's unit of work or Core's execution overhead (issue 20 pt 8).
 _VERSION_OF = sa_select(_NODES.c.version).where(_NODES.c.id == bindparam("node_id"))
@@ -119,27 +121,28 @@ class NodeWrite:
         return record
 
     def add(self, records: Sequence[AdmissionRecord]) -> None:
-        """Append log rows, numbering them after the node's newest entry (``seq``), and set
-        their ``id``. The write lock makes the read and the insert one step: no other
+        """Append the rows of ``records`` (``add_rows``) and set their ``seq`` and ``id``."""
+        rows = [cast(LogRow, {name: getattr(r, name) for name in _ROW_COLUMNS}) for r in records]
+        for r, (row_id, seq) in zip(records, self.add_rows(rows), strict=True):
+            r.id, r.seq = row_id, seq
+
+    def add_rows(self, rows: Sequence[LogRow]) -> list[tuple[int, int]]:
+        """Append log rows, numbering them after the node's newest entry (``seq``); their
+        ``(id, seq)``. The write lock makes the read and the insert one step: no other
         transaction can number a row of this node in between, whatever the worker or
         replica. The database refuses bad values here, before any file is written."""
-        if not records:
-            return
+        if not rows:
+            return []
         conn = self.connection
         ((last,),) = _LAST_SEQ.rows(conn, {"node_id": self.node_id})
-        seq = int(last or 0)
-        rows = []
-        for r in records:
-            seq += 1
-            r.seq = seq
-            rows.append({name: getattr(r, name) for name in _LOG_COLUMNS})
-        if len(rows) == 1:
-            ((row_id,),) = _INSERT_ROW.rows(conn, rows[0])
+        first = int(last or 0) + 1
+        values = [{**row, "seq": first + n} for n, row in enumerate(rows)]
+        if len(values) == 1:
+            ((row_id,),) = _INSERT_ROW.rows(conn, values[0])
             ids = [row_id]
         else:
-            ids = list(conn.execute(_INSERT_ROWS, rows).scalars().all())
-        for r, row_id in zip(records, ids, strict=True):
-            r.id = int(row_id)
+            ids = list(conn.execute(_INSERT_ROWS, values).scalars().all())
+        return [(int(row_id), first + n) for n, row_id in enumerate(ids)]
 
     def bump(self) -> int:
         """Increment the node's version (written in this transaction); the new version."""
@@ -194,9 +197,9 @@ class NodeWrite:
 
 @contextmanager
 def _transaction(engine: Engine) -> Iterator[Connection]:
-    """A connection of the immediate (write-locking) engine in a transaction; rolled back
+    """A write-locking connection of ``engine`` in a transaction; rolled back
     unless committed (``NodeWrite.commit``), returned to the pool always."""
-    with immediate_engine(engine).connect() as conn:
+    with immediate_connection(engine) as conn:
         conn.begin()
         yield conn
 
