@@ -63,6 +63,10 @@ class DirectStatement:
             self._by_dialect[dialect] = found
         return found
 
+    def sql(self, dialect: Dialect) -> str:
+        """The statement's SQL text for ``dialect``."""
+        return self._compiled(dialect).sql
+
     def rows(self, conn: Connection, params: Mapping[str, Any]) -> list[Any]:
         """Run the statement with ``params`` in ``conn``'s transaction; the rows it returns
         (none for a statement without a result)."""
@@ -72,9 +76,11 @@ class DirectStatement:
             values = dict(params)
             for key, process in compiled.processors:
                 values[key] = process(values[key])
-            bound: Any = values if compiled.order is None else [values[k] for k in compiled.order]
+            bound: Any = (
+                values if compiled.order is None else tuple(values[k] for k in compiled.order)
+            )
         except Exception as err:  # what SQLAlchemy raises for a value it cannot bind
-            raise _wrapped(conn, compiled.sql, params, err, invalidated=False) from err
+            raise _wrapped(conn, compiled.sql, dict(params), err, invalidated=False) from err
         dbapi_connection = conn.connection.dbapi_connection
         assert dbapi_connection is not None  # an open connection in a transaction
         cursor = None
@@ -84,7 +90,7 @@ class DirectStatement:
             return list(cursor.fetchall()) if cursor.description is not None else []
         except dialect.loaded_dbapi.Error as err:
             lost = dialect.is_disconnect(err, dbapi_connection, cursor)
-            wrapped = _wrapped(conn, compiled.sql, params, err, invalidated=lost)
+            wrapped = _wrapped(conn, compiled.sql, bound, err, invalidated=lost)
             if lost:
                 conn.invalidate(err)
             raise wrapped from err
@@ -95,11 +101,12 @@ class DirectStatement:
 
 
 def _wrapped(
-    conn: Connection, sql: str, params: Mapping[str, Any], err: Exception, *, invalidated: bool
+    conn: Connection, sql: str, params: Any, err: Exception, *, invalidated: bool
 ) -> StatementError:
+    """``err`` as ``Connection.execute`` raises it (``params``: as it shows them)."""
     return DBAPIError.instance(
         sql,
-        dict(params),
+        params,
         err,
         conn.dialect.loaded_dbapi.Error,
         hide_parameters=conn.engine.hide_parameters,

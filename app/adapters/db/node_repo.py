@@ -236,8 +236,7 @@ def create(engine: Engine, record: NodeRecord) -> Iterator[NodeWrite]:
             tx.close()
 
 
-_VERSIONS = sa_select(_NODES.c.id, _NODES.c.name, _NODES.c.version)
-_VERSIONS_SQL: dict[str, str] = {}  # the query compiled once per dialect
+_VERSIONS = DirectStatement(sa_select(_NODES.c.id, _NODES.c.name, _NODES.c.version))
 _LAST_VERSIONS: weakref.WeakKeyDictionary[Engine, tuple[int, dict[str, NodeVersion]]] = (
     weakref.WeakKeyDictionary()
 )
@@ -249,9 +248,7 @@ def versions(engine: Engine) -> dict[str, NodeVersion]:
     SELECT sees one committed state on both databases. On a SQLite file it runs on the change
     probe's connection (``change_probe``), and not at all while the database's change counter
     stays where it was at the last query: the answer is that query's."""
-    sql = _VERSIONS_SQL.get(engine.dialect.name)
-    if sql is None:
-        sql = _VERSIONS_SQL[engine.dialect.name] = str(_VERSIONS.compile(dialect=engine.dialect))
+    sql = _VERSIONS.sql(engine.dialect)
     probe = probe_for(engine)
     if probe is None:
         return _found(_pooled_rows(engine, sql))
