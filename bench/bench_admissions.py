@@ -128,6 +128,7 @@ PHASES: dict[str, tuple[tuple[str, str | None, str], ...]] = {
     "database": (
         ("app.adapters.db.node_repo", None, "write"),
         ("app.adapters.db.node_repo", "NodeWrite", "add"),
+        ("app.adapters.db.node_repo", "NodeWrite", "add_rows"),
         ("app.adapters.db.node_repo", "NodeWrite", "bump"),
         ("app.adapters.db.node_repo", "NodeWrite", "commit"),
     ),

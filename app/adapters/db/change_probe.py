@@ -12,6 +12,10 @@ anyone: workers, replicas, the CLI.
 
 In-memory databases (one connection for the whole process) have no second connection to ask;
 ``probe_for`` gives ``None`` there and callers query every time.
+
+When the value did change, ``read`` runs the caller's query on that same connection, after
+reading the value: a pooled connection's check-out and rollback are most of a small query's
+cost, and a SELECT outside a transaction sees one committed state.
 """
 
 from __future__ import annotations
@@ -20,9 +24,11 @@ import sqlite3
 import threading
 import weakref
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Engine
 
+from app.adapters.db import engine as engine_module
 from app.adapters.db.engine import is_sqlite_memory
 
 
@@ -38,12 +44,26 @@ class ChangeProbe:
             check_same_thread=False,
             isolation_level=None,
         )
+        # A reader waits for a lock as the pooled connections do (WAL recovery, a checkpoint).
+        self._conn.execute(f"PRAGMA busy_timeout={engine_module.SQLITE_BUSY_TIMEOUT_MS}")
         self._lock = threading.Lock()
 
     def stamp(self) -> int:
         with self._lock:
-            row = self._conn.execute("PRAGMA data_version").fetchone()
-        return int(row[0])
+            return self._stamp()
+
+    def _stamp(self) -> int:
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def read(self, sql: str, last: int | None) -> tuple[int, list[Any] | None]:
+        """The stamp, and the rows of ``sql`` (a statement without parameters) unless the
+        stamp is ``last``: read after the stamp, so that a commit in between changes the next
+        one."""
+        with self._lock:
+            stamp = self._stamp()
+            if stamp == last:
+                return stamp, None
+            return stamp, self._conn.execute(sql).fetchall()
 
     def close(self) -> None:
         with self._lock:

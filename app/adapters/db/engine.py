@@ -15,11 +15,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session
+
+from app.adapters.db.direct import DirectStatement
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
 IMMEDIATE = "numascope_immediate"
@@ -122,15 +124,25 @@ def make_engine(url: str | URL, *, echo: bool = False) -> Engine:
     return engine
 
 
+_BEGIN = DirectStatement(text("BEGIN"))
+_BEGIN_IMMEDIATE = DirectStatement(text("BEGIN IMMEDIATE"))
+
+
 def _sqlite_begin(conn: Any) -> None:
     immediate = conn.get_execution_options().get(IMMEDIATE, False)
-    conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    (_BEGIN_IMMEDIATE if immediate else _BEGIN).rows(conn, {})
 
 
 def immediate_engine(engine: Engine) -> Engine:
     """``engine`` whose transactions take the write lock when they begin (SQLite's
     ``BEGIN IMMEDIATE``; other databases lock rows with ``SELECT … FOR UPDATE`` instead)."""
     return engine.execution_options(**{IMMEDIATE: True})
+
+
+def immediate_connection(engine: Engine) -> Connection:
+    """A connection of ``engine`` whose transactions take the write lock when they begin, as
+    ``immediate_engine``'s do (the option set on the connection: no engine copy each time)."""
+    return engine.connect().execution_options(**{IMMEDIATE: True})
 
 
 @contextmanager

@@ -24,18 +24,21 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, cast
 
 from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, update
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from app.adapters.db.change_probe import probe_for
-from app.adapters.db.engine import immediate_engine
+from app.adapters.db.direct import DirectStatement
+from app.adapters.db.engine import immediate_connection
 from app.adapters.db.tables import (
     ACTION_ADMIT,
     ACTION_DRY_RUN,
     ACTION_REMOVE,
     AdmissionRecord,
+    LogRow,
     NodeRecord,
     as_utc,
 )
@@ -65,17 +68,24 @@ class LogEvent:
 
 _NODES = NodeRecord.__table__  # type: ignore[attr-defined]
 _LOG = AdmissionRecord.__table__  # type: ignore[attr-defined]
-# The statements of a change, built once (SQLAlchemy caches their compiled form, the driver
-# its prepared statement): a change runs them as Core statements on the transaction's
-# connection, without the ORM's unit of work (issue 20 pt 8: a third of an admission's CPU).
+#: The columns of a log row as written (all but ``id``), and as built (``LogRow``).
+_LOG_COLUMNS = tuple(c.name for c in _LOG.columns if c.name != "id")
+_ROW_COLUMNS = tuple(name for name in _LOG_COLUMNS if name != "seq")
+# The statements of a change, built once and run on the transaction's DBAPI connection
+# (``direct``), without the ORM's unit of work or Core's execution overhead (issue 20 pt 8).
 _VERSION_OF = sa_select(_NODES.c.version).where(_NODES.c.id == bindparam("node_id"))
-_LAST_SEQ = sa_select(func.max(_LOG.c.seq)).where(_LOG.c.node_id == bindparam("node_id"))
-_SET_VERSION = (
+_LOCKED_VERSION_OF = DirectStatement(_VERSION_OF.with_for_update())  # not SQLite
+_UNLOCKED_VERSION_OF = DirectStatement(_VERSION_OF)  # SQLite: BEGIN IMMEDIATE locked it
+_LAST_SEQ = DirectStatement(
+    sa_select(func.max(_LOG.c.seq)).where(_LOG.c.node_id == bindparam("node_id"))
+)
+_SET_VERSION = DirectStatement(
     update(_NODES).where(_NODES.c.id == bindparam("node_id")).values(version=bindparam("version"))
 )
-_INSERT_LOG = insert(_LOG).returning(_LOG.c.id, sort_by_parameter_order=True)
-#: The columns of a log row as written (all but ``id``).
-_LOG_COLUMNS = tuple(c.name for c in _LOG.columns if c.name != "id")
+_INSERT_ROW = DirectStatement(insert(_LOG).returning(_LOG.c.id), _LOG_COLUMNS)
+# Several rows at once: one multi-row INSERT (SQLAlchemy's "insertmanyvalues"), not one
+# round trip each.
+_INSERT_ROWS = insert(_LOG).returning(_LOG.c.id, sort_by_parameter_order=True)
 
 
 class NodeWrite:
@@ -111,29 +121,34 @@ class NodeWrite:
         return record
 
     def add(self, records: Sequence[AdmissionRecord]) -> None:
-        """Append log rows, numbering them after the node's newest entry (``seq``), and set
-        their ``id``. The write lock makes the read and the insert one step: no other
+        """Append the rows of ``records`` (``add_rows``) and set their ``seq`` and ``id``."""
+        rows = [cast(LogRow, {name: getattr(r, name) for name in _ROW_COLUMNS}) for r in records]
+        for r, (row_id, seq) in zip(records, self.add_rows(rows), strict=True):
+            r.id, r.seq = row_id, seq
+
+    def add_rows(self, rows: Sequence[LogRow]) -> list[tuple[int, int]]:
+        """Append log rows, numbering them after the node's newest entry (``seq``); their
+        ``(id, seq)``. The write lock makes the read and the insert one step: no other
         transaction can number a row of this node in between, whatever the worker or
         replica. The database refuses bad values here, before any file is written."""
-        if not records:
-            return
+        if not rows:
+            return []
         conn = self.connection
-        last = conn.execute(_LAST_SEQ, {"node_id": self.node_id}).scalar()
-        seq = int(last or 0)
-        rows = []
-        for r in records:
-            seq += 1
-            r.seq = seq
-            rows.append({name: getattr(r, name) for name in _LOG_COLUMNS})
-        ids = conn.execute(_INSERT_LOG, rows).scalars().all()
-        for r, row_id in zip(records, ids, strict=True):
-            r.id = int(row_id)
+        ((last,),) = _LAST_SEQ.rows(conn, {"node_id": self.node_id})
+        first = int(last or 0) + 1
+        values = [{**row, "seq": first + n} for n, row in enumerate(rows)]
+        if len(values) == 1:
+            ((row_id,),) = _INSERT_ROW.rows(conn, values[0])
+            ids = [row_id]
+        else:
+            ids = list(conn.execute(_INSERT_ROWS, values).scalars().all())
+        return [(int(row_id), first + n) for n, row_id in enumerate(ids)]
 
     def bump(self) -> int:
         """Increment the node's version (written in this transaction); the new version."""
         self.version += 1
         params = {"node_id": self.node_id, "version": self.version}
-        self.connection.execute(_SET_VERSION, params)
+        _SET_VERSION.rows(self.connection, params)
         return self.version
 
     def redefine(self, *, release: str, kubelet_config: str) -> None:
@@ -182,9 +197,9 @@ class NodeWrite:
 
 @contextmanager
 def _transaction(engine: Engine) -> Iterator[Connection]:
-    """A connection of the immediate (write-locking) engine in a transaction; rolled back
+    """A write-locking connection of ``engine`` in a transaction; rolled back
     unless committed (``NodeWrite.commit``), returned to the pool always."""
-    with immediate_engine(engine).connect() as conn:
+    with immediate_connection(engine) as conn:
         conn.begin()
         yield conn
 
@@ -193,10 +208,9 @@ def _transaction(engine: Engine) -> Iterator[Connection]:
 def write(engine: Engine, node_id: int) -> Iterator[NodeWrite | None]:
     """The node's write transaction (``None`` when the node no longer exists)."""
     with _transaction(engine) as conn:
-        query = _VERSION_OF
-        if engine.dialect.name != "sqlite":
-            query = query.with_for_update()
-        version = conn.execute(query, {"node_id": node_id}).scalar()
+        query = _UNLOCKED_VERSION_OF if engine.dialect.name == "sqlite" else _LOCKED_VERSION_OF
+        found = query.rows(conn, {"node_id": node_id})
+        version = found[0][0] if found else None
         if version is None:
             yield None
             return
@@ -222,8 +236,7 @@ def create(engine: Engine, record: NodeRecord) -> Iterator[NodeWrite]:
             tx.close()
 
 
-_VERSIONS = sa_select(_NODES.c.id, _NODES.c.name, _NODES.c.version)
-_VERSIONS_SQL: dict[str, str] = {}  # the query compiled once per dialect
+_VERSIONS = DirectStatement(sa_select(_NODES.c.id, _NODES.c.name, _NODES.c.version))
 _LAST_VERSIONS: weakref.WeakKeyDictionary[Engine, tuple[int, dict[str, NodeVersion]]] = (
     weakref.WeakKeyDictionary()
 )
@@ -231,19 +244,30 @@ _LAST_VERSIONS: weakref.WeakKeyDictionary[Engine, tuple[int, dict[str, NodeVersi
 
 def versions(engine: Engine) -> dict[str, NodeVersion]:
     """Every node's id and committed version by name (one small query). Every request asks
-    it, so it runs as one plain statement on a pooled DBAPI connection: a tenth of what an ORM
-    session costs. A single SELECT sees one committed state on both databases. On a SQLite
-    file nothing is queried while the database's change counter (``change_probe``) stays
-    where it was at the last query: the answer is that query's."""
+    it, so it runs as one plain statement: a tenth of what an ORM session costs. A single
+    SELECT sees one committed state on both databases. On a SQLite file it runs on the change
+    probe's connection (``change_probe``), and not at all while the database's change counter
+    stays where it was at the last query: the answer is that query's."""
+    sql = _VERSIONS.sql(engine.dialect)
     probe = probe_for(engine)
-    stamp = probe.stamp() if probe is not None else None
-    if stamp is not None:
-        seen = _LAST_VERSIONS.get(engine)
-        if seen is not None and seen[0] == stamp:
-            return dict(seen[1])
-    sql = _VERSIONS_SQL.get(engine.dialect.name)
-    if sql is None:
-        sql = _VERSIONS_SQL[engine.dialect.name] = str(_VERSIONS.compile(dialect=engine.dialect))
+    if probe is None:
+        return _found(_pooled_rows(engine, sql))
+    seen = _LAST_VERSIONS.get(engine)
+    stamp, rows = probe.read(sql, None if seen is None else seen[0])
+    if rows is None:
+        assert seen is not None
+        return dict(seen[1])
+    found = _found(rows)
+    _LAST_VERSIONS[engine] = (stamp, found)
+    return dict(found)
+
+
+def _found(rows: Sequence[Any]) -> dict[str, NodeVersion]:
+    return {name: NodeVersion(int(i), name, int(v)) for i, name, v in rows if i is not None}
+
+
+def _pooled_rows(engine: Engine, sql: str) -> list[Any]:
+    """The rows of ``sql`` on a pooled DBAPI connection."""
     conn = engine.raw_connection()
     try:
         cursor = conn.cursor()
@@ -261,12 +285,7 @@ def versions(engine: Engine) -> dict[str, NodeVersion]:
         raise
     finally:
         conn.close()
-    found = {name: NodeVersion(int(i), name, int(v)) for i, name, v in rows if i is not None}
-    if stamp is not None:
-        # The stamp read before the query: a commit in between changes the next stamp, so
-        # the answer is never reused past a change it may have missed.
-        _LAST_VERSIONS[engine] = (stamp, found)
-    return dict(found)
+    return list(rows)
 
 
 def node_version(engine: Engine, node_id: int) -> int | None:

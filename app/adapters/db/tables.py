@@ -17,7 +17,7 @@ them back without a zone (``as_utc`` puts it back).
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypedDict
 
 import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
@@ -120,6 +120,24 @@ class AdmissionRecord(SQLModel, table=True):
         }
 
 
+class LogRow(TypedDict):
+    """A log row as a change builds it, before ``NodeWrite.add_rows`` numbers it: the columns
+    of ``AdmissionRecord`` but ``id`` and ``seq``, as a plain dict (building the ORM object
+    costs more than inserting the row)."""
+
+    node_id: int
+    batch: str
+    action: str
+    namespace: str
+    name: str
+    uid: str
+    admitted: bool
+    reason: str
+    message: str
+    manifest: str
+    created_at: datetime
+
+
 __all__ = [
     "ACTIONS",
     "ACTION_ADMIT",
@@ -127,6 +145,7 @@ __all__ = [
     "ACTION_REMOVE",
     "ACTION_RESTART",
     "AdmissionRecord",
+    "LogRow",
     "NodeRecord",
     "as_utc",
     "utc_now",

@@ -152,8 +152,7 @@ class NodeService:
             with registry.change(live, action) as tx:
                 results = judge(live.node, pods, commit=not dry_run)
                 batch = str(uuid.uuid4())
-                records = log_records(live, batch, pods, results, dry_run)
-                tx.add(records)
+                tx.add_rows(log_records(live, batch, pods, results, dry_run))
                 if dry_run:
                     tx.trim_dry_runs(batch)  # this submission is kept whole
                     tx.commit()

@@ -108,3 +108,19 @@ def test_no_probe_where_there_is_no_second_connection(tmp_path: Path) -> None:
     assert probe_for(shared) is None
     memory.dispose()
     shared.dispose()
+
+
+def test_the_probe_reads_rows_only_when_the_stamp_moved(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'n.db'}"
+    with migrated_engine(url) as engine, migrated_engine(url) as other:
+        probe = probe_for(engine)
+        assert probe is not None
+        _add_node(engine, "a")
+        sql = "SELECT name, version FROM nodes"
+        stamp, rows = probe.read(sql, None)
+        assert rows == [("a", 0)]
+        assert probe.read(sql, stamp) == (stamp, None)  # nothing committed since
+        with other.begin() as conn:
+            conn.execute(update(NodeRecord).values(version=4))
+        moved, rows = probe.read(sql, stamp)
+        assert moved != stamp and rows == [("a", 4)]
