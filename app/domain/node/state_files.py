@@ -46,7 +46,7 @@ from app.domain.checkpoint import NUMANodeState as CheckpointNUMANodeState
 from app.domain.checkpoint.incremental import CheckpointWriter
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfig
-from app.domain.memorymanager.state import Block
+from app.domain.memorymanager.state import Block, NUMANodeState
 
 if TYPE_CHECKING:
     # Only named: the state-file versions a node agent reports need no engine (issue 20 pt 7).
@@ -130,6 +130,19 @@ def cpu_checkpoint_state(node: Node) -> CPUCheckpointState:
     )
 
 
+def _checkpoint_node_state(s: NUMANodeState) -> CheckpointNUMANodeState:
+    return CheckpointNUMANodeState(
+        number_of_assignments=s.number_of_assignments,
+        memory_map={
+            name: CheckpointMemoryTable(
+                t.total_mem_size, t.system_reserved, t.allocatable, t.reserved, t.free
+            )
+            for name, t in s.memory_map.items()
+        },
+        cells=tuple(s.cells),
+    )
+
+
 def _checkpoint_block(b: Block) -> CheckpointBlock:
     return CheckpointBlock(tuple(b.numa_affinity), b.type, b.size)
 
@@ -141,14 +154,17 @@ _Containers = dict[str, _Blocks]
 
 @dataclass(slots=True)
 class _Kept:
-    """The last conversion of each pod's blocks, by pod UID: what it was made from (a copy)
-    and what it gave. Blocks are immutable, so an equal pod (compared in C, its tuples by
-    identity first) gives the very same objects, which the writer compares at once."""
+    """The last conversion of each pod's blocks, by pod UID, and of each NUMA node's state,
+    by id: what it was made from and what it gave. Blocks are immutable, so an equal pod
+    (compared in C, its tuples by identity first) gives the very same objects, which the
+    writer compares at once. A node state is kept by identity: the memory manager replaces
+    the states it changes, never changes one in place (``memorymanager.state``)."""
 
     entries: dict[str, tuple[_Containers, dict[str, _CheckpointBlocks]]] = field(
         default_factory=dict
     )
     pod_entries: dict[str, tuple[_Blocks, _CheckpointBlocks]] = field(default_factory=dict)
+    machine: dict[int, tuple[NUMANodeState, CheckpointNUMANodeState]] = field(default_factory=dict)
 
 
 def _converted(blocks: _Blocks) -> _CheckpointBlocks:
@@ -161,21 +177,15 @@ def memory_checkpoint_state(node: Node, kept: _Kept | None = None) -> MemoryChec
     if node.memory is None or node.config.memory_manager_policy != "Static":
         return MemoryCheckpointState(policy_name="None")
     state = node.memory.state
-    machine = {
-        numa: CheckpointNUMANodeState(
-            number_of_assignments=s.number_of_assignments,
-            memory_map={
-                name: CheckpointMemoryTable(
-                    t.total_mem_size, t.system_reserved, t.allocatable, t.reserved, t.free
-                )
-                for name, t in s.memory_map.items()
-            },
-            cells=tuple(s.cells),
-        )
-        for numa, s in state.machine_state.items()
-    }
     last = kept if kept is not None else _Kept()
     now = _Kept()
+    machine = {}
+    for numa, live in state.machine_state.items():
+        was = last.machine.get(numa)
+        if was is None or was[0] is not live:
+            was = (live, _checkpoint_node_state(live))
+        now.machine[numa] = was
+        machine[numa] = was[1]
     entries = {}
     for pod, containers in state.assignments.items():
         hit = last.entries.get(pod)
@@ -194,6 +204,7 @@ def memory_checkpoint_state(node: Node, kept: _Kept | None = None) -> MemoryChec
     if kept is not None:
         kept.entries = now.entries
         kept.pod_entries = now.pod_entries
+        kept.machine = now.machine
     return MemoryCheckpointState("Static", machine, entries, pod_entries)
 
 

@@ -11,6 +11,8 @@ import pytest
 
 from app.domain.node.state_files import (
     StateFilesWriter,
+    _Kept,
+    memory_checkpoint_state,
     render_state_files,
     state_file_versions,
 )
@@ -121,6 +123,20 @@ def test_unchanged_pods_are_not_encoded_again() -> None:
     # The machine state: only the NUMA node the pod's memory came from is encoded again.
     assert len(machine.current) == 8
     assert len([item for item in machine.current if id(item) not in kept_numa]) == 1
+
+
+def test_unchanged_numa_node_states_are_not_converted_again() -> None:
+    _, topology = resolve_topology("server-2s-8numa-512t")
+    config = parse_config(SERVER_CONFIG, "1.37")
+    node = build_engine_node("inc", topology, config, time.time)
+    kept = _Kept()
+    before = memory_checkpoint_state(node, kept)
+    for pod in parse_manifests(classic_pod("new", "ns", "2", "1Gi"), config):
+        node.admit(pod)
+    after = memory_checkpoint_state(node, kept)
+    assert after == memory_checkpoint_state(node)
+    reused = [n for n, s in after.machine_state.items() if s is before.machine_state[n]]
+    assert len(reused) == 7  # the pod's memory came from one NUMA node
 
 
 def test_one_writer_follows_a_node_through_releases() -> None:
