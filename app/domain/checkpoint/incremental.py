@@ -100,6 +100,7 @@ class _KeptMap:
         # The current items' texts joined, in order, by kind (made when first asked after a
         # change: a write asks for each several times).
         self._runs: dict[int, str] = {}
+        self._markers: dict[int, str] = {}  # the marker item's text, by kind
 
     def refresh(
         self, entries: Mapping[Any, Any], go_values: Callable[[dict[Any, Any]], Mapping[Any, Any]]
@@ -165,13 +166,17 @@ class _KeptMap:
         return run
 
     def splice(self, text: str, marker_go: Any, kind: int) -> str:
-        """``text`` with this map's marker item replaced by the current items."""
-        if kind == _SPEW:
-            marker = _spew_item(self.marker, marker_go, self.elem)
-        else:
-            marker = _json_item(self.marker, marker_go, self.elem)
-            if kind == _QUOTED:
-                marker = _quoted(marker)
+        """``text`` with this map's marker item (its value ``marker_go``, the same at every
+        write) replaced by the current items."""
+        marker = self._markers.get(kind)
+        if marker is None:
+            if kind == _SPEW:
+                marker = _spew_item(self.marker, marker_go, self.elem)
+            else:
+                marker = _json_item(self.marker, marker_go, self.elem)
+                if kind == _QUOTED:
+                    marker = _quoted(marker)
+            self._markers[kind] = marker
         before, found, after = text.partition(marker)
         assert found, f"no {self.field} marker"
         return before + self.run(kind) + after
