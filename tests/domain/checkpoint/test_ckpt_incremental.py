@@ -8,7 +8,18 @@ import random
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from app.domain.checkpoint import (
+    CPUCheckpointState,
+    MemoryCheckpointState,
+    NUMANodeState,
+    write_cpu_checkpoint,
+    write_memory_checkpoint,
+)
+from app.domain.checkpoint.incremental import CheckpointWriter
+from app.domain.cpuset import CPUSet
 from app.domain.node.state_files import (
     StateFilesWriter,
     _Kept,
@@ -23,6 +34,7 @@ from app.services.nodes.inputs import (
     parse_manifests,
     resolve_topology,
 )
+from tests.domain.checkpoint.test_ckpt_codecs import cpu_states, memory_states
 
 
 def _pod(rng: random.Random, i: int) -> str:
@@ -151,3 +163,57 @@ def test_one_writer_follows_a_node_through_releases() -> None:
             for pod in parse_manifests(manifest, config):
                 node.admit(pod)
         assert writer.render(node) == render_state_files(node), (release, len(text))
+
+
+_cpu_writes = st.lists(
+    st.tuples(
+        st.one_of(cpu_states(pod_entries=True), cpu_states(pod_entries=False)),
+        st.sampled_from(["V2", "V3", "V4"]),
+    ),
+    min_size=1,
+    max_size=4,
+)
+_memory_writes = st.lists(
+    st.tuples(
+        st.one_of(memory_states(pod_entries=True), memory_states(pod_entries=False)),
+        st.sampled_from(["V1", "V2", "V3"]),
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_cpu_writes)
+def test_one_writer_writes_any_cpu_states_as_the_full_writer(
+    writes: list[tuple[CPUCheckpointState, str]],
+) -> None:
+    """Any policy name (a NUL in it included), default set, map present, empty or absent."""
+    writer = CheckpointWriter()
+    for state, version in writes:
+        assert writer.cpu(state, version) == write_cpu_checkpoint(state, version)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_memory_writes)
+def test_one_writer_writes_any_memory_states_as_the_full_writer(
+    writes: list[tuple[MemoryCheckpointState, str]],
+) -> None:
+    writer = CheckpointWriter()
+    for state, version in writes:
+        assert writer.memory(state, version) == write_memory_checkpoint(state, version)
+
+
+@pytest.mark.parametrize(
+    "policy",
+    ["static\x00", "\x00entries\x00:map[]", "\x00defaultCpuSet\x00", "\x00machineState\x00"],
+)
+def test_a_policy_name_holding_a_marker_is_written_in_full(policy: str) -> None:
+    cpu = CPUCheckpointState(policy, CPUSet.parse("0-3"), {"pod": {"c": CPUSet([5])}}, {})
+    machine = {0: NUMANodeState(1, {}, (0,))}
+    memory = MemoryCheckpointState(policy, machine, {"pod": {"c": ()}}, None)
+    writer = CheckpointWriter()
+    for version in ("V2", "V3", "V4"):
+        assert writer.cpu(cpu, version) == write_cpu_checkpoint(cpu, version)
+    for version in ("V1", "V2", "V3"):
+        assert writer.memory(memory, version) == write_memory_checkpoint(memory, version)
