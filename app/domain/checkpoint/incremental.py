@@ -109,6 +109,7 @@ class _KeptMap:
         # change: a write asks for each several times).
         self._runs: dict[int, str] = {}
         self._markers: dict[int, str] = {}  # the marker item's text, by kind
+        self.generation = 0  # counts the refreshes that changed the items
 
     def refresh(
         self, entries: Mapping[Any, Any], go_values: Callable[[dict[Any, Any]], Mapping[Any, Any]]
@@ -128,6 +129,7 @@ class _KeptMap:
             self.order = sorted(items)
             self.json_order = sorted(items, key=str) if self.int_keys else self.order
             self._runs.clear()
+            self.generation += 1
 
     def _changed(self, entries: Mapping[Any, Any]) -> dict[Any, Any]:
         """The entries whose value is not the kept one. Usually a few are added or removed
@@ -333,6 +335,7 @@ class CheckpointWriter:
         )
         # By manager, version, policy and which maps are there (``_presence``).
         self._formats: dict[tuple[Any, ...], _Format] = {}
+        self._last: dict[str, tuple[Any, str]] = {}  # by manager: what was written, its text
 
     def cpu(self, state: CPUCheckpointState, version: str | int) -> str:
         """``write_cpu_checkpoint(state, version)``."""
@@ -354,10 +357,28 @@ class CheckpointWriter:
             ],
         )
         key = ("cpu", version, policy, bool(state.entries), _presence(state.pod_entries))
+        return self._write(
+            key, lambda: self._cpu_format(state, version), str(state.default_cpu_set)
+        )
+
+    def _write(
+        self, key: tuple[Any, ...], make: Callable[[], _Format], default_set: str = ""
+    ) -> str:
+        """The file of the format ``key`` (made by ``make`` the first time) with the current
+        items of its manager's maps: the last one again when nothing changed since (a pod
+        that holds no exclusive CPUs or memory changes neither file)."""
+        manager = key[0]
+        maps = self._cpu if manager == "cpu" else [*self._memory, self._machine]
+        signature = (key, default_set, [m.generation for m in maps])
+        last = self._last.get(manager)
+        if last is not None and last[0] == signature:
+            return last[1]
         fmt = self._formats.get(key)
         if fmt is None:
-            fmt = self._formats[key] = self._cpu_format(state, version)
-        return fmt.write(self._cpu, str(state.default_cpu_set))
+            fmt = self._formats[key] = make()
+        text = fmt.write(maps, default_set)
+        self._last[manager] = (signature, text)
+        return text
 
     def _cpu_format(self, state: CPUCheckpointState, version: str) -> _Format:
         skeleton = CPUCheckpointState(
@@ -396,10 +417,7 @@ class CheckpointWriter:
         self._machine.refresh(state.machine_state, machine_state_to_go)
         shape = (bool(state.machine_state), bool(state.entries), _presence(state.pod_entries))
         key = ("memory", version, policy, *shape)
-        fmt = self._formats.get(key)
-        if fmt is None:
-            fmt = self._formats[key] = self._memory_format(state, version)
-        return fmt.write([*self._memory, self._machine])
+        return self._write(key, lambda: self._memory_format(state, version))
 
     def _memory_format(self, state: MemoryCheckpointState, version: str) -> _Format:
         machine: Mapping[Any, NUMANodeState] = {_MACHINE_STATE: NUMANodeState()}

@@ -190,8 +190,10 @@ def test_one_writer_writes_any_cpu_states_as_the_full_writer(
 ) -> None:
     """Any policy name (a NUL in it included), default set, map present, empty or absent."""
     writer = CheckpointWriter()
-    for state, version in writes:
-        assert writer.cpu(state, version) == write_cpu_checkpoint(state, version)
+    for state, version in [*writes, *writes]:
+        expected = write_cpu_checkpoint(state, version)
+        assert writer.cpu(state, version) == expected
+        assert writer.cpu(state, version) == expected  # nothing changed: the last text
 
 
 @settings(max_examples=60, deadline=None)
@@ -200,8 +202,10 @@ def test_one_writer_writes_any_memory_states_as_the_full_writer(
     writes: list[tuple[MemoryCheckpointState, str]],
 ) -> None:
     writer = CheckpointWriter()
-    for state, version in writes:
-        assert writer.memory(state, version) == write_memory_checkpoint(state, version)
+    for state, version in [*writes, *writes]:
+        expected = write_memory_checkpoint(state, version)
+        assert writer.memory(state, version) == expected
+        assert writer.memory(state, version) == expected
 
 
 @pytest.mark.parametrize(
