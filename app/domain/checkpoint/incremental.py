@@ -18,6 +18,7 @@ a policy name holding a NUL (the markers' character) are written in full.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -67,6 +68,9 @@ _DEFAULT_SET = "\x00defaultCpuSet\x00"
 # The texts a kept map's items come in: JSON, JSON inside a JSON string, go-spew.
 _JSON, _QUOTED, _SPEW = range(3)
 
+# Up to this many changed keys are put in place in a kept map's order; more, it is sorted again.
+_IN_PLACE = 16
+
 
 def _quoted(json: str) -> str:
     """``json`` escaped as a JSON string holds it (without the quotes)."""
@@ -104,9 +108,10 @@ class _KeptMap:
         self.items: dict[Any, _Item] = {}
         self._values: dict[Any, Any] = {}  # the entries of the last refresh
         self.order: list[Any] = []  # the keys of ``items``, sorted (go-spew's order)
-        self.json_order: list[Any] = []  # the same in JSON's order
-        # The current items' texts joined, in order, by kind (made when first asked after a
-        # change: a write asks for each several times).
+        # The items' texts by kind, each in its kind's order (JSON's sorts integer keys as
+        # text), and joined with their separators when first asked after a change (a write
+        # asks for each several times).
+        self._texts: tuple[list[str], list[str], list[str]] = ([], [], [])
         self._runs: dict[int, str] = {}
         self._markers: dict[int, str] = {}  # the marker item's text, by kind
         self.generation = 0  # counts the refreshes that changed the items
@@ -116,25 +121,58 @@ class _KeptMap:
     ) -> None:
         """Make the items those of ``entries``, encoding again only those whose value changed
         (``go_values`` gives the Go values of those, by key)."""
+        changed, removed = self._changed(entries)
+        if not changed and not removed:
+            return
         items = self.items
-        changed = self._changed(entries)
-        if changed:
-            for key, go in go_values(changed).items():
-                json = _json_item(key, go, self.elem)
-                texts = (json, _quoted(json), _spew_item(key, go, self.elem))
-                items[key] = _Item(changed[key], texts)
-        if len(items) != len(entries):
-            self.items = items = {key: items[key] for key in entries}
-        if changed or len(self.order) != len(items):
-            self.order = sorted(items)
-            self.json_order = sorted(items, key=str) if self.int_keys else self.order
-            self._runs.clear()
-            self.generation += 1
+        for key in removed:
+            del items[key]
+        for key, go in go_values(changed).items():
+            json = _json_item(key, go, self.elem)
+            items[key] = _Item(changed[key], (json, _quoted(json), _spew_item(key, go, self.elem)))
+        if self.int_keys or len(changed) + len(removed) > _IN_PLACE:
+            self._sort()
+        else:
+            self._place(changed, removed)
+        self._runs.clear()
+        self.generation += 1
 
-    def _changed(self, entries: Mapping[Any, Any]) -> dict[Any, Any]:
-        """The entries whose value is not the kept one. Usually a few are added or removed
-        and the others are the same: that is checked with set and dict operations (in C, values
-        by identity first), the loop over every entry only runs when it is not so."""
+    def _sort(self) -> None:
+        """``order`` and the texts made again from the items."""
+        items = self.items
+        self.order = sorted(items)
+        json_order = sorted(items, key=str) if self.int_keys else self.order
+        self._texts = (
+            [items[key].texts[_JSON] for key in json_order],
+            [items[key].texts[_QUOTED] for key in json_order],
+            [items[key].texts[_SPEW] for key in self.order],
+        )
+
+    def _place(self, changed: Mapping[str, Any], removed: set[str]) -> None:
+        """``order`` and the texts after a few string keys changed: removed, replaced or
+        inserted where they sort (JSON's order is go-spew's for string keys)."""
+        order, texts, items = self.order, self._texts, self.items
+        for key in removed:
+            at = bisect.bisect_left(order, key)
+            del order[at]
+            for of_kind in texts:
+                del of_kind[at]
+        for key in changed:
+            at = bisect.bisect_left(order, key)
+            new = items[key].texts
+            if at < len(order) and order[at] == key:
+                for of_kind, text in zip(texts, new, strict=True):
+                    of_kind[at] = text
+            else:
+                order.insert(at, key)
+                for of_kind, text in zip(texts, new, strict=True):
+                    of_kind.insert(at, text)
+
+    def _changed(self, entries: Mapping[Any, Any]) -> tuple[dict[Any, Any], set[Any]]:
+        """The entries whose value is not the kept one, and the keys no longer there. Usually
+        a few are added or removed and the others are the same: that is checked with set and
+        dict operations (in C, values by identity first), the loop over every entry only runs
+        when it is not so."""
         now = dict(entries)
         last, self._values = self._values, now
         added = now.keys() - last.keys()
@@ -149,13 +187,14 @@ class _KeptMap:
             for key in removed:
                 del before[key]
         if same == before:
-            return {key: now[key] for key in added}
+            return {key: now[key] for key in added}, removed
         items = self.items
-        return {
+        changed = {
             key: value
             for key, value in now.items()
             if (item := items.get(key)) is None or (item.value is not value and item.value != value)
         }
+        return changed, removed
 
     @property
     def current(self) -> list[_Item]:
@@ -167,12 +206,7 @@ class _KeptMap:
         """The current items' texts of ``kind``, in order, with their separators."""
         run = self._runs.get(kind)
         if run is None:
-            items = self.items
-            if kind == _SPEW:
-                run = " ".join([items[key].texts[_SPEW] for key in self.order])
-            else:
-                run = ",".join([items[key].texts[kind] for key in self.json_order])
-            self._runs[kind] = run
+            run = self._runs[kind] = (" " if kind == _SPEW else ",").join(self._texts[kind])
         return run
 
     def marker_text(self, marker_go: Any, kind: int) -> str:
