@@ -176,7 +176,8 @@ class _KeptMap:
         now = dict(entries)
         last, self._values = self._values, now
         added = now.keys() - last.keys()
-        removed = last.keys() - now.keys()
+        # Nothing removed (the usual change, an admission) when ``last`` has no other keys.
+        removed = last.keys() - now.keys() if len(now) - len(added) != len(last) else set()
         same, before = now, last
         if added:
             same = dict(now)
