@@ -221,3 +221,20 @@ def test_a_policy_name_holding_a_marker_is_written_in_full(policy: str) -> None:
         assert writer.cpu(cpu, version) == write_cpu_checkpoint(cpu, version)
     for version in ("V1", "V2", "V3"):
         assert writer.memory(memory, version) == write_memory_checkpoint(memory, version)
+
+
+def test_many_changed_pods_at_once_are_written_as_the_full_writer() -> None:
+    """More changes than are put in place (the kept order is sorted again), then a few."""
+    states = [
+        CPUCheckpointState(
+            "static",
+            CPUSet.parse("0-3"),
+            {f"{prefix}{i:02}": {"c": CPUSet([4 + i])} for i in range(count)},
+            {f"{prefix}{i:02}": CPUSet([4 + i]) for i in range(0, count, 3)},
+        )
+        for prefix, count in [("a", 20), ("b", 30), ("a", 21), ("a", 19), ("b", 2)]
+    ]
+    writer = CheckpointWriter()
+    for state in states:
+        for version in ("V4", "V3"):
+            assert writer.cpu(state, version) == write_cpu_checkpoint(state, version)
