@@ -87,12 +87,17 @@ def test_pods_json_from_cached_fragments_equals_the_simulator_bytes(service: Nod
     assert (
         pods_json(live.node, RenderCache()) == simulation.state_files_of(live.node)[PODS_FILE_NAME]
     )
-    service.admit("small", bubble_pod("db", "prod", 4, {"main": 2}, ("side",)))
-    service.admit("small", classic_pod("solo", "batch", "2", "2Gi"))
-    service.remove_pod("small", "prod", "db")
-    service.admit("small", classic_pod("two", "batch", "1", "1Gi"))
-    on_disk = (service.registry.node_dir("small") / PODS_FILE_NAME).read_text()  # type: ignore[operator]
-    assert on_disk == simulation.state_files_of(live.node)[PODS_FILE_NAME]
+    steps = [
+        lambda: service.admit("small", bubble_pod("db", "prod", 4, {"main": 2}, ("side",))),
+        lambda: service.admit("small", classic_pod("solo", "batch", "2", "2Gi")),
+        lambda: service.admit("small", classic_pod("three", "batch", "1", "1Gi")),
+        lambda: service.remove_pod("small", "prod", "db"),
+        lambda: service.admit("small", classic_pod("two", "batch", "1", "1Gi")),
+    ]
+    for step in steps:
+        step()
+        on_disk = (service.registry.node_dir("small") / PODS_FILE_NAME).read_text()  # type: ignore[operator]
+        assert on_disk == simulation.state_files_of(live.node)[PODS_FILE_NAME]
     assert set(live.rendered.fragments) == set(live.node.pods)
 
 

@@ -15,13 +15,15 @@ v1.37).
 machine state (``get_machine_state`` returns one, like upstream's ``Clone``) and stores it back
 only when an allocation succeeds, so a failed admission leaves the state untouched.
 ``MemoryManagerState.copy`` is cheap: a few small tables per NUMA node plus shallow copies of
-the assignment maps (blocks are immutable tuples).
+the assignment maps (blocks are immutable tuples, and a pod's map of containers is replaced by
+its writers, never changed in place, so copies share them).
 
 Copy-on-write for the hot paths: ``machine_state_for_update(nodes)`` gives a new map that
 shares every node state except ``nodes`` (cloned, free to change), and
 ``replace_machine_state`` stores such a map without cloning it again. Node states held by a
 ``MemoryManagerState`` are therefore never changed in place by the policy, which is what makes
-``snapshot`` (a rollback copy that shares them) safe.
+``snapshot`` (a rollback copy that shares them and the pods' container maps) safe, and lets the
+state-file writer keep what it made of each by identity.
 
 Byte counts are Python ints. Upstream keeps ``uint64``; values here may be negative when a
 caller hands in an over-reserved node (the conformance cases do), and they are then compared
@@ -125,18 +127,15 @@ class MemoryManagerState:
 
     def copy(self) -> MemoryManagerState:
         return MemoryManagerState(
-            clone_machine_state(self.machine_state),
-            {pod: dict(containers) for pod, containers in self.assignments.items()},
-            dict(self.pod_entries),
+            clone_machine_state(self.machine_state), dict(self.assignments), dict(self.pod_entries)
         )
 
     def snapshot(self) -> MemoryManagerState:
-        """A rollback copy that shares the node states (writers replace them, see the module
-        docstring) and copies the assignment maps."""
+        """A rollback copy, in time independent of the number of pods: it shares the node
+        states and the pods' container maps (writers replace them, see the module
+        docstring)."""
         return MemoryManagerState(
-            self.machine_state,
-            {pod: dict(containers) for pod, containers in self.assignments.items()},
-            dict(self.pod_entries),
+            self.machine_state, dict(self.assignments), dict(self.pod_entries)
         )
 
     # -- Reader -------------------------------------------------------------------------
@@ -175,7 +174,10 @@ class MemoryManagerState:
         self.machine_state = machine_state
 
     def set_memory_blocks(self, pod_uid: str, container_name: str, blocks: Iterable[Block]) -> None:
-        self.assignments.setdefault(pod_uid, {})[container_name] = tuple(blocks)
+        # A new map for the pod: copies of this state may share the old one.
+        containers = dict(self.assignments.get(pod_uid, ()))
+        containers[container_name] = tuple(blocks)
+        self.assignments[pod_uid] = containers
 
     def set_pod_memory_blocks(self, pod_uid: str, blocks: Iterable[Block]) -> None:
         self.pod_entries[pod_uid] = tuple(blocks)
@@ -185,8 +187,10 @@ class MemoryManagerState:
         containers = self.assignments.get(pod_uid)
         if containers is None:
             return
-        containers.pop(container_name, None)
-        if not containers:
+        containers = {name: b for name, b in containers.items() if name != container_name}
+        if containers:
+            self.assignments[pod_uid] = containers  # a new map, as set_memory_blocks
+        else:
             del self.assignments[pod_uid]
 
     def delete_pod(self, pod_uid: str) -> None:

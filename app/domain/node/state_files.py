@@ -40,13 +40,12 @@ from app.domain.checkpoint import (
     write_cpu_checkpoint,
     write_memory_checkpoint,
 )
-from app.domain.checkpoint import Block as CheckpointBlock
 from app.domain.checkpoint import MemoryTable as CheckpointMemoryTable
 from app.domain.checkpoint import NUMANodeState as CheckpointNUMANodeState
 from app.domain.checkpoint.incremental import CheckpointWriter
 from app.domain.cpuset import CPUSet
 from app.domain.kubelet_config import KubeletConfig
-from app.domain.memorymanager.state import Block
+from app.domain.memorymanager.state import NUMANodeState
 
 if TYPE_CHECKING:
     # Only named: the state-file versions a node agent reports need no engine (issue 20 pt 7).
@@ -130,71 +129,51 @@ def cpu_checkpoint_state(node: Node) -> CPUCheckpointState:
     )
 
 
-def _checkpoint_block(b: Block) -> CheckpointBlock:
-    return CheckpointBlock(tuple(b.numa_affinity), b.type, b.size)
-
-
-_Blocks = tuple[Block, ...]
-_CheckpointBlocks = tuple[CheckpointBlock, ...]
-_Containers = dict[str, _Blocks]
+def _checkpoint_node_state(s: NUMANodeState) -> CheckpointNUMANodeState:
+    return CheckpointNUMANodeState(
+        number_of_assignments=s.number_of_assignments,
+        memory_map={
+            name: CheckpointMemoryTable(
+                t.total_mem_size, t.system_reserved, t.allocatable, t.reserved, t.free
+            )
+            for name, t in s.memory_map.items()
+        },
+        cells=tuple(s.cells),
+    )
 
 
 @dataclass(slots=True)
 class _Kept:
-    """The last conversion of each pod's blocks, by pod UID: what it was made from (a copy)
-    and what it gave. Blocks are immutable, so an equal pod (compared in C, its tuples by
-    identity first) gives the very same objects, which the writer compares at once."""
+    """The last conversion of each NUMA node's state, by id: the live state it was made from
+    and what it gave. Kept by identity: the memory manager replaces the states it changes,
+    never changes one in place (``memorymanager.state``)."""
 
-    entries: dict[str, tuple[_Containers, dict[str, _CheckpointBlocks]]] = field(
-        default_factory=dict
-    )
-    pod_entries: dict[str, tuple[_Blocks, _CheckpointBlocks]] = field(default_factory=dict)
-
-
-def _converted(blocks: _Blocks) -> _CheckpointBlocks:
-    return tuple(_checkpoint_block(b) for b in blocks)
+    machine: dict[int, tuple[NUMANodeState, CheckpointNUMANodeState]] = field(default_factory=dict)
 
 
 def memory_checkpoint_state(node: Node, kept: _Kept | None = None) -> MemoryCheckpointState:
-    """What the node's memory manager checkpoints (``kept``: conversions of its pods' blocks to
-    reuse, updated to hold this state's)."""
+    """What the node's memory manager checkpoints (``kept``: conversions of its NUMA node
+    states to reuse, updated to hold this state's). The pods' container maps and blocks are
+    the manager's own: the checkpoint's ``Block`` is the manager's, and a pod's map is
+    replaced when it changes, never changed in place, so the writer compares them by
+    identity."""
     if node.memory is None or node.config.memory_manager_policy != "Static":
         return MemoryCheckpointState(policy_name="None")
     state = node.memory.state
-    machine = {
-        numa: CheckpointNUMANodeState(
-            number_of_assignments=s.number_of_assignments,
-            memory_map={
-                name: CheckpointMemoryTable(
-                    t.total_mem_size, t.system_reserved, t.allocatable, t.reserved, t.free
-                )
-                for name, t in s.memory_map.items()
-            },
-            cells=tuple(s.cells),
-        )
-        for numa, s in state.machine_state.items()
-    }
-    last = kept if kept is not None else _Kept()
-    now = _Kept()
-    entries = {}
-    for pod, containers in state.assignments.items():
-        hit = last.entries.get(pod)
-        if hit is None or hit[0] != containers:
-            converted = {name: _converted(blocks) for name, blocks in containers.items()}
-            hit = (dict(containers), converted)
-        now.entries[pod] = hit
-        entries[pod] = hit[1]
-    pod_entries = {}
-    for pod, blocks in state.pod_entries.items():
-        single = last.pod_entries.get(pod)
-        if single is None or single[0] is not blocks:
-            single = (blocks, _converted(blocks))
-        now.pod_entries[pod] = single
-        pod_entries[pod] = single[1]
+    last = kept.machine if kept is not None else {}
+    now = {}
+    machine = {}
+    for numa, live in state.machine_state.items():
+        was = last.get(numa)
+        if was is None or was[0] is not live:
+            was = (live, _checkpoint_node_state(live))
+        now[numa] = was
+        machine[numa] = was[1]
     if kept is not None:
-        kept.entries = now.entries
-        kept.pod_entries = now.pod_entries
-    return MemoryCheckpointState("Static", machine, entries, pod_entries)
+        kept.machine = now
+    return MemoryCheckpointState(
+        "Static", machine, dict(state.assignments), dict(state.pod_entries)
+    )
 
 
 def render_state_files(node: Node) -> dict[str, str]:

@@ -8,9 +8,22 @@ import random
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from app.domain.checkpoint import (
+    CPUCheckpointState,
+    MemoryCheckpointState,
+    NUMANodeState,
+    write_cpu_checkpoint,
+    write_memory_checkpoint,
+)
+from app.domain.checkpoint.incremental import CheckpointWriter
+from app.domain.cpuset import CPUSet
 from app.domain.node.state_files import (
     StateFilesWriter,
+    _Kept,
+    memory_checkpoint_state,
     render_state_files,
     state_file_versions,
 )
@@ -21,6 +34,7 @@ from app.services.nodes.inputs import (
     parse_manifests,
     resolve_topology,
 )
+from tests.domain.checkpoint.test_ckpt_codecs import cpu_states, memory_states
 
 
 def _pod(rng: random.Random, i: int) -> str:
@@ -123,6 +137,20 @@ def test_unchanged_pods_are_not_encoded_again() -> None:
     assert len([item for item in machine.current if id(item) not in kept_numa]) == 1
 
 
+def test_unchanged_numa_node_states_are_not_converted_again() -> None:
+    _, topology = resolve_topology("server-2s-8numa-512t")
+    config = parse_config(SERVER_CONFIG, "1.37")
+    node = build_engine_node("inc", topology, config, time.time)
+    kept = _Kept()
+    before = memory_checkpoint_state(node, kept)
+    for pod in parse_manifests(classic_pod("new", "ns", "2", "1Gi"), config):
+        node.admit(pod)
+    after = memory_checkpoint_state(node, kept)
+    assert after == memory_checkpoint_state(node)
+    reused = [n for n, s in after.machine_state.items() if s is before.machine_state[n]]
+    assert len(reused) == 7  # the pod's memory came from one NUMA node
+
+
 def test_one_writer_follows_a_node_through_releases() -> None:
     """A restarted node keeps its writer: the kept items serve every format version."""
     _, topology = resolve_topology("server-2s-8numa-512t")
@@ -135,3 +163,78 @@ def test_one_writer_follows_a_node_through_releases() -> None:
             for pod in parse_manifests(manifest, config):
                 node.admit(pod)
         assert writer.render(node) == render_state_files(node), (release, len(text))
+
+
+_cpu_writes = st.lists(
+    st.tuples(
+        st.one_of(cpu_states(pod_entries=True), cpu_states(pod_entries=False)),
+        st.sampled_from(["V2", "V3", "V4"]),
+    ),
+    min_size=1,
+    max_size=4,
+)
+_memory_writes = st.lists(
+    st.tuples(
+        st.one_of(memory_states(pod_entries=True), memory_states(pod_entries=False)),
+        st.sampled_from(["V1", "V2", "V3"]),
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_cpu_writes)
+def test_one_writer_writes_any_cpu_states_as_the_full_writer(
+    writes: list[tuple[CPUCheckpointState, str]],
+) -> None:
+    """Any policy name (a NUL in it included), default set, map present, empty or absent."""
+    writer = CheckpointWriter()
+    for state, version in [*writes, *writes]:
+        expected = write_cpu_checkpoint(state, version)
+        assert writer.cpu(state, version) == expected
+        assert writer.cpu(state, version) == expected  # nothing changed: the last text
+
+
+@settings(max_examples=60, deadline=None)
+@given(_memory_writes)
+def test_one_writer_writes_any_memory_states_as_the_full_writer(
+    writes: list[tuple[MemoryCheckpointState, str]],
+) -> None:
+    writer = CheckpointWriter()
+    for state, version in [*writes, *writes]:
+        expected = write_memory_checkpoint(state, version)
+        assert writer.memory(state, version) == expected
+        assert writer.memory(state, version) == expected
+
+
+@pytest.mark.parametrize(
+    "policy",
+    ["static\x00", "\x00entries\x00:map[]", "\x00defaultCpuSet\x00", "\x00machineState\x00"],
+)
+def test_a_policy_name_holding_a_marker_is_written_in_full(policy: str) -> None:
+    cpu = CPUCheckpointState(policy, CPUSet.parse("0-3"), {"pod": {"c": CPUSet([5])}}, {})
+    machine = {0: NUMANodeState(1, {}, (0,))}
+    memory = MemoryCheckpointState(policy, machine, {"pod": {"c": ()}}, None)
+    writer = CheckpointWriter()
+    for version in ("V2", "V3", "V4"):
+        assert writer.cpu(cpu, version) == write_cpu_checkpoint(cpu, version)
+    for version in ("V1", "V2", "V3"):
+        assert writer.memory(memory, version) == write_memory_checkpoint(memory, version)
+
+
+def test_many_changed_pods_at_once_are_written_as_the_full_writer() -> None:
+    """More changes than are put in place (the kept order is sorted again), then a few."""
+    states = [
+        CPUCheckpointState(
+            "static",
+            CPUSet.parse("0-3"),
+            {f"{prefix}{i:02}": {"c": CPUSet([4 + i])} for i in range(count)},
+            {f"{prefix}{i:02}": CPUSet([4 + i]) for i in range(0, count, 3)},
+        )
+        for prefix, count in [("a", 20), ("b", 30), ("a", 21), ("a", 19), ("b", 2)]
+    ]
+    writer = CheckpointWriter()
+    for state in states:
+        for version in ("V4", "V3"):
+            assert writer.cpu(state, version) == write_cpu_checkpoint(state, version)

@@ -37,18 +37,24 @@ def test_replace_machine_state_takes_the_map_as_is() -> None:
     assert state.machine_state is updated
 
 
-def test_snapshot_shares_nodes_and_copies_assignments() -> None:
+def test_snapshot_shares_nodes_and_container_maps() -> None:
     p = policy(2)
     state = started(p)
-    c = container("c", "1Gi")
-    p.allocate(state, pod("a", c), c, TopologyHint(0b01, True))
+    c, d = container("c", "1Gi"), container("d", "1Gi")
+    p.allocate(state, pod("a", c, d), c, TopologyHint(0b01, True))
+    p.allocate(state, pod("a", c, d), d, TopologyHint(0b01, True))
     snap = state.snapshot()
     assert snap == state
     assert snap.machine_state is state.machine_state
     assert snap.assignments is not state.assignments
-    assert snap.assignments["a"] is not state.assignments["a"]
+    assert snap.assignments["a"] is state.assignments["a"]
     state.delete("a", "c")
-    assert "a" in snap.assignments
+    state.set_memory_blocks("a", "e", ())
+    assert set(snap.assignments["a"]) == {"c", "d"}
+    assert set(state.assignments["a"]) == {"d", "e"}
+    state.delete("a", "d")
+    state.delete("a", "e")
+    assert "a" not in state.assignments and set(snap.assignments["a"]) == {"c", "d"}
 
 
 _step = st.one_of(
