@@ -15,9 +15,9 @@ Then the same admissions in this process, on a ``NodeService`` of its own (SQLit
 files): the CPU time of each phase of one admission over the last 25 (``time.thread_time``
 around the service's own steps, which run unchanged): parsing the manifest, the engine's
 judgement, rendering the three files, staging and renaming them (the commit journal, fsyncs
-included), the database, and the rest. The references beside them are issue 20's goal, 10 x the
-engine's own 0.5 ms, and 10 x the engine phase measured in this run (CPU figures move with the
-machine's speed, their ratio does not); ``http`` is the server's CPU per admission less this
+included), the database, and the rest. Beside them: issue 20's goal, 10 x the
+engine's own 0.5 ms, and the ratio of the server's CPU to the engine phase measured in this run
+(CPU figures move with the machine's speed, their ratio far less); ``http`` is the server's CPU per admission less this
 process's (what only the server does: HTTP, routing, encoding the answer). Prints figures only.
 """
 
@@ -280,8 +280,8 @@ def main() -> int:
     engine = phases.get("engine", 0.0)
     print(f"  reference: {10 * ENGINE_GOAL_MS:.1f} ms (10 x the engine's own {ENGINE_GOAL_MS} ms)")
     print(
-        f"  reference on this machine: {10 * engine:.1f} ms (10 x the engine's {engine:.2f} ms "
-        f"measured below); server / engine {per['last'] / engine:.1f} x"
+        f"  server / engine: {per['last'] / engine:.1f} x (the engine's {engine:.2f} ms measured "
+        "below: machines differ in speed, far less in this ratio)"
     )
     print(f"  in this process, CPU per admission over the last 25 of {args.pods}: {total:.1f} ms")
     for phase in PHASES:
