@@ -15,10 +15,11 @@ Then the same admissions in this process, on a ``NodeService`` of its own (SQLit
 files): the CPU time of each phase of one admission over the last 25 (``time.thread_time``
 around the service's own steps, which run unchanged): parsing the manifest, the engine's
 judgement, rendering the three files, staging and renaming them (the commit journal, fsyncs
-included), the database, and the rest. Beside them: issue 20's goal, 10 x the
-engine's own 0.5 ms, and the ratio of the server's CPU to the engine phase measured in this run
-(CPU figures move with the machine's speed, their ratio far less); ``http`` is the server's CPU per admission less this
-process's (what only the server does: HTTP, routing, encoding the answer). Prints figures only.
+included), the database, and the rest. Beside them: issue 20's goal, 10 x the engine's own
+0.5 ms, and the ratio of the server's CPU to the engine phase measured in this run (CPU
+figures move with the machine's speed, their ratio far less); ``http`` is the server's CPU per
+admission less this process's (what only the server does: HTTP, routing, encoding the answer).
+Prints figures only.
 """
 
 from __future__ import annotations
