@@ -98,14 +98,14 @@ def _group_mask(cells: Sequence[int]) -> int | None:
     return mask_of(cells)
 
 
-def _groups_match(assigned: Mapping[int, int | None], used: int, mask: int) -> bool:
-    """Every assigned node of a multi-node ``mask`` is grouped with exactly its nodes."""
-    while used:
-        low = used & -used
-        if assigned[low] != mask:
-            return False
-        used ^= low
-    return True
+def _grouped_nodes(assigned: Mapping[int, int | None]) -> dict[int, int]:
+    """Per group mask, the assigned nodes grouped with exactly it: a multi-node mask may hold
+    an assigned node only when the node is one of the mask's own."""
+    grouped: dict[int, int] = {}
+    for node, group in assigned.items():
+        if group is not None:
+            grouped[group] = grouped.get(group, 0) | node
+    return grouped
 
 
 def is_hint_in_group(hint: Iterable[int], group: Iterable[int]) -> bool:
@@ -275,14 +275,12 @@ def _with_free_memory(
     assigned_mask = sum(assigned)
     if not multi_cell and not assigned_mask:
         return [row for row in candidates if f_sums[row[1]] >= size]
+    grouped = _grouped_nodes(assigned)
     return [
         row
         for row in candidates
         if f_sums[row[1]] >= size
-        and (
-            not row[0] & (multi_cell if row[2] == 1 else assigned_mask)
-            or (row[2] > 1 and _groups_match(assigned, row[0] & assigned_mask, row[0]))
-        )
+        and not row[0] & (multi_cell if row[2] == 1 else assigned_mask & ~grouped.get(row[0], 0))
     ]
 
 
@@ -295,16 +293,12 @@ def _with_free_resources(
 ) -> list[_MaskRow]:
     """The same filter for several resources or with memory to reuse."""
     assigned_mask = sum(assigned)
+    grouped = _grouped_nodes(assigned)
     found = []
     for row in candidates:
         mask, pm, count = row[0], row[1], row[2]
-        if count == 1:
-            if multi_cell & mask:
-                continue
-        else:
-            used = mask & assigned_mask
-            if used and not _groups_match(assigned, used, mask):
-                continue
+        if mask & (multi_cell if count == 1 else assigned_mask & ~grouped.get(mask, 0)):
+            continue
         fits = True
         for f, r, size in free:
             total = f[pm]
