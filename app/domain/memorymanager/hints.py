@@ -23,14 +23,9 @@ from app.domain.memorymanager.errors import MemoryManagerError
 from app.domain.memorymanager.machine import are_groups_equal, free_bytes, table_of
 from app.domain.memorymanager.state import Block, NUMANodeMap, NUMANodeState
 from app.domain.pod.model import RESOURCE_MEMORY
-from app.domain.topologymanager.bitmask import (
-    BitMaskError,
-    bits,
-    is_narrower_than,
-    iterate_bitmasks,
-    mask_of,
-)
+from app.domain.topologymanager.bitmask import BitMaskError, bits, is_narrower_than, mask_of
 from app.domain.topologymanager.hint import TopologyHint
+from app.domain.topologymanager.mask_table import MaskRow, mask_table, subset_sums
 
 __all__ = [
     "ZERO_HINT",
@@ -52,42 +47,6 @@ HintMap = dict[str, list[TopologyHint]]
 
 # Per pod NUMA mask -> resource -> bytes reusable from init containers (``init_reuse``).
 Reusable = Mapping[int, Mapping[str, int]]
-
-# (mask, position mask, node count, preferred hint, other hint): ``position mask`` has bit p
-# set for the p-th smallest NUMA id of the mask, so it indexes a list of per-subset sums.
-_MaskRow = tuple[int, int, int, TopologyHint, TopologyHint]
-
-_MASK_TABLES: dict[tuple[int, ...], list[_MaskRow]] = {}
-
-
-def _mask_table(nodes: Sequence[int]) -> list[_MaskRow]:
-    """One row per mask in ``IterateBitMasks`` order, computed once per set of NUMA ids (hints
-    are immutable values, shared by every answer)."""
-    key = tuple(nodes)
-    table = _MASK_TABLES.get(key)
-    if table is None:
-        position = {n: 1 << p for p, n in enumerate(key)}
-        table = []
-        for mask in iterate_bitmasks(key):
-            pm = 0
-            for n in bits(mask):
-                pm |= position[n]
-            table.append(
-                (mask, pm, mask.bit_count(), TopologyHint(mask, True), TopologyHint(mask, False))
-            )
-        if len(_MASK_TABLES) > 64:
-            _MASK_TABLES.clear()
-        _MASK_TABLES[key] = table
-    return table
-
-
-def _subset_sums(values: Sequence[int]) -> list[int]:
-    """``sums[pm]`` = the sum of ``values[p]`` over the bits p of ``pm``, for every subset
-    (built by doubling: each value extends every sum seen so far)."""
-    sums = [0]
-    for v in values:
-        sums += [t + v for t in sums]
-    return sums
 
 
 def _group_mask(cells: Sequence[int]) -> int | None:
@@ -204,11 +163,11 @@ def calculate_hints(
 
     Same checks as upstream, masks in ``IterateBitMasks`` order, without a loop over each
     mask's nodes: the allocatable and free sums of every subset of NUMA nodes come from
-    one doubling pass per resource (``_subset_sums``), indexed by the mask's position
+    one doubling pass per resource (``subset_sums``), indexed by the mask's position
     bits; the per-mask filters are list comprehensions (255 masks on 8 NUMA nodes).
     """
     nodes = sorted(machine_state)
-    table = _mask_table(nodes)
+    table = mask_table(nodes)
     allocatable, free = _subset_sums_per_resource(machine_state, nodes, requested)
     # Masks with enough allocatable memory of every resource, in IterateBitMasks order.
     if len(allocatable) == 1:
@@ -243,9 +202,9 @@ def _subset_sums_per_resource(
     free: list[_Sums] = []
     for r, size in requested.items():
         tables = [table_of(machine_state[n], r) for n in nodes]
-        a_sums = _subset_sums([0 if t is None else t.allocatable for t in tables])
+        a_sums = subset_sums([0 if t is None else t.allocatable for t in tables])
         allocatable.append((a_sums, r, size))
-        free.append((_subset_sums([0 if t is None else t.free for t in tables]), r, size))
+        free.append((subset_sums([0 if t is None else t.free for t in tables]), r, size))
     return allocatable, free
 
 
@@ -266,8 +225,8 @@ def _node_groups(
 
 
 def _with_free_memory(
-    candidates: list[_MaskRow], free: _Sums, multi_cell: int, assigned: dict[int, int | None]
-) -> list[_MaskRow]:
+    candidates: list[MaskRow], free: _Sums, multi_cell: int, assigned: dict[int, int | None]
+) -> list[MaskRow]:
     """The common case: regular memory only, nothing to reuse. A single-node mask may not
     hold a node grouped with others; a multi-node mask's assigned nodes must be grouped
     with exactly its nodes."""
@@ -285,12 +244,12 @@ def _with_free_memory(
 
 
 def _with_free_resources(
-    candidates: list[_MaskRow],
+    candidates: list[MaskRow],
     free: list[_Sums],
     multi_cell: int,
     assigned: dict[int, int | None],
     reusable: Reusable | None,
-) -> list[_MaskRow]:
+) -> list[MaskRow]:
     """The same filter for several resources or with memory to reuse."""
     assigned_mask = sum(assigned)
     grouped = _grouped_nodes(assigned)
