@@ -58,11 +58,11 @@ def _group_mask(cells: Sequence[int]) -> int | None:
 
 
 def _grouped_nodes(assigned: Mapping[int, int | None]) -> dict[int, int]:
-    """Per group mask, the assigned nodes grouped with exactly it: a multi-node mask may hold
-    an assigned node only when the node is one of the mask's own."""
+    """Per multi-node group mask, the assigned nodes grouped with exactly it: a multi-node
+    mask may hold an assigned node only when the node is one of the mask's own."""
     grouped: dict[int, int] = {}
     for node, group in assigned.items():
-        if group is not None:
+        if group is not None and group & (group - 1):
             grouped[group] = grouped.get(group, 0) | node
     return grouped
 
@@ -235,11 +235,18 @@ def _with_free_memory(
     if not multi_cell and not assigned_mask:
         return [row for row in candidates if f_sums[row[1]] >= size]
     grouped = _grouped_nodes(assigned)
+    if not grouped:  # then a multi-node mask may hold no assigned node
+        return [
+            row
+            for row in candidates
+            if not row[0] & (multi_cell if row[2] == 1 else assigned_mask)
+            and f_sums[row[1]] >= size
+        ]
     return [
         row
         for row in candidates
-        if f_sums[row[1]] >= size
-        and not row[0] & (multi_cell if row[2] == 1 else assigned_mask & ~grouped.get(row[0], 0))
+        if not row[0] & (multi_cell if row[2] == 1 else assigned_mask & ~grouped.get(row[0], 0))
+        and f_sums[row[1]] >= size
     ]
 
 
