@@ -77,6 +77,9 @@ _BINARY_BY_EXPONENT[0] = ""
 # a suffix (letters from its alphabet, an optional sign, digits); the suffix is checked apart.
 _SHAPE = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*[-+]?[0-9]*)", re.ASCII)
 _EXPONENT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+# The common forms ("500m", "2", "1Gi"): unsigned digits and a decimal or binary suffix. At
+# most 18 digits, so the value is far from the digit limits.
+_PLAIN = re.compile(r"([0-9]{1,18})([numkMGTPE]?|[KMGTPE]i)", re.ASCII)
 
 
 class QuantityError(ValueError):
@@ -139,6 +142,48 @@ def _decimal_amount(text: str, mantissa: int, digits: int, scale: int) -> Fracti
     return Fraction(nanos, _NANO)
 
 
+def _plain_parts(text: str) -> tuple[Fraction, str] | None:
+    """``(amount, format)`` of text in one of the common forms, as ``_parse_parts`` gives
+    them; ``None`` for any other text."""
+    m = _PLAIN.fullmatch(text)
+    if m is None:
+        return None
+    whole, suffix = m.groups()
+    n = int(whole)
+    exponent = _DECIMAL_SUFFIXES.get(suffix)
+    if exponent is None:
+        return Fraction(min(n << _BINARY_SUFFIXES[suffix], MAX_INT64)), BINARY_SI
+    if exponent >= 0:
+        return Fraction(n * 10**exponent), DECIMAL_SI
+    return Fraction(n, 10**-exponent), DECIMAL_SI
+
+
+def _parse_parts(text: str) -> tuple[Fraction, str]:
+    """``(amount, format)`` of quantity text (``ParseQuantity``)."""
+    sign, whole, frac, suffix = _split(text)
+    base, exponent, fmt = _interpret_suffix(text, suffix)
+    number = whole + frac
+    significant = number.strip("0")
+    if not significant:
+        return Fraction(0), fmt
+    digits = len(significant)
+    if digits > _MAX_DIGITS:
+        raise QuantityError(
+            text,
+            f"quantities with more than {_MAX_DIGITS} significant digits are not supported",
+        )
+    # number == mantissa * 10**trailing (leading zeros dropped)
+    mantissa = int(significant)
+    trailing = len(number) - len(number.rstrip("0"))
+    if base == 10:
+        amount = _decimal_amount(text, mantissa, digits, exponent - len(frac) + trailing)
+    else:
+        amount = _binary_amount(mantissa, digits, trailing - len(frac), exponent)
+        if amount < 1:
+            fmt = DECIMAL_SI
+    return -amount if sign == "-" else amount, fmt
+
+
 def _binary_amount(mantissa: int, digits: int, shift: int, exponent: int) -> Fraction:
     """``mantissa`` × 10^``shift`` × 2^``exponent``, capped at 2^63-1 and rounded up to a
     multiple of 10^-9."""
@@ -169,12 +214,13 @@ class Quantity:
 
     def __post_init__(self) -> None:
         amount = self.amount
-        if isinstance(amount, bool) or not isinstance(amount, int | Fraction):
-            raise QuantityError(amount, "the amount must be an int or a Fraction")
-        if not isinstance(amount, Fraction):
-            object.__setattr__(self, "amount", Fraction(amount))
-        elif not _is_finite_decimal(amount.denominator):
-            raise QuantityError(str(amount), "the amount must be a finite decimal fraction")
+        if amount.__class__ is not Fraction or amount.denominator != 1:  # else a whole number
+            if isinstance(amount, bool) or not isinstance(amount, int | Fraction):
+                raise QuantityError(amount, "the amount must be an int or a Fraction")
+            if not isinstance(amount, Fraction):
+                object.__setattr__(self, "amount", Fraction(amount))
+            elif not _is_finite_decimal(amount.denominator):
+                raise QuantityError(str(amount), "the amount must be a finite decimal fraction")
         if self.format not in FORMATS:
             raise QuantityError(self.format, f"unknown format (expected one of {FORMATS})")
 
@@ -186,34 +232,21 @@ class Quantity:
         An ``int`` is taken as that many units (``DecimalSI``). Leading or trailing spaces are
         errors, as in ``ParseQuantity``.
         """
+        if text.__class__ is str and cls is Quantity and len(text) <= _PARSED_TEXT_MAX:
+            # Manifests repeat a few texts ("2", "4Gi"); quantities are immutable values.
+            parsed = _PARSED.get(text)
+            if parsed is None:
+                if len(_PARSED) >= _PARSED_MAX:
+                    _PARSED.clear()
+                parsed = _PARSED[text] = cls(*(_plain_parts(text) or _parse_parts(text)))
+            return parsed
         if isinstance(text, bool):
             raise QuantityError(text, "a quantity must be text or an integer")
         if isinstance(text, int):
             return cls(Fraction(text), DECIMAL_SI)
         if not isinstance(text, str):
             raise QuantityError(text, "a quantity must be text or an integer")
-        sign, whole, frac, suffix = _split(text)
-        base, exponent, fmt = _interpret_suffix(text, suffix)
-        number = whole + frac
-        significant = number.strip("0")
-        if not significant:
-            return cls(Fraction(0), fmt)
-        digits = len(significant)
-        if digits > _MAX_DIGITS:
-            raise QuantityError(
-                text,
-                f"quantities with more than {_MAX_DIGITS} significant digits are not supported",
-            )
-        # number == mantissa * 10**trailing (leading zeros dropped)
-        mantissa = int(significant)
-        trailing = len(number) - len(number.rstrip("0"))
-        if base == 10:
-            amount = _decimal_amount(text, mantissa, digits, exponent - len(frac) + trailing)
-        else:
-            amount = _binary_amount(mantissa, digits, trailing - len(frac), exponent)
-            if amount < 1:
-                fmt = DECIMAL_SI
-        return cls(-amount if sign == "-" else amount, fmt)
+        return cls(*(_plain_parts(text) or _parse_parts(text)))
 
     @classmethod
     def from_int(cls, value: int, fmt: str = DECIMAL_SI) -> Quantity:
@@ -268,7 +301,8 @@ class Quantity:
         return NotImplemented
 
     def sign(self) -> int:
-        return (self.amount > 0) - (self.amount < 0)
+        n = self.amount.numerator  # the denominator is positive
+        return (n > 0) - (n < 0)
 
     # -- arithmetic (the format follows upstream's Add/Sub: a zero takes the other's) -----
     def __add__(self, other: object) -> Quantity:
@@ -324,7 +358,7 @@ def _format_decimal(amount: Fraction, fmt: str) -> str:
     down = exponent % 3  # lower the exponent to a multiple of three
     digits += "0" * down
     exponent -= down
-    sign = "-" if amount < 0 else ""
+    sign = "-" if amount.numerator < 0 else ""
     if fmt == DECIMAL_SI and exponent in _DECIMAL_BY_EXPONENT:
         return f"{sign}{digits}{_DECIMAL_BY_EXPONENT[exponent]}"
     return f"{sign}{digits}" if exponent == 0 else f"{sign}{digits}e{exponent}"
@@ -332,18 +366,25 @@ def _format_decimal(amount: Fraction, fmt: str) -> str:
 
 def canonicalize(amount: Fraction, fmt: str) -> str:
     """Upstream's canonical text for ``amount`` printed in format family ``fmt``."""
-    if amount == 0:
+    # Integer tests on the reduced fraction's parts (its denominator is positive).
+    numerator = amount.numerator
+    if numerator == 0:
         return "0"
     if fmt == BINARY_SI:
-        if -1024 < amount < 1024 or amount.denominator != 1:
+        if amount.denominator != 1 or -1024 < numerator < 1024:
             return _format_decimal(amount, DECIMAL_SI)
-        n = abs(amount.numerator)
+        n = abs(numerator)
         power = ((n & -n).bit_length() - 1) // 10
         if power * 10 not in _BINARY_BY_EXPONENT:
             return _format_decimal(amount, DECIMAL_EXPONENT)
-        sign = "-" if amount < 0 else ""
+        sign = "-" if numerator < 0 else ""
         return f"{sign}{n >> (10 * power)}{_BINARY_BY_EXPONENT[power * 10]}"
     return _format_decimal(amount, fmt if fmt in FORMATS else DECIMAL_EXPONENT)
+
+
+_PARSED: dict[str, Quantity] = {}  # Quantity.parse's answers by text
+_PARSED_MAX = 1024
+_PARSED_TEXT_MAX = 64
 
 
 def parse_quantity(text: str | int) -> Quantity:

@@ -1,4 +1,5 @@
-"""Fast paths of quantities and pods: integer ``ScaledValue``/``Value``/``MilliValue`` and value
+"""Fast paths of quantities and pods: the common-form parser and the parse cache against the
+general parser; integer ``ScaledValue``/``Value``/``MilliValue``, ``sign`` and value
 equality against plain Fraction arithmetic; memoised QoS and pod-level answers against a fresh
 computation, invisible to equality, hashing, ``dataclasses.fields`` and copies."""
 
@@ -12,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.domain import quantity as Q
 from app.domain.pod import qos as P
 from app.domain.pod.model import Container, Pod, ResourceRequirements
 from app.domain.pod.qos import (
@@ -21,8 +23,41 @@ from app.domain.pod.qos import (
     is_pod_level_requests_set,
     resource_qos,
 )
-from app.domain.quantity import Quantity
-from tests.strategies import pods, quantities
+from app.domain.quantity import Quantity, QuantityError
+from tests.strategies import pods, quantities, quantity_texts
+
+# Digits (leading zeros, up to 20) and every suffix, plus text of the grammar's alphabet.
+_plain_like = st.builds(
+    "{}{}".format,
+    st.from_regex(r"[0-9]{1,20}", fullmatch=True),
+    st.sampled_from(["", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti"])
+    | st.sampled_from(["Pi", "Ei", "K", "ki", "e3", "i", "mi"]),
+)
+_texts = st.one_of(
+    _plain_like, quantity_texts(signed=True), st.text("0123456789.+-eEinumkKMGTP ", max_size=8)
+)
+
+
+def _parts_or_error(text: str) -> tuple[Fraction, str] | str:
+    try:
+        return Q._parse_parts(text)
+    except QuantityError as err:
+        return str(err)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_texts)
+def test_common_forms_and_the_cache_parse_as_the_general_parser(text: str) -> None:
+    general = _parts_or_error(text)
+    plain = Q._plain_parts(text)
+    assert plain is None or plain == general
+    for _ in range(2):  # the second parse may answer from the cache
+        try:
+            q = Quantity.parse(text)
+        except QuantityError as err:
+            assert str(err) == general
+        else:
+            assert (q.amount, q.format) == general
 
 
 def fraction_scaled_value(q: Quantity, scale: int) -> int:
@@ -50,6 +85,7 @@ def test_integer_values_match_fraction_arithmetic(q: Quantity, scale: int) -> No
     assert q.value() == fraction_scaled_value(q, 0)
     assert q.milli_value() == fraction_scaled_value(q, -3)
     assert q.is_zero() == (q.amount == 0)
+    assert q.sign() == (q.amount > 0) - (q.amount < 0)
 
 
 @settings(max_examples=300, deadline=None)

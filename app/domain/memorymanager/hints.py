@@ -23,14 +23,9 @@ from app.domain.memorymanager.errors import MemoryManagerError
 from app.domain.memorymanager.machine import are_groups_equal, free_bytes, table_of
 from app.domain.memorymanager.state import Block, NUMANodeMap, NUMANodeState
 from app.domain.pod.model import RESOURCE_MEMORY
-from app.domain.topologymanager.bitmask import (
-    BitMaskError,
-    bits,
-    is_narrower_than,
-    iterate_bitmasks,
-    mask_of,
-)
+from app.domain.topologymanager.bitmask import BitMaskError, bits, is_narrower_than, mask_of
 from app.domain.topologymanager.hint import TopologyHint
+from app.domain.topologymanager.mask_table import MaskRow, mask_table, subset_sums
 
 __all__ = [
     "ZERO_HINT",
@@ -53,42 +48,6 @@ HintMap = dict[str, list[TopologyHint]]
 # Per pod NUMA mask -> resource -> bytes reusable from init containers (``init_reuse``).
 Reusable = Mapping[int, Mapping[str, int]]
 
-# (mask, position mask, node count, preferred hint, other hint): ``position mask`` has bit p
-# set for the p-th smallest NUMA id of the mask, so it indexes a list of per-subset sums.
-_MaskRow = tuple[int, int, int, TopologyHint, TopologyHint]
-
-_MASK_TABLES: dict[tuple[int, ...], list[_MaskRow]] = {}
-
-
-def _mask_table(nodes: Sequence[int]) -> list[_MaskRow]:
-    """One row per mask in ``IterateBitMasks`` order, computed once per set of NUMA ids (hints
-    are immutable values, shared by every answer)."""
-    key = tuple(nodes)
-    table = _MASK_TABLES.get(key)
-    if table is None:
-        position = {n: 1 << p for p, n in enumerate(key)}
-        table = []
-        for mask in iterate_bitmasks(key):
-            pm = 0
-            for n in bits(mask):
-                pm |= position[n]
-            table.append(
-                (mask, pm, mask.bit_count(), TopologyHint(mask, True), TopologyHint(mask, False))
-            )
-        if len(_MASK_TABLES) > 64:
-            _MASK_TABLES.clear()
-        _MASK_TABLES[key] = table
-    return table
-
-
-def _subset_sums(values: Sequence[int]) -> list[int]:
-    """``sums[pm]`` = the sum of ``values[p]`` over the bits p of ``pm``, for every subset
-    (built by doubling: each value extends every sum seen so far)."""
-    sums = [0]
-    for v in values:
-        sums += [t + v for t in sums]
-    return sums
-
 
 def _group_mask(cells: Sequence[int]) -> int | None:
     """The mask a multi-node hint must equal for a node grouped with ``cells``
@@ -98,14 +57,14 @@ def _group_mask(cells: Sequence[int]) -> int | None:
     return mask_of(cells)
 
 
-def _groups_match(assigned: Mapping[int, int | None], used: int, mask: int) -> bool:
-    """Every assigned node of a multi-node ``mask`` is grouped with exactly its nodes."""
-    while used:
-        low = used & -used
-        if assigned[low] != mask:
-            return False
-        used ^= low
-    return True
+def _grouped_nodes(assigned: Mapping[int, int | None]) -> dict[int, int]:
+    """Per multi-node group mask, the assigned nodes grouped with exactly it: a multi-node
+    mask may hold an assigned node only when the node is one of the mask's own."""
+    grouped: dict[int, int] = {}
+    for node, group in assigned.items():
+        if group is not None and group & (group - 1):
+            grouped[group] = grouped.get(group, 0) | node
+    return grouped
 
 
 def is_hint_in_group(hint: Iterable[int], group: Iterable[int]) -> bool:
@@ -204,11 +163,11 @@ def calculate_hints(
 
     Same checks as upstream, masks in ``IterateBitMasks`` order, without a loop over each
     mask's nodes: the allocatable and free sums of every subset of NUMA nodes come from
-    one doubling pass per resource (``_subset_sums``), indexed by the mask's position
+    one doubling pass per resource (``subset_sums``), indexed by the mask's position
     bits; the per-mask filters are list comprehensions (255 masks on 8 NUMA nodes).
     """
     nodes = sorted(machine_state)
-    table = _mask_table(nodes)
+    table = mask_table(nodes)
     allocatable, free = _subset_sums_per_resource(machine_state, nodes, requested)
     # Masks with enough allocatable memory of every resource, in IterateBitMasks order.
     if len(allocatable) == 1:
@@ -243,9 +202,9 @@ def _subset_sums_per_resource(
     free: list[_Sums] = []
     for r, size in requested.items():
         tables = [table_of(machine_state[n], r) for n in nodes]
-        a_sums = _subset_sums([0 if t is None else t.allocatable for t in tables])
+        a_sums = subset_sums([0 if t is None else t.allocatable for t in tables])
         allocatable.append((a_sums, r, size))
-        free.append((_subset_sums([0 if t is None else t.free for t in tables]), r, size))
+        free.append((subset_sums([0 if t is None else t.free for t in tables]), r, size))
     return allocatable, free
 
 
@@ -266,8 +225,8 @@ def _node_groups(
 
 
 def _with_free_memory(
-    candidates: list[_MaskRow], free: _Sums, multi_cell: int, assigned: dict[int, int | None]
-) -> list[_MaskRow]:
+    candidates: list[MaskRow], free: _Sums, multi_cell: int, assigned: dict[int, int | None]
+) -> list[MaskRow]:
     """The common case: regular memory only, nothing to reuse. A single-node mask may not
     hold a node grouped with others; a multi-node mask's assigned nodes must be grouped
     with exactly its nodes."""
@@ -275,36 +234,37 @@ def _with_free_memory(
     assigned_mask = sum(assigned)
     if not multi_cell and not assigned_mask:
         return [row for row in candidates if f_sums[row[1]] >= size]
+    grouped = _grouped_nodes(assigned)
+    if not grouped:  # then a multi-node mask may hold no assigned node
+        return [
+            row
+            for row in candidates
+            if not row[0] & (multi_cell if row[2] == 1 else assigned_mask)
+            and f_sums[row[1]] >= size
+        ]
     return [
         row
         for row in candidates
-        if f_sums[row[1]] >= size
-        and (
-            not row[0] & (multi_cell if row[2] == 1 else assigned_mask)
-            or (row[2] > 1 and _groups_match(assigned, row[0] & assigned_mask, row[0]))
-        )
+        if not row[0] & (multi_cell if row[2] == 1 else assigned_mask & ~grouped.get(row[0], 0))
+        and f_sums[row[1]] >= size
     ]
 
 
 def _with_free_resources(
-    candidates: list[_MaskRow],
+    candidates: list[MaskRow],
     free: list[_Sums],
     multi_cell: int,
     assigned: dict[int, int | None],
     reusable: Reusable | None,
-) -> list[_MaskRow]:
+) -> list[MaskRow]:
     """The same filter for several resources or with memory to reuse."""
     assigned_mask = sum(assigned)
+    grouped = _grouped_nodes(assigned)
     found = []
     for row in candidates:
         mask, pm, count = row[0], row[1], row[2]
-        if count == 1:
-            if multi_cell & mask:
-                continue
-        else:
-            used = mask & assigned_mask
-            if used and not _groups_match(assigned, used, mask):
-                continue
+        if mask & (multi_cell if count == 1 else assigned_mask & ~grouped.get(mask, 0)):
+            continue
         fits = True
         for f, r, size in free:
             total = f[pm]

@@ -78,6 +78,12 @@ class NUMAInfo:
             return m1 if bitmask.is_less_than(m1, m2) else m2
         return m1 if d1 < d2 else m2
 
+    def knows_every_distance(self) -> bool:
+        """Every node's distance row reaches every node (``closest`` of the machine's masks
+        then never fails)."""
+        top = self.nodes[-1] if self.nodes else -1
+        return all(len(self.distances.get(a, ())) > top for a in self.nodes)
+
     def calculate_average_for(self, mask: int) -> Fraction:
         """``CalculateAverageFor``: mean distance over all ordered node pairs of ``mask``."""
         n = mask.bit_count()

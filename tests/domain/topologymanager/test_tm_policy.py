@@ -8,13 +8,14 @@ from hypothesis import strategies as st
 
 from app.domain.topologymanager.bitmask import mask_of
 from app.domain.topologymanager.hint import ProviderHints, TopologyHint
-from app.domain.topologymanager.numa_info import NUMAInfo
+from app.domain.topologymanager.numa_info import NUMAInfo, NUMAInfoError
 from app.domain.topologymanager.policy import (
     POLICY_BEST_EFFORT,
     POLICY_RESTRICTED,
     POLICY_SINGLE_NUMA_NODE,
     HintMerger,
     filter_providers_hints,
+    iterate_all_provider_topology_hints,
     max_of_min_affinity_counts,
     merge_filtered_hints,
     merge_permutation,
@@ -286,6 +287,20 @@ def test_prefer_closest_numa_nodes(
     assert merged == expected
 
 
+def test_merge_with_a_short_distance_row_fails_as_the_walk_does() -> None:
+    rows = {0: (10, 11, 12), 1: (11, 10), 2: (12, 11, 10)}
+    info = NUMAInfo.new(range(3), rows, prefer_closest_numa=True)
+    assert not info.knows_every_distance()
+    assert NUMAInfo.new(range(8), EIGHT, prefer_closest_numa=True).knows_every_distance()
+    # The walk compares the two non-preferred hints before it meets the preferred one.
+    lists = [[h([0, 2], False), h([1, 2], False), h([0])]]
+    opts = PolicyOptions(prefer_closest_numa=True)
+    merger = HintMerger.new(info, lists, POLICY_BEST_EFFORT, opts)
+    for merge in (merger.merge_by_permutations, merger.merge):
+        with pytest.raises(NUMAInfoError, match="no NUMA distance known from node 1 to node 2"):
+            merge()
+
+
 def test_average_distance() -> None:
     info = NUMAInfo.new(range(8), EIGHT, prefer_closest_numa=True)
     assert info.calculate_average_for(mask_of([0, 2])) == (10 + 11 + 11 + 10) / 4
@@ -309,6 +324,30 @@ def test_merge_equals_permutation_walk(
     for policy in (POLICY_BEST_EFFORT, POLICY_SINGLE_NUMA_NODE):
         merger = HintMerger.new(info, lists, policy, PolicyOptions(prefer_closest_numa=closest))
         assert merger.merge() == merger.merge_by_permutations()
+
+
+@settings(max_examples=300, deadline=None)
+@given(lists=_lists, nodes=st.sets(st.integers(0, 3)))
+def test_merge_equals_permutation_walk_with_masks_beyond_the_machine(
+    lists: list[list[TopologyHint]], nodes: set[int]
+) -> None:
+    # Masks naming nodes the machine lacks: a preferred merge can then be empty.
+    info = NUMAInfo.new(nodes)
+    default = info.default_affinity_mask()
+    walk = [merge_permutation(default, p) for p in iterate_all_provider_topology_hints(lists)]
+    for policy in (POLICY_BEST_EFFORT, POLICY_SINGLE_NUMA_NODE):
+        merger = HintMerger.new(info, lists, policy, PolicyOptions())
+        assert merger.preferred_merges() == {m.numa_affinity for m in walk if m.preferred}
+        assert merger.merge() == merger.merge_by_permutations()
+
+
+def test_preferred_merges_are_the_preferred_permutation_merges() -> None:
+    lists = [[h([0]), h([1]), h([0, 1], False)], [h(None), h([1]), h([2])], [h([1]), h([0])]]
+    merger = HintMerger.new(FOUR, lists, POLICY_BEST_EFFORT, PolicyOptions())
+    assert merger.preferred_merges() == {mask_of([0]), mask_of([1])}
+    nil_everywhere = [[h(None), h([0])], [h([2]), h(None)]]
+    merger = HintMerger.new(FOUR, nil_everywhere, POLICY_BEST_EFFORT, PolicyOptions())
+    assert merger.preferred_merges() == {mask_of([0]), mask_of([2]), mask_of([0, 1, 2, 3])}
 
 
 @settings(max_examples=100, deadline=None)
