@@ -6,12 +6,16 @@ Plain functions and constants (fixtures live in each folder's ``conftest.py`` an
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine
+import pytest
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
 
 from app.adapters.db.engine import make_engine
 from app.adapters.db.migrate import upgrade_head
@@ -77,3 +81,27 @@ def migrated_engine(url: str) -> Iterator[Engine]:
         yield engine
     finally:
         engine.dispose()
+
+
+#: The PostgreSQL server the database tests use (``make test`` starts one), if any.
+POSTGRES_URL = os.environ.get("NUMASCOPE_TEST_POSTGRES_URL", "")
+
+
+@contextmanager
+def postgres_database(prefix: str) -> Iterator[str]:
+    """The URL of a fresh database on the PostgreSQL test server, dropped on exit; the test
+    is skipped without a server (failed where ``NUMASCOPE_REQUIRE_POSTGRES=1``, as in CI)."""
+    if not POSTGRES_URL:
+        if os.environ.get("NUMASCOPE_REQUIRE_POSTGRES") == "1":
+            pytest.fail("NUMASCOPE_TEST_POSTGRES_URL is not set")
+        pytest.skip("no PostgreSQL server (set NUMASCOPE_TEST_POSTGRES_URL)")
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()

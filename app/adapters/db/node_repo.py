@@ -38,7 +38,7 @@ from app.adapters.db.tables import (
     ACTION_DRY_RUN,
     ACTION_REMOVE,
     AdmissionRecord,
-    LogRow,
+    NewLogRow,
     NodeRecord,
     as_utc,
 )
@@ -68,7 +68,7 @@ class LogEvent:
 
 _NODES = NodeRecord.__table__  # type: ignore[attr-defined]
 _LOG = AdmissionRecord.__table__  # type: ignore[attr-defined]
-#: The columns of a log row as written (all but ``id``), and as built (``LogRow``).
+#: The columns of a log row as written (all but ``id``), and as built (``NewLogRow``).
 _LOG_COLUMNS = tuple(c.name for c in _LOG.columns if c.name != "id")
 _ROW_COLUMNS = tuple(name for name in _LOG_COLUMNS if name != "seq")
 # The statements of a change, built once and run on the transaction's DBAPI connection
@@ -122,11 +122,11 @@ class NodeWrite:
 
     def add(self, records: Sequence[AdmissionRecord]) -> None:
         """Append the rows of ``records`` (``add_rows``) and set their ``seq`` and ``id``."""
-        rows = [cast(LogRow, {name: getattr(r, name) for name in _ROW_COLUMNS}) for r in records]
+        rows = [cast(NewLogRow, {name: getattr(r, name) for name in _ROW_COLUMNS}) for r in records]
         for r, (row_id, seq) in zip(records, self.add_rows(rows), strict=True):
             r.id, r.seq = row_id, seq
 
-    def add_rows(self, rows: Sequence[LogRow]) -> list[tuple[int, int]]:
+    def add_rows(self, rows: Sequence[NewLogRow]) -> list[tuple[int, int]]:
         """Append log rows, numbering them after the node's newest entry (``seq``); their
         ``(id, seq)``. The write lock makes the read and the insert one step: no other
         transaction can number a row of this node in between, whatever the worker or

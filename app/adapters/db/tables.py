@@ -120,7 +120,7 @@ class AdmissionRecord(SQLModel, table=True):
         }
 
 
-class LogRow(TypedDict):
+class NewLogRow(TypedDict):
     """A log row as a change builds it, before ``NodeWrite.add_rows`` numbers it: the columns
     of ``AdmissionRecord`` but ``id`` and ``seq``, as a plain dict (building the ORM object
     costs more than inserting the row)."""
@@ -145,7 +145,7 @@ __all__ = [
     "ACTION_REMOVE",
     "ACTION_RESTART",
     "AdmissionRecord",
-    "LogRow",
+    "NewLogRow",
     "NodeRecord",
     "as_utc",
     "utc_now",

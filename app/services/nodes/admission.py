@@ -14,7 +14,7 @@ from app.adapters.db.tables import (
     ACTION_DRY_RUN,
     ACTION_REMOVE,
     AdmissionRecord,
-    LogRow,
+    NewLogRow,
     utc_now,
 )
 from app.domain import hint_budget
@@ -53,12 +53,12 @@ def log_records(
     pods: Sequence[Pod],
     results: Sequence[AdmissionResult],
     dry_run: bool,
-) -> list[LogRow]:
+) -> list[NewLogRow]:
     """The log rows of one submission's verdicts (``NodeWrite.add_rows`` writes them)."""
     now = utc_now()
     admitted_at = {} if dry_run else live.node.admitted_at
     return [
-        LogRow(
+        NewLogRow(
             node_id=live.record_id,
             batch=batch,
             action=ACTION_DRY_RUN if dry_run else ACTION_ADMIT,

@@ -3,26 +3,24 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from sqlalchemy import Engine, bindparam, create_engine, insert, select, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import Engine, bindparam, insert, select, text
 from sqlalchemy.exc import DBAPIError, IntegrityError, StatementError
 
 from app.adapters.db.direct import DirectStatement
 from app.adapters.db.engine import make_engine
 from app.adapters.db.migrate import upgrade_head
 from app.adapters.db.tables import AdmissionRecord, NodeRecord
+from tests.fixtures.log_rows import log_row_values
+from tests.helpers import postgres_database
 
-PG_URL = os.environ.get("NUMASCOPE_TEST_POSTGRES_URL", "")
 _LOG = AdmissionRecord.__table__  # type: ignore[attr-defined]
 _NODES = NodeRecord.__table__  # type: ignore[attr-defined]
 _COLUMNS = [c.name for c in _LOG.columns if c.name != "id"]
@@ -37,18 +35,8 @@ def engine(
         url = f"sqlite:///{tmp_path_factory.mktemp('direct') / 'direct.db'}"
         yield from _migrated(url)
         return
-    if not PG_URL:
-        pytest.skip("no PostgreSQL server (set NUMASCOPE_TEST_POSTGRES_URL)")
-    name = f"numascope_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield from _migrated(make_url(PG_URL).set(database=name))
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with postgres_database("numascope_test") as url:
+        yield from _migrated(url)
 
 
 def _migrated(url: Any) -> Iterator[Engine]:
@@ -86,31 +74,10 @@ def _raw_row(engine: Engine, row_id: int) -> tuple[Any, ...]:
     return tuple(row)
 
 
-_text = st.text(st.characters(exclude_characters="\x00", exclude_categories=("Cs",)), max_size=40)
-_rows = st.fixed_dictionaries(
-    {
-        "batch": st.text(max_size=36).filter(lambda s: "\x00" not in s and s.isprintable()),
-        "action": st.sampled_from(["admit", "dry-run", "remove", "restart"]),
-        "namespace": _text,
-        "name": _text,
-        "uid": _text,
-        "admitted": st.booleans(),
-        "reason": _text,
-        "message": _text,
-        "manifest": _text,
-        "created_at": st.datetimes(
-            min_value=datetime(1990, 1, 1),
-            max_value=datetime(2200, 1, 1),
-            timezones=st.sampled_from([UTC, timezone(timedelta(hours=5, minutes=30))]),
-        ),
-    }
-)
-
-
 @settings(
     max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(row=_rows)
+@given(row=log_row_values)
 def test_a_direct_insert_stores_what_core_stores(engine: Engine, row: dict[str, Any]) -> None:
     seq = uuid.uuid4().int % 2**30
     with engine.connect() as conn, conn.begin():

@@ -1,10 +1,9 @@
-"""Log rows a change builds as plain dicts (``LogRow``, ``NodeWrite.add_rows``) are stored as
+"""Log rows a change builds as plain dicts (``NewLogRow``, ``NodeWrite.add_rows``) are stored as
 the ORM rows of ``NodeWrite.add`` are: same columns, same values, same numbering."""
 
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, get_type_hints
 
@@ -13,7 +12,8 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine
 
 from app.adapters.db import node_repo
-from app.adapters.db.tables import AdmissionRecord, LogRow, NodeRecord
+from app.adapters.db.tables import AdmissionRecord, NewLogRow, NodeRecord
+from tests.fixtures.log_rows import log_row_values
 from tests.helpers import migrated_engine
 
 _LOG = AdmissionRecord.__table__  # type: ignore[attr-defined]
@@ -21,28 +21,7 @@ _LOG = AdmissionRecord.__table__  # type: ignore[attr-defined]
 
 def test_a_log_row_has_every_column_but_id_and_seq() -> None:
     columns = [c.name for c in _LOG.columns]
-    assert list(get_type_hints(LogRow)) == [c for c in columns if c not in ("id", "seq")]
-
-
-_text = st.text(st.characters(exclude_characters="\x00", exclude_categories=("Cs",)), max_size=30)
-_row = st.fixed_dictionaries(
-    {
-        "batch": st.uuids().map(str),
-        "action": st.sampled_from(["admit", "dry-run", "remove"]),
-        "namespace": _text,
-        "name": _text,
-        "uid": _text,
-        "admitted": st.booleans(),
-        "reason": _text,
-        "message": _text,
-        "manifest": _text,
-        "created_at": st.datetimes(
-            min_value=datetime(2000, 1, 1),
-            max_value=datetime(2100, 1, 1),
-            timezones=st.sampled_from([UTC, timezone(timedelta(hours=-7))]),
-        ),
-    }
-)
+    assert list(get_type_hints(NewLogRow)) == [c for c in columns if c not in ("id", "seq")]
 
 
 def _node(engine: Engine, name: str) -> int:
@@ -72,7 +51,7 @@ def _stored(engine: Engine, node_id: int) -> list[tuple[Any, ...]]:
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(rows=st.lists(_row, min_size=1, max_size=3))
+@given(rows=st.lists(log_row_values, min_size=1, max_size=3))
 def test_dict_rows_are_stored_as_orm_rows(tmp_path: Path, rows: list[dict[str, Any]]) -> None:
     with migrated_engine(f"sqlite:///{tmp_path / uuid.uuid4().hex}.db") as engine:
         orm_id, dict_id = _node(engine, "orm"), _node(engine, "dict")
@@ -83,7 +62,7 @@ def test_dict_rows_are_stored_as_orm_rows(tmp_path: Path, rows: list[dict[str, A
             tx.commit()
         with node_repo.write(engine, dict_id) as tx:
             assert tx is not None
-            built = [LogRow(node_id=dict_id, **r) for r in rows]  # type: ignore[typeddict-item]
+            built = [NewLogRow(node_id=dict_id, **r) for r in rows]  # type: ignore[typeddict-item]
             numbered = tx.add_rows(built)
             tx.commit()
         orm, plain = _stored(engine, orm_id), _stored(engine, dict_id)

@@ -6,40 +6,23 @@ with scripts/pg-test-server.sh (CI requires it with ``NUMASCOPE_REQUIRE_POSTGRES
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, inspect, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import inspect
 
 from app.adapters.db.migrate import current_revisions, head_revisions
 from app.web.app import create_app
 from tests.adapters.db.test_db_migrations import check_admission_seq_backfill
-from tests.helpers import DB_POD, POD_SCOPE, SMALL, make_settings
-
-URL = os.environ.get("NUMASCOPE_TEST_POSTGRES_URL", "")
+from tests.helpers import DB_POD, POD_SCOPE, SMALL, make_settings, postgres_database
 
 
 @pytest.fixture
 def database_url() -> Iterator[str]:
     """A fresh database on the test server, dropped afterwards."""
-    if not URL:
-        if os.environ.get("NUMASCOPE_REQUIRE_POSTGRES") == "1":
-            pytest.fail("NUMASCOPE_TEST_POSTGRES_URL is not set")
-        pytest.skip("no PostgreSQL server (set NUMASCOPE_TEST_POSTGRES_URL)")
-    name = f"numascope_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with postgres_database("numascope_test") as url:
+        yield url
 
 
 def test_migrations_and_nodes_survive_a_restart_on_postgres(
