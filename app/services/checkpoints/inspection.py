@@ -233,15 +233,8 @@ def inspect_content(
     unread = _unread_report(data, size if size is not None else len(data), hint)
     if unread is not None:
         return InspectionView(source, unread, (), policy, targets)
-    extra: dict[str, Any] = {"state_dir": state_dir} if state_dir is not None else {}
-    if pod_names:
-        extra["pod_names"] = pod_names
-    if not details:
-        extra["findings"] = False  # what the view leaves out anyway: no one reads them
-    report = inspect(data, manager, configured_policy=policy, targets=targets, **extra)
-    if not report.readable and manager is None and hint is not None:
-        # A truncated or hostile file has no keys to tell the manager: its name does.
-        report = inspect(data, hint, configured_policy=policy, targets=targets, **extra)
+    extra = _inspect_options(state_dir, pod_names, details)
+    report = _report(data, manager, hint, policy, targets, extra)
     view = InspectionView(source, report, (), policy, targets)
     if details and report.readable and report.manager is not None:
         view = replace(
@@ -252,6 +245,34 @@ def inspect_content(
     if report.manager is None or report.version is None:
         return view
     return replace(view, rescues=_rescues(view, data, report.manager, targets, policy))
+
+
+def _inspect_options(
+    state_dir: str | None, pod_names: Mapping[str, str] | None, details: bool
+) -> dict[str, Any]:
+    """``inspect``'s keyword arguments for what ``inspect_content`` was given."""
+    extra: dict[str, Any] = {"state_dir": state_dir} if state_dir is not None else {}
+    if pod_names:
+        extra["pod_names"] = pod_names
+    if not details:
+        extra["findings"] = False  # what the view leaves out anyway: no one reads them
+    return extra
+
+
+def _report(
+    data: bytes,
+    manager: str | None,
+    hint: str | None,
+    policy: str | None,
+    targets: tuple[Reader, ...],
+    extra: dict[str, Any],
+) -> InspectionReport:
+    """``inspect`` of the file as its keys tell the manager, else as its name (``hint``) does:
+    a truncated or hostile file has no keys to tell it."""
+    report = inspect(data, manager, configured_policy=policy, targets=targets, **extra)
+    if not report.readable and manager is None and hint is not None:
+        report = inspect(data, hint, configured_policy=policy, targets=targets, **extra)
+    return report
 
 
 def _consistency(
