@@ -82,44 +82,29 @@ def _grow_for(tokens: list[str]) -> bool:
     return True
 
 
-def _plain_ids(tokens: list[str]) -> list[int] | None:
-    """The ids of ``tokens`` when every one is a plain decimal id below ``_FAST_IDS`` (the
-    tables grown once for those they do not cover yet); None otherwise."""
-    try:
-        return list(map(_ID_OF.__getitem__, tokens))
-    except KeyError:
-        if not _grow_for(tokens):
-            return None
-    try:
-        return list(map(_ID_OF.__getitem__, tokens))
-    except KeyError:
-        return None
-
-
-def _item_bounds(text: str, ids: list[int], ranges: int) -> tuple[list[int], list[int]] | None:
-    """The first and the last id of each item of ``text`` (whose ids are ``ids`` and which
-    has ``ranges`` dashes); None for an item of two dashes or more."""
-    if not ranges:
-        return ids, ids
-    flags = text.encode().translate(_SEPARATOR_FLAGS, _DIGITS)
-    if b"\x00\x00" in flags:
-        return None  # "1-2-3": let the general path report it
-    if ranges * 2 == len(ids) and flags == _ALL_RANGES[: len(flags)]:
-        return ids[0::2], ids[1::2]  # every item is "a-b"
-    return list(compress(ids, b"\x01" + flags)), list(compress(ids, flags + b"\x01"))
-
-
 def _parse_fast(text: str) -> tuple[int, bool] | None:
     """(mask, text is canonical) for a list of plain decimal ids; None for anything the
     general path must look at (signs, leading zeros, big ids, reversed ranges, errors)."""
-    ids = _plain_ids(text.replace("-", ",").split(","))
-    if ids is None:
-        return None
+    tokens = text.replace("-", ",").split(",")
+    try:
+        ids = list(map(_ID_OF.__getitem__, tokens))
+    except KeyError:
+        grown = _ids_after_growing(tokens)
+        if grown is None:
+            return None
+        ids = grown
     ranges = text.count("-")
-    bounds = _item_bounds(text, ids, ranges)
-    if bounds is None:
-        return None
-    firsts, lasts = bounds
+    if ranges:
+        flags = text.encode().translate(_SEPARATOR_FLAGS, _DIGITS)
+        if b"\x00\x00" in flags:
+            return None  # "1-2-3": let the general path report it
+        if ranges * 2 == len(ids) and flags == _ALL_RANGES[: len(flags)]:
+            firsts, lasts = ids[0::2], ids[1::2]  # every item is "a-b"
+        else:
+            firsts = list(compress(ids, b"\x01" + flags))
+            lasts = list(compress(ids, flags + b"\x01"))
+    else:
+        firsts = lasts = ids
     if ids == sorted(ids):
         # Each item adds its range mask; the sum equals the union iff no two items overlap,
         # which is exactly when no carries happened, i.e. when the bit counts add up.
@@ -133,12 +118,30 @@ def _parse_fast(text: str) -> tuple[int, bool] | None:
             items = len(firsts)
             singles = (starts & ~(mask >> 1)).bit_count()
             return mask, starts.bit_count() == items and singles == items - ranges
+    union = _union_of_ranges(firsts, lasts)
+    return None if union is None else (union, False)
+
+
+def _ids_after_growing(tokens: list[str]) -> list[int] | None:
+    """The ids of ``tokens`` once the tables cover them; None when a token is no plain
+    decimal id below ``_FAST_IDS``."""
+    if not _grow_for(tokens):
+        return None
+    try:
+        return list(map(_ID_OF.__getitem__, tokens))
+    except KeyError:
+        return None
+
+
+def _union_of_ranges(firsts: list[int], lasts: list[int]) -> int | None:
+    """The mask of the ranges ``firsts[i]-lasts[i]`` in any order, overlaps allowed; None
+    when one is reversed (the general path raises the error)."""
     mask = 0
     for first, last in zip(firsts, lasts, strict=True):
         if first > last:
-            return None  # the general path raises the error
+            return None
         mask |= (2 << last) - (1 << first)
-    return mask, False
+    return mask
 
 
 def _ids_of(mask: int) -> list[int]:
