@@ -89,12 +89,10 @@ def _parse_fast(text: str) -> tuple[int, bool] | None:
     try:
         ids = list(map(_ID_OF.__getitem__, tokens))
     except KeyError:
-        if not _grow_for(tokens):
+        grown = _ids_after_growing(tokens)
+        if grown is None:
             return None
-        try:
-            ids = list(map(_ID_OF.__getitem__, tokens))
-        except KeyError:
-            return None
+        ids = grown
     ranges = text.count("-")
     if ranges:
         flags = text.encode().translate(_SEPARATOR_FLAGS, _DIGITS)
@@ -120,12 +118,30 @@ def _parse_fast(text: str) -> tuple[int, bool] | None:
             items = len(firsts)
             singles = (starts & ~(mask >> 1)).bit_count()
             return mask, starts.bit_count() == items and singles == items - ranges
+    union = _union_of_ranges(firsts, lasts)
+    return None if union is None else (union, False)
+
+
+def _ids_after_growing(tokens: list[str]) -> list[int] | None:
+    """The ids of ``tokens`` once the tables cover them; None when a token is no plain
+    decimal id below ``_FAST_IDS``."""
+    if not _grow_for(tokens):
+        return None
+    try:
+        return list(map(_ID_OF.__getitem__, tokens))
+    except KeyError:
+        return None
+
+
+def _union_of_ranges(firsts: list[int], lasts: list[int]) -> int | None:
+    """The mask of the ranges ``firsts[i]-lasts[i]`` in any order, overlaps allowed; None
+    when one is reversed (the general path raises the error)."""
     mask = 0
     for first, last in zip(firsts, lasts, strict=True):
         if first > last:
-            return None  # the general path raises the error
+            return None
         mask |= (2 << last) - (1 << first)
-    return mask, False
+    return mask
 
 
 def _ids_of(mask: int) -> list[int]:

@@ -375,6 +375,13 @@ def _folded_lookup(t: GoType, plan: dict[str, _FieldPlan]) -> Any:
     return field_plan
 
 
+def _decode_folded(d: Decoder, obj: Any, entry: _FieldPlan | None, value: Any) -> None:
+    """Untracked, ``value`` into the field of ``entry`` (the case-insensitive match of a key
+    that is no field's exact JSON name); an unknown key (no entry) is ignored."""
+    if entry is not None:
+        obj[entry[0]] = entry[2](d, value, obj[entry[0]])
+
+
 def _allocated(prealloc: str, pointee: GoType | None, value: Any) -> Any:
     """What a nil map (for an object) or a nil pointer holds once Go made it in place."""
     if prealloc == Kind.MAP:
@@ -388,20 +395,7 @@ def _flat_struct_decoder(
     """The untracked decoder of a flat struct (``_is_flat``): what the field decoders return
     for a plain string, a short run of digits or a list of them, without the calls;
     ``tracked`` otherwise."""
-    # per JSON name: Go name, what the value is (_TEXT, _COUNT, _COUNTS), the field decoder
-    fast: dict[str, tuple[str, int, _DecodeFn, _DecodeFn | None]] = {}
-    for f in t.fields:
-        if f.json_name is None:
-            continue
-        ft = f.type
-        shape, elem_dec = _OTHER, None
-        if _is_plain(ft, (Kind.STRING,)):
-            shape = _TEXT
-        elif _is_plain(ft, (Kind.INT, Kind.UINT)):
-            shape = _COUNT
-        elif _is_plain(ft, (Kind.SLICE,)) and ft.elem is not None:
-            shape, elem_dec = _COUNTS, _decoder(ft.elem)
-        fast[f.json_name] = (f.go_name, shape, plan[f.json_name][2], elem_dec)
+    fast = _flat_fields(t, plan)
 
     def dec_flat_struct(d: Decoder, node: Any, cur: Any) -> Any:
         if d.track or type(node) is not JObj:
@@ -410,9 +404,7 @@ def _flat_struct_decoder(
         for key, value in node:
             entry = fast.get(key)
             if entry is None:
-                folded = field_plan(key)
-                if folded is not None:
-                    obj[folded[0]] = folded[2](d, value, obj[folded[0]])
+                _decode_folded(d, obj, field_plan(key), value)
                 continue
             name, shape, dec, elem_dec = entry
             tv = value.__class__
@@ -438,6 +430,27 @@ def _flat_struct_decoder(
 
 
 _OTHER, _TEXT, _COUNT, _COUNTS = range(4)
+# A flat struct field's decoding plan: Go name, what the value is (_TEXT, _COUNT, _COUNTS or
+# _OTHER), the field decoder, the element decoder of a _COUNTS slice.
+_FlatField = tuple[str, int, _DecodeFn, _DecodeFn | None]
+
+
+def _flat_fields(t: GoType, plan: dict[str, _FieldPlan]) -> dict[str, _FlatField]:
+    """The plan of each field of a flat struct, by JSON name."""
+    fields: dict[str, _FlatField] = {}
+    for f in t.fields:
+        if f.json_name is None:
+            continue
+        ft = f.type
+        shape, elem_dec = _OTHER, None
+        if _is_plain(ft, (Kind.STRING,)):
+            shape = _TEXT
+        elif _is_plain(ft, (Kind.INT, Kind.UINT)):
+            shape = _COUNT
+        elif _is_plain(ft, (Kind.SLICE,)) and ft.elem is not None:
+            shape, elem_dec = _COUNTS, _decoder(ft.elem)
+        fields[f.json_name] = (f.go_name, shape, plan[f.json_name][2], elem_dec)
+    return fields
 
 
 def _ints(d: Decoder, node: list[Any], elem_dec: _DecodeFn) -> list[Any]:

@@ -418,6 +418,25 @@ def test_sibling_pairs_are_the_linux_and_the_adjacent_smt2_numberings_only() -> 
     assert index_of(split).siblings is None
 
 
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(cases())
+def test_index_counts_and_numa_sockets_are_the_topologys_own(case) -> None:
+    """The index's sockets of each NUMA node (read off its socket pairs) and its CPU counts
+    are what the topology's own queries answer, NUMA nodes spanning sockets included."""
+    topo = case[0]
+    ix = topology_index._build_index(topo)
+    assert ix.numa_sockets == {
+        n: frozenset(topo.sockets_in_numa_nodes([n])) for n in topo.numa_node_ids()
+    }
+    assert ix.size == {
+        "numa": {n: topo.cpus_of_numa_node(n).size() for n in topo.numa_node_ids()},
+        "socket": {s: topo.cpus_of_socket(s).size() for s in topo.socket_ids()},
+        "core": {c: topo.cpus_of_core(c).size() for c in topo.core_ids()},
+        "uncore": {u: topo.cpus_of_uncore_cache(u).size() for u in topo.uncore_cache_ids()},
+    }
+    assert ix.cpus_per_uncore == topo.num_cpus // topo.num_uncore_cache
+
+
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(cases(), st.booleans())
 def test_spread_take_by_topology_matches_the_straight_port(case, sbt: bool) -> None:

@@ -127,26 +127,22 @@ def _pairs(
     return out
 
 
+def _cpu_counts(masks: dict[str, dict[int, int]]) -> dict[str, dict[int, int]]:
+    """Per level, each element's CPU count in the whole topology."""
+    return {level: {i: m.bit_count() for i, m in by_id.items()} for level, by_id in masks.items()}
+
+
 def _build_index(topo: CPUTopology) -> TopologyIndex:
     numa_mask = {n: topo.cpus_of_numa_node(n).mask for n in topo.numa_node_ids()}
     socket_mask = {s: topo.cpus_of_socket(s).mask for s in topo.socket_ids()}
     core_mask = {c: topo.cpus_of_core(c).mask for c in topo.core_ids()}
     uncore_mask = {u: topo.cpus_of_uncore_cache(u).mask for u in topo.uncore_cache_ids()}
-    numa_sockets: dict[int, set[int]] = {}
-    for info in topo.cpu_details.values():
-        numa_sockets.setdefault(info.numa_node_id, set()).add(info.socket_id)
-    num_uncore = topo.num_uncore_cache
+    sockets_in_numa = _pairs(topo, "numa_node_id", "socket_id", socket_mask)
     cores_in_socket = _pairs(topo, "socket_id", "core_id", core_mask)
     cores_in_numa = _pairs(topo, "numa_node_id", "core_id", core_mask)
-    size = {
-        level: {i: m.bit_count() for i, m in masks.items()}
-        for level, masks in (
-            ("numa", numa_mask),
-            ("socket", socket_mask),
-            ("core", core_mask),
-            ("uncore", uncore_mask),
-        )
-    }
+    size = _cpu_counts(
+        {"numa": numa_mask, "socket": socket_mask, "core": core_mask, "uncore": uncore_mask}
+    )
     return TopologyIndex(
         numa_mask=numa_mask,
         socket_mask=socket_mask,
@@ -154,20 +150,20 @@ def _build_index(topo: CPUTopology) -> TopologyIndex:
         uncore_mask=uncore_mask,
         numa_items=tuple((n, m, m) for n, m in sorted(numa_mask.items())),
         socket_items=tuple((s, m, m) for s, m in sorted(socket_mask.items())),
-        sockets_in_numa=_pairs(topo, "numa_node_id", "socket_id", socket_mask),
+        sockets_in_numa=sockets_in_numa,
         numas_in_socket=_pairs(topo, "socket_id", "numa_node_id", numa_mask),
         cores_in_socket=cores_in_socket,
         cores_in_numa=cores_in_numa,
         uncores_in_numa=_pairs(topo, "numa_node_id", "uncore_cache_id", uncore_mask),
         cores_in_uncore=_pairs(topo, "uncore_cache_id", "core_id", core_mask),
-        numa_sockets={n: frozenset(s) for n, s in numa_sockets.items()},
+        numa_sockets={n: frozenset(s for s, _, _ in p) for n, p in sockets_in_numa.items()},
         numa_of_cpu={cpu: info.numa_node_id for cpu, info in topo.cpu_details.items()},
         size=size,
         smallest={level: min(sizes.values(), default=0) for level, sizes in size.items()},
         numa_first=topo.num_sockets >= topo.num_numa_nodes,
         cpus_per_core=topo.cpus_per_core(),
         cpus_per_socket=topo.cpus_per_socket(),
-        cpus_per_uncore=topo.num_cpus // num_uncore if num_uncore else 0,
+        cpus_per_uncore=topo.cpus_per_uncore(),
         all_mask=topo.all_cpus.mask,
         num_numa_ids=len(numa_mask),
         num_cpu_ids=len(topo.cpu_details),
