@@ -558,18 +558,7 @@ def _walk(
     """``_candidate_combos`` depth first over many combinations: a prefix is extended only
     while its best completion (the largest usable counts after it) can pass."""
     n = len(counts)
-    # top[start][r]: the sum of the r largest usable counts from ``start`` on (r < k)
-    top: list[list[int]] = [[0] for _ in range(n + 1)]
-    largest: list[int] = []  # ascending, at most k - 1 of them
-    for start in range(n - 1, -1, -1):
-        if k > 1 and usable[start]:
-            bisect.insort(largest, counts[start])
-            if len(largest) > k - 1:
-                del largest[0]
-        sums = [0]
-        for v in reversed(largest):
-            sums.append(sums[-1] + v)
-        top[start] = sums
+    top = _best_completions(counts, usable, k)
     path: list[int] = []
 
     def walk(start: int, left: int, have: int) -> Iterator[tuple[tuple[int, ...], int]]:
@@ -590,6 +579,23 @@ def _walk(
             path.pop()
 
     yield from walk(0, k, 0)
+
+
+def _best_completions(counts: Sequence[int], usable: Sequence[bool], k: int) -> list[list[int]]:
+    """The suffix table of ``_walk``: ``top[start][r]`` is the sum of the ``r`` largest usable
+    counts from ``start`` on (``r < k``), the most ``r`` more nodes after a prefix can add."""
+    top: list[list[int]] = [[0] for _ in range(len(counts) + 1)]
+    largest: list[int] = []  # ascending, at most k - 1 of them
+    for start in range(len(counts) - 1, -1, -1):
+        if k > 1 and usable[start]:
+            bisect.insort(largest, counts[start])
+            if len(largest) > k - 1:
+                del largest[0]
+        sums = [0]
+        for v in reversed(largest):
+            sums.append(sums[-1] + v)
+        top[start] = sums
+    return top
 
 
 def _following_combination(pos: tuple[int, ...], n: int) -> tuple[int, ...] | None:
