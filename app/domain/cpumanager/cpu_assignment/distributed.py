@@ -727,7 +727,6 @@ def _candidates(take: _Take, k: int, bound: _Bound | None = None) -> Iterator[_C
     could raise the 1.35-1.37 hang and the distribution is the same for every combination)."""
     acc, numas, scores, num_cpus, g = take.acc, take.numas, take.scores, take.num_cpus, take.g
     align_by_socket, release = take.align_by_socket, take.release
-    ix = acc.ix
     avail_of = scores.avail_of
     distinct = scores.distinct
     counts = [avail_of[n] for n in numas]
@@ -742,13 +741,8 @@ def _candidates(take: _Take, k: int, bound: _Bound | None = None) -> Iterator[_C
     # check is the capacity check.
     check_groups = release is None and g > 1 and k > 1
     for pos, have in _candidate_combos(counts, usable, k, num_cpus, hopeless):
-        if not distinct:  # Go counts the CPUs of the union
-            union = 0
-            for i in pos:
-                union |= ix.numa_mask[numas[i]]
-            have = (union & acc.avail_mask).bit_count()
-            if have < num_cpus:
-                continue
+        if not distinct and _union_count(acc, numas, pos) < num_cpus:
+            continue  # Go counts the CPUs of the union
         if check_groups and sum([whole[i] for i in pos]) * g < num_cpus:
             continue
         distribution = even
@@ -758,25 +752,43 @@ def _candidates(take: _Take, k: int, bound: _Bound | None = None) -> Iterator[_C
         # distribution is capped by every node's CPUs with align-by-socket, and without it the
         # nodes below the even share are not ``usable``.
         remainder = num_cpus - distribution * k
-        if distinct:  # the sums over every NUMA node after the even distribution
-            total = scores.total - distribution * k
-            squares = scores.squares + k * distribution * distribution - 2 * distribution * have
-            low = (
-                (total, squares)
-                if remainder == 0
-                else _remainder_floor(counts, pos, distribution, g, remainder, total, squares)
-            )
-            yield _Candidate(pos, numas, avail_of, distribution, g, remainder, total, squares, low)
+        if not distinct:
+            yield _candidate_with_repeats(take, pos, distribution, remainder)
             continue
-        cand = _Candidate(pos, numas, avail_of, distribution, g, remainder, 0, 0, None)
-        changed = cand.changed
-        cand.total = scores.total + sum(v - avail_of[n] for n, v in changed.items())
-        cand.squares = scores.squares + sum(v * v - avail_of[n] ** 2 for n, v in changed.items())
-        cand.low = _floor_with_remainder(cand, changed, g)
-        yield cand
+        # the sums over every NUMA node after the even distribution
+        total = scores.total - distribution * k
+        squares = scores.squares + k * distribution * distribution - 2 * distribution * have
+        low = _candidate_floor(counts, pos, distribution, g, remainder, total, squares)
+        yield _Candidate(pos, numas, avail_of, distribution, g, remainder, total, squares, low)
 
 
-def _remainder_floor(
+def _union_count(acc: CPUAccumulator, numas: Sequence[int], pos: tuple[int, ...]) -> int:
+    """Go's capacity count of a combination that may list a node twice: the available CPUs
+    of the union of its NUMA nodes."""
+    ix = acc.ix
+    union = 0
+    for i in pos:
+        union |= ix.numa_mask[numas[i]]
+    return (union & acc.avail_mask).bit_count()
+
+
+def _candidate_with_repeats(
+    take: _Take, pos: tuple[int, ...], distribution: int, remainder: int
+) -> _Candidate:
+    """A candidate of a NUMA order that lists a node twice: its sums worked out from what the
+    distribution leaves per node (a node listed twice gives twice), its floor from them
+    (``_floor_with_remainder``)."""
+    scores, g = take.scores, take.g
+    avail_of = scores.avail_of
+    cand = _Candidate(pos, take.numas, avail_of, distribution, g, remainder, 0, 0, None)
+    changed = cand.changed
+    cand.total = scores.total + sum(v - avail_of[n] for n, v in changed.items())
+    cand.squares = scores.squares + sum(v * v - avail_of[n] ** 2 for n, v in changed.items())
+    cand.low = _floor_with_remainder(cand, changed, g)
+    return cand
+
+
+def _candidate_floor(
     counts: Sequence[int],
     pos: tuple[int, ...],
     d: int,
@@ -785,9 +797,11 @@ def _remainder_floor(
     total: int,
     squares: int,
 ) -> tuple[int, int] | None:
-    """The sums whose floor is that of a candidate of distinct nodes with a remainder: its
-    hand-out removes at most what ``_most_squares_removed`` says from the squares (``None``:
-    no hand-out)."""
+    """The sums whose floor is that of a candidate of distinct nodes (``low``), from its sums
+    after the distribution: those sums without a remainder; with one, its hand-out removes at
+    most what ``_most_squares_removed`` says from the squares (``None``: no hand-out)."""
+    if remainder == 0:
+        return total, squares
     left = [v for i in pos if (v := counts[i] - d) >= g]
     removed = _most_squares_removed(left, remainder // g, g)
     if removed is None:
