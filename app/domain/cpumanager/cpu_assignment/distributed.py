@@ -826,26 +826,10 @@ def _lowest_floor(scores: _Scores, ahead: list[_Candidate]) -> _Candidate:
 
 
 def _choose_combo(take: _Take, k: int, copy_best: bool) -> _Choice:
-    """The best k-combination of ``numas`` (Go's iteration and checks, first best wins).
-
-    Shortcuts that cannot change the answer:
-
-    * combinations that cannot pass the capacity or distribution checks are not generated
-      (``_candidate_combos``);
-    * a combination is not scored when its floor (``BalanceFloor`` of the best any remainder
-      subset could do) is at or above the best balance so far - Go replaces the best only on a
-      strictly lower balance - unless the single-socket preference decides instead of the
-      balance;
-    * without align-by-socket, and where no hang can be raised (1.38, or groups of one), the
-      candidate with the lowest floor among the first ``_LOOKAHEAD`` is scored first: its
-      balance ``U`` is achieved, so the final best scores at most ``U`` (or Go stopped earlier
-      at a perfect 0), and a combination whose floor is strictly above ``U`` can never be the
-      final best (it may only be a passing best that a later one replaces, and it cannot end
-      the search: that needs a balance of 0). It is skipped;
-    * the 1.35-1.37 hang is checked on every combination the kubelet would score, in order.
-
-    The break once a perfect balance is found happens where Go's happens, and the kept
-    combination is read as Go reads its slice (``kept_combination``).
+    """The best k-combination of ``numas`` (Go's iteration and checks, first best wins), by
+    ``_ComboSearch`` with the shortcuts it lists; combinations that cannot pass the capacity
+    or distribution checks are not generated (``_candidate_combos``). The kept combination
+    is read as Go reads its slice (``kept_combination``).
 
     The candidates are generated lazily in Go's order and at most ``_LOOKAHEAD`` are held, so
     the search visits a subset of the combinations Go visits, in the same order, and never
@@ -861,12 +845,7 @@ def _choose_combo(take: _Take, k: int, copy_best: bool) -> _Choice:
     search = _ComboSearch(acc, scores, cut, g, align_by_socket, release, copy_best)
     if ahead and not align_by_socket and (release is None or g == 1):
         search.score_first(_lowest_floor(scores, ahead))
-    last = tuple(range(len(numas) - k, len(numas)))  # where Go's iteration ends
-    for cand in itertools.chain(ahead, stream):
-        if search.consider(cand):
-            # Go generates the next combination, sees the perfect balance and breaks.
-            last = _following_combination(cand.pos, len(numas)) or cand.pos
-            break
+    last = search.run(itertools.chain(ahead, stream), len(numas), k)
     best = search.best
     if search.best_pos is not None:
         best.combo = _kept(numas, search.best_pos, last, copy_best)
@@ -930,7 +909,23 @@ class _ComboSearch:
     single-socket combination beats any other), stop after a perfect balance.
 
     ``cut`` is what a candidate's floor must be below to be looked at (the candidate stream
-    reads it too); ``ceiling`` is just above the balance of the candidate scored first."""
+    reads it too); ``ceiling`` is just above the balance of the candidate scored first.
+
+    Shortcuts that cannot change the answer:
+
+    * a combination is not scored when its floor (``BalanceFloor`` of the best any remainder
+      subset could do) is at or above the best balance so far - Go replaces the best only on a
+      strictly lower balance - unless the single-socket preference decides instead of the
+      balance;
+    * without align-by-socket, and where no hang can be raised (1.38, or groups of one), the
+      candidate with the lowest floor among the first ``_LOOKAHEAD`` is scored first
+      (``score_first``): its balance ``U`` is achieved, so the final best scores at most ``U``
+      (or Go stopped earlier at a perfect 0), and a combination whose floor is strictly above
+      ``U`` can never be the final best (it may only be a passing best that a later one
+      replaces, and it cannot end the search: that needs a balance of 0). It is skipped;
+    * the 1.35-1.37 hang is checked on every combination the kubelet would score, in order.
+
+    The break once a perfect balance is found happens where Go's happens (``run``)."""
 
     acc: CPUAccumulator
     scores: _Scores
@@ -944,6 +939,15 @@ class _ComboSearch:
     ceiling: float = _MAX_FLOAT64
     first: _Candidate | None = None
     first_scored: tuple[float, tuple[int, ...] | None] = (_MAX_FLOAT64, None)
+
+    def run(self, cands: Iterable[_Candidate], n: int, k: int) -> tuple[int, ...]:
+        """Go's turns of ``cands`` in order (k-combinations of positions out of ``n``); where
+        Go's iteration ends: the last combination, or the one after a perfect balance."""
+        for cand in cands:
+            if self.consider(cand):
+                # Go generates the next combination, sees the perfect balance and breaks.
+                return _following_combination(cand.pos, n) or cand.pos
+        return tuple(range(n - k, n))
 
     def score_first(self, cand: _Candidate) -> None:
         """Score ``cand`` (the lowest floor read ahead) before its turn; its balance ``U`` is
