@@ -172,6 +172,11 @@ class _Scores:
             self._passes[total] = squares, floor
         return False
 
+    def single_floor(self, need: int, count: int) -> float:
+        """The floor of every NUMA node's CPUs once ``need`` are taken from one node holding
+        ``count``."""
+        return self.floor.at_least(self.total - need, self.squares + need * need - 2 * need * count)
+
     def exact(self, changed: dict[int, int]) -> float:
         """The kubelet's balance: every NUMA node in order, ``changed`` ones replaced."""
         return standard_deviation([changed.get(n, v) for n, v in self.avail_of.items()])
@@ -869,26 +874,15 @@ def _choose_single(take: _Take, copy_best: bool) -> _Choice:
         return best
     most = max(counts[i] for i in fits)
     first = next(i for i in fits if counts[i] == most)
-    total = scores.total - need
-    base = scores.squares + need * need
 
     def balance(i: int) -> float:
         return scores.exact({numas[i]: counts[i] - need})
 
     ceiling = balance(first)
-    # The floor grows as the node's count falls: the counts whose floor is at most U are
-    # the largest ones, down to the first count whose floor is above it.
-    least = most
-    for c in sorted({counts[i] for i in fits}, reverse=True)[1:]:
-        if scores.at_least(total, base - 2 * need * c) > ceiling:
-            break
-        least = c
     last: tuple[int, ...] = (len(numas) - 1,)  # where Go's iteration ends
     best_pos: tuple[int, ...] | None = None
-    for i in fits:
-        if counts[i] < least:
-            continue
-        if i != first and scores.at_least(total, base - 2 * need * counts[i]) >= best.balance:
+    for i in _single_nodes_in_reach(scores, counts, fits, need, ceiling):
+        if i != first and scores.single_floor(need, counts[i]) >= best.balance:
             continue  # cannot score strictly below the best so far
         score = ceiling if i == first else balance(i)
         if score < best.balance:
@@ -900,6 +894,21 @@ def _choose_single(take: _Take, copy_best: bool) -> _Choice:
     assert best_pos is not None  # the first node with the most CPUs scores at most U
     best.combo = _kept(numas, best_pos, last, copy_best)
     return best
+
+
+def _single_nodes_in_reach(
+    scores: _Scores, counts: Sequence[int], fits: Sequence[int], need: int, ceiling: float
+) -> list[int]:
+    """The positions of ``fits`` (Go's order) whose single-node floor is at most ``U``
+    (``ceiling``): as the floor grows when the node's count falls, those with the largest
+    counts, down to the first count whose floor is above ``U``."""
+    ordered = sorted({counts[i] for i in fits}, reverse=True)
+    least = ordered[0]
+    for c in ordered[1:]:
+        if scores.single_floor(need, c) > ceiling:
+            break
+        least = c
+    return [i for i in fits if counts[i] >= least]
 
 
 @dataclass(slots=True)
