@@ -724,6 +724,17 @@ class _Take:
     align_by_socket: bool
     release: str | None
 
+    @classmethod
+    def of(
+        cls, acc: CPUAccumulator, num_cpus: int, g: int, align_by_socket: bool, release: str | None
+    ) -> _Take:
+        """The question once ``acc`` holds the CPUs at hand: its NUMA nodes in Go's order
+        (``sortAvailableNUMANodes``) with their scores."""
+        numas = acc.sort_available_numa_nodes()
+        avail_of = acc.numa_counts()
+        scores = _Scores(avail_of, distinct=len(avail_of) == len(numas))
+        return cls(acc, numas, scores, num_cpus, g, align_by_socket, release)
+
 
 def _candidates(take: _Take, k: int, bound: _Bound | None = None) -> Iterator[_Candidate]:
     """The k-combinations that pass Go's capacity, group and distribution checks, in Go's
@@ -1041,60 +1052,53 @@ def take_by_topology_numa_distributed(
     """``num_cpus`` CPUs spread evenly over NUMA nodes (``takeByTopologyNUMADistributed``).
 
     CPUs are handed out in groups of ``cpu_group_size`` (the SMT level under
-    ``full-pcpus-only``, else 1). For k = the fewest to the most NUMA nodes that could do,
-    every k-combination of the NUMA order is scored by the standard deviation of the CPUs left
-    per NUMA node; the first best combination wins (with ``align_by_socket`` a single-socket
-    combination beats any cross-socket one). When no combination fits, or the request is not a
-    multiple of the group size, the NUMA-packed algorithm is used. The uncore option never
-    applies here.
+    ``full-pcpus-only``, else 1) from the best combination of the fewest NUMA nodes that could
+    do (``_best_combination``); when none fits, or the request is not a multiple of the group
+    size, the NUMA-packed algorithm is used. The uncore option never applies here.
 
     Capacity is counted in whole groups (kubernetes#140730, 1.38). ``hang_release`` names an
-    older kubelet (1.35-1.37) whose raw-sum check passes subsets that then loop forever: such
-    a request raises ``DistributedAllocationHangError`` instead; every request that terminates
-    there gets the same CPUs either way.
+    older kubelet (1.35-1.37) that counts raw CPUs and then loops forever on some requests:
+    they raise ``DistributedAllocationHangError`` instead; all others get the same CPUs.
     """
     strategy = parse_strategy(cpu_sorting_strategy)
     g = check_group_size(cpu_group_size)
     check_args(topo, available, num_cpus)
-    sbt = spread_by_topology
-    if num_cpus % g != 0:
-        return take_by_topology_numa_packed(
-            topo, available, num_cpus, strategy, False, spread_by_topology=sbt
-        )
-
-    acc = CPUAccumulator(topo, available, num_cpus, strategy, sbt)
-    if acc.is_satisfied():
-        return acc.result
-    if acc.is_failed():
-        raise not_enough(num_cpus, available)
-
-    numas = acc.sort_available_numa_nodes()
-    avail_of = acc.numa_counts()
-    scores = _Scores(avail_of, distinct=len(avail_of) == len(numas))
-    take = _Take(acc, numas, scores, num_cpus, g, align_by_socket, hang_release)
-    for k in _sizes_to_try(acc, numas, avail_of, g, align_by_socket, min_numas_from_hint):
-        best = _choose_combo(take, k, copy_best)
-        if best.combo is not None:
+    if num_cpus % g == 0:
+        acc = CPUAccumulator(topo, available, num_cpus, strategy, spread_by_topology)
+        if acc.is_satisfied():
+            return acc.result
+        if acc.is_failed():
+            raise not_enough(num_cpus, available)
+        take = _Take.of(acc, num_cpus, g, align_by_socket, hang_release)
+        best = _best_combination(take, min_numas_from_hint, copy_best)
+        if best is not None:
             return _allocate(acc, best, num_cpus, g)
-
     return take_by_topology_numa_packed(
-        topo, available, num_cpus, strategy, False, spread_by_topology=sbt
+        topo, available, num_cpus, strategy, False, spread_by_topology=spread_by_topology
     )
 
 
-def _sizes_to_try(
-    acc: CPUAccumulator,
-    numas: Sequence[int],
-    avail_of: dict[int, int],
-    g: int,
-    align_by_socket: bool,
-    min_numas_from_hint: int,
-) -> Iterator[int]:
+def _best_combination(take: _Take, min_numas_from_hint: int, copy_best: bool) -> _Choice | None:
+    """The combination Go allocates from: for k = the fewest to the most NUMA nodes that
+    could do (``_sizes_to_try``), every k-combination of the NUMA order is scored by the
+    standard deviation of the CPUs left per NUMA node and the first best wins (with
+    align-by-socket a single-socket combination beats any cross-socket one); Go stops at the
+    first size with one. ``None``: no combination fits."""
+    for k in _sizes_to_try(take, min_numas_from_hint):
+        best = _choose_combo(take, k, copy_best)
+        if best.combo is not None:
+            return best
+    return None
+
+
+def _sizes_to_try(take: _Take, min_numas_from_hint: int) -> Iterator[int]:
     """The combination sizes Go tries, fewest NUMA nodes first
     (``rangeNUMANodesNeededToSatisfy``, raised to the hint's count by kubernetes#139456 in
     1.38), less the sizes where Go's capacity or even-share check turns down every
     combination: the k largest entries hold too few CPUs, or one of them is below the even
     share (without align-by-socket)."""
+    acc, numas, avail_of, g = take.acc, take.numas, take.scores.avail_of, take.g
+    align_by_socket = take.align_by_socket
     num_cpus = acc.num_cpus_needed
     min_numas, max_numas = acc.range_numa_nodes_needed_to_satisfy(g)
     if min_numas < min_numas_from_hint <= max_numas:
