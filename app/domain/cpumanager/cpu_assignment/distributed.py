@@ -892,9 +892,11 @@ def _choose_single(take: _Take, copy_best: bool) -> _Choice:
     ceiling = balance(first)
     last: tuple[int, ...] = (len(numas) - 1,)  # where Go's iteration ends
     best_pos: tuple[int, ...] | None = None
-    for i in _single_nodes_in_reach(scores, counts, fits, need, ceiling):
-        if i != first and scores.single_floor(need, counts[i]) >= best.balance:
-            continue  # cannot score strictly below the best so far
+    floors = _single_floors_in_reach(scores, counts, fits, need, ceiling)
+    for i in fits:
+        floor = floors.get(counts[i])
+        if floor is None or (i != first and floor >= best.balance):
+            continue  # above U (never the best), or cannot score below the best so far
         score = ceiling if i == first else balance(i)
         if score < best.balance:
             best.balance = score
@@ -907,19 +909,20 @@ def _choose_single(take: _Take, copy_best: bool) -> _Choice:
     return best
 
 
-def _single_nodes_in_reach(
+def _single_floors_in_reach(
     scores: _Scores, counts: Sequence[int], fits: Sequence[int], need: int, ceiling: float
-) -> list[int]:
-    """The positions of ``fits`` (Go's order) whose single-node floor is at most ``U``
-    (``ceiling``): as the floor grows when the node's count falls, those with the largest
-    counts, down to the first count whose floor is above ``U``."""
-    ordered = sorted({counts[i] for i in fits}, reverse=True)
-    least = ordered[0]
-    for c in ordered[1:]:
-        if scores.single_floor(need, c) > ceiling:
+) -> dict[int, float]:
+    """The single-node floor (``_Scores.single_floor``) per count of ``fits`` whose floor is
+    at most ``U`` (``ceiling``; the largest count always, its node giving ``U``): as the floor
+    grows when the count falls, the largest counts down to the first whose floor is above
+    ``U``. A floor depends on the count only, so each is worked out once."""
+    floors: dict[int, float] = {}
+    for c in sorted({counts[i] for i in fits}, reverse=True):
+        floor = scores.single_floor(need, c)
+        if floors and floor > ceiling:
             break
-        least = c
-    return [i for i in fits if counts[i] >= least]
+        floors[c] = floor
+    return floors
 
 
 @dataclass(slots=True)
