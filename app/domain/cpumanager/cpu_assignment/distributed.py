@@ -883,8 +883,7 @@ def _choose_single(take: _Take, copy_best: bool) -> _Choice:
     best = _Choice()
     if not fits:
         return best
-    most = max(counts[i] for i in fits)
-    first = next(i for i in fits if counts[i] == most)
+    first = counts.index(max(counts))  # the first node with the most CPUs (it fits)
 
     def balance(i: int) -> float:
         return scores.exact({numas[i]: counts[i] - need})
@@ -892,10 +891,9 @@ def _choose_single(take: _Take, copy_best: bool) -> _Choice:
     ceiling = balance(first)
     last: tuple[int, ...] = (len(numas) - 1,)  # where Go's iteration ends
     best_pos: tuple[int, ...] | None = None
-    floors = _single_floors_in_reach(scores, counts, fits, need, ceiling)
+    floors = _single_floors_in_reach(scores, counts, fits, first, need, ceiling)
     for i in fits:
-        floor = floors.get(counts[i])
-        if floor is None or (i != first and floor >= best.balance):
+        if i != first and floors.get(counts[i], _MAX_FLOAT64) >= best.balance:
             continue  # above U (never the best), or cannot score below the best so far
         score = ceiling if i == first else balance(i)
         if score < best.balance:
@@ -910,16 +908,21 @@ def _choose_single(take: _Take, copy_best: bool) -> _Choice:
 
 
 def _single_floors_in_reach(
-    scores: _Scores, counts: Sequence[int], fits: Sequence[int], need: int, ceiling: float
+    scores: _Scores,
+    counts: Sequence[int],
+    fits: Sequence[int],
+    first: int,
+    need: int,
+    ceiling: float,
 ) -> dict[int, float]:
-    """The single-node floor (``_Scores.single_floor``) per count of ``fits`` whose floor is
-    at most ``U`` (``ceiling``; the largest count always, its node giving ``U``): as the floor
-    grows when the count falls, the largest counts down to the first whose floor is above
-    ``U``. A floor depends on the count only, so each is worked out once."""
+    """The single-node floor (``_Scores.single_floor``) per count of the nodes of ``fits``
+    other than ``first`` (scored first, giving ``U``: ``ceiling``) whose floor is at most
+    ``U``: as the floor grows when the count falls, the largest counts down to the first
+    whose floor is above ``U``. A floor depends on the count only: each is worked out once."""
     floors: dict[int, float] = {}
-    for c in sorted({counts[i] for i in fits}, reverse=True):
+    for c in sorted({counts[i] for i in fits if i != first}, reverse=True):
         floor = scores.single_floor(need, c)
-        if floors and floor > ceiling:
+        if floor > ceiling:
             break
         floors[c] = floor
     return floors
