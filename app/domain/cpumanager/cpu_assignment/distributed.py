@@ -684,10 +684,12 @@ class _Bound:
 
 
 def _hopeless(
-    scores: _Scores, bound: _Bound, k: int, d: int, remainder: int, g: int, most: int
-) -> Callable[[int], bool]:
+    take: _Take, bound: _Bound | None, k: int, d: int, most: int
+) -> Callable[[int], bool] | None:
     """Whether no k-combination whose counts sum to at most ``s`` has a floor below
-    ``bound``, every node giving ``d`` and the ``remainder`` handed out afterwards.
+    ``bound``, every node giving ``d`` and the remainder handed out afterwards; ``None``
+    where no such test may prune (no ``bound``; align-by-socket, whose distribution differs
+    per combination; or a skipped combination could raise the 1.35-1.37 hang).
 
     Why: a node listed m times leaves ``a - m*d``, so the squares change by
     ``m*m*d*d - 2*m*d*a >= m*d*d - 2*m*d*a``; summed, the squares after the distribution are
@@ -695,6 +697,10 @@ def _hopeless(
     removes ``2*g*x - g*g`` with ``x <= most - d``. The total is fixed (``total - d*k -
     remainder``), and for a fixed total the floor never decreases as the squares grow.
     """
+    if bound is None or take.align_by_socket or (take.release is not None and take.g > 1):
+        return None
+    scores, g = take.scores, take.g
+    remainder = take.num_cpus - d * k
     q = remainder // g
     removed = q * max(0, 2 * g * (most - d) - g * g)
     total = scores.total - d * k - remainder
@@ -750,11 +756,8 @@ def _candidates(take: _Take, k: int, bound: _Bound | None = None) -> Iterator[_C
     # Without align-by-socket a node with fewer CPUs than the even share fails the check.
     usable = [align_by_socket or c >= even for c in counts]
     whole = [c // g for c in counts]
-    hopeless = None
-    if bound is not None and not align_by_socket and (release is None or g == 1):
-        hopeless = _hopeless(scores, bound, k, even, num_cpus - even * k, g, max(counts))
-    # With groups of one, or one node (the request is a whole number of groups), the group
-    # check is the capacity check.
+    hopeless = _hopeless(take, bound, k, even, max(counts))
+    # Groups of one, or one node (a whole number of groups): the group check is the capacity one.
     check_groups = release is None and g > 1 and k > 1
     for pos, have in _candidate_combos(counts, usable, k, num_cpus, hopeless):
         if not distinct and _union_count(acc, numas, pos) < num_cpus:
@@ -771,10 +774,13 @@ def _candidates(take: _Take, k: int, bound: _Bound | None = None) -> Iterator[_C
         if not distinct:
             yield _candidate_with_repeats(take, pos, distribution, remainder)
             continue
-        # the sums over every NUMA node after the even distribution
-        total = scores.total - distribution * k
+        total = scores.total - distribution * k  # the sums over every NUMA node afterwards
         squares = scores.squares + k * distribution * distribution - 2 * distribution * have
-        low = _candidate_floor(counts, pos, distribution, g, remainder, total, squares)
+        low = (
+            (total, squares)
+            if remainder == 0
+            else _remainder_floor(counts, pos, distribution, g, remainder, total, squares)
+        )
         yield _Candidate(pos, numas, avail_of, distribution, g, remainder, total, squares, low)
 
 
@@ -804,7 +810,7 @@ def _candidate_with_repeats(
     return cand
 
 
-def _candidate_floor(
+def _remainder_floor(
     counts: Sequence[int],
     pos: tuple[int, ...],
     d: int,
@@ -813,11 +819,9 @@ def _candidate_floor(
     total: int,
     squares: int,
 ) -> tuple[int, int] | None:
-    """The sums whose floor is that of a candidate of distinct nodes (``low``), from its sums
-    after the distribution: those sums without a remainder; with one, its hand-out removes at
-    most what ``_most_squares_removed`` says from the squares (``None``: no hand-out)."""
-    if remainder == 0:
-        return total, squares
+    """The sums whose floor is that of a candidate of distinct nodes with a remainder: its
+    hand-out removes at most what ``_most_squares_removed`` says from the squares (``None``:
+    no hand-out)."""
     left = [v for i in pos if (v := counts[i] - d) >= g]
     removed = _most_squares_removed(left, remainder // g, g)
     if removed is None:
