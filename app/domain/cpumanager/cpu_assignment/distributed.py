@@ -172,6 +172,11 @@ class _Scores:
             self._passes[total] = squares, floor
         return False
 
+    def single_floor(self, need: int, count: int) -> float:
+        """The floor of every NUMA node's CPUs once ``need`` are taken from one node holding
+        ``count``."""
+        return self.floor.at_least(self.total - need, self.squares + need * need - 2 * need * count)
+
     def exact(self, changed: dict[int, int]) -> float:
         """The kubelet's balance: every NUMA node in order, ``changed`` ones replaced."""
         return standard_deviation([changed.get(n, v) for n, v in self.avail_of.items()])
@@ -558,18 +563,7 @@ def _walk(
     """``_candidate_combos`` depth first over many combinations: a prefix is extended only
     while its best completion (the largest usable counts after it) can pass."""
     n = len(counts)
-    # top[start][r]: the sum of the r largest usable counts from ``start`` on (r < k)
-    top: list[list[int]] = [[0] for _ in range(n + 1)]
-    largest: list[int] = []  # ascending, at most k - 1 of them
-    for start in range(n - 1, -1, -1):
-        if k > 1 and usable[start]:
-            bisect.insort(largest, counts[start])
-            if len(largest) > k - 1:
-                del largest[0]
-        sums = [0]
-        for v in reversed(largest):
-            sums.append(sums[-1] + v)
-        top[start] = sums
+    top = _best_completions(counts, usable, k)
     path: list[int] = []
 
     def walk(start: int, left: int, have: int) -> Iterator[tuple[tuple[int, ...], int]]:
@@ -590,6 +584,23 @@ def _walk(
             path.pop()
 
     yield from walk(0, k, 0)
+
+
+def _best_completions(counts: Sequence[int], usable: Sequence[bool], k: int) -> list[list[int]]:
+    """The suffix table of ``_walk``: ``top[start][r]`` is the sum of the ``r`` largest usable
+    counts from ``start`` on (``r < k``), the most ``r`` more nodes after a prefix can add."""
+    top: list[list[int]] = [[0] for _ in range(len(counts) + 1)]
+    largest: list[int] = []  # ascending, at most k - 1 of them
+    for start in range(len(counts) - 1, -1, -1):
+        if k > 1 and usable[start]:
+            bisect.insort(largest, counts[start])
+            if len(largest) > k - 1:
+                del largest[0]
+        sums = [0]
+        for v in reversed(largest):
+            sums.append(sums[-1] + v)
+        top[start] = sums
+    return top
 
 
 def _following_combination(pos: tuple[int, ...], n: int) -> tuple[int, ...] | None:
@@ -673,10 +684,12 @@ class _Bound:
 
 
 def _hopeless(
-    scores: _Scores, bound: _Bound, k: int, d: int, remainder: int, g: int, most: int
-) -> Callable[[int], bool]:
+    take: _Take, bound: _Bound | None, k: int, d: int, most: int
+) -> Callable[[int], bool] | None:
     """Whether no k-combination whose counts sum to at most ``s`` has a floor below
-    ``bound``, every node giving ``d`` and the ``remainder`` handed out afterwards.
+    ``bound``, every node giving ``d`` and the remainder handed out afterwards; ``None``
+    where no such test may prune (no ``bound``; align-by-socket, whose distribution differs
+    per combination; or a skipped combination could raise the 1.35-1.37 hang).
 
     Why: a node listed m times leaves ``a - m*d``, so the squares change by
     ``m*m*d*d - 2*m*d*a >= m*d*d - 2*m*d*a``; summed, the squares after the distribution are
@@ -684,6 +697,10 @@ def _hopeless(
     removes ``2*g*x - g*g`` with ``x <= most - d``. The total is fixed (``total - d*k -
     remainder``), and for a fixed total the floor never decreases as the squares grow.
     """
+    if bound is None or take.align_by_socket or (take.release is not None and take.g > 1):
+        return None
+    scores, g = take.scores, take.g
+    remainder = take.num_cpus - d * k
     q = remainder // g
     removed = q * max(0, 2 * g * (most - d) - g * g)
     total = scores.total - d * k - remainder
@@ -713,6 +730,17 @@ class _Take:
     align_by_socket: bool
     release: str | None
 
+    @classmethod
+    def of(
+        cls, acc: CPUAccumulator, num_cpus: int, g: int, align_by_socket: bool, release: str | None
+    ) -> _Take:
+        """The question once ``acc`` holds the CPUs at hand: its NUMA nodes in Go's order
+        (``sortAvailableNUMANodes``) with their scores."""
+        numas = acc.sort_available_numa_nodes()
+        avail_of = acc.numa_counts()
+        scores = _Scores(avail_of, distinct=len(avail_of) == len(numas))
+        return cls(acc, numas, scores, num_cpus, g, align_by_socket, release)
+
 
 def _candidates(take: _Take, k: int, bound: _Bound | None = None) -> Iterator[_Candidate]:
     """The k-combinations that pass Go's capacity, group and distribution checks, in Go's
@@ -721,7 +749,6 @@ def _candidates(take: _Take, k: int, bound: _Bound | None = None) -> Iterator[_C
     could raise the 1.35-1.37 hang and the distribution is the same for every combination)."""
     acc, numas, scores, num_cpus, g = take.acc, take.numas, take.scores, take.num_cpus, take.g
     align_by_socket, release = take.align_by_socket, take.release
-    ix = acc.ix
     avail_of = scores.avail_of
     distinct = scores.distinct
     counts = [avail_of[n] for n in numas]
@@ -729,20 +756,12 @@ def _candidates(take: _Take, k: int, bound: _Bound | None = None) -> Iterator[_C
     # Without align-by-socket a node with fewer CPUs than the even share fails the check.
     usable = [align_by_socket or c >= even for c in counts]
     whole = [c // g for c in counts]
-    hopeless = None
-    if bound is not None and not align_by_socket and (release is None or g == 1):
-        hopeless = _hopeless(scores, bound, k, even, num_cpus - even * k, g, max(counts))
-    # With groups of one, or one node (the request is a whole number of groups), the group
-    # check is the capacity check.
+    hopeless = _hopeless(take, bound, k, even, max(counts))
+    # Groups of one, or one node (a whole number of groups): the group check is the capacity one.
     check_groups = release is None and g > 1 and k > 1
     for pos, have in _candidate_combos(counts, usable, k, num_cpus, hopeless):
-        if not distinct:  # Go counts the CPUs of the union
-            union = 0
-            for i in pos:
-                union |= ix.numa_mask[numas[i]]
-            have = (union & acc.avail_mask).bit_count()
-            if have < num_cpus:
-                continue
+        if not distinct and _union_count(acc, numas, pos) < num_cpus:
+            continue  # Go counts the CPUs of the union
         if check_groups and sum([whole[i] for i in pos]) * g < num_cpus:
             continue
         distribution = even
@@ -752,22 +771,43 @@ def _candidates(take: _Take, k: int, bound: _Bound | None = None) -> Iterator[_C
         # distribution is capped by every node's CPUs with align-by-socket, and without it the
         # nodes below the even share are not ``usable``.
         remainder = num_cpus - distribution * k
-        if distinct:  # the sums over every NUMA node after the even distribution
-            total = scores.total - distribution * k
-            squares = scores.squares + k * distribution * distribution - 2 * distribution * have
-            low = (
-                (total, squares)
-                if remainder == 0
-                else _remainder_floor(counts, pos, distribution, g, remainder, total, squares)
-            )
-            yield _Candidate(pos, numas, avail_of, distribution, g, remainder, total, squares, low)
+        if not distinct:
+            yield _candidate_with_repeats(take, pos, distribution, remainder)
             continue
-        cand = _Candidate(pos, numas, avail_of, distribution, g, remainder, 0, 0, None)
-        changed = cand.changed
-        cand.total = scores.total + sum(v - avail_of[n] for n, v in changed.items())
-        cand.squares = scores.squares + sum(v * v - avail_of[n] ** 2 for n, v in changed.items())
-        cand.low = _floor_with_remainder(cand, changed, g)
-        yield cand
+        total = scores.total - distribution * k  # the sums over every NUMA node afterwards
+        squares = scores.squares + k * distribution * distribution - 2 * distribution * have
+        low = (
+            (total, squares)
+            if remainder == 0
+            else _remainder_floor(counts, pos, distribution, g, remainder, total, squares)
+        )
+        yield _Candidate(pos, numas, avail_of, distribution, g, remainder, total, squares, low)
+
+
+def _union_count(acc: CPUAccumulator, numas: Sequence[int], pos: tuple[int, ...]) -> int:
+    """Go's capacity count of a combination that may list a node twice: the available CPUs
+    of the union of its NUMA nodes."""
+    ix = acc.ix
+    union = 0
+    for i in pos:
+        union |= ix.numa_mask[numas[i]]
+    return (union & acc.avail_mask).bit_count()
+
+
+def _candidate_with_repeats(
+    take: _Take, pos: tuple[int, ...], distribution: int, remainder: int
+) -> _Candidate:
+    """A candidate of a NUMA order that lists a node twice: its sums worked out from what the
+    distribution leaves per node (a node listed twice gives twice), its floor from them
+    (``_floor_with_remainder``)."""
+    scores, g = take.scores, take.g
+    avail_of = scores.avail_of
+    cand = _Candidate(pos, take.numas, avail_of, distribution, g, remainder, 0, 0, None)
+    changed = cand.changed
+    cand.total = scores.total + sum(v - avail_of[n] for n, v in changed.items())
+    cand.squares = scores.squares + sum(v * v - avail_of[n] ** 2 for n, v in changed.items())
+    cand.low = _floor_with_remainder(cand, changed, g)
+    return cand
 
 
 def _remainder_floor(
@@ -806,26 +846,10 @@ def _lowest_floor(scores: _Scores, ahead: list[_Candidate]) -> _Candidate:
 
 
 def _choose_combo(take: _Take, k: int, copy_best: bool) -> _Choice:
-    """The best k-combination of ``numas`` (Go's iteration and checks, first best wins).
-
-    Shortcuts that cannot change the answer:
-
-    * combinations that cannot pass the capacity or distribution checks are not generated
-      (``_candidate_combos``);
-    * a combination is not scored when its floor (``BalanceFloor`` of the best any remainder
-      subset could do) is at or above the best balance so far - Go replaces the best only on a
-      strictly lower balance - unless the single-socket preference decides instead of the
-      balance;
-    * without align-by-socket, and where no hang can be raised (1.38, or groups of one), the
-      candidate with the lowest floor among the first ``_LOOKAHEAD`` is scored first: its
-      balance ``U`` is achieved, so the final best scores at most ``U`` (or Go stopped earlier
-      at a perfect 0), and a combination whose floor is strictly above ``U`` can never be the
-      final best (it may only be a passing best that a later one replaces, and it cannot end
-      the search: that needs a balance of 0). It is skipped;
-    * the 1.35-1.37 hang is checked on every combination the kubelet would score, in order.
-
-    The break once a perfect balance is found happens where Go's happens, and the kept
-    combination is read as Go reads its slice (``kept_combination``).
+    """The best k-combination of ``numas`` (Go's iteration and checks, first best wins), by
+    ``_ComboSearch`` with the shortcuts it lists; combinations that cannot pass the capacity
+    or distribution checks are not generated (``_candidate_combos``). The kept combination
+    is read as Go reads its slice (``kept_combination``).
 
     The candidates are generated lazily in Go's order and at most ``_LOOKAHEAD`` are held, so
     the search visits a subset of the combinations Go visits, in the same order, and never
@@ -841,12 +865,7 @@ def _choose_combo(take: _Take, k: int, copy_best: bool) -> _Choice:
     search = _ComboSearch(acc, scores, cut, g, align_by_socket, release, copy_best)
     if ahead and not align_by_socket and (release is None or g == 1):
         search.score_first(_lowest_floor(scores, ahead))
-    last = tuple(range(len(numas) - k, len(numas)))  # where Go's iteration ends
-    for cand in itertools.chain(ahead, stream):
-        if search.consider(cand):
-            # Go generates the next combination, sees the perfect balance and breaks.
-            last = _following_combination(cand.pos, len(numas)) or cand.pos
-            break
+    last = search.run(itertools.chain(ahead, stream), len(numas), k)
     best = search.best
     if search.best_pos is not None:
         best.combo = _kept(numas, search.best_pos, last, copy_best)
@@ -868,29 +887,18 @@ def _choose_single(take: _Take, copy_best: bool) -> _Choice:
     best = _Choice()
     if not fits:
         return best
-    most = max(counts[i] for i in fits)
-    first = next(i for i in fits if counts[i] == most)
-    total = scores.total - need
-    base = scores.squares + need * need
+    first = counts.index(max(counts))  # the first node with the most CPUs (it fits)
 
     def balance(i: int) -> float:
         return scores.exact({numas[i]: counts[i] - need})
 
     ceiling = balance(first)
-    # The floor grows as the node's count falls: the counts whose floor is at most U are
-    # the largest ones, down to the first count whose floor is above it.
-    least = most
-    for c in sorted({counts[i] for i in fits}, reverse=True)[1:]:
-        if scores.at_least(total, base - 2 * need * c) > ceiling:
-            break
-        least = c
     last: tuple[int, ...] = (len(numas) - 1,)  # where Go's iteration ends
     best_pos: tuple[int, ...] | None = None
+    floors = _single_floors_in_reach(scores, counts, fits, first, need, ceiling)
     for i in fits:
-        if counts[i] < least:
-            continue
-        if i != first and scores.at_least(total, base - 2 * need * counts[i]) >= best.balance:
-            continue  # cannot score strictly below the best so far
+        if i != first and floors.get(counts[i], _MAX_FLOAT64) >= best.balance:
+            continue  # above U (never the best), or cannot score below the best so far
         score = ceiling if i == first else balance(i)
         if score < best.balance:
             best.balance = score
@@ -903,6 +911,27 @@ def _choose_single(take: _Take, copy_best: bool) -> _Choice:
     return best
 
 
+def _single_floors_in_reach(
+    scores: _Scores,
+    counts: Sequence[int],
+    fits: Sequence[int],
+    first: int,
+    need: int,
+    ceiling: float,
+) -> dict[int, float]:
+    """The single-node floor (``_Scores.single_floor``) per count of the nodes of ``fits``
+    other than ``first`` (scored first, giving ``U``: ``ceiling``) whose floor is at most
+    ``U``: as the floor grows when the count falls, the largest counts down to the first
+    whose floor is above ``U``. A floor depends on the count only: each is worked out once."""
+    floors: dict[int, float] = {}
+    for c in sorted({counts[i] for i in fits if i != first}, reverse=True):
+        floor = scores.single_floor(need, c)
+        if floor > ceiling:
+            break
+        floors[c] = floor
+    return floors
+
+
 @dataclass(slots=True)
 class _ComboSearch:
     """Go's loop over the k-combinations (``iterateCombinations(numas, k, ...)``): score each
@@ -910,7 +939,23 @@ class _ComboSearch:
     single-socket combination beats any other), stop after a perfect balance.
 
     ``cut`` is what a candidate's floor must be below to be looked at (the candidate stream
-    reads it too); ``ceiling`` is just above the balance of the candidate scored first."""
+    reads it too); ``ceiling`` is just above the balance of the candidate scored first.
+
+    Shortcuts that cannot change the answer:
+
+    * a combination is not scored when its floor (``BalanceFloor`` of the best any remainder
+      subset could do) is at or above the best balance so far - Go replaces the best only on a
+      strictly lower balance - unless the single-socket preference decides instead of the
+      balance;
+    * without align-by-socket, and where no hang can be raised (1.38, or groups of one), the
+      candidate with the lowest floor among the first ``_LOOKAHEAD`` is scored first
+      (``score_first``): its balance ``U`` is achieved, so the final best scores at most ``U``
+      (or Go stopped earlier at a perfect 0), and a combination whose floor is strictly above
+      ``U`` can never be the final best (it may only be a passing best that a later one
+      replaces, and it cannot end the search: that needs a balance of 0). It is skipped;
+    * the 1.35-1.37 hang is checked on every combination the kubelet would score, in order.
+
+    The break once a perfect balance is found happens where Go's happens (``run``)."""
 
     acc: CPUAccumulator
     scores: _Scores
@@ -924,6 +969,15 @@ class _ComboSearch:
     ceiling: float = _MAX_FLOAT64
     first: _Candidate | None = None
     first_scored: tuple[float, tuple[int, ...] | None] = (_MAX_FLOAT64, None)
+
+    def run(self, cands: Iterable[_Candidate], n: int, k: int) -> tuple[int, ...]:
+        """Go's turns of ``cands`` in order (k-combinations of positions out of ``n``); where
+        Go's iteration ends: the last combination, or the one after a perfect balance."""
+        for cand in cands:
+            if self.consider(cand):
+                # Go generates the next combination, sees the perfect balance and breaks.
+                return _following_combination(cand.pos, n) or cand.pos
+        return tuple(range(n - k, n))
 
     def score_first(self, cand: _Candidate) -> None:
         """Score ``cand`` (the lowest floor read ahead) before its turn; its balance ``U`` is
@@ -1008,60 +1062,53 @@ def take_by_topology_numa_distributed(
     """``num_cpus`` CPUs spread evenly over NUMA nodes (``takeByTopologyNUMADistributed``).
 
     CPUs are handed out in groups of ``cpu_group_size`` (the SMT level under
-    ``full-pcpus-only``, else 1). For k = the fewest to the most NUMA nodes that could do,
-    every k-combination of the NUMA order is scored by the standard deviation of the CPUs left
-    per NUMA node; the first best combination wins (with ``align_by_socket`` a single-socket
-    combination beats any cross-socket one). When no combination fits, or the request is not a
-    multiple of the group size, the NUMA-packed algorithm is used. The uncore option never
-    applies here.
+    ``full-pcpus-only``, else 1) from the best combination of the fewest NUMA nodes that could
+    do (``_best_combination``); when none fits, or the request is not a multiple of the group
+    size, the NUMA-packed algorithm is used. The uncore option never applies here.
 
     Capacity is counted in whole groups (kubernetes#140730, 1.38). ``hang_release`` names an
-    older kubelet (1.35-1.37) whose raw-sum check passes subsets that then loop forever: such
-    a request raises ``DistributedAllocationHangError`` instead; every request that terminates
-    there gets the same CPUs either way.
+    older kubelet (1.35-1.37) that counts raw CPUs and then loops forever on some requests:
+    they raise ``DistributedAllocationHangError`` instead; all others get the same CPUs.
     """
     strategy = parse_strategy(cpu_sorting_strategy)
     g = check_group_size(cpu_group_size)
     check_args(topo, available, num_cpus)
-    sbt = spread_by_topology
-    if num_cpus % g != 0:
-        return take_by_topology_numa_packed(
-            topo, available, num_cpus, strategy, False, spread_by_topology=sbt
-        )
-
-    acc = CPUAccumulator(topo, available, num_cpus, strategy, sbt)
-    if acc.is_satisfied():
-        return acc.result
-    if acc.is_failed():
-        raise not_enough(num_cpus, available)
-
-    numas = acc.sort_available_numa_nodes()
-    avail_of = acc.numa_counts()
-    scores = _Scores(avail_of, distinct=len(avail_of) == len(numas))
-    take = _Take(acc, numas, scores, num_cpus, g, align_by_socket, hang_release)
-    for k in _sizes_to_try(acc, numas, avail_of, g, align_by_socket, min_numas_from_hint):
-        best = _choose_combo(take, k, copy_best)
-        if best.combo is not None:
+    if num_cpus % g == 0:
+        acc = CPUAccumulator(topo, available, num_cpus, strategy, spread_by_topology)
+        if acc.is_satisfied():
+            return acc.result
+        if acc.is_failed():
+            raise not_enough(num_cpus, available)
+        take = _Take.of(acc, num_cpus, g, align_by_socket, hang_release)
+        best = _best_combination(take, min_numas_from_hint, copy_best)
+        if best is not None:
             return _allocate(acc, best, num_cpus, g)
-
     return take_by_topology_numa_packed(
-        topo, available, num_cpus, strategy, False, spread_by_topology=sbt
+        topo, available, num_cpus, strategy, False, spread_by_topology=spread_by_topology
     )
 
 
-def _sizes_to_try(
-    acc: CPUAccumulator,
-    numas: Sequence[int],
-    avail_of: dict[int, int],
-    g: int,
-    align_by_socket: bool,
-    min_numas_from_hint: int,
-) -> Iterator[int]:
+def _best_combination(take: _Take, min_numas_from_hint: int, copy_best: bool) -> _Choice | None:
+    """The combination Go allocates from: for k = the fewest to the most NUMA nodes that
+    could do (``_sizes_to_try``), every k-combination of the NUMA order is scored by the
+    standard deviation of the CPUs left per NUMA node and the first best wins (with
+    align-by-socket a single-socket combination beats any cross-socket one); Go stops at the
+    first size with one. ``None``: no combination fits."""
+    for k in _sizes_to_try(take, min_numas_from_hint):
+        best = _choose_combo(take, k, copy_best)
+        if best.combo is not None:
+            return best
+    return None
+
+
+def _sizes_to_try(take: _Take, min_numas_from_hint: int) -> Iterator[int]:
     """The combination sizes Go tries, fewest NUMA nodes first
     (``rangeNUMANodesNeededToSatisfy``, raised to the hint's count by kubernetes#139456 in
     1.38), less the sizes where Go's capacity or even-share check turns down every
     combination: the k largest entries hold too few CPUs, or one of them is below the even
     share (without align-by-socket)."""
+    acc, numas, avail_of, g = take.acc, take.numas, take.scores.avail_of, take.g
+    align_by_socket = take.align_by_socket
     num_cpus = acc.num_cpus_needed
     min_numas, max_numas = acc.range_numa_nodes_needed_to_satisfy(g)
     if min_numas < min_numas_from_hint <= max_numas:
