@@ -140,7 +140,7 @@ def _pod_entry(node: Node, uid: str, cache: RenderCache) -> str:
         entry = {"admittedAt": node.admitted_at.get(uid, 0.0), "manifest": pod_to_manifest(pod)}
         try:
             text = "    " + indented_json(entry, "\n    ")
-        except TypeError:  # what only the standard encoder knows (it raises the same)
+        except TypeError:  # not plain JSON (a key that is not a string): the standard encoder
             text = "\n".join("    " + line for line in json.dumps(entry, indent=2).splitlines())
         cache.fragments[uid] = text
     return text
